@@ -1,0 +1,40 @@
+// Codegen entry point: one `kernel` node of a lowered graph → one SPIR-V compute module.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/target.h"
+#include "ir/ir.h"
+
+namespace nxv::codegen {
+
+// Descriptor set 0 binding i of the module is bindings[i].
+struct Binding {
+  enum class Kind { Input, Output };
+  Kind kind;
+  int index;           // Input: position in the kernel node's args; Output: position in its results
+  ir::DType dtype;     // element type of the storage buffer as declared in the module
+};
+
+struct KernelBinary {
+  std::string name;                  // "k3_add" etc., for the explorer and profiling
+  std::vector<uint32_t> spirv;       // a complete, validated module with entry point "main"
+  std::vector<Binding> bindings;
+  uint32_t workgroup_size[3] = {1, 1, 1};
+  uint32_t group_count[3] = {1, 1, 1};
+  std::vector<ir::NodeId> fused_nodes;  // ids (in the pre-lowering graph) this kernel computes
+};
+
+// Throws ir::IrError naming the node when the kernel cannot be generated
+// (unsupported op/type, or a capability the device lacks such as Float64).
+KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps);
+
+// SPIRV-Tools wrappers. validate() returns "" when valid, else the validator's message.
+std::string validate(const std::vector<uint32_t>& spirv, uint32_t vulkan_api_version);
+std::string disassemble(const std::vector<uint32_t>& spirv);
+// GLSL view through SPIRV-Cross (for the explorer only).
+std::string to_glsl(const std::vector<uint32_t>& spirv);
+
+}  // namespace nxv::codegen

@@ -1,0 +1,34 @@
+// What the code generator may assume about the device it emits for.
+// Filled in by the runtime from Vulkan queries; per-vendor tuning lives in
+// codegen/targets/<vendor>.cpp and reads only this struct.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace nxv::codegen {
+
+struct DeviceCaps {
+  std::string name = "generic";
+  uint32_t vendor_id = 0;            // PCI vendor: 0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa (lavapipe)
+  uint32_t api_version = 0;          // VK_MAKE_API_VERSION
+  bool float64 = false;
+  bool int64 = false;
+  bool int16 = false;
+  bool int8 = false;
+  bool float16 = false;
+  bool storage_buffer_8bit = false;
+  bool storage_buffer_16bit = false;
+  bool subgroup_arithmetic = false;
+  bool cooperative_matrix = false;
+  uint32_t subgroup_size = 32;
+  uint32_t max_workgroup_invocations = 256;
+  uint32_t max_workgroup_count_x = 65535;
+  uint32_t max_shared_memory_bytes = 16384;
+  uint64_t max_storage_buffer_range = 1ull << 27;
+};
+
+// A device-independent default (used by lit tests so their output is stable).
+DeviceCaps generic_caps();
+
+}  // namespace nxv::codegen

@@ -1,0 +1,113 @@
+// The nx_vulkan C++ API: devices, device buffers, and executables compiled
+// from IR graphs. The NIF (nif/) and the CLI (cli/) are thin layers over this.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "ir/ir.h"
+
+namespace nxv::runtime {
+
+// Every runtime failure. `kind` lets callers react (retry after freeing memory, reopen a lost device).
+class Error : public std::runtime_error {
+ public:
+  enum class Kind { OutOfMemory, DeviceLost, Timeout, Unsupported, InvalidArgument, NoDevice, Vulkan };
+  Error(Kind kind, const std::string& msg) : std::runtime_error(msg), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+const char* error_kind_name(Error::Kind k);  // "out_of_memory", "device_lost", ...
+
+struct DeviceInfo {
+  int index = -1;              // position in list_devices()
+  std::string name;
+  std::string type;            // "discrete", "integrated", "virtual", "cpu", "other"
+  std::string driver;
+  codegen::DeviceCaps caps;
+};
+
+// Devices in preference order: discrete GPUs, integrated, virtual, others, CPU (lavapipe) last.
+std::vector<DeviceInfo> list_devices();
+
+struct RuntimeOptions {
+  // "" → $NXV_DEVICE → first of list_devices(). An integer picks by index, anything
+  // else is a case-insensitive substring of the device name.
+  std::string device;
+  // "" → $NXV_CACHE_DIR → $XDG_CACHE_HOME/nx_vulkan → ~/.cache/nx_vulkan. "none" disables the disk cache.
+  std::string cache_dir;
+  uint64_t timeout_ms = 120000;  // fence wait limit per submit
+};
+
+class Device;
+
+// A device-local buffer holding one tensor. Its memory returns to the device's
+// pool when the last reference goes.
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual const ir::TensorType& type() const = 0;
+  virtual uint64_t bytes() const = 0;
+};
+using BufferPtr = std::shared_ptr<Buffer>;
+
+struct HostTensor {
+  ir::TensorType type;
+  std::vector<uint8_t> data;  // row-major, little-endian, type.byte_size() bytes
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  // Opens (or returns the already open) device for these options. Thread-safe.
+  static std::shared_ptr<Device> open(const RuntimeOptions& opts = {});
+
+  virtual const DeviceInfo& info() const = 0;
+  virtual const RuntimeOptions& options() const = 0;
+  virtual BufferPtr upload(const ir::TensorType& type, const void* data, size_t bytes) = 0;
+  virtual void download(const Buffer& buf, void* dst, size_t bytes) = 0;
+  virtual BufferPtr allocate(const ir::TensorType& type) = 0;
+  // Bytes of device memory held by live buffers (pool free lists excluded).
+  virtual uint64_t bytes_in_use() const = 0;
+  // Returns pooled but unused memory to the driver.
+  virtual void trim() = 0;
+};
+
+struct CompileOptions {
+  std::vector<std::string> pipeline;  // pass names; empty → passes::default_pipeline()
+};
+
+struct RunStats {
+  double wall_ms = 0;      // the whole call
+  double device_ms = 0;    // GPU time between the first and last dispatch (timestamp queries)
+  int dispatches = 0;
+  int submits = 0;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Runs the pass pipeline, generates and validates every kernel, and creates
+  // the pipelines (through the device's pipeline cache). Executables are
+  // cached by a content hash of the graph and the device.
+  static std::shared_ptr<Executable> compile(std::shared_ptr<Device> device, const ir::Graph& graph,
+                                             const CompileOptions& opts = {});
+
+  virtual const ir::Graph& source() const = 0;   // as given
+  virtual const ir::Graph& lowered() const = 0;  // after the pipeline
+  virtual const std::vector<codegen::KernelBinary>& kernels() const = 0;
+  virtual const std::vector<ir::TensorType>& input_types() const = 0;
+  virtual const std::vector<ir::TensorType>& output_types() const = 0;
+
+  // Thread-safe: many threads may run the same executable at once.
+  virtual std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats = nullptr) = 0;
+  std::vector<HostTensor> run_host(const std::vector<HostTensor>& inputs, RunStats* stats = nullptr);
+};
+
+}  // namespace nxv::runtime
