@@ -45,6 +45,12 @@ struct TensorType {
 };
 std::string to_string(const TensorType& t);  // "f32[2,3]"
 
+// A host-side tensor value.
+struct Literal {
+  TensorType type;
+  std::vector<uint8_t> data;  // row-major, little-endian, type.byte_size() bytes
+};
+
 using NodeId = int64_t;
 struct Graph;
 

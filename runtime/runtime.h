@@ -57,10 +57,7 @@ class Buffer {
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 
-struct HostTensor {
-  ir::TensorType type;
-  std::vector<uint8_t> data;  // row-major, little-endian, type.byte_size() bytes
-};
+using HostTensor = ir::Literal;
 
 class Device {
  public:
