@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Every test: unit tests (GoogleTest, incl. the op conformance suite on the default
+# Vulkan device), lit tests of the passes and codegen, and the Elixir suite.
+# Elixir tests that need Nx run when NX_PATH points at an Nx checkout and skip otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+BUILD_DIR=${NXV_BUILD_DIR:-build}
+# lavapipe warns about this on headless machines; give it a private runtime dir.
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
+# A fresh pipeline cache per run so the tests exercise cold compilation too.
+export NXV_CACHE_DIR=${NXV_CACHE_DIR:-$(mktemp -d)}
+
+status=0
+(cd "$BUILD_DIR" && ctest --output-on-failure) || status=1
+(cd elixir && mix test) || status=1
+exit $status
