@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""The issue-3 workloads in JAX/XLA, timed the same way as nxv_bench (median of N after warm-up).
+
+    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--json FILE]
+
+Run on the same machine and in the same session as nxv_bench so the ratios are comparable.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402  (x64 must be enabled before arrays are made)
+
+
+def workloads(dtype, flat, side):
+    f = jnp.float64 if dtype == "f64" else jnp.float32
+    key = jax.random.PRNGKey(0)
+    k1, k2 = jax.random.split(key)
+    x = jax.random.uniform(k1, (flat,), f, -1, 1)
+    y = jax.random.uniform(k2, (flat,), f, -1, 1)
+    m = jax.random.uniform(k1, (side, side), f, -1, 1)
+    w = [
+        ("copy", lambda a: a.reshape(flat // 2, 2) + 0, (x,), 2 * x.nbytes),
+        ("add", lambda a, b: a + b, (x, y), 3 * x.nbytes),
+        ("chain", lambda a, b: jnp.tanh(a * b + 1) * jax.nn.sigmoid(a) - jnp.exp(-b * b), (x, y), 3 * x.nbytes),
+        ("sum", lambda a: jnp.sum(a), (x,), x.nbytes),
+        ("rowsum", lambda a: jnp.sum(a, axis=1), (m,), m.nbytes + m.nbytes // side),
+        ("softmax", lambda a: jax.nn.softmax(a, axis=-1), (m,), 2 * m.nbytes),
+        ("transpose", lambda a: a.T + 0, (m,), 2 * m.nbytes),
+    ]
+    if dtype == "f64":
+        for d in (8, 1000):
+            q = jax.random.normal(k1, (d,), f)
+            p = jax.random.normal(k2, (d,), f)
+            eps = jnp.asarray(0.01, f)
+            w.append((f"leapfrog_d{d}", leapfrog_unrolled, (q, p, eps), 4 * q.nbytes))
+            w.append((f"leapfrog_d{d}_fori", leapfrog_fori, (q, p, eps), 4 * q.nbytes))
+    return w
+
+
+def _step(q, p, eps):
+    p = p + eps / 2 * (-q)
+    q = q + eps * p
+    p = p + eps / 2 * (-q)
+    return q, p
+
+
+def leapfrog_unrolled(q, p, eps):
+    for _ in range(32):
+        q, p = _step(q, p, eps)
+    return q, p
+
+
+def leapfrog_fori(q, p, eps):
+    return jax.lax.fori_loop(0, 32, lambda _, s: _step(s[0], s[1], eps), (q, p))
+
+
+def time_call(fn, args, runs, warmup=3):
+    for _ in range(warmup):
+        jax.block_until_ready(fn(*args))
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", choices=["small", "full"], default="small")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rows = []
+    print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
+    for dtype in ("f32", "f64"):
+        flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
+        side = 8192 if a.size == "full" else 1024
+        for name, fn, args, nbytes in workloads(dtype, flat, side):
+            ms = time_call(jax.jit(fn), args, a.runs)
+            gbps = nbytes / (ms / 1e3) / 1e9
+            rows.append({"workload": name, "dtype": dtype, "wall_ms": ms, "gbps": gbps})
+            print(f"{name:18s} {dtype:4s} wall {ms:9.3f} ms  {gbps:8.1f} GB/s", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": jax.devices()[0].device_kind, "jax": jax.__version__, "results": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+#include "bench/workloads.h"
+
+namespace nxv::bench {
+namespace {
+
+using ir::DType;
+using ir::NodeId;
+using ir::Shape;
+using nlohmann::json;
+
+// Appends nodes with explicit result types; the verifier re-checks them when compiled.
+class GraphWriter {
+ public:
+  explicit GraphWriter(std::string name) { g_.name = std::move(name); }
+
+  NodeId node(const std::string& op, std::vector<NodeId> args, DType t, Shape s, json attrs = json::object()) {
+    ir::Node n;
+    n.id = static_cast<NodeId>(g_.nodes.size());
+    n.op = op;
+    n.args = std::move(args);
+    n.results = {ir::TensorType{t, std::move(s)}};
+    n.attrs = std::move(attrs);
+    g_.nodes.push_back(std::move(n));
+    return g_.nodes.back().id;
+  }
+  NodeId param(int index, DType t, Shape s) { return node("parameter", {}, t, std::move(s), {{"index", index}}); }
+  NodeId scalar(double v, DType t) { return node("constant", {}, t, {}, {{"value", v}}); }
+  const Shape& shape(NodeId id) const { return g_.nodes[id].results[0].shape; }
+  // Same-shape (or scalar-broadcast) elementwise op: the result takes the larger shape.
+  NodeId ew(const std::string& op, std::vector<NodeId> args, DType t) {
+    Shape s;
+    for (NodeId a : args)
+      if (shape(a).size() > s.size()) s = shape(a);
+    return node(op, std::move(args), t, s);
+  }
+  ir::Graph finish(std::vector<NodeId> outputs) {
+    g_.outputs = std::move(outputs);
+    g_.reindex();
+    return std::move(g_);
+  }
+
+ private:
+  ir::Graph g_;
+};
+
+uint64_t bytes(int64_t elems, DType t) { return static_cast<uint64_t>(elems) * ir::dtype_bytes(t); }
+
+Workload copy(DType t, int64_t n) {
+  GraphWriter w("copy");
+  NodeId x = w.param(0, t, {n});
+  NodeId r = w.node("reshape", {x}, t, {n / 2, 2});
+  return {"copy", t, w.finish({r}), 2 * bytes(n, t)};
+}
+
+Workload add(DType t, int64_t n) {
+  GraphWriter w("add");
+  NodeId x = w.param(0, t, {n}), y = w.param(1, t, {n});
+  return {"add", t, w.finish({w.ew("add", {x, y}, t)}), 3 * bytes(n, t)};
+}
+
+// tanh(x*y + 1) * sigmoid(x) - exp(-y*y)
+Workload chain(DType t, int64_t n) {
+  GraphWriter w("chain");
+  NodeId x = w.param(0, t, {n}), y = w.param(1, t, {n});
+  NodeId th = w.ew("tanh", {w.ew("add", {w.ew("multiply", {x, y}, t), w.scalar(1, t)}, t)}, t);
+  NodeId e = w.ew("exp", {w.ew("multiply", {w.ew("negate", {y}, t), y}, t)}, t);
+  NodeId out = w.ew("subtract", {w.ew("multiply", {th, w.ew("sigmoid", {x}, t)}, t), e}, t);
+  return {"chain", t, w.finish({out}), 3 * bytes(n, t)};
+}
+
+Workload full_sum(DType t, int64_t n) {
+  GraphWriter w("sum");
+  NodeId x = w.param(0, t, {n});
+  NodeId s = w.node("sum", {x}, t, {}, {{"axes", nullptr}, {"keep_axes", false}});
+  return {"sum", t, w.finish({s}), bytes(n, t)};
+}
+
+Workload row_sum(DType t, int64_t side) {
+  GraphWriter w("rowsum");
+  NodeId x = w.param(0, t, {side, side});
+  NodeId s = w.node("sum", {x}, t, {side}, {{"axes", {1}}, {"keep_axes", false}});
+  return {"rowsum", t, w.finish({s}), bytes(side * side + side, t)};
+}
+
+Workload softmax(DType t, int64_t side) {
+  GraphWriter w("softmax");
+  NodeId x = w.param(0, t, {side, side});
+  json keep = {{"axes", {1}}, {"keep_axes", true}};
+  NodeId m = w.node("reduce_max", {x}, t, {side, 1}, keep);
+  NodeId e = w.node("exp", {w.node("subtract", {x, m}, t, {side, side})}, t, {side, side});
+  NodeId s = w.node("sum", {e}, t, {side, 1}, keep);
+  NodeId out = w.node("divide", {e, s}, t, {side, side});
+  return {"softmax", t, w.finish({out}), 2 * bytes(side * side, t)};
+}
+
+Workload transpose(DType t, int64_t side) {
+  GraphWriter w("transpose");
+  NodeId x = w.param(0, t, {side, side});
+  NodeId tr = w.node("transpose", {x}, t, {side, side}, {{"axes", {1, 0}}});
+  return {"transpose", t, w.finish({tr}), 2 * bytes(side * side, t)};
+}
+
+// 32 unrolled leapfrog steps on a standard normal model (grad log p(q) = -q), as eXMC's NUTS
+// integrator produces them: p += eps/2 * grad(q); q += eps * p; p += eps/2 * grad(q).
+Workload leapfrog(DType t, int64_t d, int steps = 32) {
+  GraphWriter w("leapfrog_d" + std::to_string(d));
+  NodeId q = w.param(0, t, {d}), p = w.param(1, t, {d}), eps = w.param(2, t, {});
+  NodeId half = w.ew("multiply", {eps, w.scalar(0.5, t)}, t);
+  auto kick = [&](NodeId p_, NodeId q_) {
+    return w.ew("add", {p_, w.ew("multiply", {half, w.ew("negate", {q_}, t)}, t)}, t);
+  };
+  for (int i = 0; i < steps; ++i) {
+    p = kick(p, q);
+    q = w.ew("add", {q, w.ew("multiply", {eps, p}, t)}, t);
+    p = kick(p, q);
+  }
+  return {"leapfrog_d" + std::to_string(d), t, w.finish({q, p}), 4 * bytes(d, t)};
+}
+
+}  // namespace
+
+std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const std::vector<int64_t>& leapfrog_dims) {
+  std::vector<Workload> ws;
+  ws.push_back(copy(t, flat));
+  ws.push_back(add(t, flat));
+  ws.push_back(chain(t, flat));
+  ws.push_back(full_sum(t, flat));
+  ws.push_back(row_sum(t, side));
+  ws.push_back(softmax(t, side));
+  ws.push_back(transpose(t, side));
+  if (t == DType::F64)
+    for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
+  return ws;
+}
+
+}  // namespace nxv::bench

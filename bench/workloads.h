@@ -1,0 +1,26 @@
+// The benchmark workloads of issue 3, built as IR graphs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace nxv::bench {
+
+struct Workload {
+  std::string name;          // "add", "chain", "sum", "rowsum", "softmax", "transpose", "leapfrog", "copy"
+  ir::DType dtype;
+  ir::Graph graph;
+  // Bytes a perfect implementation must move per call (each input read once, each output
+  // written once): the numerator of achieved bandwidth.
+  uint64_t min_bytes = 0;
+};
+
+// `size` overrides the element count of the flat workloads and the side of the square ones,
+// so the same workloads run small on lavapipe and full-size on a GPU.
+std::vector<Workload> make_workloads(ir::DType dtype, int64_t flat_elems, int64_t square_side,
+                                     const std::vector<int64_t>& leapfrog_dims);
+
+}  // namespace nxv::bench
