@@ -1,0 +1,323 @@
+// Elementwise ops: unary, binary, comparisons, select/clip/as_type/bitcast.
+// Integer edge cases follow docs/ir.md; float NaN/Inf/-0.0 behaviour follows
+// Nx's BinaryBackend (see the comments at each op).
+#include <cmath>
+
+#include "codegen/emitter.h"
+
+namespace nxv::codegen {
+
+using ir::DType;
+
+namespace {
+bool is_s(DType t) { return ir::is_signed_int(t); }
+}  // namespace
+
+Id Emitter::emit_unary(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  const ir::Node& xn = arg(node, 0);
+  const DType xt = xn.type().dtype;
+  Id x = operand_at(node, 0, index);
+  Id rt = reg_type(t);
+
+  if (op == "is_nan" || op == "is_infinity") {
+    if (!ir::is_float(xt)) return constant(t, 0);
+    return from_bool(b.op(op == "is_nan" ? spv::OpIsNan : spv::OpIsInf, boolean(), {x}), t);
+  }
+  if (op == "logical_not") return from_bool(b.op(spv::OpLogicalNot, boolean(), {to_bool(x, xt)}), t);
+  if (op == "population_count" || op == "count_leading_zeros") {
+    if (!ir::is_integer(t)) throw ir::IrError(node, op + " needs an integer operand");
+    const int bits = ir::dtype_bits(t);
+    // Count within the Nx width: mask off the sign-extension of narrow types.
+    Id v = bits < 32 ? b.op(spv::OpBitwiseAnd, u32(), {x, u32c((1u << bits) - 1)}) : x;
+    std::vector<Id> halves{v};
+    if (bits == 64)
+      halves = {b.op(spv::OpUConvert, u32(), {b.op(spv::OpShiftRightLogical, rt, {v, b.const_int(64, 32)})}),
+                b.op(spv::OpUConvert, u32(), {v})};
+    if (op == "population_count") {
+      Id n = b.op(spv::OpBitCount, u32(), {halves[0]});
+      if (bits == 64) n = b.op(spv::OpIAdd, u32(), {n, b.op(spv::OpBitCount, u32(), {halves[1]})});
+      return convert(n, DType::U32, t);
+    }
+    // clz of a 32-bit word w within `width` bits: width - 1 - msb(w), and `width` when w == 0.
+    auto clz32 = [&](Id w, int width) {
+      Id msb = b.ext(GLSLstd450FindUMsb, u32(), {w});  // -1 (all ones) for 0
+      Id r = b.op(spv::OpISub, u32(), {u32c(width - 1), msb});
+      return b_select(u32(), b.op(spv::OpIEqual, boolean(), {w, u32c(0)}), u32c(width), r);
+    };
+    Id n;
+    if (bits == 64) {
+      Id hi = clz32(halves[0], 32);
+      n = b_select(u32(), b.op(spv::OpIEqual, boolean(), {halves[0], u32c(0)}),
+                   b.op(spv::OpIAdd, u32(), {u32c(32), clz32(halves[1], 32)}), hi);
+    } else {
+      n = clz32(v, bits);
+    }
+    return convert(n, DType::U32, t);
+  }
+
+  if (ir::is_integer(t)) {
+    if (op == "negate") return normalize(b.op(spv::OpSNegate, rt, {x}), t);
+    if (op == "abs") return is_s(t) ? normalize(b.ext(GLSLstd450SAbs, rt, {x}), t) : x;
+    if (op == "sign") {
+      if (!is_s(t)) return from_bool(b.op(spv::OpINotEqual, boolean(), {x, constant(t, 0)}), t);
+      return b.ext(GLSLstd450SSign, rt, {x});
+    }
+    if (op == "floor" || op == "ceil" || op == "round") return x;
+    if (op == "bitwise_not") return normalize(b.op(spv::OpNot, rt, {x}), t);
+    // Float-valued functions of an integer operand: the verifier gives them a float type.
+    throw ir::IrError(node, op + " of an integer result type");
+  }
+  if (op == "bitwise_not") throw ir::IrError(node, "bitwise_not needs an integer operand");
+
+  x = convert(x, xt, t);
+  if (op == "negate") return b.op(spv::OpFNegate, rt, {x});
+  if (op == "abs") return b.ext(GLSLstd450FAbs, rt, {x});
+  if (op == "floor") return b.ext(GLSLstd450Floor, rt, {x});
+  if (op == "ceil") return b.ext(GLSLstd450Ceil, rt, {x});
+  if (op == "sign") {
+    // Nx: -1 below zero, 1 above, the value itself otherwise (keeps -0.0 and NaN).
+    Id neg = b.op(spv::OpFOrdLessThan, boolean(), {x, constant(t, 0)});
+    Id pos = b.op(spv::OpFOrdGreaterThan, boolean(), {x, constant(t, 0)});
+    return select(t, neg, constant(t, -1), select(t, pos, constant(t, 1), x));
+  }
+  if (op == "round") {
+    // Half away from zero (Erlang's round/1); a zero result is +0.0 because Erlang returns the integer 0.
+    Id tr = b.ext(GLSLstd450Trunc, rt, {x});
+    Id frac = b.ext(GLSLstd450FAbs, rt, {b.op(spv::OpFSub, rt, {x, tr})});
+    Id step = b.ext(GLSLstd450FSign, rt, {x});
+    Id r = select(t, b.op(spv::OpFOrdGreaterThanEqual, boolean(), {frac, constant(t, 0.5)}),
+                  b.op(spv::OpFAdd, rt, {tr, step}), tr);
+    return select(t, b.op(spv::OpFOrdEqual, boolean(), {r, constant(t, 0)}), constant(t, 0), r);
+  }
+  return normalize(float_unary(node, op, x, t), t);
+}
+
+// Transcendentals in the register precision of t (f32 for f16/bf16/f32).
+Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType t) {
+  Id rt = reg_type(t);
+  if (register_bits(t) == 64 && op != "sqrt" && op != "rsqrt")
+    throw ir::IrError(node, op + " in f64 is not yet supported (needs the codegen/math library)");
+  if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
+  if (op == "rsqrt") return b.ext(GLSLstd450InverseSqrt, rt, {x});
+  static const std::map<std::string, GLSLstd450> direct = {
+      {"exp", GLSLstd450Exp},     {"log", GLSLstd450Log},     {"sin", GLSLstd450Sin},     {"cos", GLSLstd450Cos},
+      {"tan", GLSLstd450Tan},     {"sinh", GLSLstd450Sinh},   {"cosh", GLSLstd450Cosh},   {"asin", GLSLstd450Asin},
+      {"acos", GLSLstd450Acos},   {"atan", GLSLstd450Atan},   {"asinh", GLSLstd450Asinh}, {"acosh", GLSLstd450Acosh},
+      {"atanh", GLSLstd450Atanh}};
+  if (auto it = direct.find(op); it != direct.end()) return b.ext(it->second, rt, {x});
+  Id one = constant(t, 1);
+  if (op == "tanh") {
+    // GLSL's Tanh may overflow to NaN for large |x|; tanh is ±1 in f32 beyond |x| > 9.
+    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 9)});
+    return select(t, big, b.ext(GLSLstd450FSign, rt, {x}), b.ext(GLSLstd450Tanh, rt, {x}));
+  }
+  if (op == "sigmoid") {
+    Id e = b.ext(GLSLstd450Exp, rt, {b.op(spv::OpFNegate, rt, {x})});
+    return b.op(spv::OpFDiv, rt, {one, b.op(spv::OpFAdd, rt, {one, e})});
+  }
+  throw ir::IrError(node, op + " is not yet supported (needs the codegen/math library)");
+}
+
+Id Emitter::emit_binary(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  auto v = operands_at(node, index);
+  Id a = convert(v[0], arg(node, 0).type().dtype, t);
+  Id c = convert(v[1], arg(node, 1).type().dtype, t);
+  Id rt = reg_type(t);
+  const bool fl = ir::is_float(t);
+
+  if (op == "max" || op == "min") {
+    // Erlang's max/min keep the first operand on ties; NaN wins (Nx).
+    Id pick_c = fl ? b.op(op == "max" ? spv::OpFOrdLessThan : spv::OpFOrdGreaterThan, boolean(), {a, c})
+                   : b.op(op == "max" ? (is_s(t) ? spv::OpSLessThan : spv::OpULessThan)
+                                      : (is_s(t) ? spv::OpSGreaterThan : spv::OpUGreaterThan),
+                          boolean(), {a, c});
+    Id r = select(t, pick_c, c, a);
+    if (!fl) return r;
+    r = select(t, b.op(spv::OpIsNan, boolean(), {c}), c, r);
+    return select(t, b.op(spv::OpIsNan, boolean(), {a}), a, r);
+  }
+  if (fl) {
+    if (op == "add") return normalize(b.op(spv::OpFAdd, rt, {a, c}), t);
+    if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
+    if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
+    if (op == "divide") return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
+    if (op == "remainder") {
+      // C fmod: the dividend's sign; fmod(finite, ±inf) is the dividend.
+      Id r = b.op(spv::OpFRem, rt, {a, c});
+      Id keep = b.op(spv::OpLogicalAnd, boolean(),
+                     {b.op(spv::OpIsInf, boolean(), {c}),
+                      b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsInf, boolean(), {a})})});
+      return normalize(select(t, keep, a, r), t);
+    }
+    if (register_bits(t) == 64)
+      throw ir::IrError(node, op + " in f64 is not yet supported (needs the codegen/math library)");
+    if (op == "atan2") {
+      // GLSL leaves atan(0, 0) undefined; C gives ±0 or ±pi by the signs.
+      Id r = b.ext(GLSLstd450Atan2, rt, {a, c});
+      Id zeros = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 0)}),
+                                                     b.op(spv::OpFOrdEqual, boolean(), {c, constant(t, 0)})});
+      Id c_neg = b.op(spv::OpSLessThan, boolean(), {b.op(spv::OpBitcast, u32(), {c}), u32c(0)});
+      Id pi = b.op(spv::OpBitcast, rt,
+                   {b.op(spv::OpBitwiseOr, u32(), {b.op(spv::OpBitcast, u32(), {constant(t, M_PI)}),
+                                                  b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {a}),
+                                                                                  u32c(0x80000000u)})})});
+      return normalize(select(t, zeros, select(t, c_neg, pi, a), r), t);
+    }
+    if (op == "pow") {
+      // IEEE pow on top of GLSL Pow, which is only defined for x > 0.
+      Id ax = b.ext(GLSLstd450FAbs, rt, {a});
+      Id mag = b.ext(GLSLstd450Pow, rt, {ax, c});
+      Id y_int = b.op(spv::OpFOrdEqual, boolean(), {b.ext(GLSLstd450Trunc, rt, {c}), c});
+      Id y_odd = b.op(spv::OpFOrdEqual, boolean(),
+                      {b.ext(GLSLstd450Fract, rt, {b.op(spv::OpFMul, rt, {c, constant(t, 0.5)})}), constant(t, 0.5)});
+      Id x_zero = b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 0)});
+      Id y_pos = b.op(spv::OpFOrdGreaterThan, boolean(), {c, constant(t, 0)});
+      mag = select(t, x_zero, select(t, y_pos, constant(t, 0), constant(t, INFINITY)), mag);
+      Id x_neg = b.op(spv::OpSLessThan, boolean(), {b.op(spv::OpBitcast, u32(), {a}), u32c(0)});  // includes -0.0
+      Id r = select(t, b.op(spv::OpLogicalAnd, boolean(), {x_neg, y_odd}), b.op(spv::OpFNegate, rt, {mag}), mag);
+      Id neg_nonint = b.op(spv::OpLogicalAnd, boolean(),
+                           {b.op(spv::OpFOrdLessThan, boolean(), {a, constant(t, 0)}),
+                            b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpLogicalOr, boolean(),
+                                                                     {y_int, b.op(spv::OpIsInf, boolean(), {c})})})});
+      r = select(t, neg_nonint, constant(t, NAN), r);
+      Id one = b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpFOrdEqual, boolean(), {c, constant(t, 0)}),
+                                                  b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 1)})});
+      return normalize(select(t, one, constant(t, 1), r), t);
+    }
+    throw ir::IrError(node, op + " needs integer operands");
+  }
+
+  // Integers: wrap around, then re-normalise narrow types.
+  const int rb = register_bits(t);
+  if (op == "add") return normalize(b.op(spv::OpIAdd, rt, {a, c}), t);
+  if (op == "subtract") return normalize(b.op(spv::OpISub, rt, {a, c}), t);
+  if (op == "multiply") return normalize(b.op(spv::OpIMul, rt, {a, c}), t);
+  if (op == "bitwise_and") return b.op(spv::OpBitwiseAnd, rt, {a, c});
+  if (op == "bitwise_or") return b.op(spv::OpBitwiseOr, rt, {a, c});
+  if (op == "bitwise_xor") return b.op(spv::OpBitwiseXor, rt, {a, c});
+  if (op == "quotient" || op == "remainder") {
+    // x / 0 = -1 (all bits), x rem 0 = x; MIN / -1 = MIN, MIN rem -1 = 0 (docs/ir.md, as XLA).
+    Id zero = b.op(spv::OpIEqual, boolean(), {c, constant(t, 0)});
+    Id bad = zero;
+    if (is_s(t)) {
+      Id min_reg = b.const_int(rb, uint64_t(1) << (rb - 1));
+      Id overflow = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpIEqual, boolean(), {a, min_reg}),
+                                                        b.op(spv::OpIEqual, boolean(), {c, constant(t, -1)})});
+      bad = b.op(spv::OpLogicalOr, boolean(), {zero, overflow});
+    }
+    Id safe = select(t, bad, constant(t, 1), c);
+    if (op == "quotient") {
+      Id q = b.op(is_s(t) ? spv::OpSDiv : spv::OpUDiv, rt, {a, safe});  // a / 1 = a covers MIN / -1
+      return normalize(select(t, zero, constant_int(t, ~uint64_t(0)), q), t);
+    }
+    Id r = b.op(is_s(t) ? spv::OpSRem : spv::OpUMod, rt, {a, safe});
+    return select(t, zero, a, select(t, bad, constant(t, 0), r));
+  }
+  if (op == "left_shift" || op == "right_shift") {
+    // Out-of-range amounts give 0, or the sign fill for an arithmetic right shift.
+    Id out_of_range = is_s(t) ? b.op(spv::OpLogicalOr, boolean(),
+                                     {b.op(spv::OpSLessThan, boolean(), {c, constant(t, 0)}),
+                                      b.op(spv::OpSGreaterThanEqual, boolean(), {c, constant(t, rb)})})
+                              : b.op(spv::OpUGreaterThanEqual, boolean(), {c, constant(t, rb)});
+    Id amount = select(t, out_of_range, constant(t, rb - 1), c);
+    if (op == "left_shift")
+      return select(t, out_of_range, constant(t, 0), normalize(b.op(spv::OpShiftLeftLogical, rt, {a, amount}), t));
+    if (is_s(t)) return b.op(spv::OpShiftRightArithmetic, rt, {a, amount});
+    return select(t, out_of_range, constant(t, 0), b.op(spv::OpShiftRightLogical, rt, {a, amount}));
+  }
+  if (op == "pow") return int_pow(a, c, t);
+  throw ir::IrError(node, op + " needs float operands");
+}
+
+// Square-and-multiply with wrap-around; a negative exponent gives 0, except for bases ±1.
+Id Emitter::int_pow(Id base, Id exponent, DType t) {
+  Id rt = reg_type(t);
+  const int rb = register_bits(t);
+  Id neg = is_s(t) ? b.op(spv::OpSLessThan, boolean(), {exponent, constant(t, 0)}) : b.const_bool(false);
+  Id e0 = select(t, neg, constant(t, 0), exponent);
+  auto r = b.at_level(b.level_of({base, e0}), [&] {
+    return b.loop(
+        {rt, rt, rt}, {constant(t, 1), base, e0},
+        [&](const spirv::Builder::Values& s) { return b.op(spv::OpINotEqual, boolean(), {s[2], constant(t, 0)}); },
+        [&](const spirv::Builder::Values& s) {
+          Id bit = b.op(spv::OpINotEqual, boolean(), {b.op(spv::OpBitwiseAnd, rt, {s[2], constant(t, 1)}), constant(t, 0)});
+          Id acc = select(t, bit, b.op(spv::OpIMul, rt, {s[0], s[1]}), s[0]);
+          return spirv::Builder::Values{acc, b.op(spv::OpIMul, rt, {s[1], s[1]}),
+                                        b.op(spv::OpShiftRightLogical, rt, {s[2], b.const_int(rb, 1)})};
+        });
+  });
+  Id p = normalize(r[0], t);
+  if (!is_s(t)) return p;
+  // Negative exponents: 1 for base 1, ±1 for base -1 by the exponent's parity, else 0.
+  Id odd = b.op(spv::OpINotEqual, boolean(), {b.op(spv::OpBitwiseAnd, rt, {exponent, constant(t, 1)}), constant(t, 0)});
+  Id m1 = b.op(spv::OpIEqual, boolean(), {base, constant(t, -1)});
+  Id one = b.op(spv::OpIEqual, boolean(), {base, constant(t, 1)});
+  Id neg_r = select(t, one, constant(t, 1), select(t, m1, select(t, odd, constant(t, -1), constant(t, 1)), constant(t, 0)));
+  return select(t, neg, neg_r, p);
+}
+
+Id Emitter::emit_compare(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  const DType at = arg(node, 0).type().dtype, bt = arg(node, 1).type().dtype;
+  auto v = operands_at(node, index);
+  if (op == "logical_and" || op == "logical_or" || op == "logical_xor") {
+    spv::Op o = op == "logical_and" ? spv::OpLogicalAnd : op == "logical_or" ? spv::OpLogicalOr : spv::OpLogicalNotEqual;
+    return from_bool(b.op(o, boolean(), {to_bool(v[0], at), to_bool(v[1], bt)}), t);
+  }
+  const DType m = ir::merge_types(at, bt);
+  Id x = convert(v[0], at, m), y = convert(v[1], bt, m);
+  spv::Op o;
+  if (ir::is_float(m)) {
+    // Ordered comparisons are false with NaN; not_equal is true (Nx).
+    o = op == "equal" ? spv::OpFOrdEqual
+        : op == "not_equal" ? spv::OpFUnordNotEqual
+        : op == "greater" ? spv::OpFOrdGreaterThan
+        : op == "less" ? spv::OpFOrdLessThan
+        : op == "less_equal" ? spv::OpFOrdLessThanEqual
+                             : spv::OpFOrdGreaterThanEqual;
+  } else {
+    const bool s = is_s(m);
+    o = op == "equal" ? spv::OpIEqual
+        : op == "not_equal" ? spv::OpINotEqual
+        : op == "greater" ? (s ? spv::OpSGreaterThan : spv::OpUGreaterThan)
+        : op == "less" ? (s ? spv::OpSLessThan : spv::OpULessThan)
+        : op == "less_equal" ? (s ? spv::OpSLessThanEqual : spv::OpULessThanEqual)
+                             : (s ? spv::OpSGreaterThanEqual : spv::OpUGreaterThanEqual);
+  }
+  return from_bool(b.op(o, boolean(), {x, y}), t);
+}
+
+Id Emitter::emit_misc_elementwise(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  if (op == "as_type") return convert(operand_at(node, 0, index), arg(node, 0).type().dtype, t);
+  if (op == "bitcast") {
+    const DType xt = arg(node, 0).type().dtype;
+    if (ir::dtype_bits(xt) != ir::dtype_bits(t)) throw ir::IrError(node, "bitcast between different bit widths");
+    if (xt == t) return operand_at(node, 0, index);
+    return from_bits(to_bits(operand_at(node, 0, index), xt), t);
+  }
+  auto v = operands_at(node, index);
+  if (op == "select") {
+    Id pred = to_bool(v[0], arg(node, 0).type().dtype);
+    return select(t, pred, convert(v[1], arg(node, 1).type().dtype, t), convert(v[2], arg(node, 2).type().dtype, t));
+  }
+  // clip(x, lo, hi) = min(max(x, lo), hi) with Nx's NaN-propagating max/min.
+  Id x = convert(v[0], arg(node, 0).type().dtype, t);
+  Id lo = convert(v[1], arg(node, 1).type().dtype, t), hi = convert(v[2], arg(node, 2).type().dtype, t);
+  const bool fl = ir::is_float(t), s = is_s(t);
+  Id below = b.op(fl ? spv::OpFOrdLessThan : s ? spv::OpSLessThan : spv::OpULessThan, boolean(), {x, lo});
+  Id r = select(t, below, lo, x);
+  Id above = b.op(fl ? spv::OpFOrdGreaterThan : s ? spv::OpSGreaterThan : spv::OpUGreaterThan, boolean(), {r, hi});
+  r = select(t, above, hi, r);
+  if (!fl) return r;
+  r = select(t, b.op(spv::OpIsNan, boolean(), {lo}), lo, r);
+  return select(t, b.op(spv::OpIsNan, boolean(), {hi}), hi, r);
+}
+
+}  // namespace nxv::codegen

@@ -1,0 +1,230 @@
+// Index arithmetic and the index-mapping ops: each computes which operand
+// element (if any) an output element comes from, and reads just that.
+#include <algorithm>
+
+#include "codegen/emitter.h"
+
+namespace nxv::codegen {
+
+using ir::DType;
+
+namespace {
+std::vector<int64_t> strides_of(const ir::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+std::vector<int64_t> int_list(const ir::Node& node, const char* key) {
+  if (!node.attrs.contains(key) || !node.attrs[key].is_array())
+    throw ir::IrError(node, std::string("missing attrs.") + key);
+  return node.attrs[key].get<std::vector<int64_t>>();
+}
+}  // namespace
+
+Index Emitter::index_from_dims(const ir::Shape& shape, std::vector<Id> d) {
+  Index idx;
+  idx.shape = shape;
+  idx.dims = std::move(d);
+  if (shape.empty()) idx.linear = u32c(0);
+  return idx;
+}
+
+std::vector<Id> Emitter::dims(Index& idx) {
+  if (idx.has_dims()) return idx.dims;
+  auto st = strides_of(idx.shape);
+  for (size_t i = 0; i < idx.shape.size(); ++i) {
+    if (idx.shape[i] == 1) {
+      idx.dims.push_back(u32c(0));
+      continue;
+    }
+    Id q = st[i] == 1 ? idx.linear : b.op(spv::OpUDiv, u32(), {idx.linear, u32c(st[i])});
+    idx.dims.push_back(i == 0 ? q : b.op(spv::OpUMod, u32(), {q, u32c(idx.shape[i])}));
+  }
+  return idx.dims;
+}
+
+Id Emitter::linear(Index& idx) {
+  if (idx.linear) return idx.linear;
+  auto st = strides_of(idx.shape);
+  Id acc = 0;
+  for (size_t i = 0; i < idx.shape.size(); ++i) {
+    if (idx.shape[i] == 1) continue;
+    Id term = st[i] == 1 ? idx.dims[i] : b.op(spv::OpIMul, u32(), {idx.dims[i], u32c(st[i])});
+    acc = acc ? b.op(spv::OpIAdd, u32(), {acc, term}) : term;
+  }
+  idx.linear = acc ? acc : u32c(0);
+  return idx.linear;
+}
+
+namespace {
+struct IndexOps {
+  Emitter& e;
+  const ir::Node& node;
+  std::function<const ir::Node&(size_t)> arg;
+
+  spirv::Builder& b() { return e.b; }
+  Id u32() { return e.u32(); }
+  Id c(int64_t v) { return e.u32c(uint64_t(v)); }
+  Id bool_t() { return e.boolean(); }
+  Id all(const std::vector<Id>& conds) {
+    Id acc = 0;
+    for (Id x : conds) acc = acc ? b().op(spv::OpLogicalAnd, bool_t(), {acc, x}) : x;
+    return acc ? acc : b().const_bool(true);
+  }
+  // A scalar integer argument (a dynamic start) clamped to [0, hi], as u32.
+  Id dynamic_start(const nlohmann::json& spec, int64_t hi) {
+    if (spec.is_number_integer()) return c(std::clamp<int64_t>(spec.get<int64_t>(), 0, hi));
+    if (!spec.is_object() || !spec.contains("arg")) throw ir::IrError(node, "bad start entry " + spec.dump());
+    const ir::Node& s = arg(spec["arg"].get<size_t>());
+    DType t = s.type().dtype;
+    if (!ir::is_integer(t) || !s.type().shape.empty())
+      throw ir::IrError(node, "dynamic start must be a scalar integer, got " + ir::to_string(s.type()));
+    Id v = e.value(s, e.index_from_dims({}, {}));
+    Id rt = e.reg_type(t);
+    if (ir::is_signed_int(t)) v = b().ext(GLSLstd450SClamp, rt, {v, e.constant_int(t, 0), e.constant_int(t, hi)});
+    else v = b().ext(GLSLstd450UMin, rt, {v, e.constant_int(t, hi)});
+    return Emitter::register_bits(t) == 64 ? b().op(spv::OpUConvert, u32(), {v}) : v;
+  }
+};
+}  // namespace
+
+Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  const ir::Shape& out = node.type().shape;
+  IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
+
+  if (op == "iota") {
+    Id v;
+    if (node.attrs.contains("axis") && !node.attrs["axis"].is_null()) {
+      int64_t axis = node.attrs["axis"].get<int64_t>();
+      if (axis < 0 || size_t(axis) >= out.size()) throw ir::IrError(node, "iota axis out of range");
+      v = dims(index)[axis];
+    } else {
+      v = linear(index);
+    }
+    return convert(v, DType::U32, t);
+  }
+  if (op == "eye") {
+    auto d = dims(index);
+    if (d.size() < 2) throw ir::IrError(node, "eye needs rank >= 2");
+    return from_bool(b.op(spv::OpIEqual, boolean(), {d[d.size() - 2], d[d.size() - 1]}), t);
+  }
+
+  const ir::Node& x = arg(node, 0);
+  const ir::Shape& in = x.type().shape;
+  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
+
+  if (op == "reshape") {
+    Index idx;
+    idx.shape = in;
+    idx.linear = linear(index);
+    return read(idx);
+  }
+  if (op == "squeeze") {
+    Index idx;
+    idx.shape = in;
+    idx.linear = index.linear;
+    if (!idx.linear) {
+      auto d = dims(index);
+      size_t k = 0;
+      for (int64_t n : in) idx.dims.push_back(n == 1 ? u32c(0) : d.at(k++));
+      if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
+    }
+    return read(idx);
+  }
+  auto d = dims(index);
+  if (op == "broadcast") {
+    auto axes = int_list(node, "axes");
+    if (axes.size() != in.size()) throw ir::IrError(node, "broadcast axes must name one result axis per operand axis");
+    std::vector<Id> id;
+    for (size_t j = 0; j < in.size(); ++j) id.push_back(in[j] == 1 ? u32c(0) : d.at(axes[j]));
+    return read(index_from_dims(in, id));
+  }
+  if (op == "transpose") {
+    auto axes = int_list(node, "axes");
+    std::vector<Id> id(in.size());
+    for (size_t i = 0; i < axes.size(); ++i) id.at(axes[i]) = d.at(i);
+    return read(index_from_dims(in, id));
+  }
+  if (op == "reverse") {
+    std::vector<Id> id = d;
+    for (int64_t a : int_list(node, "axes")) id.at(a) = b.op(spv::OpISub, u32(), {u32c(in.at(a) - 1), d.at(a)});
+    return read(index_from_dims(in, id));
+  }
+  if (op == "slice") {
+    auto lengths = int_list(node, "lengths");
+    auto strides = node.attrs.contains("strides") ? int_list(node, "strides") : std::vector<int64_t>(in.size(), 1);
+    const auto& start = node.attrs.at("start");
+    std::vector<Id> id;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Id s = ix.dynamic_start(start.at(i), in[i] - lengths.at(i));
+      Id off = strides.at(i) == 1 ? d[i] : b.op(spv::OpIMul, u32(), {d[i], u32c(strides[i])});
+      id.push_back(b.op(spv::OpIAdd, u32(), {s, off}));
+    }
+    return read(index_from_dims(in, id));
+  }
+  if (op == "put_slice") {
+    const ir::Node& upd = arg(node, 1);
+    const ir::Shape& us = upd.type().shape;
+    const auto& start = node.attrs.at("start");
+    std::vector<Id> inside, ud;
+    for (size_t i = 0; i < in.size(); ++i) {
+      Id s = ix.dynamic_start(start.at(i), in[i] - us.at(i));
+      Id rel = b.op(spv::OpISub, u32(), {d[i], s});  // wraps when d < s: then it is >= us[i] as unsigned
+      inside.push_back(b.op(spv::OpULessThan, boolean(), {rel, u32c(us[i])}));
+      ud.push_back(b.ext(GLSLstd450UMin, u32(), {rel, u32c(us[i] - 1)}));
+    }
+    Id from_update = convert(value(upd, index_from_dims(us, ud)), upd.type().dtype, t);
+    return select(t, ix.all(inside), from_update, read(index));
+  }
+  if (op == "pad") {
+    const auto& config = node.attrs.at("config");
+    const ir::Node& pv = arg(node, 1);
+    std::vector<Id> valid, id;
+    for (size_t i = 0; i < in.size(); ++i) {
+      int64_t lo = config.at(i).at(0).get<int64_t>(), interior = config.at(i).at(2).get<int64_t>();
+      // p = d - lo in two's complement; a negative p is a huge unsigned value and fails the bound test.
+      Id p = b.op(spv::OpISub, u32(), {d[i], u32c(uint64_t(lo))});
+      Id q = p;
+      if (interior > 0) {
+        q = b.op(spv::OpUDiv, u32(), {p, u32c(interior + 1)});
+        valid.push_back(b.op(spv::OpIEqual, boolean(), {b.op(spv::OpUMod, u32(), {p, u32c(interior + 1)}), u32c(0)}));
+      }
+      valid.push_back(b.op(spv::OpULessThan, boolean(), {q, u32c(in[i])}));
+      id.push_back(in[i] == 0 ? u32c(0) : b.ext(GLSLstd450UMin, u32(), {q, u32c(in[i] - 1)}));
+    }
+    Id pad_value = convert(value(pv, index_from_dims({}, {})), pv.type().dtype, t);
+    if (ir::num_elements(in) == 0) return pad_value;
+    return select(t, ix.all(valid), read(index_from_dims(in, id)), pad_value);
+  }
+  if (op == "concatenate" || op == "stack") {
+    const int64_t axis = node.attrs.at("axis").get<int64_t>();
+    if (axis < 0 || size_t(axis) >= out.size()) throw ir::IrError(node, "axis out of range");
+    // Later operands take precedence in the select chain, so walk from the first.
+    Id result = 0;
+    int64_t offset = 0;
+    for (size_t k = 0; k < node.args.size(); ++k) {
+      const ir::Node& a = arg(node, k);
+      const ir::Shape& as = a.type().shape;
+      std::vector<Id> id;
+      int64_t extent = op == "stack" ? 1 : as.at(axis);
+      if (extent == 0) continue;
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (int64_t(i) != axis) id.push_back(d[i]);
+        else if (op == "concatenate")
+          id.push_back(b.ext(GLSLstd450UMin, u32(), {b.op(spv::OpISub, u32(), {d[i], u32c(offset)}), u32c(extent - 1)}));
+      }
+      Id v = convert(value(a, index_from_dims(as, id)), a.type().dtype, t);
+      Id here = b.op(spv::OpUGreaterThanEqual, boolean(), {d[axis], u32c(offset)});
+      result = result ? select(t, here, v, result) : v;
+      offset += extent;
+    }
+    if (!result) throw ir::IrError(node, "nothing to concatenate");
+    return result;
+  }
+  throw ir::IrError(node, "op not supported inside a kernel body");
+}
+
+}  // namespace nxv::codegen

@@ -1,0 +1,230 @@
+// Reductions, argmax/argmin and dot: per output element, a loop over the
+// reduced (contracted) index space. The loop is emitted at the level of the
+// output index, so a reduction needed inside another loop is computed once per
+// distinct index rather than once per iteration of the enclosing loop.
+//
+// Float accumulators stay in register precision and are rounded to f16/bf16
+// only at the end, as Nx accumulates in double and rounds once.
+#include <algorithm>
+#include <cmath>
+
+#include "codegen/emitter.h"
+
+namespace nxv::codegen {
+
+using ir::DType;
+using Values = spirv::Builder::Values;
+
+namespace {
+// Decomposes the flat counter r over `extents` (row-major) into per-axis u32 ids.
+std::vector<Id> split_counter(Emitter& e, Id r, const std::vector<int64_t>& extents) {
+  std::vector<Id> out(extents.size());
+  int64_t stride = 1;
+  for (size_t i = extents.size(); i-- > 0;) {
+    Id q = stride == 1 ? r : e.b.op(spv::OpUDiv, e.u32(), {r, e.u32c(stride)});
+    out[i] = i == 0 ? q : e.b.op(spv::OpUMod, e.u32(), {q, e.u32c(extents[i])});
+    stride *= extents[i];
+  }
+  return out;
+}
+
+// Runs `step(acc, r)` for r in [begin, count) at the level of `outer` and returns the final accumulators.
+Values counted_loop(Emitter& e, const std::vector<Id>& outer, const std::vector<Id>& types, Values init, int64_t begin,
+                    int64_t count, const std::function<Values(const Values&, Id)>& step) {
+  auto& b = e.b;
+  std::vector<Id> place = outer;
+  place.insert(place.end(), init.begin(), init.end());
+  std::vector<Id> t = types;
+  t.push_back(e.u32());
+  init.push_back(e.u32c(begin));
+  auto r = b.at_level(b.level_of(place), [&] {
+    return b.loop(
+        t, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(count)}); },
+        [&](const Values& s) {
+          Values acc(s.begin(), s.end() - 1);
+          Values next = step(acc, s.back());
+          next.push_back(b.op(spv::OpIAdd, e.u32(), {s.back(), e.u32c(1)}));
+          return next;
+        });
+  });
+  r.pop_back();
+  return r;
+}
+
+std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
+  std::vector<int64_t> axes;
+  if (!node.attrs.contains(key) || node.attrs[key].is_null()) {
+    for (size_t i = 0; i < rank; ++i) axes.push_back(int64_t(i));
+  } else if (node.attrs[key].is_array()) {
+    axes = node.attrs[key].get<std::vector<int64_t>>();
+  } else {
+    axes = {node.attrs[key].get<int64_t>()};
+  }
+  for (auto& a : axes) {
+    if (a < 0) a += int64_t(rank);
+    if (a < 0 || size_t(a) >= rank) throw ir::IrError(node, "reduction axis out of range");
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+// Output dims → the operand's kept-axis dims (reduced axes left as 0 for the caller to fill).
+std::vector<Id> kept_dims(Emitter& e, const ir::Node& node, const std::vector<Id>& out, const ir::Shape& in,
+                          const std::vector<int64_t>& axes, bool keep) {
+  std::vector<Id> d(in.size(), 0);
+  size_t k = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), int64_t(i));
+    if (reduced) {
+      if (keep) ++k;
+      continue;
+    }
+    if (k >= out.size()) throw ir::IrError(node, "result rank does not match the reduction");
+    d[i] = out[k++];
+  }
+  if (k != out.size()) throw ir::IrError(node, "result rank does not match the reduction");
+  return d;
+}
+}  // namespace
+
+Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  const ir::Node& x = arg(node, 0);
+  const DType xt = x.type().dtype;
+  const ir::Shape& in = x.type().shape;
+  auto axes = reduce_axes(node, "axes", in.size());
+  const bool keep = node.attrs.value("keep_axes", false);
+  auto out = dims(index);
+  auto base = kept_dims(*this, node, out, in, axes, keep);
+  std::vector<int64_t> extents;
+  for (auto a : axes) extents.push_back(in[a]);
+  const bool fl = ir::is_float(t);
+  Id rt = reg_type(t);
+
+  Id init;
+  if (op == "sum" || op == "any") init = constant(t, 0);
+  else if (op == "product" || op == "all") init = constant(t, 1);
+  else if (fl) init = b.const_float(register_bits(t), op == "reduce_max" ? -INFINITY : INFINITY);
+  else {
+    const int bits = ir::dtype_bits(t);
+    uint64_t max = ir::is_signed_int(t) ? (uint64_t(1) << (bits - 1)) - 1 : (bits == 64 ? ~0ull : (1ull << bits) - 1);
+    uint64_t min = ir::is_signed_int(t) ? ~max : 0;
+    init = constant_int(t, op == "reduce_max" ? min : max);
+  }
+
+  auto r = counted_loop(*this, out, {rt}, {init}, 0, ir::num_elements(extents), [&](const Values& acc, Id counter) {
+    auto rd = split_counter(*this, counter, extents);
+    std::vector<Id> d = base;
+    for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
+    Id v = value(x, index_from_dims(in, d));
+    Id a = acc[0];
+    if (op == "all" || op == "any") {
+      Id both = b.op(op == "all" ? spv::OpLogicalAnd : spv::OpLogicalOr, boolean(), {to_bool(a, t), to_bool(v, xt)});
+      return Values{from_bool(both, t)};
+    }
+    v = convert(v, xt, t);
+    if (op == "sum") return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a, v})};
+    if (op == "product") return Values{b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {a, v})};
+    const bool mx = op == "reduce_max";
+    if (!fl) {
+      bool s = ir::is_signed_int(t);
+      return Values{b.ext(mx ? (s ? GLSLstd450SMax : GLSLstd450UMax) : (s ? GLSLstd450SMin : GLSLstd450UMin), rt, {a, v})};
+    }
+    // NaN propagates: once the accumulator is NaN it stays NaN.
+    Id better = b.op(mx ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan, boolean(), {v, a});
+    Id take = b.op(spv::OpLogicalOr, boolean(), {better, b.op(spv::OpIsNan, boolean(), {v})});
+    take = b.op(spv::OpLogicalAnd, boolean(), {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {a})})});
+    return Values{select(t, take, v, a)};
+  });
+  return normalize(r[0], t);
+}
+
+Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
+  const DType t = node.type().dtype;
+  const ir::Node& x = arg(node, 0);
+  const DType xt = x.type().dtype;
+  const ir::Shape& in = x.type().shape;
+  const bool all_axes = !node.attrs.contains("axis") || node.attrs["axis"].is_null();
+  auto axes = reduce_axes(node, "axis", in.size());
+  const bool keep = node.attrs.value("keep_axis", false);
+  const bool high = node.attrs.value("tie_break", std::string("low")) == "high";
+  const bool is_max = node.op == "argmax";
+  if (!ir::is_integer(t)) throw ir::IrError(node, "argmax/argmin result must be an integer type");
+  auto out = dims(index);
+  auto base = kept_dims(*this, node, out, in, axes, keep && !all_axes);
+  std::vector<int64_t> extents;
+  for (auto a : axes) extents.push_back(in[a]);
+  const int64_t n = ir::num_elements(extents);
+  if (n == 0) throw ir::IrError(node, "argmax/argmin of an empty axis");
+
+  auto at = [&](Id counter) {
+    auto rd = split_counter(*this, counter, extents);
+    std::vector<Id> d = base;
+    for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
+    return value(x, index_from_dims(in, d));
+  };
+  const bool fl = ir::is_float(xt), s = ir::is_signed_int(xt);
+  Id first = at(u32c(0));
+  auto r = counted_loop(*this, out, {reg_type(xt), u32()}, {first, u32c(0)}, 1, n, [&](const Values& acc, Id counter) {
+    Id v = at(counter);
+    spv::Op cmp = fl ? (is_max ? (high ? spv::OpFOrdGreaterThanEqual : spv::OpFOrdGreaterThan)
+                               : (high ? spv::OpFOrdLessThanEqual : spv::OpFOrdLessThan))
+                     : is_max ? (high ? (s ? spv::OpSGreaterThanEqual : spv::OpUGreaterThanEqual)
+                                      : (s ? spv::OpSGreaterThan : spv::OpUGreaterThan))
+                              : (high ? (s ? spv::OpSLessThanEqual : spv::OpULessThanEqual)
+                                      : (s ? spv::OpSLessThan : spv::OpULessThan));
+    Id take = b.op(cmp, boolean(), {v, acc[0]});
+    if (fl) {  // the first NaN wins and is never replaced (Nx)
+      take = b.op(spv::OpLogicalOr, boolean(), {take, b.op(spv::OpIsNan, boolean(), {v})});
+      take = b.op(spv::OpLogicalAnd, boolean(),
+                  {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {acc[0]})})});
+    }
+    return Values{select(xt, take, v, acc[0]), b_select(u32(), take, counter, acc[1])};
+  });
+  return convert(r[1], DType::U32, t);
+}
+
+Id Emitter::emit_dot(const ir::Node& node, Index& index) {
+  const DType t = node.type().dtype;
+  const ir::Node& an = arg(node, 0);
+  const ir::Node& bn = arg(node, 1);
+  const ir::Shape& as = an.type().shape;
+  const ir::Shape& bs = bn.type().shape;
+  auto list = [&](const char* k) {
+    return node.attrs.contains(k) ? node.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};
+  };
+  auto c1 = list("contract_axes1"), b1 = list("batch_axes1"), c2 = list("contract_axes2"), b2 = list("batch_axes2");
+  if (c1.size() != c2.size() || b1.size() != b2.size()) throw ir::IrError(node, "dot axes lists do not pair up");
+  auto out = dims(index);
+  auto in_list = [](const std::vector<int64_t>& l, int64_t a) { return std::find(l.begin(), l.end(), a) != l.end(); };
+
+  // Output dims: batch, free of a, free of b.
+  std::vector<Id> ad(as.size(), 0), bd(bs.size(), 0);
+  size_t k = 0;
+  for (size_t i = 0; i < b1.size(); ++i, ++k) ad.at(b1[i]) = bd.at(b2[i]) = out.at(k);
+  for (size_t i = 0; i < as.size(); ++i)
+    if (!in_list(c1, i) && !in_list(b1, i)) ad[i] = out.at(k++);
+  for (size_t i = 0; i < bs.size(); ++i)
+    if (!in_list(c2, i) && !in_list(b2, i)) bd[i] = out.at(k++);
+  if (k != out.size()) throw ir::IrError(node, "result rank does not match the dot's free and batch axes");
+  std::vector<int64_t> extents;
+  for (size_t j = 0; j < c1.size(); ++j) {
+    if (as.at(c1[j]) != bs.at(c2[j])) throw ir::IrError(node, "contracted axes differ in size");
+    extents.push_back(as[c1[j]]);
+  }
+  const bool fl = ir::is_float(t);
+  Id rt = reg_type(t);
+  auto r = counted_loop(*this, out, {rt}, {constant(t, 0)}, 0, ir::num_elements(extents), [&](const Values& acc, Id c) {
+    auto rd = split_counter(*this, c, extents);
+    std::vector<Id> ai = ad, bi = bd;
+    for (size_t j = 0; j < c1.size(); ++j) ai[c1[j]] = bi[c2[j]] = rd[j];
+    Id x = convert(value(an, index_from_dims(as, ai)), an.type().dtype, t);
+    Id y = convert(value(bn, index_from_dims(bs, bi)), bn.type().dtype, t);
+    Id p = b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y});
+    return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc[0], p})};
+  });
+  return normalize(r[0], t);
+}
+
+}  // namespace nxv::codegen

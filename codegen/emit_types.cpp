@@ -1,0 +1,218 @@
+// Register and storage types, loads/stores, normalisation and conversions.
+//
+// f16 and bf16 are stored as 16-bit integers and converted with integer code:
+// that needs only 16-bit storage (no Float16 arithmetic) and makes the
+// rounding exact and device-independent. bf16 rounding follows Nx, which
+// writes the high half of the f32 value (truncation), NaN as 0x7FC0.
+#include <cmath>
+#include <cstring>
+
+#include "codegen/emitter.h"
+
+namespace nxv::codegen {
+
+using ir::DType;
+
+int Emitter::register_bits(DType t) { return ir::dtype_bits(t) == 64 ? 64 : 32; }
+
+Id Emitter::u32() { return b.type_int(32); }
+Id Emitter::boolean() { return b.type_bool(); }
+
+Id Emitter::reg_type(DType t) {
+  return ir::is_float(t) ? b.type_float(register_bits(t)) : b.type_int(register_bits(t));
+}
+
+Id Emitter::storage_type(DType t) {
+  if (t == DType::F16 || t == DType::BF16) return b.type_int(16);
+  return ir::is_float(t) ? b.type_float(ir::dtype_bits(t)) : b.type_int(ir::dtype_bits(t));
+}
+
+void Emitter::require_type(const ir::Node& node, DType t, bool storage) const {
+  auto lacks = [&](const char* what, const char* feature) {
+    throw ir::IrError(node, std::string(what) + " needs the device's " + feature + " feature, which " + caps.name +
+                                " lacks");
+  };
+  std::string tn = ir::dtype_name(t);
+  if (t == DType::F64 && !caps.float64) lacks("f64", "shaderFloat64");
+  if ((t == DType::S64 || t == DType::U64) && !caps.int64) lacks(tn.c_str(), "shaderInt64");
+  if (storage && ir::dtype_bits(t) == 8 && !caps.storage_buffer_8bit)
+    lacks((tn + " buffers").c_str(), "storageBuffer8BitAccess");
+  if (storage && ir::dtype_bits(t) == 16 && !caps.storage_buffer_16bit)
+    lacks((tn + " buffers").c_str(), "storageBuffer16BitAccess");
+}
+
+namespace {
+// f32 value → f16 bits (round to nearest even, overflow to ±inf, NaN → 0x7E00 as Nx writes it).
+Id f32_to_f16_bits(Emitter& e, Id f) {
+  auto& b = e.b;
+  Id u = e.u32();
+  Id bits = b.op(spv::OpBitcast, u, {f});
+  Id sign = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {bits, e.u32c(16)}), e.u32c(0x8000)});
+  Id mag = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x7FFFFFFF)});
+  // Normal halves: rebias the exponent, round the 13 dropped mantissa bits to even.
+  Id shifted = b.op(spv::OpShiftRightLogical, u, {b.op(spv::OpISub, u, {mag, e.u32c(0x38000000)}), e.u32c(13)});
+  Id rest = b.op(spv::OpBitwiseAnd, u, {mag, e.u32c(0x1FFF)});
+  Id odd = b.op(spv::OpBitwiseAnd, u, {shifted, e.u32c(1)});
+  Id round_up = b.op(spv::OpUGreaterThan, e.boolean(), {b.op(spv::OpIAdd, u, {rest, odd}), e.u32c(0x1000)});
+  Id normal = b.op(spv::OpIAdd, u, {shifted, e.b_select(u, round_up, e.u32c(1), e.u32c(0))});
+  // Subnormal halves: |f| * 2^24 is exact, so rounding it to an even integer gives the mantissa.
+  Id f32 = b.type_float(32);
+  Id scaled = b.op(spv::OpFMul, f32, {b.ext(GLSLstd450FAbs, f32, {f}), b.const_f32(16777216.0f)});
+  Id sub = b.op(spv::OpConvertFToU, u, {b.ext(GLSLstd450RoundEven, f32, {scaled})});
+  Id is_normal = b.op(spv::OpUGreaterThanEqual, e.boolean(), {mag, e.u32c(0x38800000)});
+  Id h = e.b_select(u, is_normal, normal, sub);
+  h = e.b_select(u, b.op(spv::OpUGreaterThanEqual, e.boolean(), {mag, e.u32c(0x477FF000)}), e.u32c(0x7C00), h);
+  h = b.op(spv::OpBitwiseOr, u, {sign, h});
+  return e.b_select(u, b.op(spv::OpUGreaterThan, e.boolean(), {mag, e.u32c(0x7F800000)}), e.u32c(0x7E00), h);
+}
+
+Id f16_bits_to_f32(Emitter& e, Id h) {
+  auto& b = e.b;
+  Id u = e.u32(), f32 = b.type_float(32);
+  Id sign = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x8000)}), e.u32c(16)});
+  Id exp = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {h, e.u32c(10)}), e.u32c(0x1F)});
+  Id man = b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x3FF)});
+  Id man_hi = b.op(spv::OpShiftLeftLogical, u, {man, e.u32c(13)});
+  Id normal = b.op(spv::OpBitwiseOr, u,
+                   {b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpIAdd, u, {exp, e.u32c(112)}), e.u32c(23)}), man_hi});
+  Id special = b.op(spv::OpBitwiseOr, u, {e.u32c(0x7F800000), man_hi});
+  Id sub_f = b.op(spv::OpFMul, f32, {b.op(spv::OpConvertUToF, f32, {man}), b.const_f32(1.0f / 16777216.0f)});
+  Id sub = b.op(spv::OpBitcast, u, {sub_f});
+  Id mag = e.b_select(u, b.op(spv::OpIEqual, e.boolean(), {exp, e.u32c(0)}), sub,
+                      e.b_select(u, b.op(spv::OpIEqual, e.boolean(), {exp, e.u32c(31)}), special, normal));
+  return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {sign, mag})});
+}
+
+Id f32_to_bf16_bits(Emitter& e, Id f) {
+  auto& b = e.b;
+  Id u = e.u32();
+  Id bits = b.op(spv::OpShiftRightLogical, u, {b.op(spv::OpBitcast, u, {f}), e.u32c(16)});
+  return e.b_select(u, b.op(spv::OpIsNan, e.boolean(), {f}), e.u32c(0x7FC0), bits);
+}
+
+Id bf16_bits_to_f32(Emitter& e, Id h) {
+  return e.b.op(spv::OpBitcast, e.b.type_float(32), {e.b.op(spv::OpShiftLeftLogical, e.u32(), {h, e.u32c(16)})});
+}
+}  // namespace
+
+Id Emitter::to_bits(Id v, DType t) {
+  switch (t) {
+    case DType::F16: return f32_to_f16_bits(*this, v);
+    case DType::BF16: return f32_to_bf16_bits(*this, v);
+    case DType::F32:
+    case DType::F64: return b.op(spv::OpBitcast, b.type_int(register_bits(t)), {v});
+    default: return v;
+  }
+}
+
+Id Emitter::from_bits(Id bits, DType t) {
+  switch (t) {
+    case DType::F16: return f16_bits_to_f32(*this, bits);
+    case DType::BF16: return bf16_bits_to_f32(*this, bits);
+    case DType::F32:
+    case DType::F64: return b.op(spv::OpBitcast, reg_type(t), {bits});
+    default: return normalize(bits, t);
+  }
+}
+
+Id Emitter::load(const BufferRef& buf, Id linear) {
+  Id st = storage_type(buf.dtype);
+  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, st), {buf.variable, u32c(0), linear});
+  Id raw = b.op(spv::OpLoad, st, {ptr});
+  if (ir::dtype_bits(buf.dtype) >= 32) return raw;
+  return from_bits(b.op(spv::OpUConvert, u32(), {raw}), buf.dtype);
+}
+
+void Emitter::store(const BufferRef& buf, Id linear, Id value) {
+  Id st = storage_type(buf.dtype);
+  Id v = ir::dtype_bits(buf.dtype) >= 32 ? value : b.op(spv::OpUConvert, st, {to_bits(value, buf.dtype)});
+  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, st), {buf.variable, u32c(0), linear});
+  b.op_void(spv::OpStore, {ptr, v});
+}
+
+Id Emitter::normalize(Id v, DType t) {
+  switch (t) {
+    case DType::S8:
+    case DType::S16:
+      return b.op(spv::OpBitFieldSExtract, u32(), {v, u32c(0), u32c(ir::dtype_bits(t))});
+    case DType::U8: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFF)});
+    case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
+    case DType::F16: return f16_bits_to_f32(*this, f32_to_f16_bits(*this, v));
+    case DType::BF16: return bf16_bits_to_f32(*this, f32_to_bf16_bits(*this, v));
+    default: return v;
+  }
+}
+
+Id Emitter::convert(Id v, DType from, DType to) {
+  if (from == to) return v;
+  const int fb = register_bits(from), tb = register_bits(to);
+  if (ir::is_integer(from) && ir::is_integer(to)) {
+    if (fb == tb) return normalize(v, to);
+    if (fb < tb) return b.op(ir::is_signed_int(from) ? spv::OpSConvert : spv::OpUConvert, reg_type(to), {v});
+    return normalize(b.op(spv::OpUConvert, reg_type(to), {v}), to);
+  }
+  if (ir::is_integer(from)) {
+    Id f = b.op(ir::is_signed_int(from) ? spv::OpConvertSToF : spv::OpConvertUToF, reg_type(to), {v});
+    return normalize(f, to);
+  }
+  if (ir::is_float(to)) {
+    Id f = fb == tb ? v : b.op(spv::OpFConvert, reg_type(to), {v});
+    return normalize(f, to);
+  }
+  // float → integer: truncate toward zero, saturate, NaN → 0 (docs/ir.md, as XLA).
+  const int bits = ir::dtype_bits(to);
+  const bool is_signed = ir::is_signed_int(to);
+  Id ft = reg_type(from);
+  double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0;
+  double hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);  // first value out of range
+  Id too_low = b.op(spv::OpFOrdLessThanEqual, boolean(), {v, b.const_float(fb, lo)});
+  Id too_high = b.op(spv::OpFOrdGreaterThanEqual, boolean(), {v, b.const_float(fb, hi)});
+  Id nan = b.op(spv::OpIsNan, boolean(), {v});
+  Id out_of_range = b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpLogicalOr, boolean(), {too_low, too_high}), nan});
+  Id safe = b_select(ft, out_of_range, b.const_float(fb, 0.0), v);
+  Id r = b.op(is_signed ? spv::OpConvertFToS : spv::OpConvertFToU, reg_type(to), {safe});
+  uint64_t max_bits = is_signed ? (uint64_t(1) << (bits - 1)) - 1 : (bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+  uint64_t min_bits = is_signed ? ~max_bits : 0;  // two's complement MIN, sign-extended to the register
+  r = select(to, too_low, constant_int(to, min_bits), r);
+  return select(to, too_high, constant_int(to, max_bits), r);
+}
+
+Id Emitter::constant_int(DType t, uint64_t bits) {
+  const int n = ir::dtype_bits(t);
+  if (n < 64) {
+    bits &= (uint64_t(1) << n) - 1;
+    if (ir::is_signed_int(t) && (bits >> (n - 1)) & 1) bits |= ~((uint64_t(1) << n) - 1);  // sign-extend
+  }
+  return b.const_int(register_bits(t), bits);
+}
+
+Id Emitter::constant(DType t, double v) {
+  if (ir::is_float(t)) return normalize(b.const_float(register_bits(t), v), t);
+  if (ir::is_signed_int(t)) return constant_int(t, uint64_t(int64_t(v)));
+  return constant_int(t, uint64_t(v));
+}
+
+Id Emitter::constant_attr(const ir::Node& node, const nlohmann::json& v, DType t) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    double d = s == "nan" ? NAN : s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : s == "-0.0" ? -0.0 : 1.0;
+    if (d == 1.0 || !ir::is_float(t))
+      throw ir::IrError(node, "constant value \"" + s + "\" is not valid for " + ir::dtype_name(t));
+    return constant(t, d);
+  }
+  if (v.is_boolean()) return constant(t, v.get<bool>() ? 1.0 : 0.0);
+  if (!v.is_number()) throw ir::IrError(node, "constant value must be a number, got " + v.dump());
+  if (ir::is_float(t)) return constant(t, v.get<double>());
+  if (v.is_number_unsigned()) return constant_int(t, v.get<uint64_t>());
+  if (v.is_number_integer()) return constant_int(t, uint64_t(v.get<int64_t>()));
+  return constant(t, std::trunc(v.get<double>()));
+}
+
+Id Emitter::from_bool(Id cond, DType t) { return select(t, cond, constant(t, 1), constant(t, 0)); }
+
+Id Emitter::to_bool(Id v, DType t) {
+  if (ir::is_float(t)) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
+  return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
+}
+
+}  // namespace nxv::codegen

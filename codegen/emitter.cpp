@@ -1,0 +1,93 @@
+// value(node, index): memoisation and dispatch to the op families.
+#include "codegen/emitter.h"
+
+#include <set>
+
+namespace nxv::codegen {
+
+namespace {
+const std::set<std::string> kUnary = {
+    "exp",  "expm1", "log",   "log1p", "sigmoid", "cos",   "sin",        "tan",
+    "cosh", "sinh",  "tanh",  "acos",  "asin",    "atan",  "acosh",      "asinh",
+    "atanh", "sqrt", "rsqrt", "cbrt",  "erf",     "erfc",  "erf_inv",    "negate",
+    "abs",  "sign",  "floor", "ceil",  "round",   "bitwise_not", "population_count", "count_leading_zeros",
+    "is_nan", "is_infinity", "logical_not"};
+const std::set<std::string> kBinary = {"add",       "subtract",    "multiply",    "divide",     "pow",
+                                       "remainder", "atan2",       "max",         "min",        "quotient",
+                                       "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"};
+const std::set<std::string> kCompare = {"equal",      "not_equal",     "greater",     "less",       "less_equal",
+                                        "greater_equal", "logical_and", "logical_or", "logical_xor"};
+const std::set<std::string> kMisc = {"select", "clip", "as_type", "bitcast"};
+const std::set<std::string> kIndex = {"broadcast", "transpose", "reshape", "squeeze", "slice", "reverse",
+                                      "pad",       "concatenate", "stack", "put_slice", "iota", "eye"};
+const std::set<std::string> kReduce = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
+constexpr uint32_t kNodeMemoTag = 0xFFFFFFFFu;
+}  // namespace
+
+Emitter::Emitter(spirv::Builder& builder, const DeviceCaps& c, const ir::Graph& body)
+    : b(builder), caps(c), body_(body) {}
+
+Id Emitter::value(const ir::Node& node, Index index) {
+  // Key on whichever form of the index is known; equal forms give equal ids
+  // because index arithmetic is value-numbered.
+  spirv::Words key{kNodeMemoTag, uint32_t(node.id), index.linear ? 1u : 0u};
+  if (index.linear) key.push_back(index.linear);
+  else key.insert(key.end(), index.dims.begin(), index.dims.end());
+  if (const Id* hit = b.memo_find(key)) return *hit;
+  Id v = compute(node, index);
+  std::vector<Id> key_ids(key.begin() + 3, key.end());
+  b.memo_put(key, v, std::max(b.level_of(key_ids), b.level_of(v)));
+  return v;
+}
+
+Id Emitter::compute(const ir::Node& node, Index& index) {
+  const std::string& op = node.op;
+  if (op == "parameter") {
+    int64_t i = node.attrs.value("index", int64_t(-1));
+    if (i < 0 || size_t(i) >= inputs_.size())
+      throw ir::IrError(node, "parameter index " + std::to_string(i) + " has no kernel argument");
+    return load(inputs_[i], linear(index));
+  }
+  if (op == "constant") {
+    if (!node.attrs.contains("value")) throw ir::IrError(node, "constant without attrs.value");
+    return constant_attr(node, node.attrs["value"], node.type().dtype);
+  }
+  if (op == "metadata") return value(arg(node, 0), index);
+  if (kUnary.count(op)) return emit_unary(node, index);
+  if (kBinary.count(op)) return emit_binary(node, index);
+  if (kCompare.count(op)) return emit_compare(node, index);
+  if (kMisc.count(op)) return emit_misc_elementwise(node, index);
+  if (kIndex.count(op)) return emit_index_op(node, index);
+  if (kReduce.count(op)) return emit_reduction(node, index);
+  if (op == "argmax" || op == "argmin") return emit_argreduce(node, index);
+  if (op == "dot") return emit_dot(node, index);
+  if (op == "tensor")
+    throw ir::IrError(node, "tensor literal inside a kernel body: lowering must pass it as a kernel argument");
+  throw ir::IrError(node, "op not supported inside a kernel body");
+}
+
+// Nx broadcasting: operand axes align to the right; size-1 axes stretch.
+Id Emitter::operand_at(const ir::Node& node, size_t k, Index& index) {
+  const ir::Node& a = arg(node, k);
+  const ir::Shape& as = a.type().shape;
+  if (as == index.shape) return value(a, index);
+  if (ir::num_elements(as) == 1) return value(a, index_from_dims(as, std::vector<Id>(as.size(), u32c(0))));
+  auto d = dims(index);
+  if (as.size() > d.size()) throw ir::IrError(node, "operand " + std::to_string(k) + " has a higher rank than the result");
+  std::vector<Id> ad;
+  const size_t off = d.size() - as.size();
+  for (size_t i = 0; i < as.size(); ++i) {
+    if (as[i] == 1) ad.push_back(u32c(0));
+    else if (as[i] == index.shape[off + i]) ad.push_back(d[off + i]);
+    else throw ir::IrError(node, "operand " + std::to_string(k) + " does not broadcast to the result shape");
+  }
+  return value(a, index_from_dims(as, std::move(ad)));
+}
+
+std::vector<Id> Emitter::operands_at(const ir::Node& node, Index& index) {
+  std::vector<Id> v;
+  for (size_t k = 0; k < node.args.size(); ++k) v.push_back(operand_at(node, k, index));
+  return v;
+}
+
+}  // namespace nxv::codegen

@@ -1,0 +1,104 @@
+// The elemental emitter: value(node, index) computes one element of a body
+// node, recursively through its operands, in the style of XLA's elemental IR
+// emitter. Index-mapping ops remap the index instead of moving data;
+// reductions and dot loop over their reduced index space per element.
+//
+// Values live in 32- or 64-bit registers (see register_bits): narrow integers
+// stay sign-/zero-extended and f16/bf16 stay rounded to their precision after
+// every op, so each op's result equals Nx's per-op result.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "codegen/spirv_builder.h"
+#include "codegen/target.h"
+#include "ir/ir.h"
+
+namespace nxv::codegen {
+
+using spirv::Id;
+
+// A position in a tensor of static shape. Either form may be missing and is
+// derived on demand (row-major, compile-time strides).
+struct Index {
+  ir::Shape shape;
+  std::vector<Id> dims;  // per-axis u32 ids; empty until known (or for scalars)
+  Id linear = 0;         // row-major u32 id; 0 until known
+  bool has_dims() const { return !dims.empty() || shape.empty(); }
+};
+
+struct BufferRef {
+  Id variable;
+  ir::DType dtype;
+};
+
+class Emitter {
+ public:
+  Emitter(spirv::Builder& b, const DeviceCaps& caps, const ir::Graph& body);
+  // The buffers that body parameter i reads (by attrs.index).
+  void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
+
+  // The register value of `node` at `index` (index.shape == node's shape).
+  Id value(const ir::Node& node, Index index);
+  // Converts a register value to storage form and writes it to element `linear`.
+  void store(const BufferRef& buf, Id linear, Id value);
+
+  // Throws IrError naming `node` if the device cannot hold `t` in registers
+  // (storage: in a buffer binding too).
+  void require_type(const ir::Node& node, ir::DType t, bool storage) const;
+
+  spirv::Builder& b;
+  const DeviceCaps& caps;
+
+  // ---- types and conversions (emit_types.cpp) ----
+  static int register_bits(ir::DType t);
+  Id reg_type(ir::DType t);
+  Id storage_type(ir::DType t);
+  Id u32();
+  Id u32c(uint64_t v) { return b.const_int(32, v); }
+  Id boolean();
+  Id load(const BufferRef& buf, Id linear);
+  // The value's bit pattern in an integer register of its register width, and back.
+  Id to_bits(Id v, ir::DType t);
+  Id from_bits(Id bits, ir::DType t);
+  // Restores the register invariant after an op whose raw result may leave it.
+  Id normalize(Id v, ir::DType t);
+  Id convert(Id v, ir::DType from, ir::DType to);
+  Id constant(ir::DType t, double v);
+  Id constant_int(ir::DType t, uint64_t bits);
+  Id constant_attr(const ir::Node& node, const nlohmann::json& v, ir::DType t);
+  Id from_bool(Id cond, ir::DType t);  // bool → 1/0 of type t
+  Id to_bool(Id v, ir::DType t);       // nonzero test
+  Id select(ir::DType t, Id cond, Id x, Id y) { return b_select(reg_type(t), cond, x, y); }
+  Id b_select(Id type, Id cond, Id x, Id y) { return b.op(spv::OpSelect, type, {cond, x, y}); }
+
+  // ---- index arithmetic (emit_index.cpp) ----
+  std::vector<Id> dims(Index& idx);
+  Id linear(Index& idx);
+  Index index_from_dims(const ir::Shape& shape, std::vector<Id> dims);
+
+ private:
+  Id compute(const ir::Node& node, Index& index);
+  std::vector<Id> operands_at(const ir::Node& node, Index& index);  // elementwise broadcasting
+  Id operand_at(const ir::Node& node, size_t k, Index& index);
+
+  // Families, each in its own file.
+  Id emit_unary(const ir::Node& node, Index& index);
+  Id emit_binary(const ir::Node& node, Index& index);
+  Id emit_compare(const ir::Node& node, Index& index);
+  Id emit_misc_elementwise(const ir::Node& node, Index& index);  // select clip as_type bitcast
+  Id emit_index_op(const ir::Node& node, Index& index);          // broadcast, slice, pad, ...
+  Id emit_reduction(const ir::Node& node, Index& index);
+  Id emit_argreduce(const ir::Node& node, Index& index);
+  Id emit_dot(const ir::Node& node, Index& index);
+
+  const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }
+  Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
+  Id int_pow(Id base, Id exponent, ir::DType t);
+
+  const ir::Graph& body_;
+  std::vector<BufferRef> inputs_;
+};
+
+}  // namespace nxv::codegen

@@ -1,0 +1,192 @@
+// Module-level parts of the builder: declarations, deduplication, serialisation.
+#include "codegen/spirv_builder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace nxv::codegen::spirv {
+
+Words string_literal(const std::string& s) {
+  Words w((s.size() + 4) / 4, 0);  // always room for the terminating NUL
+  for (size_t i = 0; i < s.size(); ++i) w[i / 4] |= uint32_t(uint8_t(s[i])) << (8 * (i % 4));
+  return w;
+}
+
+Builder::Builder() { capability(spv::CapabilityShader); }
+Builder::~Builder() = default;
+
+void Builder::append_inst(Words& out, spv::Op opcode, const Words& operands) {
+  out.push_back(uint32_t(operands.size() + 1) << spv::WordCountShift | uint32_t(opcode));
+  out.insert(out.end(), operands.begin(), operands.end());
+}
+
+void Builder::capability(spv::Capability c) {
+  if (std::find(capabilities_.begin(), capabilities_.end(), c) == capabilities_.end()) capabilities_.push_back(c);
+}
+
+void Builder::extension(const std::string& name) {
+  if (std::find(extensions_.begin(), extensions_.end(), name) == extensions_.end()) extensions_.push_back(name);
+}
+
+Id Builder::glsl_std_450() {
+  if (!glsl_) glsl_ = fresh_id();
+  return glsl_;
+}
+
+Id Builder::declare_type(spv::Op opcode, const Words& operands) {
+  Words key{uint32_t(opcode)};
+  key.insert(key.end(), operands.begin(), operands.end());
+  if (auto it = types_.find(key); it != types_.end()) return it->second;
+  Id id = fresh_id();
+  Words ops{id};
+  ops.insert(ops.end(), operands.begin(), operands.end());
+  append_inst(globals_, opcode, ops);
+  types_.emplace(std::move(key), id);
+  return id;
+}
+
+Id Builder::declare_constant(spv::Op opcode, Id type, const Words& operands) {
+  Words key{uint32_t(opcode), type};
+  key.insert(key.end(), operands.begin(), operands.end());
+  if (auto it = constants_.find(key); it != constants_.end()) return it->second;
+  Id id = fresh_id();
+  Words ops{type, id};
+  ops.insert(ops.end(), operands.begin(), operands.end());
+  append_inst(globals_, opcode, ops);
+  constants_.emplace(std::move(key), id);
+  return id;
+}
+
+Id Builder::type_void() { return declare_type(spv::OpTypeVoid, {}); }
+Id Builder::type_bool() { return declare_type(spv::OpTypeBool, {}); }
+// Types wider or narrower than 32 bits bring their capability along. 8/16-bit
+// integers are only ever loaded, stored and converted, which the storage
+// capabilities allow without Int8/Int16.
+Id Builder::type_int(int bits) {
+  if (bits == 64) capability(spv::CapabilityInt64);
+  if (bits == 16) {
+    capability(spv::CapabilityStorageBuffer16BitAccess);
+    extension("SPV_KHR_16bit_storage");
+  }
+  if (bits == 8) {
+    capability(spv::CapabilityStorageBuffer8BitAccess);
+    extension("SPV_KHR_8bit_storage");
+  }
+  return declare_type(spv::OpTypeInt, {uint32_t(bits), 0});
+}
+Id Builder::type_float(int bits) {
+  if (bits == 64) capability(spv::CapabilityFloat64);
+  return declare_type(spv::OpTypeFloat, {uint32_t(bits)});
+}
+Id Builder::type_vector(Id elem, uint32_t n) { return declare_type(spv::OpTypeVector, {elem, n}); }
+Id Builder::type_pointer(spv::StorageClass sc, Id pointee) {
+  return declare_type(spv::OpTypePointer, {uint32_t(sc), pointee});
+}
+Id Builder::type_function(Id ret, const std::vector<Id>& params) {
+  Words ops{ret};
+  ops.insert(ops.end(), params.begin(), params.end());
+  return declare_type(spv::OpTypeFunction, ops);
+}
+
+Id Builder::type_buffer_pointer(Id elem, uint32_t stride) {
+  auto key = std::make_pair(elem, stride);
+  if (auto it = buffer_pointers_.find(key); it != buffer_pointers_.end()) return it->second;
+  // Not deduplicated through types_: the decorations make each array/struct distinct.
+  Id array = fresh_id();
+  append_inst(globals_, spv::OpTypeRuntimeArray, {array, elem});
+  decorate(array, spv::DecorationArrayStride, {stride});
+  Id block = fresh_id();
+  append_inst(globals_, spv::OpTypeStruct, {block, array});
+  decorate(block, spv::DecorationBlock);
+  member_decorate(block, 0, spv::DecorationOffset, {0});
+  Id ptr = type_pointer(spv::StorageClassStorageBuffer, block);
+  buffer_pointers_.emplace(key, ptr);
+  return ptr;
+}
+
+Id Builder::const_bool(bool v) { return declare_constant(v ? spv::OpConstantTrue : spv::OpConstantFalse, type_bool(), {}); }
+
+Id Builder::const_int(int bits, uint64_t v) {
+  if (bits == 64) return declare_constant(spv::OpConstant, type_int(64), {uint32_t(v), uint32_t(v >> 32)});
+  return declare_constant(spv::OpConstant, type_int(bits), {uint32_t(v & ((uint64_t(1) << bits) - 1))});
+}
+
+Id Builder::const_f32(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return declare_constant(spv::OpConstant, type_float(32), {bits});
+}
+
+Id Builder::const_f64(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  return declare_constant(spv::OpConstant, type_float(64), {uint32_t(bits), uint32_t(bits >> 32)});
+}
+
+void Builder::decorate(Id target, spv::Decoration d, const Words& args) {
+  Words ops{target, uint32_t(d)};
+  ops.insert(ops.end(), args.begin(), args.end());
+  append_inst(annotations_, spv::OpDecorate, ops);
+}
+
+void Builder::member_decorate(Id struct_type, uint32_t member, spv::Decoration d, const Words& args) {
+  Words ops{struct_type, member, uint32_t(d)};
+  ops.insert(ops.end(), args.begin(), args.end());
+  append_inst(annotations_, spv::OpMemberDecorate, ops);
+}
+
+void Builder::name(Id target, const std::string& n) {
+  Words ops{target};
+  Words s = string_literal(n);
+  ops.insert(ops.end(), s.begin(), s.end());
+  append_inst(names_, spv::OpName, ops);
+}
+
+Id Builder::global_variable(Id pointer_type, spv::StorageClass sc) {
+  Id id = fresh_id();
+  append_inst(globals_, spv::OpVariable, {pointer_type, id, uint32_t(sc)});
+  return id;
+}
+
+Id Builder::storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read_only) {
+  Id var = global_variable(type_buffer_pointer(elem, stride), spv::StorageClassStorageBuffer);
+  decorate(var, spv::DecorationDescriptorSet, {0});
+  decorate(var, spv::DecorationBinding, {binding});
+  if (read_only) decorate(var, spv::DecorationNonWritable);
+  return var;
+}
+
+Id Builder::global_invocation_x() {
+  if (invocation_x_) return invocation_x_;
+  Id u32 = type_int(32);
+  invocation_var_ = global_variable(type_pointer(spv::StorageClassInput, type_vector(u32, 3)), spv::StorageClassInput);
+  decorate(invocation_var_, spv::DecorationBuiltIn, {uint32_t(spv::BuiltInGlobalInvocationId)});
+  interface_.push_back(invocation_var_);
+  Id v = op(spv::OpLoad, type_vector(u32, 3), {invocation_var_});
+  invocation_x_ = op(spv::OpCompositeExtract, u32, {v}, {0});
+  return invocation_x_;
+}
+
+Words Builder::finish() {
+  if (!finished_main_) throw std::logic_error("spirv::Builder::finish before end_main");
+  Words out{spv::MagicNumber, 0x00010300 /* SPIR-V 1.3: core in Vulkan 1.1 */, 0, next_id_, 0};
+  for (auto c : capabilities_) append_inst(out, spv::OpCapability, {uint32_t(c)});
+  for (const auto& e : extensions_) append_inst(out, spv::OpExtension, string_literal(e));
+  if (glsl_) {
+    Words ops{glsl_};
+    Words s = string_literal("GLSL.std.450");
+    ops.insert(ops.end(), s.begin(), s.end());
+    append_inst(out, spv::OpExtInstImport, ops);
+  }
+  append_inst(out, spv::OpMemoryModel, {uint32_t(spv::AddressingModelLogical), uint32_t(spv::MemoryModelGLSL450)});
+  out.insert(out.end(), entry_and_modes_.begin(), entry_and_modes_.end());
+  out.insert(out.end(), names_.begin(), names_.end());
+  out.insert(out.end(), annotations_.begin(), annotations_.end());
+  out.insert(out.end(), globals_.begin(), globals_.end());
+  Words fn = serialize_function();
+  out.insert(out.end(), fn.begin(), fn.end());
+  return out;
+}
+
+}  // namespace nxv::codegen::spirv

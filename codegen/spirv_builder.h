@@ -1,0 +1,172 @@
+// A small SPIR-V module builder for one compute shader.
+//
+// Module level: capabilities, extensions, deduplicated types and constants,
+// decorations, globals, the entry point; finish() serialises the words.
+//
+// Function level: one function ("main") built from nested *scopes*. Level 0 is
+// the function entry; each structured construct (loop, if/else) opens a new
+// level for its body. Pure instructions are value-numbered per scope and
+// placed in the shallowest scope where all their operands exist, which hoists
+// loop-invariant work (index arithmetic, loads of scalars, ...) out of loops
+// for free. at_level() lets a caller emit a whole construct (e.g. a reduction
+// loop) at a shallower level: the open block of that level is split, so the
+// construct ends up in front of everything already nested under it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spirv/unified1/GLSL.std.450.h>
+#include <spirv/unified1/spirv.hpp>
+
+namespace nxv::codegen::spirv {
+
+using Id = uint32_t;
+using Words = std::vector<uint32_t>;
+
+// A SPIR-V literal string: UTF-8, NUL-terminated, packed little-endian into words.
+Words string_literal(const std::string& s);
+
+class Builder {
+ public:
+  Builder();
+  ~Builder();
+  Builder(const Builder&) = delete;
+  Builder& operator=(const Builder&) = delete;
+
+  Id fresh_id() { return next_id_++; }
+
+  // ---- module level ----
+  void capability(spv::Capability c);
+  void extension(const std::string& name);
+  Id glsl_std_450();
+
+  Id type_void();
+  Id type_bool();
+  // Integer registers are unsigned-typed; signedness lives in the instructions.
+  Id type_int(int bits);
+  Id type_float(int bits);
+  Id type_vector(Id elem, uint32_t n);
+  Id type_pointer(spv::StorageClass sc, Id pointee);
+  Id type_function(Id ret, const std::vector<Id>& params);
+  // struct { elem data[]; } decorated Block, ArrayStride/Offset set; pointer to it in StorageBuffer.
+  Id type_buffer_pointer(Id elem, uint32_t stride);
+
+  Id const_bool(bool v);
+  Id const_int(int bits, uint64_t v);  // the low `bits` bits of v
+  Id const_f32(float v);
+  Id const_f64(double v);
+  Id const_float(int bits, double v) { return bits == 64 ? const_f64(v) : const_f32(static_cast<float>(v)); }
+
+  void decorate(Id target, spv::Decoration d, const Words& args = {});
+  void member_decorate(Id struct_type, uint32_t member, spv::Decoration d, const Words& args = {});
+  void name(Id target, const std::string& n);
+
+  Id global_variable(Id pointer_type, spv::StorageClass sc);
+  // A storage buffer at descriptor set 0, `binding`; read-only ones are NonWritable.
+  Id storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read_only);
+  // The x component of gl_GlobalInvocationID (loaded once in the entry block).
+  Id global_invocation_x();
+
+  // ---- the function ----
+  // Opens "main" with its entry block at level 0.
+  void begin_main();
+  // Closes "main", declares it as the GLCompute entry point with this local size.
+  void end_main(uint32_t local_x, uint32_t local_y = 1, uint32_t local_z = 1);
+
+  // A pure instruction: value-numbered and hoisted. `literals` follow the id operands.
+  Id op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals = {});
+  Id ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
+  // An instruction with side effects or no result, emitted in the current block.
+  void op_void(spv::Op opcode, const Words& operands);
+
+  // Structured loop. `carried` values start as `init`; the loop runs while
+  // cond(carried) is true and body(carried) returns the next values. Returns
+  // the carried values after the loop.
+  using Values = std::vector<Id>;
+  Values loop(const std::vector<Id>& types, const Values& init, const std::function<Id(const Values&)>& cond,
+              const std::function<Values(const Values&)>& body);
+  // Structured if/else whose branches each yield `types.size()` values; returns the merged values.
+  Values if_else(Id cond, const std::vector<Id>& types, const std::function<Values()>& then_fn,
+                 const std::function<Values()>& else_fn);
+  void if_then(Id cond, const std::function<void()>& then_fn);
+
+  int level() const { return static_cast<int>(scopes_.size()) - 1; }
+  // The level of the scope that defines `id` (0 for globals and constants).
+  int level_of(Id id) const;
+  int level_of(const std::vector<Id>& ids) const;
+  // Runs fn with `lvl` as the current level (hoisting a construct out of deeper ones).
+  template <class F>
+  auto at_level(int lvl, F&& fn) {
+    suspend_above(lvl);
+    struct Resume {
+      Builder* b;
+      ~Resume() { b->resume(); }
+    } resume_on_exit{this};
+    return fn();
+  }
+
+  // Caller-side memoisation in the scope of `level`, same lifetime rules as value numbering.
+  const Id* memo_find(const Words& key) const;
+  void memo_put(const Words& key, Id value, int lvl);
+
+  Words finish();
+
+ private:
+  struct Block;
+  struct Phi {
+    Id result, type;
+    std::vector<std::pair<Id, Block*>> incoming;
+  };
+  struct Block {
+    Id label;
+    std::vector<std::unique_ptr<Phi>> phis;
+    Words body;
+    Words terminator;  // may include the OpSelectionMerge/OpLoopMerge in front of the branch
+    std::vector<Block*> successors;
+  };
+  struct Scope {
+    Block* open;                 // where instructions of this level are appended
+    std::map<Words, Id> memo;    // value numbering and caller memoisation
+  };
+
+  Block* new_block();
+  Block* open_block() const;
+  void set_branch(Block* from, Block* to);
+  void redirect_phis(Block* from, Block* to);
+  Block* split_for_construct(Block** merge_out);
+  void push_scope(Block* open);
+  void pop_scope();
+  void set_level(Id id, int lvl);
+  void suspend_above(int lvl);
+  void resume();
+  Id declare_type(spv::Op opcode, const Words& operands);
+  Id declare_constant(spv::Op opcode, Id type, const Words& operands);
+  Id emit_pure(spv::Op opcode, Id type, const Words& operands, const std::vector<Id>& placement_ids);
+  static void append_inst(Words& out, spv::Op opcode, const Words& operands);
+  Words serialize_function() const;
+
+  Id next_id_ = 1;
+  std::vector<spv::Capability> capabilities_;
+  std::vector<std::string> extensions_;
+  Id glsl_ = 0;
+  Words names_, annotations_, globals_;  // globals_: types, constants, global variables in order
+  std::map<Words, Id> types_, constants_;
+  std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
+  Id invocation_var_ = 0, invocation_x_ = 0;
+  std::vector<Id> interface_;
+
+  Id main_ = 0, void_type_ = 0, main_type_ = 0;
+  Words entry_and_modes_;
+  std::vector<std::unique_ptr<Block>> blocks_;  // creation order; serialised in reverse post-order
+  std::vector<Scope> scopes_;
+  std::vector<std::vector<Scope>> suspended_;
+  std::vector<int> levels_;  // by id
+  bool finished_main_ = false;
+};
+
+}  // namespace nxv::codegen::spirv

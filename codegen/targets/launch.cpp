@@ -1,0 +1,23 @@
+#include "codegen/targets/launch.h"
+
+#include <algorithm>
+
+namespace nxv::codegen {
+
+LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups) {
+  uint32_t wg = std::max<uint32_t>(1, std::min(workgroup_size, caps.max_workgroup_invocations));
+  int64_t groups = (std::max<int64_t>(items, 1) + wg - 1) / wg;
+  groups = std::min<int64_t>({groups, max_groups, caps.max_workgroup_count_x});
+  return {wg, uint32_t(std::max<int64_t>(groups, 1))};
+}
+
+LaunchConfig choose_launch(const DeviceCaps& caps, int64_t items) {
+  switch (caps.vendor_id) {
+    case 0x10005: return launch_lavapipe(caps, items);
+    case 0x10DE: return launch_nvidia(caps, items);
+    case 0x1002: return launch_amd(caps, items);
+    default: return launch_generic(caps, items);
+  }
+}
+
+}  // namespace nxv::codegen
