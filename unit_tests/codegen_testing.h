@@ -7,7 +7,7 @@
 #include "codegen/kernel.h"
 #include "ir/ir.h"
 
-namespace nxv::codegen::testing {
+namespace nxv::codegen::cgtest {
 
 // A kernel body under construction. Parameters become kernel arguments, in order.
 class KernelBuilder {
@@ -70,4 +70,4 @@ inline KernelBinary compile(const ir::Graph& g, const DeviceCaps& caps = generic
   return compile_kernel(kernel_of(g), g, caps);
 }
 
-}  // namespace nxv::codegen::testing
+}  // namespace nxv::codegen::cgtest
