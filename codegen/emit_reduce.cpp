@@ -152,7 +152,9 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
   const bool is_max = node.op == "argmax";
   if (!ir::is_integer(t)) throw ir::IrError(node, "argmax/argmin result must be an integer type");
   auto out = dims(index);
-  auto base = kept_dims(*this, node, out, in, axes, keep && !all_axes);
+  // Nx gives a scalar for axis: nil whatever keep_axis says; accept the all-ones shape too.
+  const bool keep_dims = all_axes ? !in.empty() && out.size() == in.size() : keep;
+  auto base = kept_dims(*this, node, out, in, axes, keep_dims);
   std::vector<int64_t> extents;
   for (auto a : axes) extents.push_back(in[a]);
   const int64_t n = ir::num_elements(extents);

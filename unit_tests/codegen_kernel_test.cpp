@@ -1,0 +1,142 @@
+// compile_kernel as a whole: fused bodies, several outputs, determinism,
+// device capabilities and malformed kernels.
+#include <gtest/gtest.h>
+
+#include "codegen_testing.h"
+
+namespace nxv::codegen {
+namespace {
+
+using ir::DType;
+using cgtest::KernelBuilder;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+ir::Graph diamond() {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {16, 8});
+  auto two = k.add("constant", {}, DType::F32, {}, {{"value", 2.0}});
+  auto a = k.add("multiply", {x, two}, DType::F32, {16, 8});
+  auto b = k.add("exp", {a}, DType::F32, {16, 8});
+  auto c = k.add("log", {a}, DType::F32, {16, 8});
+  auto d = k.add("add", {b, c}, DType::F32, {16, 8});
+  return k.finish({d, a});
+}
+
+TEST(CodegenKernel, DiamondIsComputedOncePerElement) {
+  auto kb = cgtest::compile(diamond());
+  auto text = disassemble(kb.spirv);
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+  EXPECT_EQ(count(text, "OpFMul"), 1u) << text;  // shared by exp, log and the second output
+  EXPECT_EQ(count(text, "OpLoad %float"), 1u) << text;
+  EXPECT_EQ(count(text, "OpStore"), 2u);
+  ASSERT_EQ(kb.bindings.size(), 3u);
+  EXPECT_EQ(kb.bindings[0].kind, Binding::Kind::Input);
+  EXPECT_EQ(kb.bindings[1].kind, Binding::Kind::Output);
+  EXPECT_EQ(kb.bindings[2].index, 1);
+}
+
+TEST(CodegenKernel, Deterministic) {
+  auto a = cgtest::compile(diamond());
+  auto b = cgtest::compile(diamond());
+  EXPECT_EQ(a.spirv, b.spirv);
+}
+
+TEST(CodegenKernel, OutputsOfDifferentSizesAreGuarded) {
+  KernelBuilder k;
+  auto x = k.param(DType::S32, {10});
+  auto s = k.add("sum", {x}, DType::S64, {}, {{"axes", nullptr}, {"keep_axes", false}});
+  auto n = k.add("negate", {x}, DType::S32, {10});
+  auto kb = cgtest::compile(k.finish({n, s}));
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+  EXPECT_EQ(count(disassemble(kb.spirv), "OpSelectionMerge"), 1u);
+}
+
+TEST(CodegenKernel, OutputThatIsAParameterAndEmptyTensors) {
+  KernelBuilder k;
+  auto x = k.param(DType::F16, {3});
+  auto e = k.param(DType::F32, {0, 4});
+  auto y = k.add("exp", {e}, DType::F32, {0, 4});
+  auto kb = cgtest::compile(k.finish({x, y}));
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+}
+
+TEST(CodegenKernel, LaunchCoversTheOutputWithinDeviceLimits) {
+  auto caps = generic_caps();
+  caps.max_workgroup_invocations = 32;
+  caps.max_workgroup_count_x = 7;
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {100000});
+  auto kb = cgtest::compile(k.finish({k.add("negate", {x}, DType::F32, {100000})}), caps);
+  EXPECT_LE(kb.workgroup_size[0], 32u);
+  EXPECT_LE(kb.group_count[0], 7u);
+  EXPECT_GE(kb.group_count[0], 1u);
+  EXPECT_EQ(kb.name, "k1_negate");
+}
+
+TEST(CodegenKernel, MissingDeviceFeaturesAreNamed) {
+  auto caps = generic_caps();
+  caps.name = "llvmpipe";
+  caps.float64 = false;
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {4});
+    auto y = k.add("as_type", {x}, DType::F64, {4});
+    auto g = k.finish({k.add("add", {y, y}, DType::F64, {4})});
+    try {
+      cgtest::compile(g, caps);
+      FAIL() << "expected an IrError";
+    } catch (const ir::IrError& e) {
+      EXPECT_EQ(std::string(e.what()), "node 101 (as_type): f64 needs the device's shaderFloat64 feature, which llvmpipe lacks");
+    }
+  }
+  caps = generic_caps();
+  caps.int64 = false;
+  KernelBuilder k;
+  auto x = k.param(DType::S32, {4});
+  auto g = k.finish({k.add("sum", {x}, DType::S64, {}, {{"axes", nullptr}})});
+  EXPECT_THROW(cgtest::compile(g, caps), ir::IrError);
+  caps = generic_caps();
+  caps.storage_buffer_8bit = false;
+  KernelBuilder k8;
+  auto p = k8.param(DType::U8, {4});
+  EXPECT_THROW(cgtest::compile(k8.finish({k8.add("logical_not", {p}, DType::U8, {4})}), caps), ir::IrError);
+  // Without 8-bit storage a u8 value may still live in registers.
+  KernelBuilder kr;
+  auto f = kr.param(DType::F32, {4});
+  auto isn = kr.add("is_nan", {f}, DType::U8, {4});
+  auto g2 = kr.finish({kr.add("select", {isn, f, f}, DType::F32, {4})});
+  EXPECT_NO_THROW(cgtest::compile(g2, caps));
+}
+
+TEST(CodegenKernel, MalformedKernelsAreRejectedWithTheNode) {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {4});
+  auto g = k.finish({k.add("exp", {x}, DType::F32, {4})});
+  ir::Node kernel = cgtest::kernel_of(g);
+  kernel.results[0].dtype = DType::F16;
+  EXPECT_THROW(compile_kernel(kernel, g, generic_caps()), ir::IrError);
+  kernel = cgtest::kernel_of(g);
+  kernel.regions.clear();
+  EXPECT_THROW(compile_kernel(kernel, g, generic_caps()), ir::IrError);
+  kernel = cgtest::kernel_of(g);
+  kernel.op = "exp";
+  EXPECT_THROW(compile_kernel(kernel, g, generic_caps()), ir::IrError);
+
+  KernelBuilder u;
+  auto p = u.param(DType::F32, {4});
+  auto g3 = u.finish({u.add("fft", {p}, DType::F32, {4})});
+  try {
+    cgtest::compile(g3);
+    FAIL();
+  } catch (const ir::IrError& e) {
+    EXPECT_EQ(std::string(e.what()), "node 101 (fft): op not supported inside a kernel body");
+  }
+}
+
+}  // namespace
+}  // namespace nxv::codegen

@@ -1,0 +1,103 @@
+// Reductions, argmax/argmin and dot.
+#include <gtest/gtest.h>
+
+#include "codegen_testing.h"
+
+namespace nxv::codegen {
+namespace {
+
+using ir::DType;
+using cgtest::KernelBuilder;
+using json = nlohmann::json;
+
+void expect_valid(const ir::Graph& g) {
+  auto kb = cgtest::compile(g);
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "") << disassemble(kb.spirv);
+}
+
+DType aggregate(const std::string& op, DType t) {
+  if (op == "all" || op == "any") return DType::U8;
+  if ((op == "sum" || op == "product") && ir::is_integer(t)) return ir::is_signed_int(t) ? DType::S64 : DType::U64;
+  return t;
+}
+
+TEST(CodegenReduce, EveryReductionTypeAndAxisSet) {
+  const std::vector<std::pair<json, ir::Shape>> cases = {
+      {json(nullptr), {}}, {json::array({1}), {2, 4}}, {json::array({0, 2}), {3}}, {json::array({0, 1, 2}), {}}};
+  for (const char* op : {"sum", "product", "reduce_max", "reduce_min", "all", "any"})
+    for (DType t : {DType::S8, DType::U16, DType::S32, DType::U64, DType::F16, DType::BF16, DType::F32, DType::F64})
+      for (const auto& [axes, shape] : cases)
+        for (bool keep : {false, true}) {
+          SCOPED_TRACE(std::string(op) + " " + ir::dtype_name(t) + " " + axes.dump() + (keep ? " keep" : ""));
+          ir::Shape out = shape;
+          if (keep) {
+            out = {2, 3, 4};
+            if (axes.is_null()) out = {1, 1, 1};
+            else for (int64_t a : axes) out[a] = 1;
+          }
+          KernelBuilder k;
+          auto x = k.param(t, {2, 3, 4});
+          auto r = k.add(op, {x}, aggregate(op, t), out, {{"axes", axes}, {"keep_axes", keep}});
+          expect_valid(k.finish({r}, "reduce"));
+        }
+}
+
+TEST(CodegenReduce, ArgmaxArgmin) {
+  for (const char* op : {"argmax", "argmin"})
+    for (DType t : {DType::S8, DType::U32, DType::F16, DType::F32, DType::F64})
+      for (const char* tie : {"low", "high"}) {
+        SCOPED_TRACE(std::string(op) + " " + ir::dtype_name(t) + " " + tie);
+        KernelBuilder k;
+        auto x = k.param(t, {3, 5});
+        auto a = k.add(op, {x}, DType::S64, {3}, {{"axis", 1}, {"keep_axis", false}, {"tie_break", tie}});
+        auto b = k.add(op, {x}, DType::S32, {}, {{"axis", nullptr}, {"keep_axis", true}, {"tie_break", tie}});
+        auto c = k.add(op, {x}, DType::U8, {1, 5}, {{"axis", 0}, {"keep_axis", true}, {"tie_break", tie}});
+        expect_valid(k.finish({a, b, c}, "argreduce"));
+      }
+}
+
+TEST(CodegenReduce, DotShapes) {
+  struct Case {
+    ir::Shape a, b, out;
+    json c1, b1, c2, b2;
+  };
+  const std::vector<Case> cases = {
+      {{4, 3}, {3, 5}, {4, 5}, {1}, json::array(), {0}, json::array()},
+      {{3}, {3}, {}, {0}, json::array(), {0}, json::array()},
+      {{2, 4, 3}, {2, 3, 5}, {2, 4, 5}, {2}, {0}, {1}, {0}},
+      {{3, 4}, {5, 3}, {4, 5}, {0}, json::array(), {1}, json::array()},
+      {{2, 3}, {4}, {2, 3, 4}, json::array(), json::array(), json::array(), json::array()},
+      {{2, 3, 4}, {4, 3, 6}, {2, 6}, {1, 2}, json::array(), {1, 0}, json::array()},
+  };
+  for (DType t : {DType::S32, DType::S64, DType::F16, DType::F32, DType::F64})
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(ir::dtype_name(t)) + " " + ir::to_string({t, c.out}));
+      KernelBuilder k;
+      auto a = k.param(t, c.a);
+      auto b = k.param(t, c.b);
+      auto d = k.add("dot", {a, b}, t, c.out,
+                     {{"contract_axes1", c.c1}, {"batch_axes1", c.b1}, {"contract_axes2", c.c2}, {"batch_axes2", c.b2}});
+      expect_valid(k.finish({d}, "dot"));
+    }
+}
+
+TEST(CodegenReduce, ReductionOfAFusedProducerAndConsumer) {
+  // softmax in one kernel: both reductions are hoisted out of the per-element work.
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {4, 9});
+  auto mx = k.add("reduce_max", {x}, DType::F32, {4, 1}, {{"axes", {1}}, {"keep_axes", true}});
+  auto sub = k.add("subtract", {x, mx}, DType::F32, {4, 9});
+  auto e = k.add("exp", {sub}, DType::F32, {4, 9});
+  auto s = k.add("sum", {e}, DType::F32, {4, 1}, {{"axes", {1}}, {"keep_axes", true}});
+  auto d = k.add("divide", {e, s}, DType::F32, {4, 9});
+  auto kb = cgtest::compile(k.finish({d}));
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+  // Three loops: the grid-stride loop, the max loop and the sum loop (max not recomputed inside sum).
+  auto text = disassemble(kb.spirv);
+  size_t loops = 0;
+  for (size_t p = text.find("OpLoopMerge"); p != std::string::npos; p = text.find("OpLoopMerge", p + 1)) ++loops;
+  EXPECT_EQ(loops, 3u) << text;
+}
+
+}  // namespace
+}  // namespace nxv::codegen
