@@ -28,29 +28,6 @@ std::vector<Id> split_counter(Emitter& e, Id r, const std::vector<int64_t>& exte
   return out;
 }
 
-// Runs `step(acc, r)` for r in [begin, count) at the level of `outer` and returns the final accumulators.
-Values counted_loop(Emitter& e, const std::vector<Id>& outer, const std::vector<Id>& types, Values init, int64_t begin,
-                    int64_t count, const std::function<Values(const Values&, Id)>& step) {
-  auto& b = e.b;
-  std::vector<Id> place = outer;
-  place.insert(place.end(), init.begin(), init.end());
-  std::vector<Id> t = types;
-  t.push_back(e.u32());
-  init.push_back(e.u32c(begin));
-  auto r = b.at_level(b.level_of(place), [&] {
-    return b.loop(
-        t, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(count)}); },
-        [&](const Values& s) {
-          Values acc(s.begin(), s.end() - 1);
-          Values next = step(acc, s.back());
-          next.push_back(b.op(spv::OpIAdd, e.u32(), {s.back(), e.u32c(1)}));
-          return next;
-        });
-  });
-  r.pop_back();
-  return r;
-}
-
 std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
   std::vector<int64_t> axes;
   if (!node.attrs.contains(key) || node.attrs[key].is_null()) {
@@ -113,30 +90,37 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     init = constant_int(t, op == "reduce_max" ? min : max);
   }
 
-  auto r = counted_loop(*this, out, {rt}, {init}, 0, ir::num_elements(extents), [&](const Values& acc, Id counter) {
-    auto rd = split_counter(*this, counter, extents);
-    std::vector<Id> d = base;
-    for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
-    Id v = value(x, index_from_dims(in, d));
-    Id a = acc[0];
-    if (op == "all" || op == "any") {
-      Id both = b.op(op == "all" ? spv::OpLogicalAnd : spv::OpLogicalOr, boolean(), {to_bool(a, t), to_bool(v, xt)});
-      return Values{from_bool(both, t)};
-    }
-    v = convert(v, xt, t);
-    if (op == "sum") return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a, v})};
-    if (op == "product") return Values{b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {a, v})};
+  // acc ⊕ v, shared by the per-element step and the combination of partial results.
+  auto merge = [&](Id a, Id v) -> Id {
+    if (op == "all" || op == "any")
+      return from_bool(b.op(op == "all" ? spv::OpLogicalAnd : spv::OpLogicalOr, boolean(), {to_bool(a, t), to_bool(v, t)}), t);
+    if (op == "sum") return b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a, v});
+    if (op == "product") return b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {a, v});
     const bool mx = op == "reduce_max";
     if (!fl) {
       bool s = ir::is_signed_int(t);
-      return Values{b.ext(mx ? (s ? GLSLstd450SMax : GLSLstd450UMax) : (s ? GLSLstd450SMin : GLSLstd450UMin), rt, {a, v})};
+      return b.ext(mx ? (s ? GLSLstd450SMax : GLSLstd450UMax) : (s ? GLSLstd450SMin : GLSLstd450UMin), rt, {a, v});
     }
     // NaN propagates: once the accumulator is NaN it stays NaN.
     Id better = b.op(mx ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan, boolean(), {v, a});
     Id take = b.op(spv::OpLogicalOr, boolean(), {better, b.op(spv::OpIsNan, boolean(), {v})});
     take = b.op(spv::OpLogicalAnd, boolean(), {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {a})})});
-    return Values{select(t, take, v, a)};
-  });
+    return select(t, take, v, a);
+  };
+  Fold f;
+  f.types = {rt};
+  f.init = {init};
+  f.count = ir::num_elements(extents);
+  f.step = [&](const Values& acc, Id counter) {
+    auto rd = split_counter(*this, counter, extents);
+    std::vector<Id> d = base;
+    for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
+    Id v = value(x, index_from_dims(in, d));
+    // all/any test the operand itself; the others fold it converted to the result type.
+    return Values{merge(acc[0], op == "all" || op == "any" ? from_bool(to_bool(v, xt), t) : convert(v, xt, t))};
+  };
+  f.combine = [&](const Values& a, const Values& c) { return Values{merge(a[0], c[0])}; };
+  auto r = fold(out, f);
   return normalize(r[0], t);
 }
 
@@ -167,23 +151,36 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
     return value(x, index_from_dims(in, d));
   };
   const bool fl = ir::is_float(xt), s = ir::is_signed_int(xt);
-  Id first = at(u32c(0));
-  auto r = counted_loop(*this, out, {reg_type(xt), u32()}, {first, u32c(0)}, 1, n, [&](const Values& acc, Id counter) {
-    Id v = at(counter);
-    spv::Op cmp = fl ? (is_max ? (high ? spv::OpFOrdGreaterThanEqual : spv::OpFOrdGreaterThan)
-                               : (high ? spv::OpFOrdLessThanEqual : spv::OpFOrdLessThan))
-                     : is_max ? (high ? (s ? spv::OpSGreaterThanEqual : spv::OpUGreaterThanEqual)
-                                      : (s ? spv::OpSGreaterThan : spv::OpUGreaterThan))
-                              : (high ? (s ? spv::OpSLessThanEqual : spv::OpULessThanEqual)
-                                      : (s ? spv::OpSLessThan : spv::OpULessThan));
-    Id take = b.op(cmp, boolean(), {v, acc[0]});
-    if (fl) {  // the first NaN wins and is never replaced (Nx)
-      take = b.op(spv::OpLogicalOr, boolean(), {take, b.op(spv::OpIsNan, boolean(), {v})});
-      take = b.op(spv::OpLogicalAnd, boolean(),
-                  {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {acc[0]})})});
-    }
-    return Values{select(xt, take, v, acc[0]), b_select(u32(), take, counter, acc[1])};
-  });
+  // Does candidate (v, i) beat the current best (bv, bi)? The first NaN wins and is never
+  // replaced (Nx); ties go to the lower or higher index by tie_break.
+  auto beats = [&](Id v, Id i, Id bv, Id bi) {
+    spv::Op gt = fl ? (is_max ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan)
+                    : is_max ? (s ? spv::OpSGreaterThan : spv::OpUGreaterThan)
+                             : (s ? spv::OpSLessThan : spv::OpULessThan);
+    Id tie_index = b.op(high ? spv::OpUGreaterThan : spv::OpULessThan, boolean(), {i, bi});
+    Id equal = b.op(fl ? spv::OpFOrdEqual : spv::OpIEqual, boolean(), {v, bv});
+    Id take = b.op(spv::OpLogicalOr, boolean(), {b.op(gt, boolean(), {v, bv}),
+                                                 b.op(spv::OpLogicalAnd, boolean(), {equal, tie_index})});
+    if (!fl) return take;
+    Id v_nan = b.op(spv::OpIsNan, boolean(), {v}), b_nan = b.op(spv::OpIsNan, boolean(), {bv});
+    Id both = b.op(spv::OpLogicalAnd, boolean(), {v_nan, b_nan});
+    Id lower = b.op(spv::OpULessThan, boolean(), {i, bi});
+    take = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpLogicalOr, boolean(), {take, v_nan}),
+                                               b.op(spv::OpLogicalNot, boolean(), {b_nan})});
+    return b_select(boolean(), both, lower, take);
+  };
+  auto pick = [&](const Values& cand, const Values& best) {
+    Id take = beats(cand[0], cand[1], best[0], best[1]);
+    return Values{select(xt, take, cand[0], best[0]), b_select(u32(), take, cand[1], best[1])};
+  };
+  Fold f;
+  f.types = {reg_type(xt), u32()};
+  f.init = {at(u32c(0)), u32c(0)};
+  f.begin = 1;
+  f.count = n;
+  f.step = [&](const Values& acc, Id counter) { return pick({at(counter), counter}, acc); };
+  f.combine = [&](const Values& a, const Values& c) { return pick(c, a); };
+  auto r = fold(out, f);
   return convert(r[1], DType::U32, t);
 }
 
@@ -217,15 +214,20 @@ Id Emitter::emit_dot(const ir::Node& node, Index& index) {
   }
   const bool fl = ir::is_float(t);
   Id rt = reg_type(t);
-  auto r = counted_loop(*this, out, {rt}, {constant(t, 0)}, 0, ir::num_elements(extents), [&](const Values& acc, Id c) {
+  Fold f;
+  f.types = {rt};
+  f.init = {constant(t, 0)};
+  f.count = ir::num_elements(extents);
+  f.step = [&](const Values& acc, Id c) {
     auto rd = split_counter(*this, c, extents);
     std::vector<Id> ai = ad, bi = bd;
     for (size_t j = 0; j < c1.size(); ++j) ai[c1[j]] = bi[c2[j]] = rd[j];
     Id x = convert(value(an, index_from_dims(as, ai)), an.type().dtype, t);
     Id y = convert(value(bn, index_from_dims(bs, bi)), bn.type().dtype, t);
-    Id p = b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y});
-    return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc[0], p})};
-  });
+    return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc[0], b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y})})};
+  };
+  f.combine = [&](const Values& a, const Values& c) { return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a[0], c[0]})}; };
+  auto r = fold(out, f);
   return normalize(r[0], t);
 }
 

@@ -8,7 +8,9 @@
 // every op, so each op's result equals Nx's per-op result.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "codegen/spirv_builder.h"
@@ -33,11 +35,31 @@ struct BufferRef {
   ir::DType dtype;
 };
 
+// Set when all invocations of a workgroup compute each output element
+// together (few outputs, long reductions): reductions at the output level
+// are then split over the workgroup and combined through shared memory.
+struct Cooperation {
+  Id local_id;    // LocalInvocationId.x
+  uint32_t size;  // the workgroup size, a power of two
+  int level;      // builder level of the per-output code (uniform control flow)
+};
+
+// A loop over r in [begin, count) folding step(acc, r) into the accumulators.
+// combine(a, b) merges two partial results over disjoint, interleaved sets of r.
+struct Fold {
+  std::vector<Id> types;
+  std::vector<Id> init;
+  int64_t begin = 0, count = 0;
+  std::function<std::vector<Id>(const std::vector<Id>& acc, Id r)> step;
+  std::function<std::vector<Id>(const std::vector<Id>& a, const std::vector<Id>& b)> combine;
+};
+
 class Emitter {
  public:
   Emitter(spirv::Builder& b, const DeviceCaps& caps, const ir::Graph& body);
   // The buffers that body parameter i reads (by attrs.index).
   void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
+  void set_cooperation(const Cooperation& c) { coop_ = c; }
 
   // The register value of `node` at `index` (index.shape == node's shape).
   Id value(const ir::Node& node, Index index);
@@ -94,11 +116,18 @@ class Emitter {
   Id emit_dot(const ir::Node& node, Index& index);
 
   const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }
+  // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
+  std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
+  std::vector<Id> fold_cooperative(const Fold& f);
+  Id shared_array(Id type, size_t slot);
+
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
   Id int_pow(Id base, Id exponent, ir::DType t);
 
   const ir::Graph& body_;
   std::vector<BufferRef> inputs_;
+  std::optional<Cooperation> coop_;
+  std::map<std::pair<Id, size_t>, Id> shared_;
 };
 
 }  // namespace nxv::codegen

@@ -25,6 +25,26 @@ void check_types(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps
   for (const auto& bnd : bindings) e.require_type(kernel, bnd.dtype, true);
 }
 
+// The longest reduced (or contracted) extent of any node in the body.
+int64_t longest_reduction(const ir::Graph& body) {
+  int64_t longest = 0;
+  for (const auto& n : body.nodes) {
+    if (n.args.empty() || n.is_tuple()) continue;
+    const bool reduces = n.op == "sum" || n.op == "product" || n.op == "reduce_max" || n.op == "reduce_min" ||
+                         n.op == "all" || n.op == "any" || n.op == "argmax" || n.op == "argmin" || n.op == "dot";
+    if (!reduces) continue;
+    const ir::Shape& in = body.node(n.args[0]).type().shape;
+    int64_t extent = 1;
+    if (n.op == "dot") {
+      for (int64_t a : n.attrs.value("contract_axes1", std::vector<int64_t>{})) extent *= in.at(a);
+    } else {
+      extent = ir::num_elements(in) / std::max<int64_t>(n.type().num_elements(), 1);
+    }
+    longest = std::max(longest, extent);
+  }
+  return longest;
+}
+
 std::string kernel_name(const ir::Node& kernel, const ir::Graph& body) {
   std::string op = kernel.attrs.value("kind", std::string("kernel"));
   if (!body.outputs.empty() && body.has_node(body.outputs[0])) op = body.node(body.outputs[0]).op;
@@ -87,26 +107,35 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
 
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
-  LaunchConfig launch = choose_launch(caps, items);
+  LaunchConfig launch = choose_launch(caps, {items, longest_reduction(body)});
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
-  const uint64_t stride = uint64_t(launch.workgroup_size) * launch.group_count;
 
   b.begin_main();
-  Id start = b.global_invocation_x();
+  // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
+  // computes elements g, g + groups, ... together and invocation 0 stores them.
+  Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
+  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
   b.loop(
       {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(items)}); },
       [&](const spirv::Builder::Values& s) {
+        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
         for (size_t k = 0; k < kernel.results.size(); ++k) {
-          const auto& shape = kernel.results[k].shape;
-          auto emit_store = [&] {
-            Index idx;
-            idx.shape = shape;
-            idx.linear = s[0];
-            e.store(outputs[k], s[0], e.value(body.node(body.outputs[k]), idx));
-          };
-          if (kernel.results[k].num_elements() == items) emit_store();
-          else b.if_then(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(kernel.results[k].num_elements())}), emit_store);
+          // A smaller output is evaluated at a clamped position (so hoisted loads stay in
+          // bounds) and stored only where it exists.
+          const int64_t n = kernel.results[k].num_elements();
+          if (n == 0) continue;
+          Index idx;
+          idx.shape = kernel.results[k].shape;
+          idx.linear = n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
+          Id v = e.value(body.node(body.outputs[k]), idx);
+          std::vector<Id> guards;
+          if (n != items) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(n)}));
+          if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
+          auto store = [&] { e.store(outputs[k], idx.linear, v); };
+          if (guards.empty()) store();
+          else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
         }
         // items + stride < 2^32 because both are below 2^31.
         return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};

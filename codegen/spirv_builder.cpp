@@ -157,15 +157,24 @@ Id Builder::storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read
   return var;
 }
 
-Id Builder::global_invocation_x() {
-  if (invocation_x_) return invocation_x_;
+Id Builder::builtin_x(spv::BuiltIn builtin) {
+  if (auto it = builtins_.find(uint32_t(builtin)); it != builtins_.end()) return it->second;
   Id u32 = type_int(32);
-  invocation_var_ = global_variable(type_pointer(spv::StorageClassInput, type_vector(u32, 3)), spv::StorageClassInput);
-  decorate(invocation_var_, spv::DecorationBuiltIn, {uint32_t(spv::BuiltInGlobalInvocationId)});
-  interface_.push_back(invocation_var_);
-  Id v = op(spv::OpLoad, type_vector(u32, 3), {invocation_var_});
-  invocation_x_ = op(spv::OpCompositeExtract, u32, {v}, {0});
-  return invocation_x_;
+  Id var = global_variable(type_pointer(spv::StorageClassInput, type_vector(u32, 3)), spv::StorageClassInput);
+  decorate(var, spv::DecorationBuiltIn, {uint32_t(builtin)});
+  interface_.push_back(var);
+  Id x = op(spv::OpCompositeExtract, u32, {op(spv::OpLoad, type_vector(u32, 3), {var})}, {0});
+  builtins_.emplace(uint32_t(builtin), x);
+  return x;
+}
+
+Id Builder::type_array(Id elem, uint32_t length) {
+  return declare_type(spv::OpTypeArray, {elem, const_int(32, length)});
+}
+
+Id Builder::workgroup_array(Id elem, uint32_t length) {
+  return global_variable(type_pointer(spv::StorageClassWorkgroup, type_array(elem, length)),
+                         spv::StorageClassWorkgroup);
 }
 
 Words Builder::finish() {

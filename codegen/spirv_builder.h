@@ -69,8 +69,12 @@ class Builder {
   Id global_variable(Id pointer_type, spv::StorageClass sc);
   // A storage buffer at descriptor set 0, `binding`; read-only ones are NonWritable.
   Id storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read_only);
-  // The x component of gl_GlobalInvocationID (loaded once in the entry block).
-  Id global_invocation_x();
+  // The x component of a uvec3 compute built-in (GlobalInvocationId, LocalInvocationId,
+  // WorkgroupId), loaded once in the entry block.
+  Id builtin_x(spv::BuiltIn builtin);
+  Id type_array(Id elem, uint32_t length);
+  // An array in Workgroup storage (shared memory), one per call.
+  Id workgroup_array(Id elem, uint32_t length);
 
   // ---- the function ----
   // Opens "main" with its entry block at level 0.
@@ -83,6 +87,10 @@ class Builder {
   Id ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
   // An instruction with side effects or no result, emitted in the current block.
   void op_void(spv::Op opcode, const Words& operands);
+  // An instruction with a result that must stay where it is (e.g. a load of shared memory).
+  Id op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids);
+  // barrier() in GLSL: all invocations of the workgroup, workgroup memory made visible.
+  void workgroup_barrier();
 
   // Structured loop. `carried` values start as `init`; the loop runs while
   // cond(carried) is true and body(carried) returns the next values. Returns
@@ -157,7 +165,7 @@ class Builder {
   Words names_, annotations_, globals_;  // globals_: types, constants, global variables in order
   std::map<Words, Id> types_, constants_;
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
-  Id invocation_var_ = 0, invocation_x_ = 0;
+  std::map<uint32_t, Id> builtins_;
   std::vector<Id> interface_;
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;

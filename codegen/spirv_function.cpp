@@ -111,6 +111,22 @@ Id Builder::ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
 
 void Builder::op_void(spv::Op opcode, const Words& operands) { append_inst(open_block()->body, opcode, operands); }
 
+Id Builder::op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids) {
+  Id id = fresh_id();
+  Words ops{type, id};
+  ops.insert(ops.end(), ids.begin(), ids.end());
+  append_inst(open_block()->body, opcode, ops);
+  set_level(id, level());
+  return id;
+}
+
+void Builder::workgroup_barrier() {
+  Id workgroup = const_int(32, uint32_t(spv::ScopeWorkgroup));
+  Id semantics = const_int(32, uint32_t(spv::MemorySemanticsAcquireReleaseMask) |
+                                   uint32_t(spv::MemorySemanticsWorkgroupMemoryMask));
+  op_void(spv::OpControlBarrier, {workgroup, workgroup, semantics});
+}
+
 void Builder::begin_main() {
   main_ = fresh_id();
   push_scope(new_block());

@@ -26,7 +26,7 @@ TEST(SpirvBuilder, PureInstructionsAreValueNumbered) {
   Builder b;
   Id u = b.type_int(32);
   b.begin_main();
-  Id x = b.global_invocation_x();
+  Id x = b.builtin_x(spv::BuiltInGlobalInvocationId);
   Id a = b.op(spv::OpIAdd, u, {x, b.const_int(32, 1)});
   EXPECT_EQ(a, b.op(spv::OpIAdd, u, {x, b.const_int(32, 1)}));
   b.end_main(1);
@@ -40,7 +40,7 @@ TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
   Id buf = b.storage_buffer(u, 4, 0, false);
   Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, u);
   b.begin_main();
-  Id gid = b.global_invocation_x();
+  Id gid = b.builtin_x(spv::BuiltInGlobalInvocationId);
   auto c = [&](uint32_t v) { return b.const_int(32, v); };
   Id hoisted_sum = 0;
   auto out = b.loop(

@@ -99,5 +99,25 @@ TEST(CodegenReduce, ReductionOfAFusedProducerAndConsumer) {
   EXPECT_EQ(loops, 3u) << text;
 }
 
+TEST(CodegenReduce, FewLongReductionsShareAWorkgroup) {
+  for (DType t : {DType::F16, DType::F32, DType::F64, DType::S32, DType::U8}) {
+    SCOPED_TRACE(ir::dtype_name(t));
+    KernelBuilder k;
+    auto x = k.param(t, {4, 1000});
+    auto s = k.add("sum", {x}, aggregate("sum", t), {4}, {{"axes", {1}}});
+    auto m = k.add("reduce_max", {x}, t, {4}, {{"axes", {1}}});
+    auto a = k.add("argmin", {x}, DType::S64, {4}, {{"axis", 1}, {"tie_break", "high"}});
+    auto all = k.add("any", {x}, DType::U8, {}, {{"axes", nullptr}});
+    auto d = k.add("dot", {x, x}, t, {4, 4},
+                   {{"contract_axes1", {1}}, {"batch_axes1", json::array()}, {"contract_axes2", {1}}, {"batch_axes2", json::array()}});
+    auto kb = cgtest::compile(k.finish({d, s, m, a, all}, "reduce"));
+    EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "") << disassemble(kb.spirv);
+    auto text = disassemble(kb.spirv);
+    EXPECT_NE(text.find("OpControlBarrier"), std::string::npos);
+    EXPECT_NE(text.find("Workgroup"), std::string::npos);
+    EXPECT_EQ(kb.group_count[0], 16u);  // one workgroup per element of the largest output
+  }
+}
+
 }  // namespace
 }  // namespace nxv::codegen

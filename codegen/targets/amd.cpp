@@ -3,6 +3,9 @@
 
 namespace nxv::codegen {
 
-LaunchConfig launch_amd(const DeviceCaps& caps, int64_t items) { return cover(caps, items, 256, 65535); }
+LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k) {
+  if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, 256, 65535);
+  return cover(caps, k.items, 256, 65535);
+}
 
 }  // namespace nxv::codegen

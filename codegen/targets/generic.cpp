@@ -13,6 +13,10 @@ DeviceCaps generic_caps() {
   return c;
 }
 
-LaunchConfig launch_generic(const DeviceCaps& caps, int64_t items) { return cover(caps, items, 64, 65535); }
+LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
+  // Fewer outputs than a GPU has lanes, each with a long reduction: let a workgroup share each one.
+  if (k.items < 8192 && k.reduction >= 256) return cooperate(caps, k.items, 128, 65535);
+  return cover(caps, k.items, 64, 65535);
+}
 
 }  // namespace nxv::codegen

@@ -11,12 +11,19 @@ LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_siz
   return {wg, uint32_t(std::max<int64_t>(groups, 1))};
 }
 
-LaunchConfig choose_launch(const DeviceCaps& caps, int64_t items) {
+LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups) {
+  uint32_t wg = 1;
+  while (wg * 2 <= std::min(workgroup_size, caps.max_workgroup_invocations)) wg *= 2;
+  int64_t groups = std::min<int64_t>({std::max<int64_t>(items, 1), max_groups, caps.max_workgroup_count_x});
+  return {wg, uint32_t(groups), true};
+}
+
+LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   switch (caps.vendor_id) {
-    case 0x10005: return launch_lavapipe(caps, items);
-    case 0x10DE: return launch_nvidia(caps, items);
-    case 0x1002: return launch_amd(caps, items);
-    default: return launch_generic(caps, items);
+    case 0x10005: return launch_lavapipe(caps, k);
+    case 0x10DE: return launch_nvidia(caps, k);
+    case 0x1002: return launch_amd(caps, k);
+    default: return launch_generic(caps, k);
   }
 }
 

@@ -10,19 +10,28 @@ namespace nxv::codegen {
 
 struct LaunchConfig {
   uint32_t workgroup_size;  // local_size_x
-  uint32_t group_count;     // dispatch x; the kernel loops when items exceed size * count
+  uint32_t group_count;     // dispatch x; the kernel loops when items exceed what one pass covers
+  // One output element per workgroup at a time, its reductions split over the
+  // invocations (for few outputs with long reductions). workgroup_size is then a power of two.
+  bool cooperative = false;
 };
 
-// `items`: the number of output elements the grid-stride loop covers.
-LaunchConfig choose_launch(const DeviceCaps& caps, int64_t items);
+struct KernelShape {
+  int64_t items;      // output elements the kernel's outer loop covers
+  int64_t reduction;  // the longest reduction (or dot contraction) in the body; 0 if none
+};
+
+LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
 
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
-LaunchConfig launch_generic(const DeviceCaps& caps, int64_t items);
-LaunchConfig launch_lavapipe(const DeviceCaps& caps, int64_t items);
-LaunchConfig launch_nvidia(const DeviceCaps& caps, int64_t items);
-LaunchConfig launch_amd(const DeviceCaps& caps, int64_t items);
+LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
+LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
+LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
+LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
 
-// Enough groups to give each invocation one item, capped at max_groups.
+// One invocation per item: enough groups to cover `items`, capped at max_groups.
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
+// One workgroup per item: the largest power of two <= workgroup_size the device allows.
+LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
 
 }  // namespace nxv::codegen

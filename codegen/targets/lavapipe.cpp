@@ -5,6 +5,10 @@
 
 namespace nxv::codegen {
 
-LaunchConfig launch_lavapipe(const DeviceCaps& caps, int64_t items) { return cover(caps, items, 64, 64); }
+LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
+  // A workgroup is SIMD lanes on one thread: cooperating buys vector width for a few long reductions.
+  if (k.items < 16 && k.reduction >= 1024) return cooperate(caps, k.items, 64, 64);
+  return cover(caps, k.items, 64, 64);
+}
 
 }  // namespace nxv::codegen
