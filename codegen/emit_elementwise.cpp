@@ -145,49 +145,11 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
     if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
     if (op == "divide") return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
-    if (op == "remainder") {
-      // C fmod: the dividend's sign; fmod(finite, ±inf) is the dividend.
-      Id r = b.op(spv::OpFRem, rt, {a, c});
-      Id keep = b.op(spv::OpLogicalAnd, boolean(),
-                     {b.op(spv::OpIsInf, boolean(), {c}),
-                      b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsInf, boolean(), {a})})});
-      return normalize(select(t, keep, a, r), t);
-    }
+    if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (register_bits(t) == 64)
       throw ir::IrError(node, op + " in f64 is not yet supported (needs the codegen/math library)");
-    if (op == "atan2") {
-      // GLSL leaves atan(0, 0) undefined; C gives ±0 or ±pi by the signs.
-      Id r = b.ext(GLSLstd450Atan2, rt, {a, c});
-      Id zeros = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 0)}),
-                                                     b.op(spv::OpFOrdEqual, boolean(), {c, constant(t, 0)})});
-      Id c_neg = b.op(spv::OpSLessThan, boolean(), {b.op(spv::OpBitcast, u32(), {c}), u32c(0)});
-      Id pi = b.op(spv::OpBitcast, rt,
-                   {b.op(spv::OpBitwiseOr, u32(), {b.op(spv::OpBitcast, u32(), {constant(t, M_PI)}),
-                                                  b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {a}),
-                                                                                  u32c(0x80000000u)})})});
-      return normalize(select(t, zeros, select(t, c_neg, pi, a), r), t);
-    }
-    if (op == "pow") {
-      // IEEE pow on top of GLSL Pow, which is only defined for x > 0.
-      Id ax = b.ext(GLSLstd450FAbs, rt, {a});
-      Id mag = b.ext(GLSLstd450Pow, rt, {ax, c});
-      Id y_int = b.op(spv::OpFOrdEqual, boolean(), {b.ext(GLSLstd450Trunc, rt, {c}), c});
-      Id y_odd = b.op(spv::OpFOrdEqual, boolean(),
-                      {b.ext(GLSLstd450Fract, rt, {b.op(spv::OpFMul, rt, {c, constant(t, 0.5)})}), constant(t, 0.5)});
-      Id x_zero = b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 0)});
-      Id y_pos = b.op(spv::OpFOrdGreaterThan, boolean(), {c, constant(t, 0)});
-      mag = select(t, x_zero, select(t, y_pos, constant(t, 0), constant(t, INFINITY)), mag);
-      Id x_neg = b.op(spv::OpSLessThan, boolean(), {b.op(spv::OpBitcast, u32(), {a}), u32c(0)});  // includes -0.0
-      Id r = select(t, b.op(spv::OpLogicalAnd, boolean(), {x_neg, y_odd}), b.op(spv::OpFNegate, rt, {mag}), mag);
-      Id neg_nonint = b.op(spv::OpLogicalAnd, boolean(),
-                           {b.op(spv::OpFOrdLessThan, boolean(), {a, constant(t, 0)}),
-                            b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpLogicalOr, boolean(),
-                                                                     {y_int, b.op(spv::OpIsInf, boolean(), {c})})})});
-      r = select(t, neg_nonint, constant(t, NAN), r);
-      Id one = b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpFOrdEqual, boolean(), {c, constant(t, 0)}),
-                                                  b.op(spv::OpFOrdEqual, boolean(), {a, constant(t, 1)})});
-      return normalize(select(t, one, constant(t, 1), r), t);
-    }
+    if (op == "atan2") return normalize(float_atan2(a, c, t), t);
+    if (op == "pow") return normalize(float_pow(a, c, t), t);
     throw ir::IrError(node, op + " needs integer operands");
   }
 
@@ -214,7 +176,15 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
       Id q = b.op(is_s(t) ? spv::OpSDiv : spv::OpUDiv, rt, {a, safe});  // a / 1 = a covers MIN / -1
       return normalize(select(t, zero, constant_int(t, ~uint64_t(0)), q), t);
     }
-    Id r = b.op(is_s(t) ? spv::OpSRem : spv::OpUMod, rt, {a, safe});
+    Id r;
+    if (is_s(t)) {
+      // Vulkan leaves OpSRem undefined for negative operands (NVIDIA differs from the SPIR-V
+      // definition), so take the remainder of the magnitudes and give it the dividend's sign.
+      Id m = b.op(spv::OpUMod, rt, {b.ext(GLSLstd450SAbs, rt, {a}), b.ext(GLSLstd450SAbs, rt, {safe})});
+      r = select(t, b.op(spv::OpSLessThan, boolean(), {a, constant(t, 0)}), b.op(spv::OpSNegate, rt, {m}), m);
+    } else {
+      r = b.op(spv::OpUMod, rt, {a, safe});
+    }
     return select(t, zero, a, select(t, bad, constant(t, 0), r));
   }
   if (op == "left_shift" || op == "right_shift") {

@@ -123,6 +123,10 @@ class Emitter {
 
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
   Id int_pow(Id base, Id exponent, ir::DType t);
+  // C99/IEEE semantics (signed zeros, infinities, NaN) around the device's core function.
+  Id float_rem(Id x, Id y, ir::DType t);
+  Id float_pow(Id x, Id y, ir::DType t);
+  Id float_atan2(Id y, Id x, ir::DType t);
 
   const ir::Graph& body_;
   std::vector<BufferRef> inputs_;
