@@ -39,13 +39,82 @@ struct F {
 };
 }  // namespace
 
+// Exact fmod on the bit patterns (musl's algorithm): long division of the
+// mantissas, one exponent step per iteration. OpFRem is x - y * trunc(x / y)
+// in Vulkan, wildly wrong once x / y exceeds the mantissa (fmod(1e30, 7.25)).
 Id Emitter::float_rem(Id x, Id y, DType t) {
   F f{*this, t};
-  // OpFRem keeps the dividend's sign; a zero result must too, and a finite x rem ±inf is x.
-  Id r = f.copysign(b.op(spv::OpFRem, reg_type(t), {x, y}), x);
-  r = f.sel(f.and_(f.inf(y), f.not_(f.inf(x))), x, r);
+  const int w = register_bits(t), m = w == 64 ? 52 : 23;
+  Id it = b.type_int(w);
+  auto k = [&](uint64_t v) { return b.const_int(w, v); };
+  auto i_op = [&](spv::Op op, Id a, Id c) { return b.op(op, it, {a, c}); };
+  auto i_cmp = [&](spv::Op op, Id a, Id c) { return b.op(op, boolean(), {a, c}); };
+  const uint64_t sign_mask = uint64_t(1) << (w - 1), implicit = uint64_t(1) << m;
+  // Index of the highest set bit (FindUMsb is 32-bit only in Vulkan).
+  auto msb = [&](Id v) -> Id {
+    if (w == 32) return b.ext(GLSLstd450FindUMsb, it, {v});
+    Id hi = b.op(spv::OpUConvert, u32(), {i_op(spv::OpShiftRightLogical, v, k(32))});
+    Id lo = b.op(spv::OpUConvert, u32(), {v});
+    Id r32 = b_select(u32(), b.op(spv::OpINotEqual, boolean(), {hi, u32c(0)}),
+                      b.op(spv::OpIAdd, u32(), {b.ext(GLSLstd450FindUMsb, u32(), {hi}), u32c(32)}),
+                      b.ext(GLSLstd450FindUMsb, u32(), {lo}));
+    return b.op(spv::OpSConvert, it, {r32});  // keeps FindUMsb(0) = -1
+  };
+  // (mantissa with the implicit bit at position m, unbiased-ish exponent) of a nonzero magnitude.
+  auto split = [&](Id a) {
+    Id e = i_op(spv::OpShiftRightLogical, a, k(m));
+    Id normal_m = i_op(spv::OpBitwiseOr, i_op(spv::OpBitwiseAnd, a, k(implicit - 1)), k(implicit));
+    Id p = msb(a);
+    Id shift = i_op(spv::OpISub, k(m), p);
+    Id sub_m = i_op(spv::OpShiftLeftLogical, a, shift);
+    Id sub_e = i_op(spv::OpISub, k(1), shift);
+    Id is_sub = i_cmp(spv::OpIEqual, e, k(0));
+    return std::make_pair(b_select(it, is_sub, sub_m, normal_m), b_select(it, is_sub, sub_e, e));
+  };
+  Id ux = b.op(spv::OpBitcast, it, {x}), uy = b.op(spv::OpBitcast, it, {y});
+  Id sx = i_op(spv::OpBitwiseAnd, ux, k(sign_mask));
+  Id ax = i_op(spv::OpBitwiseAnd, ux, k(sign_mask - 1)), ay = i_op(spv::OpBitwiseAnd, uy, k(sign_mask - 1));
+  auto [mx0, ex] = split(ax);
+  auto [my, ey] = split(ay);
+  // One step of the long division: subtract y's mantissa when it fits (an exact zero stops it).
+  auto step = [&](Id mx, Id zero) {
+    Id diff = i_op(spv::OpISub, mx, my);
+    Id fits = i_cmp(spv::OpSGreaterThanEqual, diff, k(0));
+    Id now_zero = b.op(spv::OpLogicalOr, boolean(), {zero, b.op(spv::OpLogicalAnd, boolean(), {fits, i_cmp(spv::OpIEqual, diff, k(0))})});
+    return std::make_pair(b_select(it, fits, diff, mx), now_zero);
+  };
+  // No division when the answer is x, ±0 or NaN: start at y's exponent so the loop does not run
+  // (it would run for ~2^w steps on a zero x).
   Id invalid = f.or_(f.or_(f.nan(x), f.nan(y)), f.or_(f.inf(x), f.eq(y, f.c(0))));
-  return f.sel(invalid, f.c(NAN), r);
+  Id trivial = f.or_(invalid, i_cmp(spv::OpULessThanEqual, ax, ay));
+  Id e0 = b_select(it, trivial, ey, ex);
+  auto r = b.at_level(b.level_of({x, y}), [&] {
+    return b.loop(
+        {it, it, boolean()}, {mx0, e0, b.const_bool(false)},
+        [&](const spirv::Builder::Values& s) {
+          return b.op(spv::OpLogicalAnd, boolean(),
+                      {i_cmp(spv::OpSGreaterThan, s[1], ey), b.op(spv::OpLogicalNot, boolean(), {s[2]})});
+        },
+        [&](const spirv::Builder::Values& s) {
+          auto [mx, zero] = step(s[0], s[2]);
+          return spirv::Builder::Values{i_op(spv::OpShiftLeftLogical, mx, k(1)), i_op(spv::OpISub, s[1], k(1)), zero};
+        });
+  });
+  auto [mx, zero] = step(r[0], r[2]);
+  Id e = r[1];
+  // Renormalise (mx is nonzero unless `zero`), then rebuild a normal or subnormal result.
+  Id shift = i_op(spv::OpISub, k(m), msb(mx));
+  mx = i_op(spv::OpShiftLeftLogical, mx, shift);
+  e = i_op(spv::OpISub, e, shift);
+  Id normal = i_op(spv::OpBitwiseOr, i_op(spv::OpISub, mx, k(implicit)), i_op(spv::OpShiftLeftLogical, e, k(m)));
+  Id sub = i_op(spv::OpShiftRightLogical, mx, i_op(spv::OpISub, k(1), e));
+  Id bits = b_select(it, i_cmp(spv::OpSGreaterThan, e, k(0)), normal, sub);
+  bits = b_select(it, zero, k(0), bits);
+  Id res = b.op(spv::OpBitcast, reg_type(t), {i_op(spv::OpBitwiseOr, bits, sx)});
+  // |x| < |y|: x itself (including finite x rem ±inf); |x| == |y|: a zero with x's sign.
+  res = f.sel(i_cmp(spv::OpULessThan, ax, ay), x, res);
+  res = f.sel(i_cmp(spv::OpIEqual, ax, ay), b.op(spv::OpBitcast, reg_type(t), {sx}), res);
+  return f.sel(invalid, f.c(NAN), res);
 }
 
 Id Emitter::float_pow(Id x, Id y, DType t) {
