@@ -50,6 +50,7 @@ class Builder {
   // Integer registers are unsigned-typed; signedness lives in the instructions.
   Id type_int(int bits);
   Id type_float(int bits);
+  bool uses_float(int bits) const { return types_.count({uint32_t(spv::OpTypeFloat), uint32_t(bits)}) > 0; }
   Id type_vector(Id elem, uint32_t n);
   Id type_pointer(spv::StorageClass sc, Id pointee);
   Id type_function(Id ret, const std::vector<Id>& params);
@@ -79,6 +80,8 @@ class Builder {
   // ---- the function ----
   // Opens "main" with its entry block at level 0.
   void begin_main();
+  // An extra execution mode of "main" (besides LocalSize).
+  void execution_mode(spv::ExecutionMode mode, const Words& literals);
   // Closes "main", declares it as the GLCompute entry point with this local size.
   void end_main(uint32_t local_x, uint32_t local_y = 1, uint32_t local_z = 1);
 
@@ -169,7 +172,7 @@ class Builder {
   std::vector<Id> interface_;
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;
-  Words entry_and_modes_;
+  Words entry_and_modes_, extra_modes_;
   std::vector<std::unique_ptr<Block>> blocks_;  // creation order; serialised in reverse post-order
   std::vector<Scope> scopes_;
   std::vector<std::vector<Scope>> suspended_;

@@ -127,6 +127,13 @@ void Builder::workgroup_barrier() {
   op_void(spv::OpControlBarrier, {workgroup, workgroup, semantics});
 }
 
+void Builder::execution_mode(spv::ExecutionMode mode, const Words& literals) {
+  if (!main_) throw std::logic_error("spirv::Builder::execution_mode before begin_main");
+  Words ops{main_, uint32_t(mode)};
+  ops.insert(ops.end(), literals.begin(), literals.end());
+  append_inst(extra_modes_, spv::OpExecutionMode, ops);
+}
+
 void Builder::begin_main() {
   main_ = fresh_id();
   push_scope(new_block());
@@ -142,6 +149,7 @@ void Builder::end_main(uint32_t local_x, uint32_t local_y, uint32_t local_z) {
   append_inst(entry_and_modes_, spv::OpEntryPoint, ep);
   append_inst(entry_and_modes_, spv::OpExecutionMode,
               {main_, uint32_t(spv::ExecutionModeLocalSize), local_x, local_y, local_z});
+  entry_and_modes_.insert(entry_and_modes_.end(), extra_modes_.begin(), extra_modes_.end());
   void_type_ = type_void();
   main_type_ = type_function(void_type_, {});
   finished_main_ = true;

@@ -19,6 +19,12 @@ struct DeviceCaps {
   bool float16 = false;
   bool storage_buffer_8bit = false;
   bool storage_buffer_16bit = false;
+  // VkPhysicalDeviceFloatControlsProperties: honour -0.0, Inf and NaN (no fast-math
+  // folding) and keep denormals rather than flushing them, per float width.
+  bool preserve_signed_zero_inf_nan_f32 = false;
+  bool preserve_signed_zero_inf_nan_f64 = false;
+  bool preserve_denorms_f32 = false;
+  bool preserve_denorms_f64 = false;
   bool subgroup_arithmetic = false;
   bool cooperative_matrix = false;
   uint32_t subgroup_size = 32;
