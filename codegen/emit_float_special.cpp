@@ -85,7 +85,10 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
   };
   // No division when the answer is x, ±0 or NaN: start at y's exponent so the loop does not run
   // (it would run for ~2^w steps on a zero x).
-  Id invalid = f.or_(f.or_(f.nan(x), f.nan(y)), f.or_(f.inf(x), f.eq(y, f.c(0))));
+  // On the bits, so that a denormal y is not taken for 0 by a device that flushes denormals.
+  const uint64_t exp_mask = ((uint64_t(1) << (w - 1 - m)) - 1) << m;
+  Id invalid = f.or_(f.or_(i_cmp(spv::OpUGreaterThanEqual, ax, k(exp_mask)), i_cmp(spv::OpUGreaterThan, ay, k(exp_mask))),
+                     i_cmp(spv::OpIEqual, ay, k(0)));
   Id trivial = f.or_(invalid, i_cmp(spv::OpULessThanEqual, ax, ay));
   Id e0 = b_select(it, trivial, ey, ex);
   auto r = b.at_level(b.level_of({x, y}), [&] {
