@@ -10,10 +10,7 @@ using ir::DType;
 using cgtest::KernelBuilder;
 using json = nlohmann::json;
 
-void expect_valid(const ir::Graph& g) {
-  auto kb = cgtest::compile(g);
-  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "") << disassemble(kb.spirv);
-}
+using cgtest::expect_valid;
 
 DType aggregate(const std::string& op, DType t) {
   if (op == "all" || op == "any") return DType::U8;

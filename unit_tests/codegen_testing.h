@@ -1,6 +1,8 @@
 // Helpers for codegen tests: build a kernel node (and its parent graph) by hand.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -68,6 +70,12 @@ inline const ir::Node& kernel_of(const ir::Graph& g) { return g.nodes.back(); }
 
 inline KernelBinary compile(const ir::Graph& g, const DeviceCaps& caps = generic_caps()) {
   return compile_kernel(kernel_of(g), g, caps);
+}
+
+// Compiles the graph's kernel and checks the module passes SPIRV-Tools validation.
+inline void expect_valid(const ir::Graph& g, const DeviceCaps& caps = generic_caps()) {
+  auto kb = compile(g, caps);
+  EXPECT_EQ(validate(kb.spirv, caps.api_version), "") << disassemble(kb.spirv);
 }
 
 }  // namespace nxv::codegen::cgtest
