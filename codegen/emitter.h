@@ -60,6 +60,8 @@ class Emitter {
   // The buffers that body parameter i reads (by attrs.index).
   void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
   void set_cooperation(const Cooperation& c) { coop_ = c; }
+  // Workgroup (shared) memory the cooperative reductions use.
+  uint64_t shared_bytes() const { return shared_bytes_; }
 
   // The register value of `node` at `index` (index.shape == node's shape).
   Id value(const ir::Node& node, Index index);
@@ -119,7 +121,7 @@ class Emitter {
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);
-  Id shared_array(Id type, size_t slot);
+  Id shared_array(Id type, size_t slot, int bytes);
 
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
   Id int_pow(Id base, Id exponent, ir::DType t);
@@ -132,6 +134,7 @@ class Emitter {
   std::vector<BufferRef> inputs_;
   std::optional<Cooperation> coop_;
   std::map<std::pair<Id, size_t>, Id> shared_;
+  uint64_t shared_bytes_ = 0;
 };
 
 }  // namespace nxv::codegen

@@ -36,9 +36,10 @@ Values Emitter::fold(const std::vector<Id>& outer, const Fold& f) {
   });
 }
 
-Id Emitter::shared_array(Id type, size_t slot) {
+Id Emitter::shared_array(Id type, size_t slot, int bytes) {
   auto key = std::make_pair(type, slot);
   if (auto it = shared_.find(key); it != shared_.end()) return it->second;
+  shared_bytes_ += uint64_t(bytes) * coop_->size;
   return shared_[key] = b.workgroup_array(type, coop_->size);
 }
 
@@ -51,7 +52,7 @@ Values Emitter::fold_cooperative(const Fold& f) {
   Values partial = strided_loop(*this, f, b.op(spv::OpIAdd, u32(), {lid, u32c(f.begin)}), size);
   auto slot_ptr = [&](size_t i, Id index) {
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, f.types[i]),
-                {shared_array(f.types[i], i), index});
+                {shared_array(f.types[i], i, b.type_bytes(f.types[i])), index});
   };
   auto load_all = [&](Id index) {
     Values v;

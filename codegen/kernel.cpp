@@ -77,6 +77,57 @@ std::vector<ir::NodeId> fused_nodes(const ir::Node& kernel, const ir::Graph& bod
     if (n.op != "parameter" && n.op != "constant") ids.push_back(n.id);
   return ids;
 }
+
+std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
+                                  const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items,
+                                  uint64_t* shared_bytes) {
+  spirv::Builder b;
+  Emitter e(b, caps, body);
+  check_types(kernel, body, caps, e, bindings);
+  std::vector<BufferRef> inputs, outputs;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const auto& bnd = bindings[i];
+    bool in = bnd.kind == Binding::Kind::Input;
+    Id var = b.storage_buffer(e.storage_type(bnd.dtype), ir::dtype_bytes(bnd.dtype), uint32_t(i), in);
+    b.name(var, (in ? "arg" : "result") + std::to_string(bnd.index));
+    (in ? inputs : outputs).push_back({var, bnd.dtype});
+  }
+  e.set_inputs(inputs);
+
+  b.begin_main();
+  // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
+  // computes elements g, g + groups, ... together and invocation 0 stores them.
+  Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
+  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
+  b.loop(
+      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(items)}); },
+      [&](const spirv::Builder::Values& s) {
+        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
+        for (size_t k = 0; k < kernel.results.size(); ++k) {
+          // A smaller output is evaluated at a clamped position (so hoisted loads stay in
+          // bounds) and stored only where it exists.
+          const int64_t n = kernel.results[k].num_elements();
+          if (n == 0) continue;
+          Index idx;
+          idx.shape = kernel.results[k].shape;
+          idx.linear = n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
+          Id v = e.value(body.node(body.outputs[k]), idx);
+          std::vector<Id> guards;
+          if (n != items) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(n)}));
+          if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
+          auto store = [&] { e.store(outputs[k], idx.linear, v); };
+          if (guards.empty()) store();
+          else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
+        }
+        // items + stride < 2^32 because both are below 2^31.
+        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};
+      });
+  declare_float_controls(b, caps);
+  b.end_main(launch.workgroup_size);
+  *shared_bytes = e.shared_bytes();
+  return b.finish();
+}
 }  // namespace
 
 KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps) {
@@ -111,57 +162,17 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     out.bindings.push_back({Binding::Kind::Output, int(k), kernel.results[k].dtype});
   }
 
-  spirv::Builder b;
-  Emitter e(b, caps, body);
-  check_types(kernel, body, caps, e, out.bindings);
-  std::vector<BufferRef> inputs, outputs;
-  for (size_t i = 0; i < out.bindings.size(); ++i) {
-    const auto& bnd = out.bindings[i];
-    bool in = bnd.kind == Binding::Kind::Input;
-    Id var = b.storage_buffer(e.storage_type(bnd.dtype), ir::dtype_bytes(bnd.dtype), uint32_t(i), in);
-    b.name(var, (in ? "arg" : "result") + std::to_string(bnd.index));
-    (in ? inputs : outputs).push_back({var, bnd.dtype});
-  }
-  e.set_inputs(inputs);
-
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
   LaunchConfig launch = choose_launch(caps, {items, longest_reduction(body)});
+  uint64_t shared_bytes = 0;
+  out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
+  if (shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
+    launch = choose_launch(caps, {items, 0});
+    out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
+  }
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
-
-  b.begin_main();
-  // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
-  // computes elements g, g + groups, ... together and invocation 0 stores them.
-  Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
-  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
-  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
-  b.loop(
-      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(items)}); },
-      [&](const spirv::Builder::Values& s) {
-        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
-        for (size_t k = 0; k < kernel.results.size(); ++k) {
-          // A smaller output is evaluated at a clamped position (so hoisted loads stay in
-          // bounds) and stored only where it exists.
-          const int64_t n = kernel.results[k].num_elements();
-          if (n == 0) continue;
-          Index idx;
-          idx.shape = kernel.results[k].shape;
-          idx.linear = n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
-          Id v = e.value(body.node(body.outputs[k]), idx);
-          std::vector<Id> guards;
-          if (n != items) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(n)}));
-          if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
-          auto store = [&] { e.store(outputs[k], idx.linear, v); };
-          if (guards.empty()) store();
-          else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
-        }
-        // items + stride < 2^32 because both are below 2^31.
-        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};
-      });
-  declare_float_controls(b, caps);
-  b.end_main(launch.workgroup_size);
-  out.spirv = b.finish();
 
   std::string err = validate(out.spirv, caps.api_version);
   if (!err.empty()) throw ir::IrError(kernel, "generated SPIR-V does not validate (codegen bug): " + err);

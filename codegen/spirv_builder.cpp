@@ -73,11 +73,15 @@ Id Builder::type_int(int bits) {
     capability(spv::CapabilityStorageBuffer8BitAccess);
     extension("SPV_KHR_8bit_storage");
   }
-  return declare_type(spv::OpTypeInt, {uint32_t(bits), 0});
+  Id id = declare_type(spv::OpTypeInt, {uint32_t(bits), 0});
+  scalar_bytes_[id] = bits / 8;
+  return id;
 }
 Id Builder::type_float(int bits) {
   if (bits == 64) capability(spv::CapabilityFloat64);
-  return declare_type(spv::OpTypeFloat, {uint32_t(bits)});
+  Id id = declare_type(spv::OpTypeFloat, {uint32_t(bits)});
+  scalar_bytes_[id] = bits / 8;
+  return id;
 }
 Id Builder::type_vector(Id elem, uint32_t n) { return declare_type(spv::OpTypeVector, {elem, n}); }
 Id Builder::type_pointer(spv::StorageClass sc, Id pointee) {

@@ -50,6 +50,8 @@ class Builder {
   // Integer registers are unsigned-typed; signedness lives in the instructions.
   Id type_int(int bits);
   Id type_float(int bits);
+  // Size of a scalar int/float type declared through this builder.
+  int type_bytes(Id scalar_type) const { return scalar_bytes_.at(scalar_type); }
   bool uses_float(int bits) const { return types_.count({uint32_t(spv::OpTypeFloat), uint32_t(bits)}) > 0; }
   Id type_vector(Id elem, uint32_t n);
   Id type_pointer(spv::StorageClass sc, Id pointee);
@@ -167,6 +169,7 @@ class Builder {
   Id glsl_ = 0;
   Words names_, annotations_, globals_;  // globals_: types, constants, global variables in order
   std::map<Words, Id> types_, constants_;
+  std::map<Id, int> scalar_bytes_;
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
   std::map<uint32_t, Id> builtins_;
   std::vector<Id> interface_;

@@ -116,5 +116,18 @@ TEST(CodegenReduce, FewLongReductionsShareAWorkgroup) {
   }
 }
 
+TEST(CodegenReduce, WithoutEnoughSharedMemoryEachInvocationReducesAlone) {
+  auto caps = generic_caps();
+  caps.max_shared_memory_bytes = 64;
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {2, 5000});
+  auto g = k.finish({k.add("sum", {x}, DType::F32, {2}, {{"axes", {1}}})}, "reduce");
+  auto shared = cgtest::compile(g);
+  auto alone = cgtest::compile(g, caps);
+  EXPECT_NE(disassemble(shared.spirv).find("OpControlBarrier"), std::string::npos);
+  EXPECT_EQ(disassemble(alone.spirv).find("OpControlBarrier"), std::string::npos);
+  EXPECT_EQ(validate(alone.spirv, caps.api_version), "");
+}
+
 }  // namespace
 }  // namespace nxv::codegen
