@@ -17,7 +17,7 @@ std::vector<int64_t> strides_of(const ir::Shape& s) {
 
 std::vector<int64_t> int_list(const ir::Node& node, const char* key) {
   if (!node.attrs.contains(key) || !node.attrs[key].is_array())
-    throw ir::IrError(node, std::string("missing attrs.") + key);
+    throw ir::IrError(node, std::string("attrs.") + key + " must be a list of integers");
   return node.attrs[key].get<std::vector<int64_t>>();
 }
 }  // namespace
@@ -117,6 +117,9 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
 
   if (op == "reshape") {
+    if (ir::num_elements(in) != ir::num_elements(out))
+      throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
+                                  ir::to_string(node.type()) + ")");
     Index idx;
     idx.shape = in;
     idx.linear = linear(index);
@@ -135,20 +138,34 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     return read(idx);
   }
   auto d = dims(index);
+  // Shape contracts the verifier guarantees; checked again because a violation would read out of bounds.
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw ir::IrError(node, what + " (" + ir::to_string(x.type()) + " -> " + ir::to_string(node.type()) + ")");
+  };
   if (op == "broadcast") {
     auto axes = int_list(node, "axes");
     if (axes.size() != in.size()) throw ir::IrError(node, "broadcast axes must name one result axis per operand axis");
     std::vector<Id> id;
-    for (size_t j = 0; j < in.size(); ++j) id.push_back(in[j] == 1 ? u32c(0) : d.at(axes[j]));
+    for (size_t j = 0; j < in.size(); ++j) {
+      require(axes[j] >= 0 && size_t(axes[j]) < out.size() && (in[j] == 1 || in[j] == out[axes[j]]),
+              "broadcast axis " + std::to_string(j) + " does not fit the result");
+      id.push_back(in[j] == 1 ? u32c(0) : d[axes[j]]);
+    }
     return read(index_from_dims(in, id));
   }
   if (op == "transpose") {
     auto axes = int_list(node, "axes");
-    std::vector<Id> id(in.size());
-    for (size_t i = 0; i < axes.size(); ++i) id.at(axes[i]) = d.at(i);
+    require(axes.size() == in.size() && out.size() == in.size(), "transpose needs a full permutation");
+    std::vector<Id> id(in.size(), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      require(axes[i] >= 0 && size_t(axes[i]) < in.size() && !id[axes[i]] && in[axes[i]] == out[i],
+              "transpose axes are not a permutation matching the shapes");
+      id[axes[i]] = d[i];
+    }
     return read(index_from_dims(in, id));
   }
   if (op == "reverse") {
+    require(in == out, "reverse keeps the shape");
     std::vector<Id> id = d;
     for (int64_t a : int_list(node, "axes")) id.at(a) = b.op(spv::OpISub, u32(), {u32c(in.at(a) - 1), d.at(a)});
     return read(index_from_dims(in, id));
@@ -157,8 +174,15 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     auto lengths = int_list(node, "lengths");
     auto strides = node.attrs.contains("strides") ? int_list(node, "strides") : std::vector<int64_t>(in.size(), 1);
     const auto& start = node.attrs.at("start");
+    require(lengths.size() == in.size() && strides.size() == in.size() && start.size() == in.size() &&
+                out.size() == in.size(),
+            "slice needs start, lengths and strides for every axis");
     std::vector<Id> id;
     for (size_t i = 0; i < in.size(); ++i) {
+      require(lengths[i] >= 0 && lengths[i] <= in[i] && strides[i] > 0 &&
+                  out[i] == (lengths[i] + strides[i] - 1) / strides[i] &&
+                  (!start[i].is_number_integer() || start[i].get<int64_t>() + lengths[i] <= in[i]),
+              "slice window out of bounds on axis " + std::to_string(i));
       Id s = ix.dynamic_start(start.at(i), in[i] - lengths.at(i));
       Id off = strides.at(i) == 1 ? d[i] : b.op(spv::OpIMul, u32(), {d[i], u32c(strides[i])});
       id.push_back(b.op(spv::OpIAdd, u32(), {s, off}));
@@ -169,6 +193,8 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     const ir::Node& upd = arg(node, 1);
     const ir::Shape& us = upd.type().shape;
     const auto& start = node.attrs.at("start");
+    require(in == out && us.size() == in.size() && start.size() == in.size(), "put_slice shapes do not match");
+    for (size_t i = 0; i < in.size(); ++i) require(us[i] <= in[i], "put_slice update larger than the tensor");
     std::vector<Id> inside, ud;
     for (size_t i = 0; i < in.size(); ++i) {
       Id s = ix.dynamic_start(start.at(i), in[i] - us.at(i));
@@ -209,7 +235,16 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       const ir::Node& a = arg(node, k);
       const ir::Shape& as = a.type().shape;
       std::vector<Id> id;
-      int64_t extent = op == "stack" ? 1 : as.at(axis);
+      const bool stack = op == "stack";
+      bool fits = as.size() + (stack ? 1 : 0) == out.size();
+      for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
+        if (int64_t(i) == axis && stack) continue;
+        fits = int64_t(i) == axis || as[j] == out[i];
+        ++j;
+      }
+      if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
+                                             " does not fit the result " + ir::to_string(node.type()));
+      int64_t extent = stack ? 1 : as[axis];
       if (extent == 0) continue;
       for (size_t i = 0; i < out.size(); ++i) {
         if (int64_t(i) != axis) id.push_back(d[i]);

@@ -34,7 +34,14 @@ Id Emitter::value(const ir::Node& node, Index index) {
   if (index.linear) key.push_back(index.linear);
   else key.insert(key.end(), index.dims.begin(), index.dims.end());
   if (const Id* hit = b.memo_find(key)) return *hit;
-  Id v = compute(node, index);
+  Id v;
+  try {
+    v = compute(node, index);
+  } catch (const ir::IrError&) {
+    throw;
+  } catch (const std::exception& e) {  // malformed attrs (wrong JSON types, axes out of range)
+    throw ir::IrError(node, std::string("malformed attributes: ") + e.what());
+  }
   std::vector<Id> key_ids(key.begin() + 3, key.end());
   b.memo_put(key, v, std::max(b.level_of(key_ids), b.level_of(v)));
   return v;

@@ -77,5 +77,31 @@ TEST(CodegenIndex, IotaAndEye) {
   expect_valid(k.finish({i0, i1, e}));
 }
 
+TEST(CodegenIndex, InconsistentShapesAreRejectedNotReadOutOfBounds) {
+  auto error = [](const ir::Graph& g) -> std::string {
+    try {
+      cgtest::compile(g);
+    } catch (const ir::IrError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error(one(DType::F32, {4, 4}, "slice", {2, 2}, {{"start", {3, 0}}, {"lengths", {2, 2}}, {"strides", {1, 1}}})),
+            "node 101 (slice): slice window out of bounds on axis 0 (f32[4,4] -> f32[2,2])");
+  EXPECT_EQ(error(one(DType::F32, {4, 4}, "reshape", {5, 3}, json::object())),
+            "node 101 (reshape): reshape changes the element count (f32[4,4] -> f32[5,3])");
+  EXPECT_EQ(error(one(DType::F32, {2, 3}, "transpose", {2, 3}, {{"axes", {1, 0}}})),
+            "node 101 (transpose): transpose axes are not a permutation matching the shapes (f32[2,3] -> f32[2,3])");
+  EXPECT_EQ(error(one(DType::F32, {2, 3}, "reverse", {2, 3}, {{"axes", "all"}})),
+            "node 101 (reverse): attrs.axes must be a list of integers");
+  EXPECT_EQ(error(one(DType::F32, {2, 3}, "reverse", {2, 3}, {{"axes", {"x"}}})).rfind("node 101 (reverse): malformed attributes", 0),
+            0u);
+  KernelBuilder k;
+  auto a = k.param(DType::F32, {2, 3});
+  auto b = k.param(DType::F32, {3, 3});
+  EXPECT_EQ(error(k.finish({k.add("concatenate", {a, b}, DType::F32, {2, 6}, {{"axis", 1}})})),
+            "node 102 (concatenate): operand 1 f32[3,3] does not fit the result f32[2,6]");
+}
+
 }  // namespace
 }  // namespace nxv::codegen
