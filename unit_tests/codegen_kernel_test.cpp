@@ -40,6 +40,20 @@ TEST(CodegenKernel, DiamondIsComputedOncePerElement) {
   EXPECT_EQ(kb.bindings[2].index, 1);
 }
 
+TEST(CodegenKernel, GlslViewOfEveryStorageTypeAndCooperativeReduction) {
+  KernelBuilder k;
+  auto a = k.param(DType::U8, {4, 300});
+  auto b = k.param(DType::BF16, {4, 300});
+  auto c = k.param(DType::F64, {4, 300});
+  auto s = k.add("sum", {k.add("as_type", {a}, DType::F32, {4, 300})}, DType::F32, {4}, {{"axes", {1}}});
+  auto m = k.add("reduce_max", {b}, DType::BF16, {4}, {{"axes", {1}}});
+  auto p = k.add("product", {c}, DType::F64, {4}, {{"axes", {1}}});
+  auto glsl = to_glsl(cgtest::compile(k.finish({s, m, p}, "reduce")).spirv);
+  EXPECT_NE(glsl.find("barrier()"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("uint8_t"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("double"), std::string::npos) << glsl;
+}
+
 TEST(CodegenKernel, Deterministic) {
   auto a = cgtest::compile(diamond());
   auto b = cgtest::compile(diamond());
