@@ -1,0 +1,63 @@
+defmodule Nx.Vulkan.Native do
+  @moduledoc """
+  The NIF over the C++ runtime (`nif/`). Every function returns `{:ok, result}` or
+  `{:error, reason}` (it never raises), with `reason` a `{kind, message}` tuple: `kind` is the
+  runtime's error kind (`:out_of_memory`, `:device_lost`, `:timeout`,
+  `:unsupported`, `:invalid_argument`, `:no_device`, `:vulkan`), `:ir_error` for a
+  rejected graph, `:badarg` for a malformed argument, or `:exception`.
+
+  Types cross the boundary as strings (`"f32"`), shapes as lists of integers.
+  Compilation runs on dirty CPU schedulers, transfers and runs on dirty IO ones.
+  """
+  @on_load :load
+
+  @doc false
+  def load do
+    :nx_vulkan
+    |> :code.priv_dir()
+    |> :filename.join(~c"nxv_nif")
+    |> :erlang.load_nif(0)
+  end
+
+  @doc "Devices in preference order, as maps."
+  def list_devices, do: :erlang.nif_error(:not_loaded)
+
+  @doc "Opens the device for `(device, cache_dir, timeout_ms)`; see `runtime::RuntimeOptions`."
+  def open_device(_device, _cache_dir, _timeout_ms), do: :erlang.nif_error(:not_loaded)
+
+  @doc "The opened device's description (as in `list_devices/0`)."
+  def device_info(_device), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Bytes of device memory held by live buffers."
+  def bytes_in_use(_device), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Returns pooled, unused device memory to the driver."
+  def trim(_device), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Compiles JSON IR text with a pass pipeline (`[]` for the default)."
+  def compile(_device, _json, _pipeline), do: :erlang.nif_error(:not_loaded)
+
+  @doc "`%{inputs: [{type, shape}], outputs: [{type, shape}], kernels: n}`."
+  def executable_info(_executable), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Runs an executable. Each input is a buffer or `{type, shape, binary}`;
+  `mode` is `:buffers` or `:binaries`. Returns `{:ok, {outputs, stats}}`.
+  """
+  def run(_executable, _inputs, _mode), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Copies a binary to a new device buffer of the given type and shape."
+  def upload(_device, _type, _shape, _binary), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Copies a buffer to a binary."
+  def download(_buffer), do: :erlang.nif_error(:not_loaded)
+
+  @doc "`{type, shape}` of a buffer."
+  def buffer_info(_buffer), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Releases a buffer's device memory now instead of when it is garbage collected:
+  `{:ok, :ok}`, or `{:ok, :already_deallocated}`.
+  """
+  def free(_buffer), do: :erlang.nif_error(:not_loaded)
+end

@@ -1,0 +1,194 @@
+defmodule Nx.Vulkan do
+  @moduledoc """
+  An `Nx.Defn.Compiler` that compiles whole `defn` graphs for Vulkan devices.
+
+      Nx.Defn.jit(&MyModule.softmax/1, compiler: Nx.Vulkan).(t)
+      Nx.Vulkan.jit(&MyModule.softmax/1).(t)
+
+  The traced expression is serialised to the JSON IR (`Nx.Vulkan.IR`, see
+  `docs/ir.md`), compiled by the native runtime into one executable, and cached
+  per function and argument types/shapes, so a repeated call only runs it.
+  Results are `Nx.Vulkan.Backend` tensors (device buffers) unless `output: :host`.
+
+  ## Options
+
+    * `:device`, `:cache_dir`, `:timeout` - see `Nx.Vulkan.Device`
+    * `:pipeline` - pass names to compile with (default: the runtime's pipeline)
+    * `:output` - `:device` (default) or `:host` (`Nx.BinaryBackend` tensors)
+    * `:cache` - `false` to trace and compile on every call
+
+  ## Telemetry
+
+    * `[:nx_vulkan, :compile]` - measurements `:eval_time`, `:compile_time`,
+      `:total_time` (µs); metadata `:key`
+    * `[:nx_vulkan, :run]` - measurements `:total_time` (µs), `:wall_ms`, `:device_ms`,
+      `:dispatches`, `:submits`; metadata `:key`
+  """
+
+  @behaviour Nx.Defn.Compiler
+
+  alias Nx.Defn.Composite
+  alias Nx.Tensor, as: T
+  alias Nx.Vulkan.{Device, Error, IR, JSON, LockedCache, Native}
+
+  @compiler_callbacks Nx.Defn.Compiler.behaviour_info(:callbacks)
+
+  ## Public API
+
+  @doc "`Nx.Defn.jit/2` with this compiler."
+  def jit(fun, opts \\ []), do: Nx.Defn.jit(fun, [compiler: __MODULE__] ++ opts)
+
+  @doc "`Nx.Defn.jit_apply/3` with this compiler."
+  def jit_apply(fun, args, opts \\ []), do: Nx.Defn.jit_apply(fun, args, [compiler: __MODULE__] ++ opts)
+
+  @doc "`Nx.Defn.compile/3` with this compiler."
+  def compile(fun, templates, opts \\ []),
+    do: Nx.Defn.compile(fun, templates, [compiler: __MODULE__] ++ opts)
+
+  @doc """
+  The JSON IR that `fun` applied to `args` (tensors or templates) compiles from.
+  With `stage: :lowered`, the graph after the runtime's pass pipeline instead.
+  """
+  def explain(fun, args, opts \\ []) do
+    expr = Nx.Defn.debug_expr_apply(fun, args)
+    {graph, _used} = IR.build(expr, name: opts[:name] || "explain", hooks: opts[:hooks] || %{})
+    json = JSON.encode(graph)
+
+    case Keyword.get(opts, :stage, :source) do
+      :source ->
+        json
+
+      :lowered ->
+        exe = Error.unwrap!(Native.compile(Device.get!(opts), json, pipeline(opts)))
+        Error.unwrap!(Native.executable_info(exe)).lowered
+    end
+  end
+
+  @doc "The Vulkan devices, in the runtime's preference order."
+  def devices, do: Error.unwrap!(Native.list_devices())
+
+  @doc "Bytes of device memory held by live buffers on the device `opts` select."
+  def memory_in_use(opts \\ []), do: Device.memory_in_use(opts)
+
+  ## Nx.Defn.Compiler
+
+  @impl true
+  def __jit__(key, vars, fun, args_list, opts) do
+    __compile__(key, vars, fun, opts).(args_list)
+  end
+
+  @impl true
+  def __compile__(key, vars, fun, opts) do
+    {hooks, opts} = Keyword.pop(opts, :hooks, %{})
+    config = Device.config(opts)
+    pipeline = pipeline(opts)
+    output = Keyword.get(opts, :output, :device)
+    compiled = cached_compile(key, vars, fun, hooks, config, pipeline, Keyword.get(opts, :cache, true))
+
+    fn args_list -> Enum.map(args_list, &run(compiled, &1, key, config, output)) end
+  end
+
+  @impl true
+  def __partitions_options__(opts), do: [opts]
+
+  @impl true
+  def __to_backend__(opts), do: {Nx.Vulkan.Backend, Device.config(opts)}
+
+  # Nx < 0.9 declares __stream__/7, Nx >= 0.10 declares __shard_jit__/6.
+  if {:__stream__, 7} in @compiler_callbacks, do: @impl(true)
+
+  def __stream__(_key, _input, _acc, _vars, _fun, _args_list, _opts) do
+    raise ArgumentError, "Nx.Vulkan does not support Nx.Defn.stream/3"
+  end
+
+  if {:__shard_jit__, 6} in @compiler_callbacks, do: @impl(true)
+
+  def __shard_jit__(_key, _mesh, _vars, _fun, _args_list, _opts) do
+    raise ArgumentError, "Nx.Vulkan does not support sharding (Nx.Defn.shard_jit)"
+  end
+
+  ## Compilation
+
+  defp pipeline(opts), do: Enum.map(Keyword.get(opts, :pipeline, []), &to_string/1)
+
+  defp cached_compile(key, vars, fun, hooks, config, pipeline, cache?) do
+    args_key =
+      Enum.map(vars, fn var ->
+        Composite.traverse(var, fn %T{type: type, shape: shape, names: names, vectorized_axes: v} ->
+          {type, shape, names, v}
+        end)
+      end)
+
+    compile = fn -> compile_expr(key, vars, fun, hooks, config, pipeline) end
+
+    if cache? do
+      {_hit_or_miss, compiled} = LockedCache.run({key, args_key, config, pipeline}, compile)
+      compiled
+    else
+      compile.()
+    end
+  end
+
+  defp compile_expr(key, vars, fun, hooks, config, pipeline) do
+    {eval_time, {expr, graph, used}} =
+      :timer.tc(fn ->
+        expr = fun.(vars)
+        {graph, used} = IR.build(expr, name: graph_name(key), hooks: hooks)
+        {expr, graph, used}
+      end)
+
+    {compile_time, exe} =
+      :timer.tc(fn ->
+        if graph.outputs == [] do
+          nil
+        else
+          Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline))
+        end
+      end)
+
+    measurements = %{eval_time: eval_time, compile_time: compile_time, total_time: eval_time + compile_time}
+    :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
+    %{exe: exe, used: used, template: Nx.to_template(expr)}
+  end
+
+  defp graph_name(fun) when is_function(fun) do
+    info = Function.info(fun)
+    "#{inspect(info[:module])}.#{info[:name]}"
+  end
+
+  defp graph_name(_key), do: "defn"
+
+  ## Running
+
+  defp run(%{exe: nil, template: template}, _args, _key, _config, _output), do: template
+
+  defp run(%{exe: exe, used: used, template: template}, args, key, config, output) do
+    args = List.to_tuple(args)
+    inputs = Enum.map(used, &to_input(elem(args, &1)))
+    mode = if output == :host, do: :binaries, else: :buffers
+
+    {time, {results, stats}} = :timer.tc(fn -> Error.unwrap!(Native.run(exe, inputs, mode)) end)
+    :telemetry.execute([:nx_vulkan, :run], Map.put(stats, :total_time, time), %{key: key})
+
+    {container, []} =
+      Composite.traverse(template, results, fn t, [result | rest] ->
+        {to_tensor(t, result, output, config), rest}
+      end)
+
+    container
+  end
+
+  defp to_input(fun) when is_function(fun, 0), do: to_input(fun.())
+  defp to_input(%T{data: %Nx.Vulkan.Backend{buffer: buffer}}), do: buffer
+
+  defp to_input(%T{} = t) do
+    t = Nx.devectorize(t)
+    {IR.type_name(t.type), Tuple.to_list(t.shape), Nx.to_binary(t)}
+  end
+
+  defp to_tensor(template, binary, :host, _config) when is_binary(binary),
+    do: %{template | data: %Nx.BinaryBackend{state: binary}}
+
+  defp to_tensor(template, buffer, _device, config),
+    do: %{template | data: %Nx.Vulkan.Backend{buffer: buffer, device: config}}
+end

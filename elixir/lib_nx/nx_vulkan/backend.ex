@@ -1,0 +1,270 @@
+defmodule Nx.Vulkan.Backend do
+  @moduledoc """
+  An `Nx.Backend` whose tensors live in Vulkan device buffers.
+
+      Nx.default_backend(Nx.Vulkan.Backend)
+      Nx.backend_transfer(t, {Nx.Vulkan.Backend, device: "1"})
+
+  Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`).
+
+  Eager operations run on the device as one-node graphs through `Nx.Vulkan`:
+  each callback applies the same `Nx.Defn.Expr` callback to its arguments under
+  `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
+  options and argument types like any jitted function. Operations the IR has no
+  op for (gather, sort, convolution, windows, FFT, ...) run on `Nx.BinaryBackend`
+  and their results are copied back to the device.
+  """
+
+  @behaviour Nx.Backend
+  @enforce_keys [:buffer, :device]
+  defstruct [:buffer, :device]
+
+  alias Nx.Tensor, as: T
+  alias Nx.Vulkan.{Device, Error, IR, Native}
+
+  @callbacks Nx.Backend.behaviour_info(:callbacks)
+  @device_keys [:device, :cache_dir, :timeout]
+
+  @impl true
+  def init(opts), do: Device.config(Keyword.validate!(opts, @device_keys))
+
+  ## Transfers
+
+  @impl true
+  def constant(out, number, opts) do
+    out |> Nx.BinaryBackend.constant(number, []) |> Nx.BinaryBackend.backend_transfer(__MODULE__, opts)
+  end
+
+  @impl true
+  def from_binary(%T{type: type, shape: shape} = t, binary, opts) do
+    config = Device.config(opts)
+    device = Device.get!(config)
+    buffer = Error.unwrap!(Native.upload(device, IR.type_name(type), Tuple.to_list(shape), binary))
+    %{t | data: %__MODULE__{buffer: buffer, device: config}}
+  end
+
+  @impl true
+  def to_binary(%T{data: %__MODULE__{buffer: buffer}, type: {_, bits}}, limit) do
+    binary = Error.unwrap!(Native.download(buffer))
+    binary_part(binary, 0, min(byte_size(binary), limit * div(bits, 8)))
+  end
+
+  @impl true
+  def backend_copy(%T{} = t, backend, opts) do
+    backend.from_binary(t, to_binary(t, Nx.size(t)), opts)
+  end
+
+  @impl true
+  def backend_transfer(%T{data: %__MODULE__{device: config}} = t, backend, opts) do
+    if backend == __MODULE__ and Device.config(opts) == config do
+      t
+    else
+      try do
+        backend_copy(t, backend, opts)
+      after
+        backend_deallocate(t)
+      end
+    end
+  end
+
+  @impl true
+  def backend_deallocate(%T{data: %__MODULE__{buffer: buffer}}) do
+    Error.unwrap!(Native.free(buffer))
+  end
+
+  @impl true
+  def inspect(%T{} = t, inspect_opts) do
+    limit = if inspect_opts.limit == :infinity, do: Nx.size(t), else: inspect_opts.limit + 1
+    binary = to_binary(t, min(limit, Nx.size(t)))
+    Nx.Backend.inspect(t, binary, inspect_opts)
+  end
+
+  @impl true
+  def to_batched(out, tensor, opts) do
+    batch_size = elem(out.shape, 0)
+    axis_size = elem(tensor.shape, 0)
+    full = div(axis_size, batch_size)
+    remainder = rem(axis_size, batch_size)
+    last = if remainder != 0 and opts[:leftover] == :repeat, do: full, else: full - 1
+
+    Stream.map(0..last//1, fn
+      ^full ->
+        jit(
+          fn t ->
+            Nx.concatenate([
+              Nx.slice_along_axis(t, full * batch_size, remainder),
+              Nx.slice_along_axis(t, 0, batch_size - remainder)
+            ])
+          end,
+          [tensor]
+        )
+
+      i ->
+        jit(&Nx.slice_along_axis(&1, &2, batch_size), [tensor, i * batch_size])
+    end)
+  end
+
+  ## Operations as one-node graphs
+
+  @impl true
+  def concatenate(out, tensors, axis) do
+    out = Nx.to_template(out)
+    jit(&Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
+  end
+
+  @impl true
+  def slice(out, tensor, start, lengths, strides) do
+    out = Nx.to_template(out)
+
+    jit(
+      &Nx.Defn.Expr.slice(out, &1, Tuple.to_list(&2), lengths, strides),
+      [tensor | Enum.filter(start, &is_struct(&1, T))],
+      [tensor, List.to_tuple(start)]
+    )
+  end
+
+  @impl true
+  def put_slice(out, tensor, start, slice) do
+    out = Nx.to_template(out)
+
+    jit(
+      &Nx.Defn.Expr.put_slice(out, &1, Tuple.to_list(&2), &3),
+      [tensor, slice | Enum.filter(start, &is_struct(&1, T))],
+      [tensor, List.to_tuple(start), slice]
+    )
+  end
+
+  @impl true
+  def optional(name, args, fun) do
+    {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
+    jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+  end
+
+  binary_ops =
+    [:add, :subtract, :multiply, :pow, :remainder, :divide, :atan2, :min, :max, :quotient] ++
+      [:bitwise_and, :bitwise_or, :bitwise_xor, :left_shift, :right_shift] ++
+      [:equal, :not_equal, :greater, :less, :greater_equal, :less_equal] ++
+      [:logical_and, :logical_or, :logical_xor]
+
+  unary_ops =
+    [:exp, :expm1, :log, :log1p, :sigmoid, :cos, :sin, :tan, :cosh, :sinh, :tanh] ++
+      [:acos, :asin, :atan, :acosh, :asinh, :atanh, :sqrt, :rsqrt, :cbrt, :is_nan] ++
+      [:is_infinity, :erf, :erfc, :erf_inv, :abs, :bitwise_not, :ceil, :floor, :negate] ++
+      [:round, :sign, :count_leading_zeros, :population_count]
+
+  # {callback, its arguments after `out`, the tensor arguments among them}
+  device_callbacks =
+    [
+      {:eye, [:backend_options], []},
+      {:iota, [:axis, :backend_options], []},
+      {:as_type, [:tensor], [:tensor]},
+      {:bitcast, [:tensor], [:tensor]},
+      {:reshape, [:tensor], [:tensor]},
+      {:squeeze, [:tensor, :axes], [:tensor]},
+      {:broadcast, [:tensor, :shape, :axes], [:tensor]},
+      {:transpose, [:tensor, :axes], [:tensor]},
+      {:pad, [:tensor, :pad_value, :padding_config], [:tensor, :pad_value]},
+      {:reverse, [:tensor, :axes], [:tensor]},
+      {:dot, [:left, :c1, :b1, :right, :c2, :b2], [:left, :right]},
+      {:clip, [:tensor, :min, :max], [:tensor, :min, :max]},
+      {:select, [:pred, :on_true, :on_false], [:pred, :on_true, :on_false]},
+      {:all, [:tensor, :opts], [:tensor]},
+      {:any, [:tensor, :opts], [:tensor]},
+      {:sum, [:tensor, :opts], [:tensor]},
+      {:product, [:tensor, :opts], [:tensor]},
+      {:reduce_max, [:tensor, :opts], [:tensor]},
+      {:reduce_min, [:tensor, :opts], [:tensor]},
+      {:argmax, [:tensor, :opts], [:tensor]},
+      {:argmin, [:tensor, :opts], [:tensor]}
+    ] ++
+      for(op <- binary_ops, do: {op, [:left, :right], [:left, :right]}) ++
+      for(op <- unary_ops, do: {op, [:tensor], [:tensor]})
+
+  for {name, args, tensor_args} <- device_callbacks do
+    args = Enum.map(args, &Macro.var(&1, __MODULE__))
+    tensor_args = Enum.map(tensor_args, &Macro.var(&1, __MODULE__))
+    backend_options = Enum.find(args, [], &match?({:backend_options, _, _}, &1))
+
+    if {name, length(args) + 1} in @callbacks, do: @impl(true)
+
+    def unquote(name)(out, unquote_splicing(args)) do
+      out = Nx.to_template(out)
+      expr_fun = fn unquote_splicing(tensor_args) -> Nx.Defn.Expr.unquote(name)(out, unquote_splicing(args)) end
+      jit(expr_fun, [unquote_splicing(tensor_args)], [unquote_splicing(tensor_args)], unquote(backend_options))
+    end
+  end
+
+  ## Operations on the host
+
+  host_callbacks = [
+    take: 3,
+    take_along_axis: 3,
+    gather: 3,
+    conv: 3,
+    reduce: 4,
+    window_reduce: 5,
+    window_sum: 3,
+    window_product: 3,
+    window_max: 3,
+    window_min: 3,
+    map: 3,
+    sort: 2,
+    argsort: 2,
+    window_scatter_max: 5,
+    window_scatter_min: 5,
+    indexed_add: 4,
+    indexed_put: 4,
+    lu: 2,
+    triangular_solve: 3,
+    fft: 2,
+    ifft: 2,
+    fft2: 2,
+    ifft2: 2,
+    real: 1,
+    imag: 1,
+    conjugate: 1
+  ]
+
+  for {name, arity} <- host_callbacks do
+    args = Macro.generate_arguments(arity, __MODULE__)
+
+    if {name, arity + 1} in @callbacks, do: @impl(true)
+
+    def unquote(name)(out, unquote_splicing(args)) do
+      on_host(unquote(name), out, [unquote_splicing(args)])
+    end
+  end
+
+  defp on_host(name, out, args) do
+    config = device_of(args)
+    host_args = Enum.map(args, &to_host/1)
+
+    Nx.BinaryBackend
+    |> apply(name, [out | host_args])
+    |> from_host(config)
+  end
+
+  defp to_host(%T{data: %__MODULE__{}} = t), do: Nx.backend_copy(t, Nx.BinaryBackend)
+  defp to_host(other), do: other
+
+  defp from_host(%T{} = t, config), do: Nx.backend_transfer(t, {__MODULE__, config})
+  defp from_host(tuple, config) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&from_host(&1, config)) |> List.to_tuple()
+
+  ## Helpers
+
+  defp jit(fun, args), do: jit(fun, args, args, [])
+  defp jit(fun, tensors, args), do: jit(fun, tensors, args, [])
+
+  defp jit(fun, tensors, args, opts) do
+    config = if opts == [], do: device_of(tensors), else: Device.config(opts)
+    Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
+  end
+
+  # The device of the first device tensor among `tensors`, else the default.
+  defp device_of(tensors) do
+    Enum.find_value(tensors, Device.config([]), fn
+      %T{data: %__MODULE__{device: config}} -> config
+      _ -> nil
+    end)
+  end
+end

@@ -1,0 +1,469 @@
+defmodule Nx.Vulkan.IR do
+  @moduledoc """
+  Serialises a traced `Nx.Defn.Expr` container to the JSON IR (`docs/ir.md`).
+
+  Every node carries the type and shape Nx computed; the C++ verifier re-derives
+  both, so a disagreement is reported rather than silently compiled.
+
+  The traversal follows EXLA's (`EXLA.Defn`): nodes are visited once per id;
+  `while` bodies and conditions become regions whose parameters are the loop
+  state; `cond` branches become regions that receive, as captured arguments,
+  the values they share with the enclosing scope (`Nx.Defn.Tree.scope_ids/1`)
+  or with a sibling branch; `optional` emits the default implementation it
+  carries, with its parameters bound to the call's arguments; `metadata` is
+  unwrapped.
+  """
+
+  alias Nx.Defn.{Composite, Expr, Tree}
+  alias Nx.Tensor, as: T
+
+  @unary [:exp, :expm1, :log, :log1p, :sigmoid, :cos, :sin, :tan, :cosh, :sinh, :tanh] ++
+           [:acos, :asin, :atan, :acosh, :asinh, :atanh, :sqrt, :rsqrt, :cbrt] ++
+           [:erf, :erfc, :erf_inv, :negate, :abs, :sign, :floor, :ceil, :round] ++
+           [:bitwise_not, :population_count, :count_leading_zeros] ++
+           [:is_nan, :is_infinity, :logical_not, :as_type, :bitcast, :reshape]
+
+  @binary [:add, :subtract, :multiply, :divide, :pow, :remainder, :atan2, :max, :min] ++
+            [:quotient, :bitwise_and, :bitwise_or, :bitwise_xor, :left_shift, :right_shift] ++
+            [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] ++
+            [:logical_and, :logical_or, :logical_xor]
+
+  @reductions [:sum, :product, :reduce_max, :reduce_min, :all, :any]
+
+  # `optional` calls that are IR ops themselves (tensor arguments only).
+  @native_optionals [:logical_not]
+
+  @doc "The IR ops the serialiser emits for Expr ops of the same name."
+  def elementwise_ops, do: @unary ++ @binary ++ [:select, :clip]
+
+  @doc """
+  Builds the graph of `outputs` (a container of expressions).
+
+  Returns `{graph, used_inputs}`: `graph` is the IR as a map for
+  `Nx.Vulkan.JSON.encode/1`; graph parameter `i` is the function's flattened
+  input number `Enum.at(used_inputs, i)`. Options: `:name`, `:hooks` (the
+  defn `:hooks` option; hooks that would run are an error).
+  """
+  def build(outputs, opts \\ []) do
+    hooks = Keyword.get(opts, :hooks, %{})
+
+    if Tree.has_hooks?(outputs, hooks) do
+      raise ArgumentError,
+            "Nx.Vulkan does not run hooks (Nx.Defn.Kernel.hook/3, print_value/2 and " <>
+              "token callbacks): remove them or compile with Nx.Defn.Evaluator"
+    end
+
+    region = new_region(:root, Tree.scope_ids(outputs))
+
+    {values, [region]} =
+      outputs
+      |> flat()
+      |> Enum.map_reduce([region], &recur/2)
+
+    {ids, [region]} = flatten_values(values, [region])
+    graph = finish(region, ids) |> Map.put(:version, 1) |> Map.put(:name, opts[:name] || "defn")
+    {graph, Enum.reverse(region.input_order)}
+  end
+
+  ## Regions
+  #
+  # The state is a stack of regions being built, innermost first. A value is a
+  # node id, `{:multi, id, types}` for a node with several results, or
+  # `{:tuple, values}` for a container that exists only in Elixir.
+
+  defp new_region(frame, scope_ids, capture \\ nil) do
+    %{
+      nodes: [],
+      next: 0,
+      types: %{},
+      cache: %{},
+      # how `parameter` resolves: :root (function inputs), {context, %{index => value}}, or nil (captured)
+      frame: frame,
+      inputs: %{},
+      input_order: [],
+      scope_ids: scope_ids,
+      # for cond branches: %{outer: ids, siblings: ids, values: [outer id], params: %{outer id => id}}
+      capture: capture
+    }
+  end
+
+  defp finish(region, outputs) do
+    %{nodes: Enum.reverse(region.nodes), outputs: outputs}
+  end
+
+  defp emit([r | outer], op, args, result, attrs \\ %{}, regions \\ %{}) do
+    id = r.next
+
+    node =
+      %{id: id, op: op}
+      |> put_unless(:args, args, [])
+      |> put_unless(:attrs, attrs, %{})
+      |> put_unless(:regions, regions, %{})
+      |> Map.merge(result_fields(result))
+
+    types = if is_list(result), do: r.types, else: Map.put(r.types, id, result)
+    {id, [%{r | nodes: [node | r.nodes], next: id + 1, types: types} | outer]}
+  end
+
+  defp put_unless(map, _key, empty, empty), do: map
+  defp put_unless(map, key, value, _empty), do: Map.put(map, key, value)
+
+  # A single {type, shape} or a list of them (for tuple results).
+  defp result_fields([{_, _} = one]), do: result_fields(one)
+  defp result_fields({type, shape}), do: %{type: type, shape: shape}
+  defp result_fields(list) when is_list(list), do: %{results: Enum.map(list, &result_fields/1)}
+
+  defp tensor_type(%T{type: type, shape: shape}), do: {type_name(type), Tuple.to_list(shape)}
+
+  @doc "The IR name of an Nx type (`{:f, 32}` → `\"f32\"`); raises for types the IR lacks."
+  def type_name({:c, _} = type),
+    do: raise(ArgumentError, "Nx.Vulkan does not support complex tensors, got #{Nx.Type.to_string(type)}")
+
+  def type_name({kind, size}) when kind in [:s, :u, :f, :bf] and size in [8, 16, 32, 64],
+    do: "#{kind}#{size}"
+
+  def type_name(type), do: raise(ArgumentError, "Nx.Vulkan does not support type #{inspect(type)}")
+
+  ## Traversal
+
+  defp recur(%T{data: %Expr{id: id}} = t, [r | _] = stack) do
+    case r.cache do
+      %{^id => value} ->
+        {value, stack}
+
+      %{} ->
+        {value, [r | outer]} =
+          if captured?(t, r), do: capture(t, stack), else: node(Nx.devectorize(t), stack)
+
+        {value, [%{r | cache: Map.put(r.cache, id, value)} | outer]}
+    end
+  end
+
+  defp recur_all(list, stack), do: Enum.map_reduce(list, stack, &recur/2)
+
+  # Inside a cond branch, values of the enclosing scope (and those a sibling branch
+  # also uses) are computed outside and passed in; constants are cheaper to repeat.
+  defp captured?(_t, %{capture: nil}), do: false
+  defp captured?(%T{data: %Expr{op: :constant}}, _r), do: false
+  defp captured?(%T{data: %Expr{op: :parameter}}, %{frame: nil}), do: true
+
+  defp captured?(%T{data: %Expr{id: id, op: op, args: args}}, %{capture: c} = r) do
+    Map.has_key?(c.outer, id) or Map.has_key?(c.siblings, id) or
+      (op == :elem and captured?(hd(args), r))
+  end
+
+  defp capture(t, [r | outer]) do
+    {value, outer} = recur(t, outer)
+    {ids_value, [o | _] = outer} = split_multi(value, outer)
+    {local, r} = capture_value(ids_value, r, o.types)
+    {local, [r | outer]}
+  end
+
+  # A tuple-producing node crosses into a branch as its separate results.
+  defp split_multi({:multi, id, types}, stack) do
+    {values, stack} =
+      types
+      |> Enum.with_index()
+      |> Enum.map_reduce(stack, fn {type, i}, stack ->
+        emit(stack, "elem", [id], type, %{index: i})
+      end)
+
+    {{:tuple, values}, stack}
+  end
+
+  defp split_multi({:tuple, values}, stack) do
+    {values, stack} = Enum.map_reduce(values, stack, &split_multi/2)
+    {{:tuple, values}, stack}
+  end
+
+  defp split_multi(id, stack), do: {id, stack}
+
+  defp capture_value({:tuple, values}, r, outer_types) do
+    {values, r} = Enum.map_reduce(values, r, &capture_value(&1, &2, outer_types))
+    {{:tuple, values}, r}
+  end
+
+  defp capture_value(outer_id, %{capture: c} = r, outer_types) do
+    case c.params do
+      %{^outer_id => local} ->
+        {local, r}
+
+      %{} ->
+        index = Enum.find_index(c.values, &(&1 == outer_id)) || length(c.values)
+        values = if index == length(c.values), do: c.values ++ [outer_id], else: c.values
+        type = Map.fetch!(outer_types, outer_id)
+        {local, [r]} = emit([r], "parameter", [], type, %{index: index})
+        {local, %{r | capture: %{c | values: values, params: Map.put(c.params, outer_id, local)}}}
+    end
+  end
+
+  ## Nodes
+
+  defp node(%T{data: %Expr{op: :parameter, args: [i], context: context}} = t, [r | _] = stack) do
+    case r.frame do
+      :root ->
+        case r.inputs do
+          %{^i => id} ->
+            {id, stack}
+
+          %{} ->
+            index = map_size(r.inputs)
+            {id, [r | outer]} = emit(stack, "parameter", [], tensor_type(t), %{index: index})
+            {id, [%{r | inputs: Map.put(r.inputs, i, id), input_order: [i | r.input_order]} | outer]}
+        end
+
+      {frame_context, params} when frame_context in [context, :any] ->
+        {Map.fetch!(params, i), stack}
+
+      {_, _} ->
+        raise ArgumentError,
+              "a while loop refers to a value from outside the loop; pass it in the loop state"
+    end
+  end
+
+  defp node(%T{data: %Expr{op: :constant, args: [value]}} = t, stack) do
+    emit(stack, "constant", [], tensor_type(t), %{value: number(value)})
+  end
+
+  defp node(%T{data: %Expr{op: :tensor, args: [tensor]}} = t, stack) do
+    data = tensor |> Nx.devectorize() |> Nx.to_binary() |> Base.encode64()
+    emit(stack, "tensor", [], tensor_type(t), %{data_b64: data})
+  end
+
+  defp node(%T{data: %Expr{op: :iota, args: [axis]}} = t, stack),
+    do: emit(stack, "iota", [], tensor_type(t), %{axis: axis})
+
+  defp node(%T{data: %Expr{op: :eye, args: []}} = t, stack),
+    do: emit(stack, "eye", [], tensor_type(t))
+
+  defp node(%T{data: %Expr{op: op, args: args}} = t, stack)
+       when op in @unary or op in @binary or op in [:select, :clip] do
+    {ids, stack} = recur_all(args, stack)
+    emit(stack, Atom.to_string(op), ids, tensor_type(t))
+  end
+
+  defp node(%T{data: %Expr{op: op, args: [x, axes]}} = t, stack)
+       when op in [:squeeze, :transpose, :reverse] do
+    {id, stack} = recur(x, stack)
+    emit(stack, Atom.to_string(op), [id], tensor_type(t), %{axes: axes})
+  end
+
+  defp node(%T{data: %Expr{op: :broadcast, args: [x, shape, axes]}} = t, stack) do
+    {id, stack} = recur(x, stack)
+    emit(stack, "broadcast", [id], tensor_type(t), %{shape: Tuple.to_list(shape), axes: axes})
+  end
+
+  defp node(%T{data: %Expr{op: :pad, args: [x, value, config]}} = t, stack) do
+    {ids, stack} = recur_all([x, value], stack)
+    emit(stack, "pad", ids, tensor_type(t), %{config: Enum.map(config, &Tuple.to_list/1)})
+  end
+
+  defp node(%T{data: %Expr{op: :slice, args: [x, start, lengths, strides]}} = t, stack) do
+    {id, stack} = recur(x, stack)
+    {dyn, start, stack} = dynamic_starts(start, 1, stack)
+    attrs = %{start: start, lengths: lengths, strides: strides}
+    emit(stack, "slice", [id | dyn], tensor_type(t), attrs)
+  end
+
+  defp node(%T{data: %Expr{op: :put_slice, args: [x, start, update]}} = t, stack) do
+    {ids, stack} = recur_all([x, update], stack)
+    {dyn, start, stack} = dynamic_starts(start, 2, stack)
+    emit(stack, "put_slice", ids ++ dyn, tensor_type(t), %{start: start})
+  end
+
+  defp node(%T{data: %Expr{op: op, args: [list, axis]}} = t, stack)
+       when op in [:concatenate, :stack] do
+    {ids, stack} = recur_all(list, stack)
+    emit(stack, Atom.to_string(op), ids, tensor_type(t), %{axis: axis})
+  end
+
+  defp node(%T{data: %Expr{op: :dot, args: [a, c1, b1, b, c2, b2]}} = t, stack) do
+    {ids, stack} = recur_all([a, b], stack)
+
+    attrs = %{contract_axes1: c1, batch_axes1: b1, contract_axes2: c2, batch_axes2: b2}
+    emit(stack, "dot", ids, tensor_type(t), attrs)
+  end
+
+  defp node(%T{data: %Expr{op: op, args: [x, opts]}} = t, stack) when op in @reductions do
+    {id, stack} = recur(x, stack)
+    attrs = %{axes: opts[:axes], keep_axes: opts[:keep_axes] || false}
+    emit(stack, Atom.to_string(op), [id], tensor_type(t), attrs)
+  end
+
+  defp node(%T{data: %Expr{op: op, args: [x, opts]}} = t, stack) when op in [:argmax, :argmin] do
+    {id, stack} = recur(x, stack)
+
+    attrs = %{
+      axis: opts[:axis],
+      keep_axis: opts[:keep_axis] || false,
+      tie_break: Atom.to_string(opts[:tie_break] || :low)
+    }
+
+    emit(stack, Atom.to_string(op), [id], tensor_type(t), attrs)
+  end
+
+  defp node(%T{data: %Expr{op: :elem, args: [tuple, i]}} = t, stack) do
+    case recur(tuple, stack) do
+      {{:tuple, values}, stack} -> {Enum.fetch!(values, i), stack}
+      {{:multi, id, _}, stack} -> emit(stack, "elem", [id], tensor_type(t), %{index: i})
+    end
+  end
+
+  defp node(%T{data: %Expr{op: :metadata, args: [x, _metadata]}}, stack), do: recur_container(x, stack)
+
+  defp node(%T{data: %Expr{op: :attach_token, args: [_token, x]}}, stack), do: recur(x, stack)
+
+  defp node(%T{data: %Expr{op: :optional, args: [call, default, _fun]}} = t, stack) do
+    %T{data: %Expr{op: name, args: call_args}} = call
+    {tensors, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
+
+    if name in @native_optionals and length(tensors) == length(call_args) do
+      {ids, stack} = recur_all(tensors, stack)
+      emit(stack, Atom.to_string(name), ids, tensor_type(t))
+    else
+      inline_default(tensors, default, stack)
+    end
+  end
+
+  # Nx 0.10+: `block(struct, in_args, default, fun)` replaces `optional`.
+  defp node(%T{data: %Expr{op: :block, args: [_struct, in_args, default, _fun]}}, stack) do
+    {tensors, _opts} = Enum.split_while(in_args, &(not is_list(&1)))
+    inline_default(tensors, default, stack)
+  end
+
+  defp node(%T{data: %Expr{op: :while, args: [initial, arg, condition, body]}}, stack) do
+    {init_ids, stack} = initial |> flat() |> recur_all(stack)
+    {init_ids, stack} = flatten_values(init_ids, stack)
+    state = flat(arg)
+    types = Enum.map(state, &tensor_type(Nx.devectorize(&1)))
+    context = hd(state).data.context
+
+    cond_graph = loop_region(context, types, condition, &to_pred(condition, &1))
+    body_graph = loop_region(context, types, body, &(body |> flat() |> recur_all(&1)))
+
+    regions = %{condition: cond_graph, body: body_graph}
+    {id, stack} = emit(stack, "while", init_ids, types, %{}, regions)
+    {result_value(id, types), stack}
+  end
+
+  defp node(%T{data: %Expr{op: :cond, args: [clauses, last]}}, [r | _] = stack) do
+    {preds, branches} = Enum.unzip(clauses)
+    {pred_ids, stack} = Enum.map_reduce(preds, stack, &to_pred/2)
+    branches = Enum.map(branches ++ [last], &flat/1)
+    types = Enum.map(List.last(branches), &tensor_type(Nx.devectorize(&1)))
+    branch_ids = Enum.map(branches, &Tree.scope_ids(List.to_tuple(&1)))
+
+    {graphs, {stack, captured}} =
+      branches
+      |> Enum.with_index()
+      |> Enum.map_reduce({stack, []}, fn {branch, k}, {stack, captured} ->
+        siblings = branch_ids |> List.delete_at(k) |> Enum.reduce(%{}, &Map.merge/2)
+        c = %{outer: r.scope_ids, siblings: siblings, values: captured, params: %{}}
+        branch_region(branch, Enum.at(branch_ids, k), c, stack)
+      end)
+
+    regions = for {g, k} <- Enum.with_index(graphs), into: %{}, do: {"branch#{k}", g}
+    {id, stack} = emit(stack, "cond", pred_ids ++ captured, types, %{}, regions)
+    {result_value(id, types), stack}
+  end
+
+  defp node(%T{data: %Expr{op: op}}, _stack) when op in [:token, :fun] do
+    raise ArgumentError, "Nx.Vulkan cannot compile a bare #{op} expression"
+  end
+
+  defp node(%T{data: %Expr{op: op}}, _stack) do
+    raise ArgumentError,
+          "Nx.Vulkan cannot compile #{inspect(op)} yet: the IR (docs/ir.md) has no such op"
+  end
+
+  ## Helpers
+
+  defp flat(container), do: Composite.flatten_list([container])
+
+  defp recur_container(%T{} = t, stack), do: recur(t, stack)
+
+  defp recur_container(container, stack) do
+    {values, stack} = container |> flat() |> recur_all(stack)
+    {{:tuple, values}, stack}
+  end
+
+  defp result_value(id, [_]), do: id
+  defp result_value(id, types), do: {:multi, id, types}
+
+  # The default implementation, with its parameters bound to the call's arguments.
+  defp inline_default(tensors, default, stack) do
+    {values, [r | outer]} = recur_all(tensors, stack)
+    params = values |> Enum.with_index(fn v, i -> {i, v} end) |> Map.new()
+    {value, [r2 | outer]} = recur_container(default, [%{r | frame: {:any, params}} | outer])
+    {value, [%{r2 | frame: r.frame} | outer]}
+  end
+
+  # Preds are u8 scalars in the IR; Nx accepts any scalar (nonzero is true).
+  defp to_pred(%T{type: {:u, 8}} = pred, stack), do: recur(pred, stack)
+
+  defp to_pred(%T{type: type} = pred, stack) do
+    {id, stack} = recur(pred, stack)
+    zero = if Nx.Type.float?(type), do: 0.0, else: 0
+    {zero_id, stack} = emit(stack, "constant", [], {type_name(type), []}, %{value: zero})
+    emit(stack, "not_equal", [id, zero_id], {"u8", []})
+  end
+
+  defp loop_region(context, types, expr, fun) do
+    {params, stack} =
+      types
+      |> Enum.with_index()
+      |> Enum.map_reduce([new_region(nil, %{})], fn {type, i}, stack ->
+        emit(stack, "parameter", [], type, %{index: i})
+      end)
+
+    frame = {context, params |> Enum.with_index(fn id, i -> {i, id} end) |> Map.new()}
+    [r] = stack
+    {values, stack} = fun.([%{r | frame: frame, scope_ids: Tree.scope_ids(expr)}])
+    {ids, [r]} = flatten_values(List.wrap(values), stack)
+    finish(r, ids)
+  end
+
+  defp branch_region(branch, scope_ids, capture, stack) do
+    region = new_region(nil, scope_ids, capture)
+    {values, [r | stack]} = recur_all(branch, [region | stack])
+    {ids, [r | stack]} = flatten_values(values, [r | stack])
+    {finish(r, ids), {stack, r.capture.values}}
+  end
+
+  defp flatten_values(values, stack) do
+    {values, stack} = Enum.map_reduce(values, stack, &split_multi/2)
+    {Enum.flat_map(values, &leaves/1), stack}
+  end
+
+  defp leaves({:tuple, values}), do: Enum.flat_map(values, &leaves/1)
+  defp leaves(id) when is_integer(id), do: [id]
+
+  # Slice starts: integers stay, tensors become extra arguments `{"arg": k}`.
+  defp dynamic_starts(start, first_arg, stack) do
+    {start, {dyn, stack}} =
+      Enum.map_reduce(start, {[], stack}, fn
+        s, acc when is_integer(s) ->
+          {s, acc}
+
+        s, {dyn, stack} ->
+          {id, stack} = recur(s, stack)
+          {%{arg: first_arg + length(dyn)}, {dyn ++ [id], stack}}
+      end)
+
+    {dyn, start, stack}
+  end
+
+  defp number(:nan), do: "nan"
+  defp number(:infinity), do: "inf"
+  defp number(:neg_infinity), do: "-inf"
+  defp number(n) when is_integer(n), do: n
+
+  defp number(f) when is_float(f) do
+    case <<f::float>> do
+      <<1::1, 0::63>> -> "-0.0"
+      _ -> f
+    end
+  end
+
+  defp number(%Complex{}), do: raise(ArgumentError, "Nx.Vulkan does not support complex constants")
+end

@@ -1,0 +1,167 @@
+defmodule Nx.Vulkan.IRTest do
+  # The serialiser on its own: these tests need no device.
+  use Nx.Vulkan.Case, async: true
+
+  import Nx.Defn
+  alias Nx.Vulkan.{IR, JSON}
+
+  defn loop(x), do: while({x, i = 0}, i < 3, do: {x * 2, i + 1})
+
+  defn branches(x, y) do
+    z = x * y
+
+    if Nx.sum(x) > 0 do
+      z + 1
+    else
+      Nx.exp(z) - y
+    end
+  end
+
+  defn nested(x, flag) do
+    if flag > 0 do
+      if flag > 1, do: x * 2, else: x * 3
+    else
+      x
+    end
+  end
+
+  defn loop_with_branch(x), do: while({x, i = 0}, i < 4, do: {if(i > 1, do: x + 1, else: x - 1), i + 1})
+
+  defp ops(graph), do: graph |> all_nodes() |> Enum.map(& &1.op)
+
+  test "elementwise, reduction and dot nodes carry Nx's types and shapes" do
+    {graph, used} =
+      graph(fn x, y -> x |> Nx.exp() |> Nx.add(1) |> Nx.log() |> Nx.sum(axes: [1]) |> Nx.dot(y) end, [
+        Nx.iota({2, 3}, type: :f32),
+        Nx.tensor([1.0, 2.0])
+      ])
+
+    assert_well_formed(graph)
+    assert used == [0, 1]
+    assert %{version: 1, outputs: [out]} = graph
+    nodes = Map.new(graph.nodes, &{&1.id, &1})
+    assert %{op: "dot", type: "f32", shape: []} = nodes[out]
+    assert %{op: "sum", shape: [2], attrs: %{axes: [1], keep_axes: false}} = nodes[hd(nodes[out].args)]
+  end
+
+  test "only used inputs become parameters, numbered densely" do
+    {graph, used} = graph(fn _a, b, _c, d -> Nx.add(d, b) end, Enum.map(1..4, &Nx.tensor(&1 * 1.0)))
+    params = for %{op: "parameter"} = n <- graph.nodes, do: n.attrs.index
+    assert Enum.sort(params) == [0, 1]
+    assert Enum.sort(used) == [1, 3]
+  end
+
+  test "special float constants and literal tensors" do
+    {graph, _} =
+      graph(
+        fn x ->
+          {Nx.add(x, Nx.Constants.nan()), Nx.add(x, Nx.Constants.neg_infinity()), Nx.multiply(x, -0.0),
+           Nx.add(x, Nx.tensor([1.5, 2.5]))}
+        end,
+        [Nx.tensor([1.0, 2.0])]
+      )
+
+    values = for %{op: "constant", attrs: %{value: v}} <- graph.nodes, do: v
+    assert "nan" in values and "-inf" in values and "-0.0" in values
+    [literal] = for %{op: "tensor"} = n <- graph.nodes, do: n
+    assert Base.decode64!(literal.attrs.data_b64) == Nx.to_binary(Nx.tensor([1.5, 2.5]))
+  end
+
+  test "dynamic slice starts become arguments" do
+    {graph, _} = graph(fn x, i -> Nx.slice(x, [i, 1], [1, 2]) end, [Nx.iota({3, 3}), Nx.tensor(1)])
+    [slice] = for %{op: "slice"} = n <- graph.nodes, do: n
+    assert length(slice.args) == 3
+    assert slice.attrs.start == [%{arg: 1}, %{arg: 2}]
+  end
+
+  test "while becomes a node with condition and body regions over the state" do
+    {graph, _} = graph(&loop/1, [Nx.iota({2, 3}, type: :f32)])
+    assert_well_formed(graph)
+    [w] = for %{op: "while"} = n <- graph.nodes, do: n
+    assert w.results == [%{type: "f32", shape: [2, 3]}, %{type: "s64", shape: []}]
+    assert length(w.args) == 2
+    assert [%{op: "less", type: "u8", shape: []}] = for(%{op: "less"} = n <- w.regions.condition.nodes, do: n)
+    assert length(w.regions.body.outputs) == 2
+    assert Enum.count(graph.nodes, &(&1.op == "elem")) == 2
+  end
+
+  test "cond branches receive the values they share with the enclosing scope" do
+    {graph, _} = graph(&branches/2, [Nx.iota({2, 3}, type: :f32), Nx.iota({2, 3}, type: :f32)])
+    assert_well_formed(graph)
+    [c] = for %{op: "cond"} = n <- graph.nodes, do: n
+    assert map_size(c.regions) == 2
+    # one predicate, then z = x * y (used by both branches) and y
+    [pred | captured] = c.args
+    assert Enum.find(graph.nodes, &(&1.id == pred)).type == "u8"
+    assert length(captured) == 2
+
+    for {_, branch} <- c.regions do
+      for %{op: "parameter", attrs: %{index: i}} <- branch.nodes, do: assert(i < length(captured))
+      refute Enum.any?(branch.nodes, &(&1.op == "multiply")), "z is computed outside the cond"
+    end
+  end
+
+  test "nested conds capture through every level" do
+    {graph, _} = graph(&nested/2, [Nx.iota({3}, type: :f32), Nx.tensor(2)])
+    assert_well_formed(graph)
+    assert Enum.count(ops(graph), &(&1 == "cond")) == 2
+  end
+
+  test "a cond inside a loop body captures the loop state" do
+    {graph, _} = graph(&loop_with_branch/1, [Nx.iota({3}, type: :f32)])
+    assert_well_formed(graph)
+    [w] = for %{op: "while"} = n <- graph.nodes, do: n
+    assert [_] = for(%{op: "cond"} = n <- w.regions.body.nodes, do: n)
+  end
+
+  test "optional: native ops stay, others inline their default implementation" do
+    {graph, _} = graph(&Nx.logical_not/1, [Nx.tensor([0, 1])])
+    assert "logical_not" in ops(graph)
+
+    {graph, _} = graph(&Nx.all_close/2, [Nx.tensor([1.0, 2.0]), Nx.tensor([1.0, 2.1])])
+    assert_well_formed(graph)
+    refute "optional" in ops(graph)
+    assert "less_equal" in ops(graph)
+  end
+
+  test "metadata (stop_grad, custom_grad, hooks without callbacks) is unwrapped" do
+    {graph, _} =
+      graph(fn x -> x |> Nx.Defn.Kernel.stop_grad() |> Nx.exp() |> Nx.Defn.Kernel.hook(:unused) end, [
+        Nx.tensor([1.0])
+      ])
+
+    assert ops(graph) == ["parameter", "exp"]
+  end
+
+  test "hooks that would run, unsupported ops and complex types raise clear errors" do
+    assert_raise ArgumentError, ~r/does not run hooks/, fn ->
+      graph(&Nx.Defn.Kernel.hook(&1, :h, fn _ -> :ok end), [Nx.tensor([1.0])])
+    end
+
+    assert_raise ArgumentError, ~r/cannot compile :sort/, fn -> graph(&Nx.sort/1, [Nx.tensor([2.0, 1.0])]) end
+
+    assert_raise ArgumentError, ~r/complex/, fn ->
+      graph(&Nx.add(&1, 1), [Nx.tensor([Complex.new(1.0, 2.0)])])
+    end
+  end
+
+  test "vectorized inputs are serialised devectorized" do
+    x = Nx.iota({2, 3}, type: :f32) |> Nx.vectorize(:rows)
+    {graph, _} = graph(&Nx.sum/1, [x])
+    assert [%{op: "parameter", shape: [2, 3]} | _] = graph.nodes
+    assert %{op: "sum", shape: [2]} = List.last(graph.nodes)
+  end
+
+  test "the JSON text is deterministic and escapes strings" do
+    {graph, _} = graph(&Nx.exp/1, [Nx.tensor([1.0])], name: "a \"quoted\" name")
+    assert JSON.encode(graph) == JSON.encode(graph)
+    assert JSON.encode(graph) =~ ~s("name":"a \\"quoted\\" name")
+    assert JSON.encode(%{x: [1, 2.5, nil, true]}) == ~s({"x":[1,2.5,null,true]})
+  end
+
+  test "type names" do
+    assert IR.type_name({:bf, 16}) == "bf16"
+    assert IR.type_name({:u, 8}) == "u8"
+    assert_raise ArgumentError, fn -> IR.type_name({:c, 64}) end
+  end
+end

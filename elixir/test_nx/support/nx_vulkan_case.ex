@@ -1,0 +1,88 @@
+defmodule Nx.Vulkan.Case do
+  @moduledoc false
+  # Helpers shared by the Nx tests: tracing to IR, structural checks of graphs,
+  # and comparison of device results against Nx.Defn.Evaluator.
+  use ExUnit.CaseTemplate
+
+  using do
+    quote do
+      import Nx.Vulkan.Case
+    end
+  end
+
+  @doc "The IR graph (a map) and used inputs of `fun` applied to `args`."
+  def graph(fun, args, opts \\ []) do
+    fun |> Nx.Defn.debug_expr_apply(args) |> Nx.Vulkan.IR.build(opts)
+  end
+
+  @doc "All nodes of `graph`, regions included (depth first)."
+  def all_nodes(graph) do
+    Enum.flat_map(graph.nodes, fn node ->
+      [node | node |> Map.get(:regions, %{}) |> Map.values() |> Enum.flat_map(&all_nodes/1)]
+    end)
+  end
+
+  @doc "Ids unique and arguments defined before use, in every (nested) graph."
+  def assert_well_formed(graph) do
+    Enum.reduce(graph.nodes, MapSet.new(), fn node, defined ->
+      for arg <- Map.get(node, :args, []) do
+        assert MapSet.member?(defined, arg), "node #{node.id} (#{node.op}) uses #{arg} before it is defined"
+      end
+
+      refute MapSet.member?(defined, node.id), "id #{node.id} defined twice"
+      node |> Map.get(:regions, %{}) |> Map.values() |> Enum.each(&assert_well_formed/1)
+      MapSet.put(defined, node.id)
+    end)
+    |> then(fn defined -> for id <- graph.outputs, do: assert(MapSet.member?(defined, id)) end)
+
+    graph
+  end
+
+  @doc "Tolerances by type: {atol, rtol}."
+  def tolerance({:f, 64}), do: {1.0e-12, 1.0e-12}
+  def tolerance({:f, 32}), do: {1.0e-5, 1.0e-5}
+  def tolerance({:f, 16}), do: {1.0e-2, 1.0e-2}
+  def tolerance({:bf, 16}), do: {2.0e-2, 2.0e-2}
+  def tolerance(_integer), do: {0, 0}
+
+  @doc """
+  Runs `fun` on `args` with Nx.Vulkan and with Nx.Defn.Evaluator and asserts the
+  results have the same types and shapes, and equal values (integers) or values
+  within `tolerance/1` (floats; NaN equals NaN, infinities must match).
+  Options: `:atol`, `:rtol` override the type's tolerance.
+  """
+  def assert_matches_evaluator(fun, args, opts \\ []) do
+    expected = Nx.Defn.jit_apply(fun, args, compiler: Nx.Defn.Evaluator)
+    actual = Nx.Defn.jit_apply(fun, args, compiler: Nx.Vulkan)
+    assert_close(expected, actual, opts)
+    actual
+  end
+
+  def assert_close(expected, actual, opts \\ []) do
+    expected = Nx.Defn.Composite.flatten_list([expected])
+    actual = Nx.Defn.Composite.flatten_list([actual])
+    assert length(expected) == length(actual)
+
+    for {e, a} <- Enum.zip(expected, actual) do
+      a = Nx.backend_transfer(a, Nx.BinaryBackend)
+      assert {a.type, a.shape} == {e.type, e.shape}
+
+      {atol, rtol} = tolerance(e.type)
+      atol = Keyword.get(opts, :atol, atol)
+      rtol = Keyword.get(opts, :rtol, rtol)
+
+      ok? =
+        if Nx.Type.float?(e.type) do
+          Nx.all_close(e, a, atol: atol, rtol: rtol, equal_nan: true) |> Nx.to_number() == 1
+        else
+          Nx.equal(e, a) |> Nx.all() |> Nx.to_number() == 1
+        end
+
+      assert ok?, """
+      device result differs from Nx.Defn.Evaluator (atol #{atol}, rtol #{rtol})
+      expected: #{inspect(e, limit: 20)}
+      actual:   #{inspect(a, limit: 20)}
+      """
+    end
+  end
+end
