@@ -1,0 +1,81 @@
+defmodule Nx.Vulkan.BackendTest do
+  # Nx.Vulkan.Backend: transfers, inspection, and eager operations (one-node graphs
+  # on the device, or the host for ops the IR lacks), against Nx.BinaryBackend.
+  use Nx.Vulkan.Case, async: true
+
+  @backend Nx.Vulkan.Backend
+
+  defp dev(t), do: Nx.backend_transfer(t, @backend)
+
+  test "from_binary, to_binary and backend transfers round-trip" do
+    host = Nx.tensor([[1.5, -2.0], [:nan, :infinity]], type: :f64)
+    t = Nx.tensor([[1.5, -2.0], [:nan, :infinity]], type: :f64, backend: @backend)
+    assert %Nx.Tensor{data: %@backend{}} = t
+    assert Nx.to_binary(t) == Nx.to_binary(host)
+    assert Nx.to_binary(t, limit: 1) == binary_part(Nx.to_binary(host), 0, 8)
+
+    copy = Nx.backend_copy(t, Nx.BinaryBackend)
+    assert Nx.to_binary(copy) == Nx.to_binary(host)
+    assert Nx.to_binary(Nx.backend_copy(t, @backend)) == Nx.to_binary(host)
+
+    back = Nx.backend_transfer(t, Nx.BinaryBackend)
+    assert %Nx.Tensor{data: %Nx.BinaryBackend{}} = back
+    # the device buffer was released by the transfer
+    assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_binary(t) end
+  end
+
+  test "deallocation" do
+    t = dev(Nx.tensor([1, 2, 3]))
+    assert Nx.backend_deallocate(t) == :ok
+    assert Nx.backend_deallocate(t) == :already_deallocated
+  end
+
+  test "inspect shows the values" do
+    t = dev(Nx.tensor([1, 2, 3], type: :s32))
+    assert inspect(t) =~ "[1, 2, 3]"
+    big = dev(Nx.iota({1000}))
+    assert inspect(big, limit: 5) =~ "..."
+  end
+
+  test "eager operations run on the device and match the binary backend" do
+    a = Nx.tensor([[1.0, -2.0, 3.0], [0.5, 0.25, -4.0]])
+    b = Nx.tensor([2.0, 0.5, -1.0])
+    [da, db] = [dev(a), dev(b)]
+
+    for {name, fun} <- [
+          add: &Nx.add/2,
+          multiply: &Nx.multiply/2,
+          pow: &Nx.pow/2,
+          greater: &Nx.greater/2,
+          atan2: &Nx.atan2/2
+        ] do
+      result = fun.(da, db)
+      assert %Nx.Tensor{data: %@backend{}} = result, "#{name}"
+      assert_close(fun.(a, b), result)
+    end
+
+    for fun <- [&Nx.exp/1, &Nx.sum/1, &Nx.transpose/1, &Nx.argmax(&1, axis: 1), &Nx.cumulative_sum(&1, axis: 1)] do
+      assert_close(fun.(a), fun.(da))
+    end
+
+    assert_close(Nx.dot(a, b), Nx.dot(da, db))
+    assert_close(Nx.concatenate([a, a]), Nx.concatenate([da, da]))
+    assert_close(a[[.., 1..2]], da[[.., 1..2]])
+    assert_close(Nx.put_slice(a, [0, 1], Nx.tensor([[9.0]])), Nx.put_slice(da, [0, 1], Nx.tensor([[9.0]])))
+    assert_close(Nx.iota({2, 2}), Nx.iota({2, 2}, backend: @backend))
+    assert_close(Nx.eye(3), Nx.eye(3, backend: @backend))
+  end
+
+  test "ops the IR lacks run on the host and come back to the device" do
+    a = Nx.tensor([3.0, 1.0, 2.0])
+    result = Nx.sort(dev(a))
+    assert %Nx.Tensor{data: %@backend{}} = result
+    assert_close(Nx.sort(a), result)
+    assert_close(Nx.take(a, Nx.tensor([2, 0])), Nx.take(dev(a), Nx.tensor([2, 0])))
+  end
+
+  test "the compiler's backend is this one" do
+    assert {@backend, opts} = Nx.Vulkan.__to_backend__([])
+    assert Keyword.keys(opts) == [:device, :cache_dir, :timeout]
+  end
+end
