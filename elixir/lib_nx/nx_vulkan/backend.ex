@@ -134,10 +134,39 @@ defmodule Nx.Vulkan.Backend do
     )
   end
 
-  @impl true
-  def optional(name, args, fun) do
-    {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
-    jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+  # Nx < 0.10; later versions call block/4 instead.
+  if {:optional, 3} in @callbacks do
+    @impl true
+    def optional(name, args, fun) do
+      {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
+      jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+    end
+  end
+
+  # Nx >= 0.10 callbacks
+  if {:stack, 3} in @callbacks do
+    @impl true
+    def stack(out, tensors, axis) do
+      out = Nx.to_template(out)
+      jit(&Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
+    end
+  end
+
+  if {:block, 4} in @callbacks do
+    @impl true
+    def block(struct, _output, args, fun) do
+      {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
+      jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+    end
+  end
+
+  if {:to_pointer, 2} in @callbacks do
+    @impl true
+    def to_pointer(_tensor, _opts), do: raise(ArgumentError, "Nx.Vulkan.Backend does not support to_pointer")
+
+    @impl true
+    def from_pointer(_pointer, _type, _shape, _backend_opts, _opts),
+      do: raise(ArgumentError, "Nx.Vulkan.Backend does not support from_pointer")
   end
 
   binary_ops =
