@@ -46,21 +46,24 @@ defmodule Nx.Vulkan do
     do: Nx.Defn.compile(fun, templates, [compiler: __MODULE__] ++ opts)
 
   @doc """
-  The JSON IR that `fun` applied to `args` (tensors or templates) compiles from.
-  With `stage: :lowered`, the graph after the runtime's pass pipeline instead.
+  What `fun` applied to `args` (tensors or templates) compiles to, by `:stage`:
+
+    * `:source` (default) - the JSON IR it is serialised to
+    * `:lowered` - the JSON IR after the runtime's pass pipeline
+    * `:spirv`, `:glsl` - the kernels, `[{name, text}]` (SPIR-V disassembly, or a GLSL view)
+
+  Also takes the compiler's `:device` and `:pipeline` options.
   """
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
     {graph, _used} = IR.build(expr, name: opts[:name] || "explain", hooks: opts[:hooks] || %{})
     json = JSON.encode(graph)
+    compile = fn -> Error.unwrap!(Native.compile(Device.get!(opts), json, pipeline(opts))) end
 
     case Keyword.get(opts, :stage, :source) do
-      :source ->
-        json
-
-      :lowered ->
-        exe = Error.unwrap!(Native.compile(Device.get!(opts), json, pipeline(opts)))
-        Error.unwrap!(Native.executable_info(exe)).lowered
+      :source -> json
+      :lowered -> Error.unwrap!(Native.executable_info(compile.())).lowered
+      form when form in [:spirv, :glsl] -> Error.unwrap!(Native.kernel_sources(compile.(), form))
     end
   end
 

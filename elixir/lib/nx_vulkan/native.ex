@@ -37,8 +37,11 @@ defmodule Nx.Vulkan.Native do
   @doc "Compiles JSON IR text with a pass pipeline (`[]` for the default)."
   def compile(_device, _json, _pipeline), do: :erlang.nif_error(:not_loaded)
 
-  @doc "`%{inputs: [{type, shape}], outputs: [{type, shape}], kernels: n}`."
+  @doc "`%{inputs: [{type, shape}], outputs: [{type, shape}], kernels: n, lowered: json}`."
   def executable_info(_executable), do: :erlang.nif_error(:not_loaded)
+
+  @doc "The executable's kernels as `[{name, text}]`, `form` `:spirv` (disassembly) or `:glsl`."
+  def kernel_sources(_executable, _form), do: :erlang.nif_error(:not_loaded)
 
   @doc """
   Runs an executable. Each input is a buffer or `{type, shape, binary}`;
