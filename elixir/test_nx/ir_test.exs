@@ -67,6 +67,18 @@ defmodule Nx.Vulkan.IRTest do
     assert Base.decode64!(literal.attrs.data_b64) == Nx.to_binary(Nx.tensor([1.5, 2.5]))
   end
 
+  test "number literals take the type Nx gives the operation's result" do
+    {graph, _} =
+      graph(
+        fn s, u, h -> {Nx.add(s, 1), Nx.multiply(u, 300), Nx.divide(s, 2), Nx.multiply(h, 1.5), Nx.less(u, 1)} end,
+        [Nx.tensor([1], type: :s32), Nx.tensor([1], type: :u8), Nx.tensor([1.0], type: :bf16)]
+      )
+
+    constants = for %{op: "constant"} = n <- graph.nodes, do: {n.type, n.attrs.value}
+    # u8 * 300 is u16 in Nx; the comparison keeps Nx's literal type (compared in the merged type)
+    assert Enum.sort(constants) == Enum.sort([{"s32", 1}, {"u16", 300}, {"f32", 2.0}, {"bf16", 1.5}, {"s64", 1}])
+  end
+
   test "dynamic slice starts become arguments" do
     {graph, _} = graph(fn x, i -> Nx.slice(x, [i, 1], [1, 2]) end, [Nx.iota({3, 3}), Nx.tensor(1)])
     [slice] = for %{op: "slice"} = n <- graph.nodes, do: n

@@ -28,6 +28,11 @@ defmodule Nx.Vulkan.IR do
             [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] ++
             [:logical_and, :logical_or, :logical_xor]
 
+  # Binary ops whose result type Nx computes with scalar literals weakly typed
+  # (`Nx.add(s32, 1)` is s32): see weak_constants/2.
+  @arithmetic @binary -- [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] --
+                [:logical_and, :logical_or, :logical_xor]
+
   @reductions [:sum, :product, :reduce_max, :reduce_min, :all, :any]
 
   # `optional` calls that are IR ops themselves (tensor arguments only).
@@ -235,6 +240,11 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :eye, args: []}} = t, stack),
     do: emit(stack, "eye", [], tensor_type(t))
+
+  defp node(%T{data: %Expr{op: op, args: args}} = t, stack) when op in @arithmetic do
+    {ids, stack} = args |> Enum.map(&weak_constant(&1, t.type)) |> recur_all(stack)
+    emit(stack, Atom.to_string(op), ids, tensor_type(t))
+  end
 
   defp node(%T{data: %Expr{op: op, args: args}} = t, stack)
        when op in @unary or op in @binary or op in [:select, :clip] do
@@ -452,6 +462,22 @@ defmodule Nx.Vulkan.IR do
 
     {dyn, start, stack}
   end
+
+  # A number literal in `Nx.add(t, 1)` becomes an s64 (or f32) scalar constant in
+  # the Expr, yet Nx types the result as if it took t's type (Nx.Type.merge_number).
+  # The IR derives result types with Nx.Type.merge only, so the literal is given the
+  # result type, which is also what the operation converts it to.
+  defp weak_constant(%T{shape: {}, type: type, data: %Expr{op: :constant, args: [value]}} = c, out)
+       when type != out and (is_integer(value) or elem(out, 0) in [:f, :bf]) do
+    value = convert(value, out)
+    %{c | type: out, data: %{c.data | id: {value, out, {}}, args: [value]}}
+  end
+
+  defp weak_constant(arg, _out), do: arg
+
+  # (Nx picks an integer result type wide enough for an integer literal.)
+  defp convert(value, {kind, _}) when kind in [:f, :bf] and is_integer(value), do: value * 1.0
+  defp convert(value, _type), do: value
 
   defp number(:nan), do: "nan"
   defp number(:infinity), do: "inf"
