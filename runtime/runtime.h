@@ -96,6 +96,7 @@ class Executable {
   static std::shared_ptr<Executable> compile(std::shared_ptr<Device> device, const ir::Graph& graph,
                                              const CompileOptions& opts = {});
 
+  virtual std::shared_ptr<Device> device() const = 0;
   virtual const ir::Graph& source() const = 0;   // as given
   virtual const ir::Graph& lowered() const = 0;  // after the pipeline
   virtual const std::vector<codegen::KernelBinary>& kernels() const = 0;

@@ -1,0 +1,397 @@
+// A logical device: queue, pooled memory, transfers, pipelines and submission.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/vk_util.h"
+
+namespace nxv::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Size classes keep the pool's free lists short and make reuse likely across runs whose
+// tensors differ slightly in size.
+uint64_t size_class(uint64_t bytes) {
+  uint64_t c = 256;
+  while (c < bytes) c <<= 1;
+  return c;
+}
+}  // namespace
+
+BufferImpl::~BufferImpl() { dev_->release(alloc_, type_.byte_size()); }
+
+DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
+    : instance_(instance), phys_(phys), info_(std::move(info)), opts_(std::move(opts)) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, qs.data());
+  for (uint32_t i = 0; i < n; ++i)
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      queue_family_ = i;
+      timestamps_ = qs[i].timestampValidBits > 0;
+      break;
+    }
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(phys_, &props);
+  timestamp_period_ns_ = props.limits.timestampPeriod;
+
+  // Enable exactly what codegen may use (DeviceCaps reflects these).
+  const auto& c = info_.caps;
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f12.shaderInt8 = c.int8;
+  f12.shaderFloat16 = c.float16;
+  f12.storageBuffer8BitAccess = c.storage_buffer_8bit;
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
+  f11.storageBuffer16BitAccess = c.storage_buffer_16bit;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
+  feats.features.shaderFloat64 = c.float64;
+  feats.features.shaderInt64 = c.int64;
+  feats.features.shaderInt16 = c.int16;
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &prio;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &feats};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  vk_check(vkCreateDevice(phys_, &dci, nullptr, &device_), "vkCreateDevice");
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i) {
+    auto f = mem_props_.memoryTypes[i].propertyFlags;
+    if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && (f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) &&
+        (f & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) && info_.type == "cpu") {
+      unified_ = true;  // lavapipe: all memory is host memory, staging would only copy twice
+      break;
+    }
+  }
+
+  // A corrupt or foreign cache file is ignored: the header must name this exact device.
+  std::vector<char> blob;
+  std::string path = cache_path();
+  if (!path.empty()) {
+    std::ifstream f(path, std::ios::binary);
+    blob.assign(std::istreambuf_iterator<char>(f), {});
+    VkPipelineCacheHeaderVersionOne h{};
+    if (blob.size() < sizeof h) blob.clear();
+    else {
+      std::memcpy(&h, blob.data(), sizeof h);
+      if (h.headerSize < sizeof h || h.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
+          h.vendorID != props.vendorID || h.deviceID != props.deviceID ||
+          std::memcmp(h.pipelineCacheUUID, props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
+        blob.clear();
+    }
+  }
+  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  pci.initialDataSize = blob.size();
+  pci.pInitialData = blob.empty() ? nullptr : blob.data();
+  if (vkCreatePipelineCache(device_, &pci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
+    pci.initialDataSize = 0;
+    pci.pInitialData = nullptr;
+    vk_check(vkCreatePipelineCache(device_, &pci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
+  }
+}
+
+DeviceImpl::~DeviceImpl() {
+  vkDeviceWaitIdle(device_);
+  for (auto& [key, p] : pipelines_) {
+    vkDestroyPipeline(device_, p.pipeline, nullptr);
+    vkDestroyPipelineLayout(device_, p.layout, nullptr);
+    vkDestroyDescriptorSetLayout(device_, p.set_layout, nullptr);
+  }
+  trim();
+  vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  vkDestroyDevice(device_, nullptr);
+}
+
+std::string DeviceImpl::cache_path() const {
+  std::string dir = opts_.cache_dir;
+  if (dir.empty())
+    if (const char* e = std::getenv("NXV_CACHE_DIR")) dir = e;
+  if (dir.empty()) {
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/nx_vulkan";
+    else if (const char* h = std::getenv("HOME")) dir = std::string(h) + "/.cache/nx_vulkan";
+  }
+  if (dir.empty() || dir == "none") return "";
+  char name[128];
+  std::snprintf(name, sizeof name, "/pipelines-%04x-%08x.bin", info_.caps.vendor_id,
+                static_cast<unsigned>(std::hash<std::string>{}(info_.name + info_.driver)));
+  return dir + name;
+}
+
+void DeviceImpl::save_pipeline_cache() {
+  std::string path = cache_path();
+  if (path.empty()) return;
+  size_t size = 0;
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS) return;
+  std::vector<char> data(size);
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+  // Temp file + rename: a concurrent reader never sees half a cache. Failure to persist is
+  // not an error, the cache is only an optimisation.
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(data.data(), std::streamsize(size));
+    if (!f) return;
+  }
+  fs::rename(tmp, path, ec);
+}
+
+void DeviceImpl::check_alive() const {
+  if (lost_) throw Error(Error::Kind::DeviceLost, "device " + info_.name + " was lost; reopen the runtime");
+}
+
+Allocation DeviceImpl::allocate_memory(uint64_t capacity, bool host_visible_only) {
+  Allocation a;
+  a.capacity = capacity;
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = capacity;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  vk_check(vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device_, a.buffer, &req);
+  VkMemoryPropertyFlags want = host_visible_only || unified_
+                                   ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                                   : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  uint32_t type = UINT32_MAX;
+  for (uint32_t i = 0; i < mem_props_.memoryTypeCount && type == UINT32_MAX; ++i)
+    if ((req.memoryTypeBits & (1u << i)) && (mem_props_.memoryTypes[i].propertyFlags & want) == want) type = i;
+  if (type == UINT32_MAX) {
+    vkDestroyBuffer(device_, a.buffer, nullptr);
+    throw Error(Error::Kind::Unsupported, "no memory type for a storage buffer on " + info_.name);
+  }
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  VkResult r = vkAllocateMemory(device_, &mai, nullptr, &a.memory);
+  if (r != VK_SUCCESS) {
+    vkDestroyBuffer(device_, a.buffer, nullptr);
+    vk_check(r, ("vkAllocateMemory of " + std::to_string(capacity) + " bytes").c_str());
+  }
+  vkBindBufferMemory(device_, a.buffer, a.memory, 0);
+  if (want & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+    vk_check(vkMapMemory(device_, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory");
+  return a;
+}
+
+Allocation DeviceImpl::allocate_raw(uint64_t bytes) {
+  check_alive();
+  uint64_t cap = size_class(std::max<uint64_t>(bytes, 4));
+  if (cap > info_.caps.max_storage_buffer_range && bytes <= info_.caps.max_storage_buffer_range)
+    cap = bytes;  // the size class would overshoot what one binding may address
+  if (bytes > info_.caps.max_storage_buffer_range)
+    throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
+                                              "'s largest storage buffer (" +
+                                              std::to_string(info_.caps.max_storage_buffer_range) + " bytes)");
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    auto it = free_.find(cap);
+    if (it != free_.end()) {
+      Allocation a = it->second;
+      free_.erase(it);
+      return a;
+    }
+  }
+  try {
+    return allocate_memory(cap, false);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::OutOfMemory) throw;
+    trim();  // idle pooled memory may be what stands in the way
+    return allocate_memory(cap, false);
+  }
+}
+
+void DeviceImpl::release(const Allocation& a, uint64_t bytes) {
+  in_use_ -= bytes;
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  free_.emplace(a.capacity, a);
+}
+
+void DeviceImpl::free_raw(const Allocation& a) {
+  if (a.mapped) vkUnmapMemory(device_, a.memory);
+  vkDestroyBuffer(device_, a.buffer, nullptr);
+  vkFreeMemory(device_, a.memory, nullptr);
+}
+
+void DeviceImpl::trim() {
+  std::multimap<uint64_t, Allocation> idle;
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    idle.swap(free_);
+  }
+  for (auto& [cap, a] : idle) free_raw(a);
+}
+
+BufferPtr DeviceImpl::allocate(const ir::TensorType& type) {
+  Allocation a = allocate_raw(type.byte_size());
+  in_use_ += type.byte_size();
+  return std::make_shared<BufferImpl>(this, type, a);
+}
+
+BufferPtr DeviceImpl::upload(const ir::TensorType& type, const void* data, size_t bytes) {
+  if (bytes != uint64_t(type.byte_size()))
+    throw Error(Error::Kind::InvalidArgument, "upload of " + ir::to_string(type) + " needs " +
+                                                  std::to_string(type.byte_size()) + " bytes, got " + std::to_string(bytes));
+  auto buf = allocate(type);
+  const auto& a = static_cast<BufferImpl&>(*buf).alloc();
+  if (bytes == 0) return buf;
+  if (a.mapped) {
+    std::memcpy(a.mapped, data, bytes);
+    return buf;
+  }
+  Allocation staging = allocate_memory(size_class(bytes), true);
+  std::memcpy(staging.mapped, data, bytes);
+  try {
+    submit([&](VkCommandBuffer cb, VkQueryPool) {
+      VkBufferCopy region{0, 0, bytes};
+      vkCmdCopyBuffer(cb, staging.buffer, a.buffer, 1, &region);
+    });
+  } catch (...) {
+    free_raw(staging);
+    throw;
+  }
+  free_raw(staging);
+  return buf;
+}
+
+void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
+  const auto& a = static_cast<const BufferImpl&>(b).alloc();
+  if (bytes > b.bytes())
+    throw Error(Error::Kind::InvalidArgument, "download of " + std::to_string(bytes) + " bytes from a buffer of " +
+                                                  std::to_string(b.bytes()));
+  if (bytes == 0) return;
+  if (a.mapped) {
+    std::memcpy(dst, a.mapped, bytes);
+    return;
+  }
+  Allocation staging = allocate_memory(size_class(bytes), true);
+  try {
+    submit([&](VkCommandBuffer cb, VkQueryPool) {
+      VkBufferCopy region{0, 0, bytes};
+      vkCmdCopyBuffer(cb, a.buffer, staging.buffer, 1, &region);
+    });
+    std::memcpy(dst, staging.mapped, bytes);
+  } catch (...) {
+    free_raw(staging);
+    throw;
+  }
+  free_raw(staging);
+}
+
+const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k) {
+  std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size());
+  std::string key = content_hash(k.spirv.data(), k.spirv.size() * 4, salt);
+  std::lock_guard<std::mutex> lock(pipeline_mutex_);
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  ++misses_;
+  check_alive();
+  Pipeline p;
+  p.bindings = uint32_t(k.bindings.size());
+  std::vector<VkDescriptorSetLayoutBinding> binds(p.bindings);
+  for (uint32_t i = 0; i < p.bindings; ++i)
+    binds[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  dl.bindingCount = p.bindings;
+  dl.pBindings = binds.data();
+  vk_check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout");
+  VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &p.set_layout;
+  vk_check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
+  VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  sm.codeSize = k.spirv.size() * 4;
+  sm.pCode = k.spirv.data();
+  VkShaderModule module;
+  vk_check(vkCreateShaderModule(device_, &sm, nullptr, &module), ("vkCreateShaderModule for " + k.name).c_str());
+  VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, module, "main",
+              nullptr};
+  cp.layout = p.layout;
+  VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
+  vkDestroyShaderModule(device_, module, nullptr);
+  vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
+  save_pipeline_cache();
+  return pipelines_.emplace(key, p).first->second;
+}
+
+double DeviceImpl::submit(const std::function<void(VkCommandBuffer, VkQueryPool)>& record) {
+  check_alive();
+  // Per-submit pools: recording needs no lock, so many threads record at once.
+  VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  cpi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  cpi.queueFamilyIndex = queue_family_;
+  VkCommandPool pool;
+  vk_check(vkCreateCommandPool(device_, &cpi, nullptr, &pool), "vkCreateCommandPool");
+  VkQueryPool queries = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  struct Cleanup {
+    DeviceImpl* d;
+    VkCommandPool& pool;
+    VkQueryPool& q;
+    VkFence& f;
+    ~Cleanup() {
+      if (f) vkDestroyFence(d->device_, f, nullptr);
+      if (q) vkDestroyQueryPool(d->device_, q, nullptr);
+      vkDestroyCommandPool(d->device_, pool, nullptr);
+    }
+  } cleanup{this, pool, queries, fence};
+  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = pool;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  VkCommandBuffer cb;
+  vk_check(vkAllocateCommandBuffers(device_, &cai, &cb), "vkAllocateCommandBuffers");
+  if (timestamps_) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = 2;
+    vk_check(vkCreateQueryPool(device_, &qi, nullptr, &queries), "vkCreateQueryPool");
+  }
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
+  if (queries) {
+    vkCmdResetQueryPool(cb, queries, 0, 2);
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
+  }
+  record(cb, queries);
+  if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
+  vk_check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  vk_check(vkCreateFence(device_, &fi, nullptr, &fence), "vkCreateFence");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb;
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    VkResult r = vkQueueSubmit(queue_, 1, &si, fence);
+    if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
+    vk_check(r, "vkQueueSubmit");
+  }
+  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, opts_.timeout_ms * 1000000ull);
+  if (r == VK_TIMEOUT) {
+    // The work may still complete; the fence and pool must outlive it, so wait for it
+    // before freeing them rather than leaving the GPU writing into recycled memory.
+    vkQueueWaitIdle(queue_);
+    throw Error(Error::Kind::Timeout, "graph did not finish within " + std::to_string(opts_.timeout_ms) + " ms on " +
+                                          info_.name);
+  }
+  if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
+  vk_check(r, "vkWaitForFences");
+  if (!queries) return 0;
+  uint64_t ts[2] = {0, 0};
+  if (vkGetQueryPoolResults(device_, queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
+  return double(ts[1] - ts[0]) * timestamp_period_ns_ / 1e6;
+}
+
+}  // namespace nxv::runtime

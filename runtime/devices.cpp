@@ -1,0 +1,200 @@
+// Instance creation, device enumeration/ordering and capability queries.
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "runtime/vk_util.h"
+
+namespace nxv::runtime {
+namespace {
+
+struct Instance {
+  VkInstance handle = VK_NULL_HANDLE;
+  std::vector<VkPhysicalDevice> physical;  // in preference order
+  std::vector<DeviceInfo> infos;
+};
+
+bool has_extension(VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
+    default: return 3;
+  }
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+DeviceInfo describe(VkPhysicalDevice pd) {
+  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  sub.pNext = &fc;
+  fc.pNext = &drv;
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sub};
+  vkGetPhysicalDeviceProperties2(pd, &props);
+
+  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f11.pNext = &f12;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
+  vkGetPhysicalDeviceFeatures2(pd, &feats);
+
+  const auto& p = props.properties;
+  DeviceInfo info;
+  info.name = p.deviceName;
+  info.type = type_name(p.deviceType);
+  info.driver = std::string(drv.driverName) + " " + drv.driverInfo;
+  auto& c = info.caps;
+  c.name = p.deviceName;
+  c.vendor_id = p.vendorID;
+  c.api_version = p.apiVersion;
+  c.float64 = feats.features.shaderFloat64;
+  c.int64 = feats.features.shaderInt64;
+  c.int16 = feats.features.shaderInt16;
+  c.int8 = f12.shaderInt8;
+  c.float16 = f12.shaderFloat16;
+  c.storage_buffer_8bit = f12.storageBuffer8BitAccess;
+  c.storage_buffer_16bit = f11.storageBuffer16BitAccess;
+  c.preserve_signed_zero_inf_nan_f32 = fc.shaderSignedZeroInfNanPreserveFloat32;
+  c.preserve_signed_zero_inf_nan_f64 = fc.shaderSignedZeroInfNanPreserveFloat64;
+  c.preserve_denorms_f32 = fc.shaderDenormPreserveFloat32;
+  c.preserve_denorms_f64 = fc.shaderDenormPreserveFloat64;
+  c.subgroup_arithmetic = (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
+                          (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  c.subgroup_size = sub.subgroupSize;
+  c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
+  c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  c.max_workgroup_count_x = p.limits.maxComputeWorkGroupCount[0];
+  c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
+  c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  return info;
+}
+
+bool has_compute_queue(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, qs.data());
+  for (const auto& q : qs)
+    if (q.queueFlags & VK_QUEUE_COMPUTE_BIT) return true;
+  return false;
+}
+
+// One instance per process: creating instances is slow on some loaders and the devices
+// found do not change while the process runs.
+const Instance& instance() {
+  static std::once_flag once;
+  static Instance inst;
+  static std::string failure;
+  std::call_once(once, [] {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "nx_vulkan";
+    app.apiVersion = VK_API_VERSION_1_2;
+    uint32_t n = 0;
+    vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+    std::vector<VkExtensionProperties> exts(n);
+    vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+    std::vector<const char*> enabled;
+    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    for (const auto& e : exts)
+      if (std::strcmp(e.extensionName, "VK_KHR_portability_enumeration") == 0) {  // MoltenVK
+        enabled.push_back("VK_KHR_portability_enumeration");
+        ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+      }
+    ci.pApplicationInfo = &app;
+    ci.enabledExtensionCount = uint32_t(enabled.size());
+    ci.ppEnabledExtensionNames = enabled.data();
+    VkResult r = vkCreateInstance(&ci, nullptr, &inst.handle);
+    if (r != VK_SUCCESS) {
+      failure = "cannot create a Vulkan instance (VkResult " + std::to_string(int(r)) +
+                "): is a Vulkan driver installed (mesa-vulkan-drivers for lavapipe)?";
+      return;
+    }
+    vkEnumeratePhysicalDevices(inst.handle, &n, nullptr);
+    std::vector<VkPhysicalDevice> pds(n);
+    vkEnumeratePhysicalDevices(inst.handle, &n, pds.data());
+    std::vector<std::pair<int, VkPhysicalDevice>> ranked;
+    for (auto pd : pds) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(pd, &p);
+      if (p.apiVersion >= VK_API_VERSION_1_2 && has_compute_queue(pd)) ranked.push_back({type_rank(p.deviceType), pd});
+    }
+    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    for (auto& [rank, pd] : ranked) {
+      inst.physical.push_back(pd);
+      inst.infos.push_back(describe(pd));
+      inst.infos.back().index = int(inst.infos.size()) - 1;
+    }
+  });
+  if (!failure.empty()) throw Error(Error::Kind::NoDevice, failure);
+  return inst;
+}
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() { return instance().infos; }
+
+std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
+  const Instance& inst = instance();
+  if (inst.infos.empty())
+    throw Error(Error::Kind::NoDevice, "no Vulkan 1.2 device with a compute queue was found");
+  std::string sel = opts.device;
+  if (sel.empty())
+    if (const char* env = std::getenv("NXV_DEVICE")) sel = env;
+  int pick = 0;
+  if (!sel.empty()) {
+    pick = -1;
+    bool numeric = std::all_of(sel.begin(), sel.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+    for (const auto& info : inst.infos)
+      if (numeric ? info.index == std::atoi(sel.c_str()) : lower(info.name).find(lower(sel)) != std::string::npos) {
+        pick = info.index;
+        break;
+      }
+    if (pick < 0) {
+      std::string names;
+      for (const auto& info : inst.infos) names += (names.empty() ? "" : ", ") + std::to_string(info.index) + ": " + info.name;
+      throw Error(Error::Kind::NoDevice, "no device matches '" + sel + "'; devices: " + names);
+    }
+  }
+  RuntimeOptions resolved = opts;
+  resolved.device = std::to_string(pick);
+  static std::mutex m;
+  // Devices live as long as the process: buffers and executables hold raw pointers to them.
+  static std::map<std::string, std::shared_ptr<Device>> open_devices;
+  std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms);
+  std::lock_guard<std::mutex> lock(m);
+  if (auto d = open_devices[key]) return d;
+  auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], inst.infos[pick], resolved);
+  open_devices[key] = d;
+  return d;
+}
+
+}  // namespace nxv::runtime

@@ -1,0 +1,113 @@
+// Shared between the runtime's files: Vulkan result checking and the device implementation.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/runtime.h"
+
+namespace nxv::runtime {
+
+// Maps a VkResult to the Error kind a caller can act on.
+void vk_check(VkResult r, const char* what);
+
+struct Pipeline {
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+};
+
+struct Allocation {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  uint64_t capacity = 0;
+  void* mapped = nullptr;  // non-null when the memory is host-visible and coherent
+};
+
+class DeviceImpl;
+
+class BufferImpl : public Buffer {
+ public:
+  BufferImpl(DeviceImpl* dev, ir::TensorType type, Allocation a) : dev_(dev), type_(std::move(type)), alloc_(a) {}
+  ~BufferImpl() override;
+  const ir::TensorType& type() const override { return type_; }
+  uint64_t bytes() const override { return type_.byte_size(); }
+  const Allocation& alloc() const { return alloc_; }
+
+ private:
+  DeviceImpl* dev_;
+  ir::TensorType type_;
+  Allocation alloc_;
+};
+
+class DeviceImpl : public Device {
+ public:
+  DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts);
+  ~DeviceImpl() override;
+
+  const DeviceInfo& info() const override { return info_; }
+  const RuntimeOptions& options() const override { return opts_; }
+  BufferPtr upload(const ir::TensorType& type, const void* data, size_t bytes) override;
+  void download(const Buffer& buf, void* dst, size_t bytes) override;
+  BufferPtr allocate(const ir::TensorType& type) override;
+  uint64_t bytes_in_use() const override { return in_use_; }
+  void trim() override;
+
+  // Pipelines are cached by a hash of the module and its launch; creation goes through
+  // the persisted VkPipelineCache.
+  const Pipeline& pipeline(const codegen::KernelBinary& k);
+  uint64_t pipeline_cache_hits() const { return hits_; }
+  uint64_t pipeline_cache_misses() const { return misses_; }
+
+  // Records with `record`, submits once under the queue mutex, waits with the timeout.
+  // Returns device time in ms (0 when the queue has no timestamps).
+  double submit(const std::function<void(VkCommandBuffer, VkQueryPool)>& record);
+
+  VkDevice device() const { return device_; }
+  void release(const Allocation& a, uint64_t bytes);
+
+ private:
+  Allocation allocate_raw(uint64_t bytes);
+  Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
+  void free_raw(const Allocation& a);
+  void save_pipeline_cache();
+  std::string cache_path() const;
+  void check_alive() const;
+
+  VkInstance instance_;
+  VkPhysicalDevice phys_;
+  DeviceInfo info_;
+  RuntimeOptions opts_;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  float timestamp_period_ns_ = 0;
+  bool timestamps_ = false;
+  VkPhysicalDeviceMemoryProperties mem_props_{};
+  bool unified_ = false;  // device-local memory is host-visible: no staging needed
+
+  std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation
+  std::mutex pool_mutex_;
+  std::multimap<uint64_t, Allocation> free_;  // capacity → idle allocation
+  std::atomic<uint64_t> in_use_{0};
+  std::mutex pipeline_mutex_;
+  std::unordered_map<std::string, Pipeline> pipelines_;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::atomic<uint64_t> hits_{0}, misses_{0};
+  std::atomic<bool> lost_{false};
+};
+
+// Content hash used for pipeline and executable caches: two independent FNV-1a-64 streams
+// (128 bits), so accidental collisions among the few thousand modules a process sees are
+// negligible; this is no defence against an adversary, which a local cache does not need.
+std::string content_hash(const void* data, size_t bytes, const std::string& salt = "");
+
+}  // namespace nxv::runtime
