@@ -1,0 +1,215 @@
+// The runtime on the default device (lavapipe on CI): devices, buffers, the pool, the
+// pipeline cache in memory and on disk, errors, and many threads running graphs at once.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "ir/json.h"
+#include "runtime/runtime.h"
+#include "runtime/vk_util.h"
+
+namespace nxv::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+// f32[n] → exp(x) * y + x: three ops, so lowering yields several kernels.
+ir::Graph exp_mul_add(int n) {
+  std::string s = std::to_string(n);
+  return ir::parse_graph(R"({"version": 1, "name": "ema", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 1}},
+    {"id": 2, "op": "exp", "args": [0], "type": "f32", "shape": [)" + s + R"(]},
+    {"id": 3, "op": "multiply", "args": [2, 1], "type": "f32", "shape": [)" + s + R"(]},
+    {"id": 4, "op": "add", "args": [3, 0], "type": "f32", "shape": [)" + s + R"(]}],
+    "outputs": [4]})");
+}
+
+HostTensor f32_tensor(const std::vector<float>& v) {
+  HostTensor t{{ir::DType::F32, {int64_t(v.size())}}, std::vector<uint8_t>(v.size() * 4)};
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+std::vector<float> floats(const HostTensor& t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+// The reference: the same arithmetic in plain C++ (exp in double, rounded, as Nx does).
+void expect_exp_mul_add(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& got) {
+  ASSERT_EQ(got.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    float want = float(std::exp(double(x[i]))) * y[i] + x[i];
+    EXPECT_NEAR(got[i], want, 1e-5f * (1 + std::fabs(want))) << "at " << i;
+  }
+}
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-2, 2);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Runtime, ListsDevicesInPreferenceOrder) {
+  auto devs = list_devices();
+  ASSERT_FALSE(devs.empty());
+  for (size_t i = 0; i < devs.size(); ++i) EXPECT_EQ(devs[i].index, int(i));
+  // CPU devices come last.
+  bool seen_cpu = false;
+  for (const auto& d : devs) {
+    if (seen_cpu) EXPECT_EQ(d.type, "cpu") << d.name << " listed after a CPU device";
+    seen_cpu |= d.type == "cpu";
+  }
+}
+
+TEST(Runtime, SelectsByIndexAndNameAndRejectsUnknown) {
+  auto devs = list_devices();
+  RuntimeOptions by_index;
+  by_index.device = "0";
+  EXPECT_EQ(Device::open(by_index)->info().name, devs[0].name);
+  RuntimeOptions by_name;
+  by_name.device = devs[0].name.substr(0, 4);
+  EXPECT_EQ(Device::open(by_name)->info().name, devs[0].name);
+  RuntimeOptions bad;
+  bad.device = "no-such-gpu-xyz";
+  try {
+    Device::open(bad);
+    FAIL() << "expected NoDevice";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::NoDevice);
+    EXPECT_NE(std::string(e.what()).find("no-such-gpu-xyz"), std::string::npos);
+  }
+}
+
+TEST(Runtime, UploadDownloadRoundTripIncludingEmpty) {
+  auto dev = Device::open();
+  for (int n : {0, 1, 257, 4099}) {
+    auto v = random_floats(n, n);
+    auto t = f32_tensor(v);
+    auto buf = dev->upload(t.type, t.data.data(), t.data.size());
+    std::vector<uint8_t> back(t.data.size());
+    dev->download(*buf, back.data(), back.size());
+    EXPECT_EQ(back, t.data) << "n=" << n;
+  }
+  ir::TensorType f32_4{ir::DType::F32, {4}};
+  EXPECT_THROW(dev->upload(f32_4, nullptr, 3), Error);
+}
+
+TEST(Runtime, RunsAGraphAgainstTheReference) {
+  auto dev = Device::open();
+  auto exe = Executable::compile(dev, exp_mul_add(1000));
+  auto x = random_floats(1000, 1), y = random_floats(1000, 2);
+  RunStats st;
+  auto out = exe->run_host({f32_tensor(x), f32_tensor(y)}, &st);
+  ASSERT_EQ(out.size(), 1u);
+  expect_exp_mul_add(x, y, floats(out[0]));
+  EXPECT_GE(st.dispatches, 1);
+  EXPECT_EQ(st.submits, 1);  // the whole graph in one submit
+}
+
+TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
+  auto dev = Device::open();
+  auto exe = Executable::compile(dev, exp_mul_add(8));
+  try {
+    exe->run_host({f32_tensor(random_floats(8, 1)), f32_tensor(random_floats(9, 2))});
+    FAIL() << "expected InvalidArgument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("parameter 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(exe->run_host({f32_tensor(random_floats(8, 1))}), Error);
+}
+
+TEST(Runtime, PoolReusesMemoryAcrossRuns) {
+  auto dev = Device::open();
+  auto exe = Executable::compile(dev, exp_mul_add(4096));
+  auto x = f32_tensor(random_floats(4096, 3)), y = f32_tensor(random_floats(4096, 4));
+  uint64_t before = dev->bytes_in_use();
+  exe->run_host({x, y});
+  uint64_t after_first = dev->bytes_in_use();
+  for (int i = 0; i < 20; ++i) exe->run_host({x, y});
+  EXPECT_EQ(dev->bytes_in_use(), after_first);
+  EXPECT_EQ(after_first, before);  // nothing outlives run_host
+}
+
+TEST(Runtime, PipelineCacheHitsInMemoryAndPersistsToDisk) {
+  fs::path dir = fs::temp_directory_path() / ("nxv_cache_test_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RuntimeOptions opts;
+  opts.cache_dir = dir.string();
+  opts.timeout_ms = 120001;  // a distinct option set: a device of its own, with this cache dir
+  auto dev = std::static_pointer_cast<DeviceImpl>(Device::open(opts));
+  uint64_t misses = dev->pipeline_cache_misses();
+  Executable::compile(dev, exp_mul_add(77));
+  EXPECT_GT(dev->pipeline_cache_misses(), misses);
+  uint64_t hits = dev->pipeline_cache_hits();
+  // The same kernels in another graph (another size changes the module, the same size does not).
+  auto g = exp_mul_add(77);
+  g.name = "renamed";
+  Executable::compile(dev, g);
+  EXPECT_GT(dev->pipeline_cache_hits(), hits);
+  ASSERT_TRUE(fs::exists(dir));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_GT(fs::file_size(files[0]), 32u);
+
+  // A corrupt file is ignored by the next process (here: the next device) and rewritten.
+  { std::ofstream(files[0], std::ios::binary) << "garbage that is not a pipeline cache"; }
+  opts.timeout_ms = 120002;
+  auto dev2 = Device::open(opts);
+  auto exe = Executable::compile(dev2, exp_mul_add(78));
+  auto x = random_floats(78, 5), y = random_floats(78, 6);
+  expect_exp_mul_add(x, y, floats(exe->run_host({f32_tensor(x), f32_tensor(y)})[0]));
+  EXPECT_GT(fs::file_size(files[0]), 32u);
+  fs::remove_all(dir);
+}
+
+TEST(Runtime, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
+  auto dev = Device::open();
+  ir::TensorType huge{ir::DType::F64, {int64_t(1) << 40}};  // 8 TiB
+  try {
+    dev->allocate(huge);
+    FAIL() << "expected OutOfMemory";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::OutOfMemory);
+  }
+  auto exe = Executable::compile(dev, exp_mul_add(64));
+  auto x = random_floats(64, 7), y = random_floats(64, 8);
+  expect_exp_mul_add(x, y, floats(exe->run_host({f32_tensor(x), f32_tensor(y)})[0]));
+}
+
+TEST(Runtime, ManyThreadsRunGraphsAtOnce) {
+  auto dev = Device::open();
+  auto exe = Executable::compile(dev, exp_mul_add(513));
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        auto x = random_floats(513, t * 100 + i), y = random_floats(513, t * 100 + i + 50);
+        auto got = floats(exe->run_host({f32_tensor(x), f32_tensor(y)})[0]);
+        for (size_t k = 0; k < x.size(); ++k) {
+          float want = float(std::exp(double(x[k]))) * y[k] + x[k];
+          if (std::fabs(got[k] - want) > 1e-5f * (1 + std::fabs(want))) {
+            ++failures;
+            break;
+          }
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace nxv::runtime
