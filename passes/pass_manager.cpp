@@ -1,0 +1,48 @@
+#include <map>
+#include <stdexcept>
+
+#include "passes/pass.h"
+
+namespace nxv::passes {
+namespace {
+std::map<std::string, std::function<std::unique_ptr<Pass>()>>& registry() {
+  static std::map<std::string, std::function<std::unique_ptr<Pass>()>> r;
+  return r;
+}
+}  // namespace
+
+detail::Registrar::Registrar(const std::string& name, std::function<std::unique_ptr<Pass>()> factory) {
+  registry()[name] = std::move(factory);
+}
+
+std::unique_ptr<Pass> create_pass(const std::string& name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string known;
+    for (const auto& [n, f] : registry()) known += (known.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("unknown pass '" + name + "' (known: " + known + ")");
+  }
+  return it->second();
+}
+
+std::vector<std::string> registered_passes() {
+  std::vector<std::string> names;
+  for (const auto& [n, f] : registry()) names.push_back(n);
+  return names;
+}
+
+std::vector<std::string> default_pipeline() { return {"dce", "fuse", "lower-to-kernels"}; }
+
+PassManager::PassManager(std::vector<std::string> pass_names) {
+  for (const auto& n : pass_names) passes_.push_back(create_pass(n));
+}
+
+void PassManager::run(ir::Graph& graph) {
+  graph.reindex();
+  for (auto& p : passes_) {
+    p->run(graph);
+    if (observer_) observer_(p->name(), graph);
+  }
+}
+
+}  // namespace nxv::passes
