@@ -1,0 +1,191 @@
+// nxv: the compiler explorer and runner.
+//   nxv devices
+//   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
+//   nxv run GRAPH.json [--seed N] [--repeat N] [--device SEL]
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel.h"
+#include "ir/json.h"
+#include "ir/printer.h"
+#include "passes/pass.h"
+#include "runtime/runtime.h"
+
+using namespace nxv;
+
+namespace {
+
+struct Args {
+  std::string cmd, file, stage = "all", kernel, device, passes;
+  uint64_t seed = 0;
+  int repeat = 1;
+};
+
+const char* kUsage =
+    "usage: nxv devices\n"
+    "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]\n"
+    "       nxv run GRAPH.json [--seed=N] [--repeat=N] [--device=SEL]\n";
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto opt = [&](const char* name, std::string& dst) {
+      std::string p = std::string("--") + name + "=";
+      if (s.rfind(p, 0) == 0) return dst = s.substr(p.size()), true;
+      if (s == std::string("--") + name && i + 1 < argc) return dst = argv[++i], true;
+      return false;
+    };
+    std::string num;
+    if (s == "--help" || s == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("passes", a.passes)) {
+    } else if (opt("seed", num)) {
+      a.seed = std::stoull(num);
+    } else if (opt("repeat", num)) {
+      a.repeat = std::max(1, std::stoi(num));
+    } else if (s.rfind("--", 0) == 0) {
+      throw std::invalid_argument("unknown option " + s);
+    } else if (a.cmd.empty()) {
+      a.cmd = s;
+    } else if (a.file.empty()) {
+      a.file = s;
+    } else {
+      throw std::invalid_argument("unexpected argument " + s);
+    }
+  }
+  if (a.cmd.empty()) throw std::invalid_argument("no command given\n" + std::string(kUsage));
+  if ((a.cmd == "explore" || a.cmd == "run") && a.file.empty()) throw std::invalid_argument(a.cmd + " needs GRAPH.json");
+  return a;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t b = 0; b < s.size();) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+int devices() {
+  for (const auto& d : runtime::list_devices())
+    std::printf("%d: %s (%s, %s) f64=%d int64=%d int16=%d int8=%d subgroup=%u subgroup_arith=%d coop_matrix=%d\n",
+                d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(), d.caps.float64, d.caps.int64, d.caps.int16,
+                d.caps.int8, d.caps.subgroup_size, d.caps.subgroup_arithmetic, d.caps.cooperative_matrix);
+  return 0;
+}
+
+int explore(const Args& a) {
+  ir::Graph g = ir::read_graph_file(a.file);
+  bool all = a.stage == "all";
+  if (all || a.stage == "input") std::printf("// ----- input -----\n%s", ir::print_graph(g).c_str());
+  passes::PassManager pm(a.passes.empty() ? passes::default_pipeline() : split(a.passes));
+  pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
+    if (all || a.stage == "passes") std::printf("// ----- after %s -----\n%s", pass.c_str(), ir::print_graph(after).c_str());
+  });
+  pm.run(g);
+  // Without --device the generic target keeps the output independent of the machine.
+  codegen::DeviceCaps caps = a.device.empty() ? codegen::generic_caps() : [&] {
+    runtime::RuntimeOptions o;
+    o.device = a.device;
+    return runtime::Device::open(o)->info().caps;
+  }();
+  int dispatches = 0;
+  for (const auto& n : g.nodes) {
+    if (n.op != "kernel") continue;
+    ++dispatches;
+    auto k = codegen::compile_kernel(n, g, caps);
+    if (!a.kernel.empty() && k.name != a.kernel) continue;
+    if (all || a.stage == "spirv" || a.stage == "glsl") {
+      std::printf("// ----- kernel %s: fuses", k.name.c_str());
+      for (auto id : k.fused_nodes) std::printf(" %%%lld", static_cast<long long>(id));
+      std::printf(" -----\n");
+    }
+    if (all || a.stage == "spirv") {
+      std::string err = codegen::validate(k.spirv, caps.api_version);
+      std::printf("%s// validation: %s\n", codegen::disassemble(k.spirv).c_str(), err.empty() ? "ok" : err.c_str());
+    }
+    if (all || a.stage == "glsl") std::printf("%s", codegen::to_glsl(k.spirv).c_str());
+  }
+  std::printf("// dispatches: %d\n", dispatches);
+  return 0;
+}
+
+// Seeded inputs in [-1, 1) for floats and [0, 16) for integers.
+ir::Literal random_literal(const ir::TensorType& t, std::mt19937_64& rng) {
+  ir::Literal lit{t, std::vector<uint8_t>(t.byte_size())};
+  std::uniform_real_distribution<double> d(-1, 1);
+  int bytes = ir::dtype_bytes(t.dtype);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    uint8_t* p = lit.data.data() + i * bytes;
+    double v = d(rng);
+    switch (t.dtype) {
+      case ir::DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+      case ir::DType::F64: std::memcpy(p, &v, 8); break;
+      default: {
+        uint64_t u = rng() % 16;
+        std::memcpy(p, &u, bytes);  // little-endian: the low bytes
+      }
+    }
+  }
+  return lit;
+}
+
+std::string format(const ir::Literal& l) {
+  std::string s = ir::to_string(l.type) + " [";
+  int64_t n = std::min<int64_t>(l.type.num_elements(), 8);
+  for (int64_t i = 0; i < n; ++i) {
+    char buf[64];
+    const uint8_t* p = l.data.data() + i * ir::dtype_bytes(l.type.dtype);
+    if (l.type.dtype == ir::DType::F32) { float f; std::memcpy(&f, p, 4); std::snprintf(buf, sizeof buf, "%g", f); }
+    else if (l.type.dtype == ir::DType::F64) { double f; std::memcpy(&f, p, 8); std::snprintf(buf, sizeof buf, "%g", f); }
+    else { int64_t v = 0; std::memcpy(&v, p, ir::dtype_bytes(l.type.dtype)); std::snprintf(buf, sizeof buf, "%lld", (long long)v); }
+    s += (i ? ", " : "") + std::string(buf);
+  }
+  return s + (l.type.num_elements() > n ? ", ...]" : "]");
+}
+
+int run(const Args& a) {
+  ir::Graph g = ir::read_graph_file(a.file);
+  runtime::RuntimeOptions o;
+  o.device = a.device;
+  auto dev = runtime::Device::open(o);
+  std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
+  auto t0 = std::chrono::steady_clock::now();
+  auto exe = runtime::Executable::compile(dev, g);
+  double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);
+  std::mt19937_64 rng(a.seed);
+  std::vector<ir::Literal> inputs;
+  for (const auto& t : exe->input_types()) inputs.push_back(random_literal(t, rng));
+  std::vector<ir::Literal> outs;
+  runtime::RunStats st;
+  for (int i = 0; i < a.repeat; ++i) outs = exe->run_host(inputs, &st);
+  std::printf("run: %d dispatches in %d submit, wall %.3f ms, device %.3f ms\n", st.dispatches, st.submits, st.wall_ms,
+              st.device_ms);
+  for (size_t i = 0; i < inputs.size(); ++i) std::printf("input %zu: %s\n", i, format(inputs[i]).c_str());
+  for (size_t i = 0; i < outs.size(); ++i) std::printf("output %zu: %s\n", i, format(outs[i]).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Args a = parse(argc, argv);
+  if (a.cmd == "devices") return devices();
+  if (a.cmd == "explore") return explore(a);
+  if (a.cmd == "run") return run(a);
+  throw std::invalid_argument("unknown command '" + a.cmd + "'\n" + kUsage);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "nxv: error: %s\n", e.what());
+  return 1;
+}
