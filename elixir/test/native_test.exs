@@ -157,11 +157,12 @@ defmodule Nx.Vulkan.NativeTest do
   end
 
   test "allocating past device memory is an error and the VM stays up", %{device: device} do
-    # A constant broadcast to 2^40 f32 elements (4 TiB) as the graph's output.
+    # A constant broadcast to just under 2^31 f64 elements (16 GiB) as the graph's output:
+    # within 32-bit indexing, beyond what the device can hold in one buffer.
     huge =
       JSON.encode(%{
         version: 1,
-        nodes: [%{id: 0, op: "constant", type: "f32", shape: [1_048_576, 1_048_576], attrs: %{value: 1.0}}],
+        nodes: [%{id: 0, op: "constant", type: "f64", shape: [65_536, 32_767], attrs: %{value: 1.0}}],
         outputs: [0]
       })
 

@@ -1,0 +1,37 @@
+#include "nif/resources.h"
+
+namespace nxv::nif {
+
+namespace {
+template <class T>
+void destroy(ErlNifEnv*, void* slot) {
+  delete *static_cast<T**>(slot);
+}
+
+template <class T>
+bool open_type(ErlNifEnv* env, const char* name) {
+  auto flags = static_cast<ErlNifResourceFlags>(ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER);
+  resource_type<T> = enif_open_resource_type(env, nullptr, name, destroy<T>, flags, nullptr);
+  return resource_type<T> != nullptr;
+}
+}  // namespace
+
+bool open_resource_types(ErlNifEnv* env) {
+  return open_type<DeviceResource>(env, "nxv_device") && open_type<ExecutableResource>(env, "nxv_executable") &&
+         open_type<BufferResource>(env, "nxv_buffer");
+}
+
+runtime::BufferPtr BufferResource::get() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!buffer_) throw BadArg("the buffer was already freed");
+  return buffer_;
+}
+
+bool BufferResource::free() {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool was_live = buffer_ != nullptr;
+  buffer_.reset();
+  return was_live;
+}
+
+}  // namespace nxv::nif

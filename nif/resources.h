@@ -1,0 +1,81 @@
+// The NIF's resource types. Each resource holds a pointer to a C++ object that
+// owns shared_ptrs into the runtime; the BEAM's destructor callback deletes it
+// when the last term referring to it is garbage-collected.
+#pragma once
+
+#include <erl_nif.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "nif/terms.h"
+#include "runtime/runtime.h"
+
+namespace nxv::nif {
+
+struct DeviceResource {
+  static constexpr const char* kName = "device";
+  std::shared_ptr<runtime::Device> device;
+};
+
+struct ExecutableResource {
+  static constexpr const char* kName = "executable";
+  std::shared_ptr<runtime::Executable> executable;
+};
+
+// A buffer may be freed explicitly (Nx.backend_deallocate) while other processes
+// still hold the term, hence the lock and the "freed" state.
+class BufferResource {
+ public:
+  static constexpr const char* kName = "buffer";
+  BufferResource(std::shared_ptr<runtime::Device> device, runtime::BufferPtr buffer)
+      : device_(std::move(device)), type_(buffer->type()), buffer_(std::move(buffer)) {}
+  // Throws BadArg once freed.
+  runtime::BufferPtr get() const;
+  // False when it was already freed.
+  bool free();
+  const std::shared_ptr<runtime::Device>& device() const { return device_; }
+  const ir::TensorType& type() const { return type_; }
+
+ private:
+  std::shared_ptr<runtime::Device> device_;
+  ir::TensorType type_;
+  mutable std::mutex mu_;
+  runtime::BufferPtr buffer_;
+};
+
+// Registers the resource types; called from the NIF's load callback.
+bool open_resource_types(ErlNifEnv* env);
+
+template <class T>
+inline ErlNifResourceType* resource_type = nullptr;
+
+// Hands `object` to the BEAM and returns its term.
+template <class T>
+ERL_NIF_TERM make_resource(ErlNifEnv* env, std::unique_ptr<T> object) {
+  auto** slot = static_cast<T**>(enif_alloc_resource(resource_type<T>, sizeof(T*)));
+  if (!slot) throw std::bad_alloc();
+  *slot = object.release();
+  ERL_NIF_TERM term = enif_make_resource(env, slot);
+  enif_release_resource(slot);
+  return term;
+}
+
+// Null when `term` is not a resource of type T.
+template <class T>
+T* find_resource(ErlNifEnv* env, ERL_NIF_TERM term) {
+  void* slot = nullptr;
+  if (!enif_get_resource(env, term, resource_type<T>, &slot)) return nullptr;
+  return *static_cast<T**>(slot);
+}
+
+// Throws BadArg naming `what` when `term` is not a resource of type T.
+template <class T>
+T& get_resource(ErlNifEnv* env, ERL_NIF_TERM term, const char* what) {
+  T* object = find_resource<T>(env, term);
+  if (!object) throw BadArg(std::string(what) + ": expected a " + T::kName + " reference");
+  return *object;
+}
+
+}  // namespace nxv::nif
