@@ -45,6 +45,9 @@ defmodule Mix.Tasks.Compile.NxVulkanNative do
       # Copy to a new inode: a running VM may have the old file mapped.
       File.rm(target)
       File.cp!(built, target)
+      # On a fresh checkout priv/ did not exist when Mix laid out _build, so _build has no
+      # link to it yet; lay the structure out again now that there is something to link.
+      Mix.Project.build_structure()
       Mix.shell().info("Built #{@library}")
       {:ok, []}
     end
