@@ -1,6 +1,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "ir/verify.h"
 #include "passes/pass.h"
 
 namespace nxv::passes {
@@ -39,8 +40,14 @@ PassManager::PassManager(std::vector<std::string> pass_names) {
 
 void PassManager::run(ir::Graph& graph) {
   graph.reindex();
+  ir::verify(graph);
   for (auto& p : passes_) {
     p->run(graph);
+    try {
+      ir::verify(graph);
+    } catch (const ir::IrError& e) {
+      throw ir::IrError("pass '" + p->name() + "' produced an invalid graph: " + e.what());
+    }
     if (observer_) observer_(p->name(), graph);
   }
 }

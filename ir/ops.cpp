@@ -1,0 +1,58 @@
+#include "ir/ops.h"
+
+#include <unordered_map>
+
+namespace nxv::ir {
+
+OpFamily op_family(const std::string& op) {
+  using F = OpFamily;
+  static const std::unordered_map<std::string, OpFamily> table = [] {
+    std::unordered_map<std::string, OpFamily> t;
+    auto add = [&](OpFamily f, std::initializer_list<const char*> ops) {
+      for (const char* o : ops) t.emplace(o, f);
+    };
+    add(F::Source, {"parameter", "constant", "tensor", "iota", "eye"});
+    add(F::FloatUnary, {"exp", "expm1", "log", "log1p", "sigmoid", "cos", "sin", "tan", "cosh", "sinh", "tanh",
+                        "acos", "asin", "atan", "acosh", "asinh", "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc",
+                        "erf_inv"});
+    add(F::Unary, {"negate", "abs", "sign", "floor", "ceil", "round", "bitwise_not", "population_count",
+                   "count_leading_zeros"});
+    add(F::Predicate, {"is_nan", "is_infinity", "logical_not"});
+    add(F::Binary, {"add", "subtract", "multiply", "divide", "pow", "remainder", "atan2", "max", "min", "quotient",
+                    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"});
+    add(F::Compare, {"equal", "not_equal", "greater", "less", "less_equal", "greater_equal", "logical_and",
+                     "logical_or", "logical_xor"});
+    add(F::Select, {"select", "clip"});
+    add(F::Convert, {"as_type", "bitcast"});
+    add(F::IndexMap, {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice", "pad", "concatenate",
+                      "stack"});
+    add(F::PutSlice, {"put_slice"});
+    add(F::Reduction, {"sum", "product", "reduce_max", "reduce_min", "all", "any"});
+    add(F::ArgReduction, {"argmax", "argmin"});
+    add(F::Dot, {"dot"});
+    add(F::Tuple, {"elem"});
+    add(F::Control, {"while", "cond"});
+    add(F::Metadata, {"metadata"});
+    add(F::Kernel, {"kernel"});
+    return t;
+  }();
+  auto it = table.find(op);
+  return it == table.end() ? F::Unknown : it->second;
+}
+
+bool is_elementwise(OpFamily f) {
+  switch (f) {
+    case OpFamily::FloatUnary:
+    case OpFamily::Unary:
+    case OpFamily::Predicate:
+    case OpFamily::Binary:
+    case OpFamily::Compare:
+    case OpFamily::Select:
+    case OpFamily::Convert:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace nxv::ir

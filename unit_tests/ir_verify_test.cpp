@@ -1,0 +1,131 @@
+// The verifier: every error it reports names the node and says what is wrong, and graphs
+// that follow Nx's typing rules (including weakly typed numbers) pass.
+#include <gtest/gtest.h>
+
+#include "ir/json.h"
+#include "ir/verify.h"
+
+namespace nxv::ir {
+namespace {
+
+Graph graph(const std::string& nodes, const std::string& outputs) {
+  return parse_graph(R"({"version": 1, "nodes": [)" + nodes + R"(], "outputs": [)" + outputs + "]}");
+}
+
+const std::string kP0 = R"({"id": 0, "op": "parameter", "type": "f32", "shape": [2, 3], "attrs": {"index": 0}})";
+const std::string kP1 = R"({"id": 1, "op": "parameter", "type": "s32", "shape": [3], "attrs": {"index": 1}})";
+
+std::string verify_error(const Graph& g) {
+  try {
+    verify(g);
+  } catch (const IrError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct Case {
+  const char* what;
+  std::string nodes;
+  std::string error;  // the message, including the node it names
+};
+
+TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
+  const std::vector<Case> cases = {
+      {"unknown op", kP0 + R"(, {"id": 2, "op": "frobnicate", "args": [0], "type": "f32", "shape": [2, 3]})",
+       "node 2 (frobnicate): unknown op"},
+      {"arity", kP0 + R"(, {"id": 2, "op": "add", "args": [0], "type": "f32", "shape": [2, 3]})",
+       "node 2 (add): expects 2 argument(s), got 1"},
+      {"float unary type", kP1 + R"(, {"id": 2, "op": "exp", "args": [1], "type": "s32", "shape": [3]})",
+       "node 2 (exp): type mismatch: stated s32, inferred f32"},
+      {"broadcast", kP0 + "," + kP1 + R"(, {"id": 2, "op": "add", "args": [0, 1], "type": "f32", "shape": [2, 4]})",
+       "node 2 (add): shape mismatch: stated [2,4], inferred [2,3]"},
+      {"incompatible shapes",
+       kP0 + R"(, {"id": 1, "op": "parameter", "type": "f32", "shape": [2], "attrs": {"index": 1}},
+                 {"id": 2, "op": "add", "args": [0, 1], "type": "f32", "shape": [2, 3]})",
+       "node 2 (add): cannot broadcast [2,3] with [2]"},
+      {"merged type", kP0 + "," + kP1 + R"(, {"id": 2, "op": "add", "args": [0, 1], "type": "s32", "shape": [2, 3]})",
+       "node 2 (add): type mismatch: stated s32, inferred f32"},
+      {"integer-only op", kP0 + R"(, {"id": 2, "op": "bitwise_not", "args": [0], "type": "f32", "shape": [2, 3]})",
+       "node 2 (bitwise_not): needs an integer operand, got f32[2,3]"},
+      {"axis out of range", kP0 + R"(, {"id": 2, "op": "sum", "args": [0], "type": "f32", "shape": [2], "attrs": {"axes": [3]}})",
+       "node 2 (sum): axis 3 out of range for f32[2,3]"},
+      {"duplicate axis", kP0 + R"(, {"id": 2, "op": "reduce_max", "args": [0], "type": "f32", "shape": [2], "attrs": {"axes": [1, 1]}})",
+       "node 2 (reduce_max): axis 1 appears twice"},
+      {"aggregate type", kP1 + R"(, {"id": 2, "op": "sum", "args": [1], "type": "s32", "shape": []})",
+       "node 2 (sum): type mismatch: stated s32, inferred s64"},
+      {"reshape count", kP0 + R"(, {"id": 2, "op": "reshape", "args": [0], "type": "f32", "shape": [5]})",
+       "node 2 (reshape): cannot reshape f32[2,3] to [5]"},
+      {"transpose", kP0 + R"(, {"id": 2, "op": "transpose", "args": [0], "type": "f32", "shape": [3, 2], "attrs": {"axes": [0, 0]}})",
+       "node 2 (transpose): axis 0 appears twice"},
+      {"slice bounds", kP0 + R"(, {"id": 2, "op": "slice", "args": [0], "type": "f32", "shape": [2, 2], "attrs": {"start": [0, 2], "lengths": [2, 2], "strides": [1, 1]}})",
+       "node 2 (slice): slice start 2 + length 2 exceeds axis 1 of f32[2,3]"},
+      {"dynamic start type", kP0 + R"(, {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 1.0}},
+                 {"id": 3, "op": "slice", "args": [0, 2], "type": "f32", "shape": [1, 3], "attrs": {"start": [{"arg": 1}, 0], "lengths": [1, 3]}})",
+       "node 3 (slice): a dynamic start must be a scalar integer, got f32[]"},
+      {"pad", kP0 + R"(, {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0}},
+                 {"id": 3, "op": "pad", "args": [0, 2], "type": "f32", "shape": [2, 3], "attrs": {"config": [[-3, 0, 0], [0, 0, 0]]}})",
+       "node 3 (pad): padding config [-3,0,0] removes more than axis 0 holds"},
+      {"dot contraction", kP0 + R"(, {"id": 2, "op": "dot", "args": [0, 0], "type": "f32", "shape": [3, 3], "attrs": {"contract_axes1": [0], "contract_axes2": [1]}})",
+       "node 2 (dot): contracted axes 0 of f32[2,3] and 1 of f32[2,3] differ in size"},
+      {"broadcast axes", kP1 + R"(, {"id": 2, "op": "broadcast", "args": [1], "type": "s32", "shape": [3, 2], "attrs": {"shape": [3, 2], "axes": [1]}})",
+       "node 2 (broadcast): cannot broadcast s32[3] to [3,2] on axes [1]"},
+      {"bitcast width", kP0 + R"(, {"id": 2, "op": "bitcast", "args": [0], "type": "s64", "shape": [2, 3]})",
+       "node 2 (bitcast): bitcast between types of different widths: f32[2,3] to s64[2,3]"},
+      {"tuple used as tensor",
+       kP1 + R"(, {"id": 2, "op": "kernel", "args": [1], "results": [{"type": "s32", "shape": [3]}, {"type": "s32", "shape": [3]}],
+                  "regions": {"body": {"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "s32", "shape": [3], "attrs": {"index": 0}}], "outputs": [0, 0]}}},
+                 {"id": 3, "op": "negate", "args": [2], "type": "s32", "shape": [3]})",
+       "node 3 (negate): argument 0 (%2, kernel) is a tuple; read its parts with elem"},
+      {"elem index", kP1 + R"(, {"id": 2, "op": "elem", "args": [1], "type": "s32", "shape": [3], "attrs": {"index": 1}})",
+       "node 2 (elem): index 1 out of range for %1 (parameter) with 1 result(s)"},
+      {"region parameter type",
+       kP1 + R"(, {"id": 2, "op": "kernel", "args": [1], "type": "f32", "shape": [3],
+                  "regions": {"body": {"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f32", "shape": [3], "attrs": {"index": 0}}], "outputs": [0]}}})",
+       "node 2 (kernel): region 'body' parameter 0 is f32[3] but receives s32[3]"},
+      {"while body", kP1 + R"(, {"id": 2, "op": "while", "args": [1], "results": [{"type": "s32", "shape": [3]}], "regions": {
+          "condition": {"version": 1, "nodes": [{"id": 0, "op": "constant", "type": "u8", "shape": [], "attrs": {"value": 0}}], "outputs": [0]},
+          "body": {"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "s32", "shape": [3], "attrs": {"index": 0}},
+                                           {"id": 1, "op": "as_type", "args": [0], "type": "f32", "shape": [3]}], "outputs": [1]}}})",
+       "node 2 (while): region 'body' output 0 is f32[3], expected s32[3]"},
+      {"error inside a region", kP1 + R"(, {"id": 2, "op": "kernel", "args": [1], "type": "s32", "shape": [3],
+                  "regions": {"body": {"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "s32", "shape": [3], "attrs": {"index": 0}},
+                                                               {"id": 1, "op": "exp", "args": [0], "type": "s32", "shape": [3]}], "outputs": [1]}}})",
+       "node 2 (kernel): in region 'body': node 1 (exp): type mismatch: stated s32, inferred f32"},
+      {"parameter index twice", kP0 + R"(, {"id": 1, "op": "parameter", "type": "f32", "shape": [], "attrs": {"index": 0}})",
+       "node 1 (parameter): parameter index 0 is used twice"},
+      {"tensor data size", R"({"id": 0, "op": "tensor", "type": "s32", "shape": [3], "attrs": {"data": [1, 2]}})",
+       "node 0 (tensor): attrs.data must list 3 values for s32[3]"},
+      {"missing attribute", kP0 + R"(, {"id": 2, "op": "concatenate", "args": [0, 0], "type": "f32", "shape": [4, 3]})",
+       "node 2 (concatenate): attrs.axis must be an integer"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const auto last = nlohmann::json::parse("[" + c.nodes + "]").back()["id"].dump();
+    EXPECT_EQ(verify_error(graph(c.nodes, last)), c.error);
+  }
+}
+
+TEST(IrVerify, AcceptsNxTyping) {
+  // u8 + s8 widens to s16; a float number makes an integer tensor f32; an integer number
+  // keeps s8; divide of integers is f32; comparisons give u8.
+  const std::string nodes = R"(
+    {"id": 0, "op": "parameter", "type": "u8", "shape": [4], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "s8", "shape": [2, 4], "attrs": {"index": 1}},
+    {"id": 2, "op": "add", "args": [0, 1], "type": "s16", "shape": [2, 4]},
+    {"id": 3, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.5}},
+    {"id": 4, "op": "multiply", "args": [1, 3], "type": "f32", "shape": [2, 4]},
+    {"id": 5, "op": "constant", "type": "s64", "shape": [], "attrs": {"value": 3}},
+    {"id": 6, "op": "subtract", "args": [1, 5], "type": "s8", "shape": [2, 4]},
+    {"id": 7, "op": "divide", "args": [1, 1], "type": "f32", "shape": [2, 4]},
+    {"id": 8, "op": "less", "args": [4, 7], "type": "u8", "shape": [2, 4]},
+    {"id": 9, "op": "sum", "args": [6], "type": "s64", "shape": [1, 4], "attrs": {"axes": [0], "keep_axes": true}},
+    {"id": 10, "op": "dot", "args": [4, 7], "type": "f32", "shape": [4, 4], "attrs": {"contract_axes1": [0], "batch_axes1": [], "contract_axes2": [0], "batch_axes2": []}},
+    {"id": 11, "op": "slice", "args": [4, 5], "type": "f32", "shape": [1, 2], "attrs": {"start": [{"arg": 1}, 1], "lengths": [1, 3], "strides": [1, 2]}},
+    {"id": 12, "op": "pad", "args": [4, 3], "type": "f32", "shape": [4, 10], "attrs": {"config": [[1, 0, 1], [-1, 4, 1]]}},
+    {"id": 13, "op": "argmax", "args": [4], "type": "s64", "shape": [2, 1], "attrs": {"axis": 1, "keep_axis": true, "tie_break": "high"}})";
+  EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13")), "");
+}
+
+}  // namespace
+}  // namespace nxv::ir
