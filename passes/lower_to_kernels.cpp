@@ -1,6 +1,7 @@
 // lower-to-kernels: every compute op left after fusion becomes a one-op `kernel`.
 // Scalar constants are copied into the bodies that read them (they are literals in the
-// emitted code, not buffers); a constant that is itself a graph output gets a kernel too.
+// emitted code, not buffers); a constant that is a graph output, or that control flow
+// receives as a value (a loop counter's initial 0), gets a kernel that writes its buffer.
 #include <set>
 
 #include "passes/pass.h"
@@ -27,9 +28,11 @@ class LowerToKernels : public Pass {
   std::string name() const override { return "lower-to-kernels"; }
 
   void run(Graph& g) override {
-    std::set<NodeId> outputs(g.outputs.begin(), g.outputs.end());
+    std::set<NodeId> needs_buffer(g.outputs.begin(), g.outputs.end());
+    for (const auto& n : g.nodes)
+      if (n.op == "while" || n.op == "cond") needs_buffer.insert(n.args.begin(), n.args.end());
     for (auto& n : g.nodes) {
-      bool wrap = !kTopLevel.count(n.op) || (n.op == "constant" && outputs.count(n.id));
+      bool wrap = !kTopLevel.count(n.op) || (n.op == "constant" && needs_buffer.count(n.id));
       if (wrap) n = wrap_in_kernel(g, n);
     }
     g.reindex();

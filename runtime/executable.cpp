@@ -2,6 +2,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "ir/json.h"
 #include "passes/pass.h"
@@ -44,13 +45,46 @@ struct KernelStep {
   const Pipeline* pipeline;
 };
 
+class ExecutableImpl;
+
+// One top-level node that is not a parameter/literal: a kernel dispatch, or a `while`/`cond`
+// driven from the host, whose regions are executables of their own.
+struct Step {
+  const ir::Node* node;
+  std::optional<KernelStep> kernel;
+  std::map<std::string, std::shared_ptr<ExecutableImpl>> regions;
+};
+
+bool truthy(DeviceImpl& dev, const BufferPtr& b) {
+  std::vector<uint8_t> bytes(b->bytes());
+  dev.download(*b, bytes.data(), bytes.size());
+  for (uint8_t v : bytes)
+    if (v) return true;
+  return false;
+}
+
+void add_stats(RunStats* into, const RunStats& s) {
+  if (!into) return;
+  into->dispatches += s.dispatches;
+  into->submits += s.submits;
+  into->device_ms += s.device_ms;
+}
+
 class ExecutableImpl : public Executable {
  public:
-  ExecutableImpl(std::shared_ptr<DeviceImpl> dev, ir::Graph source, const CompileOptions& opts)
-      : dev_(std::move(dev)), source_(std::move(source)), lowered_(source_) {
+  // `inputs` are the types the graph receives; parameter i reads inputs[attrs.index].
+  ExecutableImpl(std::shared_ptr<DeviceImpl> dev, ir::Graph source, std::vector<ir::TensorType> inputs,
+                 const CompileOptions& opts)
+      : dev_(std::move(dev)), source_(std::move(source)), lowered_(source_), inputs_(std::move(inputs)) {
     passes::PassManager pm(opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline);
     pm.run(lowered_);
-    for (const auto* p : source_.parameters()) inputs_.push_back(p->type());
+    for (const auto* p : lowered_.parameters()) {
+      int64_t i = p->attrs.value("index", int64_t(-1));
+      if (i < 0 || size_t(i) >= inputs_.size() || inputs_[i] != p->type())
+        throw Error(Error::Kind::InvalidArgument, "node " + std::to_string(p->id) + " (parameter): index " +
+                                                      std::to_string(i) + " does not name an input of type " +
+                                                      ir::to_string(p->type()));
+    }
     for (ir::NodeId id : lowered_.outputs) outputs_.push_back(lowered_.node(id).type());
 
     const auto& caps = dev_->info().caps;
@@ -63,11 +97,15 @@ class ExecutableImpl : public Executable {
           throw Error(Error::Kind::Vulkan, "kernel " + step.binary.name + " failed SPIR-V validation: " + err);
         step.pipeline = &dev_->pipeline(step.binary);
         binaries_.push_back(step.binary);
-        steps_.push_back(std::move(step));
+        steps_.push_back({&n, std::move(step), {}});
+      } else if (n.op == "while" || n.op == "cond") {
+        steps_.push_back(control_step(n, opts));
+      } else if (n.op == "elem") {
+        steps_.push_back({&n, std::nullopt, {}});
       } else if (n.op == "tensor") {
         std::string bytes = literal_bytes(n);
         constants_[n.id] = dev_->upload(n.type(), bytes.data(), bytes.size());
-      } else if (n.op != "parameter" && n.op != "elem" && n.op != "constant") {
+      } else if (n.op != "parameter" && n.op != "constant") {
         throw Error(Error::Kind::Unsupported, "node " + std::to_string(n.id) + " (" + n.op +
                                                   "): the runtime cannot run this op at the top level of a graph");
       }
@@ -92,42 +130,116 @@ class ExecutableImpl : public Executable {
                     "parameter " + std::to_string(i) + " expects " + ir::to_string(inputs_[i]) + ", got " +
                         (inputs[i] ? ir::to_string(inputs[i]->type()) : std::string("no buffer")));
     }
-    // Every value's buffer: parameters, constants, kernel results and the elems naming them.
+    RunStats local;
+    // Every value's buffers: parameters, literals, kernel and control-flow results, and the elems naming them.
     std::map<ir::NodeId, std::vector<BufferPtr>> values;
     for (const auto* p : lowered_.parameters()) values[p->id] = {inputs.at(p->attrs.value("index", 0))};
     for (const auto& [id, buf] : constants_) values[id] = {buf};
-    for (const auto& n : lowered_.nodes) {
-      if (n.op == "kernel") {
+    // Kernels run in batches, one submit each; control flow ends a batch because the host
+    // must see its predicate.
+    std::vector<const KernelStep*> batch;
+    auto flush = [&] {
+      if (batch.empty()) return;
+      dispatch(batch, values, local);
+      batch.clear();
+    };
+    for (const auto& step : steps_) {
+      const ir::Node& n = *step.node;
+      if (step.kernel) {
         auto& rs = values[n.id];
         for (const auto& r : n.results) rs.push_back(dev_->allocate(r));
-      } else if (n.op == "elem") {
-        values[n.id] = {values.at(n.args.at(0)).at(n.attrs.value("index", 0))};
+        batch.push_back(&*step.kernel);
+        continue;
       }
+      if (n.op == "elem") {  // a kernel's buffers exist before it runs, so no flush
+        values[n.id] = {values.at(n.args.at(0)).at(n.attrs.value("index", 0))};
+        continue;
+      }
+      flush();
+      std::vector<BufferPtr> args;
+      for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local) : run_cond(step, args, local);
     }
+    flush();
 
+    // Tensors are immutable, so an output that is an input or a constant shares its buffer.
+    std::vector<BufferPtr> outs;
+    for (ir::NodeId id : lowered_.outputs) outs.push_back(values.at(id).at(0));
+    if (stats) {
+      *stats = local;
+      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return outs;
+  }
+
+ private:
+  Step control_step(const ir::Node& n, const CompileOptions& opts) {
+    Step step{&n, std::nullopt, {}};
+    std::vector<ir::TensorType> arg_types;
+    for (ir::NodeId a : n.args) arg_types.push_back(lowered_.node(a).type());
+    // cond branches receive the captured values that follow the predicates.
+    const size_t skip = n.op == "cond" ? n.regions.size() - 1 : 0;
+    std::vector<ir::TensorType> region_inputs(arg_types.begin() + skip, arg_types.end());
+    for (const auto& [name, region] : n.regions) {
+      try {
+        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, *region, region_inputs, opts);
+      } catch (const ir::IrError& e) {
+        throw ir::IrError(n, "in region '" + name + "': " + e.what());
+      } catch (const Error& e) {
+        throw Error(e.kind(), "node " + std::to_string(n.id) + " (" + n.op + ") region '" + name + "': " + e.what());
+      }
+      const auto& sub = step.regions[name]->kernels();
+      binaries_.insert(binaries_.end(), sub.begin(), sub.end());
+    }
+    return step;
+  }
+
+  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
+    auto& condition = *step.regions.at("condition");
+    auto& body = *step.regions.at("body");
+    for (;;) {
+      RunStats s;
+      auto c = condition.run(state, &s);
+      add_stats(&stats, s);
+      if (!truthy(*dev_, c.at(0))) return state;
+      state = body.run(state, &s);
+      add_stats(&stats, s);
+    }
+  }
+
+  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
+    const size_t preds = step.regions.size() - 1;
+    size_t taken = preds;
+    for (size_t i = 0; i < preds && taken == preds; ++i)
+      if (truthy(*dev_, args[i])) taken = i;
+    std::vector<BufferPtr> captured(args.begin() + preds, args.end());
+    RunStats s;
+    auto out = step.regions.at("branch" + std::to_string(taken))->run(captured, &s);
+    add_stats(&stats, s);
+    return out;
+  }
+
+  void dispatch(const std::vector<const KernelStep*>& steps, const std::map<ir::NodeId, std::vector<BufferPtr>>& values,
+                RunStats& stats) {
     uint32_t descriptors = 0;
-    for (const auto& s : steps_) descriptors += std::max<uint32_t>(1, s.pipeline->bindings);
+    for (const auto* s : steps) descriptors += std::max<uint32_t>(1, s->pipeline->bindings);
     VkDevice vk = dev_->device();
     VkDescriptorPool pool = VK_NULL_HANDLE;
-    if (!steps_.empty()) {
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
-      VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-      pi.maxSets = uint32_t(steps_.size());
-      pi.poolSizeCount = 1;
-      pi.pPoolSizes = &size;
-      vk_check(vkCreateDescriptorPool(vk, &pi, nullptr, &pool), "vkCreateDescriptorPool");
-    }
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+    VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    pi.maxSets = uint32_t(steps.size());
+    pi.poolSizeCount = 1;
+    pi.pPoolSizes = &size;
+    vk_check(vkCreateDescriptorPool(vk, &pi, nullptr, &pool), "vkCreateDescriptorPool");
     struct PoolGuard {
       VkDevice d;
       VkDescriptorPool p;
-      ~PoolGuard() {
-        if (p) vkDestroyDescriptorPool(d, p, nullptr);
-      }
+      ~PoolGuard() { vkDestroyDescriptorPool(d, p, nullptr); }
     } guard{vk, pool};
 
-    std::vector<VkDescriptorSet> sets(steps_.size());
-    for (size_t s = 0; s < steps_.size(); ++s) {
-      const auto& step = steps_[s];
+    std::vector<VkDescriptorSet> sets(steps.size());
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const auto& step = *steps[s];
       VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
       ai.descriptorPool = pool;
       ai.descriptorSetCount = 1;
@@ -150,44 +262,45 @@ class ExecutableImpl : public Executable {
       vkUpdateDescriptorSets(vk, uint32_t(writes.size()), writes.data(), 0, nullptr);
     }
 
-    double device_ms = 0;
-    if (!steps_.empty())
-      device_ms = dev_->submit([&](VkCommandBuffer cb, VkQueryPool) {
-        for (size_t s = 0; s < steps_.size(); ++s) {
-          const auto& k = steps_[s].binary;
-          vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps_[s].pipeline->pipeline);
-          vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps_[s].pipeline->layout, 0, 1, &sets[s], 0,
-                                  nullptr);
-          vkCmdDispatch(cb, k.group_count[0], k.group_count[1], k.group_count[2]);
-          // Later kernels read what this one wrote.
-          VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                             VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
-          vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
-                               nullptr, 0, nullptr);
-        }
-      });
-
-    // Tensors are immutable, so an output that is an input or a constant shares its buffer.
-    std::vector<BufferPtr> outs;
-    for (ir::NodeId id : lowered_.outputs) outs.push_back(values.at(id).at(0));
-    if (stats) {
-      stats->dispatches = int(steps_.size());
-      stats->submits = steps_.empty() ? 0 : 1;
-      stats->device_ms = device_ms;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
-    return outs;
+    stats.device_ms += dev_->submit([&](VkCommandBuffer cb, VkQueryPool) {
+      for (size_t s = 0; s < steps.size(); ++s) {
+        const auto& k = steps[s]->binary;
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps[s]->pipeline->pipeline);
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps[s]->pipeline->layout, 0, 1, &sets[s], 0,
+                                nullptr);
+        vkCmdDispatch(cb, k.group_count[0], k.group_count[1], k.group_count[2]);
+        // Later kernels read what this one wrote.
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                             nullptr, 0, nullptr);
+      }
+    });
+    stats.dispatches += int(steps.size());
+    stats.submits += 1;
   }
 
- private:
   std::shared_ptr<DeviceImpl> dev_;
   ir::Graph source_, lowered_;
   std::vector<ir::TensorType> inputs_, outputs_;
   std::vector<codegen::KernelBinary> binaries_;
-  std::vector<KernelStep> steps_;
+  std::vector<Step> steps_;
   std::map<ir::NodeId, BufferPtr> constants_;
 };
+
+// A graph's inputs are its parameters, numbered 0..n-1.
+std::vector<ir::TensorType> parameter_types(const ir::Graph& g) {
+  std::vector<ir::TensorType> types;
+  for (const auto* p : g.parameters()) {
+    if (p->attrs.value("index", int64_t(-1)) != int64_t(types.size()))
+      throw Error(Error::Kind::InvalidArgument, "node " + std::to_string(p->id) +
+                                                    " (parameter): parameters must be numbered 0.." +
+                                                    std::to_string(g.parameters().size() - 1));
+    types.push_back(p->type());
+  }
+  return types;
+}
 
 }  // namespace
 
@@ -207,7 +320,8 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   }
   ir::Graph g = graph;
   g.reindex();
-  auto exe = std::make_shared<ExecutableImpl>(dev, std::move(g), opts);
+  auto inputs = parameter_types(g);
+  auto exe = std::make_shared<ExecutableImpl>(dev, std::move(g), std::move(inputs), opts);
   std::lock_guard<std::mutex> lock(m);
   return cache.emplace(std::make_pair(dev.get(), key), exe).first->second;
 }
