@@ -1,7 +1,6 @@
 // dce: removes nodes no output depends on. Parameters stay: they define the graph's inputs.
-#include <set>
-
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace nxv::passes {
 namespace {
@@ -9,14 +8,7 @@ namespace {
 class Dce : public Pass {
  public:
   std::string name() const override { return "dce"; }
-  void run(ir::Graph& g) override {
-    std::set<ir::NodeId> live(g.outputs.begin(), g.outputs.end());
-    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
-      if (live.count(it->id))
-        for (ir::NodeId a : it->args) live.insert(a);
-    std::erase_if(g.nodes, [&](const ir::Node& n) { return !live.count(n.id) && n.op != "parameter"; });
-    g.reindex();
-  }
+  void run(ir::Graph& g) override { remove_dead(g); }
 };
 
 NXV_REGISTER_PASS(Dce, "dce");

@@ -1,0 +1,101 @@
+// simplify: algebraic identities that Nx graphs are full of (autodiff multiplies by 1 and
+// adds 0, layout code stacks transposes and reshapes). Only rewrites that are exact in
+// Nx's semantics: x + 0 is not x for floats (-0.0 + 0.0 = +0.0), so floats only drop
+// x + (-0.0) and x - 0.
+#include <cmath>
+#include <map>
+
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+
+namespace nxv::passes {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeId;
+
+class Simplify : public Pass {
+ public:
+  std::string name() const override { return "simplify"; }
+
+  void run(Graph& g) override {
+    std::map<NodeId, NodeId> replaced;
+    for (auto& n : g.nodes) {
+      for (auto& a : n.args)
+        if (auto it = replaced.find(a); it != replaced.end()) a = it->second;
+      if (auto to = rewrite(g, n); to && *to != n.id) replaced[n.id] = *to;
+    }
+    apply_replacements(g, replaced);
+  }
+
+ private:
+  // A numeric constant equal to v (constants are scalars broadcast lazily, so any shape).
+  static bool is_const(const Graph& g, NodeId id, double v, bool negative_zero = false) {
+    const Node& c = g.node(id);
+    if (c.op != "constant" || !c.attrs.contains("value") || !c.attrs["value"].is_number()) return false;
+    double x = c.attrs["value"].get<double>();
+    return x == v && (v != 0 || std::signbit(x) == negative_zero);
+  }
+  static bool same_type(const Graph& g, const Node& n, NodeId id) { return !n.is_tuple() && g.node(id).results == n.results; }
+
+  // The node that `n` equals, or nullopt; may rewrite `n` in place instead.
+  static std::optional<NodeId> rewrite(const Graph& g, Node& n) {
+    const std::string& op = n.op;
+    auto keep = [&](size_t i) -> std::optional<NodeId> {
+      if (same_type(g, n, n.args[i])) return n.args[i];
+      return std::nullopt;
+    };
+    const bool fl = !n.is_tuple() && ir::is_float(n.type().dtype);
+    if (op == "multiply") {
+      if (is_const(g, n.args[1], 1)) return keep(0);
+      if (is_const(g, n.args[0], 1)) return keep(1);
+    } else if (op == "divide" && is_const(g, n.args[1], 1)) {
+      return keep(0);
+    } else if (op == "add") {
+      for (size_t i : {0, 1})
+        if (is_const(g, n.args[1 - i], 0, fl)) return keep(i);
+    } else if (op == "subtract" && is_const(g, n.args[1], 0)) {
+      return keep(0);
+    } else if (op == "negate" && g.node(n.args[0]).op == "negate") {
+      return keep_arg_of(g, n, n.args[0]);
+    } else if ((op == "as_type" || op == "bitcast" || op == "reshape") && same_type(g, n, n.args[0])) {
+      return n.args[0];
+    } else if (op == "reshape" && g.node(n.args[0]).op == "reshape") {
+      n.args[0] = g.node(n.args[0]).args[0];  // only the final shape matters
+    } else if (op == "transpose") {
+      auto axes = n.attrs["axes"].get<std::vector<int64_t>>();
+      const Node& inner = g.node(n.args[0]);
+      if (inner.op == "transpose") {
+        auto first = inner.attrs["axes"].get<std::vector<int64_t>>();
+        for (auto& a : axes) a = first[a];
+        n.args[0] = inner.args[0];
+        n.attrs["axes"] = axes;
+      }
+      bool identity = true;
+      for (size_t i = 0; i < axes.size(); ++i) identity &= axes[i] == int64_t(i);
+      if (identity) return keep(0);
+    } else if (op == "select" && g.node(n.args[0]).op == "constant" && g.node(n.args[0]).attrs["value"].is_number()) {
+      return keep(g.node(n.args[0]).attrs["value"].get<double>() != 0 ? 1 : 2);
+    }
+    // Layout ops of a constant are the constant at the new shape (constants broadcast lazily).
+    if ((op == "broadcast" || op == "reshape" || op == "transpose" || op == "squeeze") &&
+        g.node(n.args[0]).op == "constant") {
+      n.attrs = {{"value", g.node(n.args[0]).attrs["value"]}};
+      n.op = "constant";
+      n.args.clear();
+    }
+    return std::nullopt;
+  }
+
+  static std::optional<NodeId> keep_arg_of(const Graph& g, const Node& n, NodeId inner) {
+    NodeId x = g.node(inner).args[0];
+    if (same_type(g, n, x)) return x;
+    return std::nullopt;
+  }
+};
+
+NXV_REGISTER_PASS(Simplify, "simplify");
+
+}  // namespace
+}  // namespace nxv::passes
