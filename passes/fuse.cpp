@@ -5,7 +5,8 @@
 // evaluated inside its consumer. A node is *materialised* (gets a buffer, ends a region)
 // only when something outside the elemental world must read it: a graph output, a user
 // that cannot inline it (dot, a reduction result feeding anything, control flow), or a
-// fan-out too wide to recompute. Everything else is inlined into every region that reads
+// producer shared by several kernels whose cone is too big to recompute in each. Fan-out
+// alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
 // it; inside one region the emitter computes each node once per element, so diamonds and
 // long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
 // shape that share work are then merged into one multi-output kernel.
@@ -13,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "ir/ops.h"
 #include "passes/pass.h"
 
 namespace nxv::passes {
@@ -39,8 +41,10 @@ bool inlinable(const Node& n) {
 bool can_root(const Node& n) { return inlinable(n) || kReductions.count(n.op); }
 bool is_reduction(const Node& n) { return kReductions.count(n.op) > 0; }
 
-// Beyond this many users a producer gets its own buffer rather than being recomputed.
-constexpr size_t kMaxInlineUsers = 2;
+// A producer inlined into several kernels is recomputed in each; beyond this many ops in
+// its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element
+// is cheaper than a dispatch and a round trip through memory, so the bar is high.
+constexpr size_t kMaxRecomputeOps = 32;
 
 class Fuse : public Pass {
  public:
@@ -51,28 +55,33 @@ class Fuse : public Pass {
     for (const auto& n : g.nodes)
       for (NodeId a : n.args) users[a].push_back(n.id);
     std::set<NodeId> outputs(g.outputs.begin(), g.outputs.end());
+    std::set<NodeId> forced;  // too costly to recompute in every kernel that reads it
 
     auto materialised = [&](const Node& n) {
       if (n.op == "constant") return false;  // a scalar literal: copied into every region
-      if (!inlinable(n) || outputs.count(n.id)) return true;
-      const auto& us = users[n.id];
-      std::set<NodeId> distinct(us.begin(), us.end());
-      if (distinct.size() > kMaxInlineUsers) return true;
-      for (NodeId u : distinct)
+      if (!inlinable(n) || outputs.count(n.id) || forced.count(n.id)) return true;
+      for (NodeId u : users[n.id])
         if (!can_root(g.node(u))) return true;
       return false;
     };
 
-    // Region of each materialised root: the root plus its inlined producers.
+    // Region of each materialised root: the root plus its inlined producers. Fan-out alone
+    // never materialises a value: users that end up in one kernel share one evaluation.
     std::vector<Region> regions;
-    for (const auto& n : g.nodes) {
-      if (!can_root(n) || n.op == "constant" || !materialised(n)) continue;
-      Region r;
-      r.roots = {n.id};
-      collect(g, n.id, materialised, r);
-      regions.push_back(std::move(r));
+    for (;;) {
+      regions.clear();
+      for (const auto& n : g.nodes) {
+        if (!can_root(n) || n.op == "constant" || !materialised(n)) continue;
+        Region r;
+        r.roots = {n.id};
+        collect(g, n.id, materialised, r);
+        regions.push_back(std::move(r));
+      }
+      merge_siblings(g, regions);
+      auto costly = costly_duplicates(g, regions, materialised);
+      if (costly.empty()) break;
+      forced.insert(costly.begin(), costly.end());
     }
-    merge_siblings(g, regions);
     for (const auto& r : regions) emit(g, r);
     sort_topologically(g);
     // Inlined producers no longer have users at the top level.
@@ -101,25 +110,41 @@ class Fuse : public Pass {
     }
   }
 
-  // Elementwise regions of one output shape that share inlined work become one kernel with
-  // several results, unless one reads the other (that would need the other's buffer first).
+  // Producers inlined into more than one region whose cone is too big to recompute: the
+  // latest of each shared chain (materialising it makes the rest of its cone single-use).
+  template <class Pred>
+  std::vector<NodeId> costly_duplicates(const Graph& g, const std::vector<Region>& regions, const Pred& materialised) {
+    std::map<NodeId, int> copies;
+    for (const auto& r : regions)
+      for (NodeId m : r.members)
+        if (g.node(m).op != "constant" && std::find(r.roots.begin(), r.roots.end(), m) == r.roots.end()) ++copies[m];
+    std::vector<NodeId> picked;
+    std::set<NodeId> covered;
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
+      if (copies[it->id] < 2 || covered.count(it->id)) continue;
+      Region cone;
+      collect(g, it->id, materialised, cone);
+      if (cone.members.size() <= kMaxRecomputeOps) continue;
+      picked.push_back(it->id);
+      covered.insert(cone.members.begin(), cone.members.end());
+    }
+    return picked;
+  }
+
+  // Elementwise regions of one output shape that share inlined work, or where one reads the
+  // other's result at the same element (the next leapfrog half-step reads the position just
+  // updated), become one kernel with several results: the value read is then a register.
   void merge_siblings(const Graph& g, std::vector<Region>& regions) {
     for (size_t i = 0; i < regions.size(); ++i) {
       for (size_t j = i + 1; j < regions.size();) {
         Region &a = regions[i], &b = regions[j];
-        const auto& ta = g.node(a.roots[0]).type();
-        const auto& tb = g.node(b.roots[0]).type();
-        bool elementwise = !is_reduction(g.node(a.roots[0])) && !is_reduction(g.node(b.roots[0]));
-        bool shares = std::any_of(b.members.begin(), b.members.end(), [&](NodeId m) {
-          return a.members.count(m) && g.node(m).op != "constant";
-        });
-        bool independent = !depends(g, a, b, regions) && !depends(g, b, a, regions);
-        if (elementwise && ta.shape == tb.shape && shares && independent) {
+        if (mergeable(g, a, b, regions)) {
           a.roots.insert(a.roots.end(), b.roots.begin(), b.roots.end());
           a.members.insert(b.members.begin(), b.members.end());
           a.inputs.insert(b.inputs.begin(), b.inputs.end());
           for (NodeId root : a.roots) a.inputs.erase(root);
           regions.erase(regions.begin() + j);
+          j = i + 1;  // the grown region may now absorb one it could not before
         } else {
           ++j;
         }
@@ -127,11 +152,48 @@ class Fuse : public Pass {
     }
   }
 
+  bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
+    const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
+    if (is_reduction(ra) || is_reduction(rb) || ra.type().shape != rb.type().shape) return false;
+    const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
+    if (a_reads_b && b_reads_a) return false;
+    if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region
+    if (a_reads_b || b_reads_a) return true;
+    return std::any_of(b.members.begin(), b.members.end(),
+                       [&](NodeId m) { return a.members.count(m) && g.node(m).op != "constant"; });
+  }
+
+  // Does `r` read a root of `from` directly, and only through elementwise ops of the
+  // output's shape (so each element reads the same element of that root)? Throws no
+  // verdict on indirect reads; `depends` covers those.
+  bool reads_at_same_index(const Graph& g, const Region& r, const Region& from) {
+    std::set<NodeId> roots(from.roots.begin(), from.roots.end());
+    bool reads = false;
+    for (NodeId m : r.members)
+      for (NodeId a : g.node(m).args)
+        if (roots.count(a)) reads = true;
+    if (!reads) return false;
+    // Every member on a path to such a root must preserve the index.
+    const ir::Shape& shape = g.node(r.roots[0]).type().shape;
+    std::map<NodeId, bool> reaches;
+    for (const auto& n : g.nodes) {
+      if (!r.members.count(n.id)) continue;
+      bool hit = false;
+      for (NodeId a : n.args) hit |= roots.count(a) > 0 || reaches[a];
+      reaches[n.id] = hit;
+      if (hit && (!ir::is_elementwise(ir::op_family(n.op)) || n.type().shape != shape)) return false;
+    }
+    return true;
+  }
+
   // Does region `a` read (transitively, through other regions) a result of region `b`?
+  // Direct reads of `b` are left to reads_at_same_index.
   bool depends(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     std::set<NodeId> b_roots(b.roots.begin(), b.roots.end());
     std::set<NodeId> seen;
-    std::vector<NodeId> work(a.inputs.begin(), a.inputs.end());
+    std::vector<NodeId> work;
+    for (NodeId in : a.inputs)
+      if (!b_roots.count(in)) work.push_back(in);
     while (!work.empty()) {
       NodeId v = work.back();
       work.pop_back();
