@@ -109,6 +109,9 @@ int explore(const Args& a) {
       std::printf("// ----- kernel %s: fuses", k.name.c_str());
       for (auto id : k.fused_nodes) std::printf(" %%%lld", static_cast<long long>(id));
       std::printf(" -----\n");
+      if (n.attrs.contains("reads"))
+        for (const auto& [id, why] : n.attrs["reads"].items())
+          std::printf("//   reads %%%s from a buffer: %s\n", id.c_str(), why.get<std::string>().c_str());
     }
     if (all || a.stage == "spirv") {
       std::string err = codegen::validate(k.spirv, caps.api_version);

@@ -82,7 +82,11 @@ class Fuse : public Pass {
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
     }
-    for (const auto& r : regions) emit(g, r);
+    // Reasons first: emitting rewrites the nodes they describe.
+    std::map<NodeId, std::string> reasons;
+    for (const auto& r : regions)
+      for (NodeId in : r.inputs) reasons.emplace(in, boundary_reason(g, g.node(in), outputs, forced, users));
+    for (const auto& r : regions) emit(g, r, reasons);
     sort_topologically(g);
     // Inlined producers no longer have users at the top level.
     std::set<NodeId> live(g.outputs.begin(), g.outputs.end());
@@ -212,9 +216,24 @@ class Fuse : public Pass {
     return false;
   }
 
+  // Why the region reads `n` from a buffer instead of computing it in registers; `nxv explore`
+  // shows it so that a missed fusion can be traced to its cause.
+  static std::string boundary_reason(const Graph& g, const Node& n, const std::set<NodeId>& outputs,
+                                     const std::set<NodeId>& forced, std::map<NodeId, std::vector<NodeId>>& users) {
+    if (n.op == "parameter") return "graph input";
+    if (n.op == "tensor") return "literal tensor";
+    if (is_reduction(n)) return "reduction result";
+    if (!inlinable(n)) return n.op + " is computed by a kernel of its own";
+    if (outputs.count(n.id)) return "graph output";
+    if (forced.count(n.id)) return "shared by kernels of different shapes and too costly to recompute";
+    for (NodeId u : users[n.id])
+      if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
+    return "materialised";
+  }
+
   // Replaces the first root by a kernel node computing the whole region; other roots become
   // `elem`s of it.
-  void emit(Graph& g, const Region& r) {
+  void emit(Graph& g, const Region& r, const std::map<NodeId, std::string>& reasons) {
     auto body = std::make_shared<Graph>();
     body->name = g.name;
     std::vector<NodeId> args(r.inputs.begin(), r.inputs.end());
@@ -254,6 +273,7 @@ class Fuse : public Pass {
                         : is_reduction(first)                       ? "reduce"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
+    for (NodeId a : args) k.attrs["reads"][std::to_string(a)] = reasons.at(a);
     k.regions["body"] = body;
 
     std::vector<Node> replacement{std::move(k)};
