@@ -99,6 +99,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
 
 DeviceImpl::~DeviceImpl() {
   vkDeviceWaitIdle(device_);
+  for (auto& c : idle_contexts_) destroy_context(*c);
   for (auto& [key, p] : pipelines_) {
     vkDestroyPipeline(device_, p.pipeline, nullptr);
     vkDestroyPipelineLayout(device_, p.layout, nullptr);
@@ -249,7 +250,7 @@ BufferPtr DeviceImpl::upload(const ir::TensorType& type, const void* data, size_
   Allocation staging = allocate_memory(size_class(bytes), true);
   std::memcpy(staging.mapped, data, bytes);
   try {
-    submit([&](VkCommandBuffer cb, VkQueryPool) {
+    submit([&](VkCommandBuffer cb, SubmitContext&) {
       VkBufferCopy region{0, 0, bytes};
       vkCmdCopyBuffer(cb, staging.buffer, a.buffer, 1, &region);
     });
@@ -273,7 +274,7 @@ void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
   }
   Allocation staging = allocate_memory(size_class(bytes), true);
   try {
-    submit([&](VkCommandBuffer cb, VkQueryPool) {
+    submit([&](VkCommandBuffer cb, SubmitContext&) {
       VkBufferCopy region{0, 0, bytes};
       vkCmdCopyBuffer(cb, a.buffer, staging.buffer, 1, &region);
     });
@@ -324,73 +325,135 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k) {
   return pipelines_.emplace(key, p).first->second;
 }
 
-double DeviceImpl::submit(const std::function<void(VkCommandBuffer, VkQueryPool)>& record) {
-  check_alive();
-  // Per-submit pools: recording needs no lock, so many threads record at once.
+VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {
+  for (;; ++current_pool) {
+    if (current_pool == descriptor_pools.size()) {
+      // Sized for a few hundred kernels; a bigger graph adds another pool.
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096};
+      VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+      pi.maxSets = 512;
+      pi.poolSizeCount = 1;
+      pi.pPoolSizes = &size;
+      VkDescriptorPool p;
+      vk_check(vkCreateDescriptorPool(device, &pi, nullptr, &p), "vkCreateDescriptorPool");
+      descriptor_pools.push_back(p);
+    }
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = descriptor_pools[current_pool];
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set;
+    VkResult r = vkAllocateDescriptorSets(device, &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) vk_check(r, "vkAllocateDescriptorSets");
+  }
+}
+
+std::unique_ptr<SubmitContext> DeviceImpl::acquire_context() {
+  {
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    if (!idle_contexts_.empty()) {
+      auto c = std::move(idle_contexts_.back());
+      idle_contexts_.pop_back();
+      return c;
+    }
+  }
+  auto c = std::make_unique<SubmitContext>();
+  c->device = device_;
+  struct Guard {
+    DeviceImpl* d;
+    SubmitContext* c;
+    ~Guard() {
+      if (c) d->destroy_context(*c);
+    }
+  } guard{this, c.get()};
   VkCommandPoolCreateInfo cpi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   cpi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   cpi.queueFamilyIndex = queue_family_;
-  VkCommandPool pool;
-  vk_check(vkCreateCommandPool(device_, &cpi, nullptr, &pool), "vkCreateCommandPool");
-  VkQueryPool queries = VK_NULL_HANDLE;
-  VkFence fence = VK_NULL_HANDLE;
-  struct Cleanup {
-    DeviceImpl* d;
-    VkCommandPool& pool;
-    VkQueryPool& q;
-    VkFence& f;
-    ~Cleanup() {
-      if (f) vkDestroyFence(d->device_, f, nullptr);
-      if (q) vkDestroyQueryPool(d->device_, q, nullptr);
-      vkDestroyCommandPool(d->device_, pool, nullptr);
-    }
-  } cleanup{this, pool, queries, fence};
+  vk_check(vkCreateCommandPool(device_, &cpi, nullptr, &c->pool), "vkCreateCommandPool");
   VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cai.commandPool = pool;
+  cai.commandPool = c->pool;
   cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cai.commandBufferCount = 1;
-  VkCommandBuffer cb;
-  vk_check(vkAllocateCommandBuffers(device_, &cai, &cb), "vkAllocateCommandBuffers");
+  vk_check(vkAllocateCommandBuffers(device_, &cai, &c->cb), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  vk_check(vkCreateFence(device_, &fi, nullptr, &c->fence), "vkCreateFence");
   if (timestamps_) {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = 2;
-    vk_check(vkCreateQueryPool(device_, &qi, nullptr, &queries), "vkCreateQueryPool");
+    vk_check(vkCreateQueryPool(device_, &qi, nullptr, &c->queries), "vkCreateQueryPool");
   }
+  guard.c = nullptr;
+  return c;
+}
+
+void DeviceImpl::destroy_context(SubmitContext& c) {
+  for (auto p : c.descriptor_pools) vkDestroyDescriptorPool(device_, p, nullptr);
+  if (c.queries) vkDestroyQueryPool(device_, c.queries, nullptr);
+  if (c.fence) vkDestroyFence(device_, c.fence, nullptr);
+  if (c.pool) vkDestroyCommandPool(device_, c.pool, nullptr);
+}
+
+double DeviceImpl::submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record) {
+  check_alive();
+  // One context per submission in flight: recording needs no lock, so many threads record at once.
+  auto ctx = acquire_context();
+  // A context goes back to the idle list only once its work is known to be finished;
+  // after an error it is destroyed (waiting for the queue first, so the GPU is not
+  // still reading what is freed).
+  bool finished = false;
+  struct Return {
+    DeviceImpl* d;
+    std::unique_ptr<SubmitContext>& c;
+    bool& finished;
+    ~Return() {
+      if (finished) {
+        std::lock_guard<std::mutex> lock(d->contexts_mutex_);
+        d->idle_contexts_.push_back(std::move(c));
+      } else {
+        {
+          std::lock_guard<std::mutex> lock(d->queue_mutex_);  // vkQueueWaitIdle needs the queue too
+          vkQueueWaitIdle(d->queue_);
+        }
+        d->destroy_context(*c);
+      }
+    }
+  } give_back{this, ctx, finished};
+  vk_check(vkResetCommandPool(device_, ctx->pool, 0), "vkResetCommandPool");
+  for (auto p : ctx->descriptor_pools) vk_check(vkResetDescriptorPool(device_, p, 0), "vkResetDescriptorPool");
+  ctx->current_pool = 0;
+  vk_check(vkResetFences(device_, 1, &ctx->fence), "vkResetFences");
+  VkCommandBuffer cb = ctx->cb;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  if (queries) {
-    vkCmdResetQueryPool(cb, queries, 0, 2);
-    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 0);
+  if (ctx->queries) {
+    vkCmdResetQueryPool(cb, ctx->queries, 0, 2);
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, ctx->queries, 0);
   }
-  record(cb, queries);
-  if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 1);
+  record(cb, *ctx);
+  if (ctx->queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ctx->queries, 1);
   vk_check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  vk_check(vkCreateFence(device_, &fi, nullptr, &fence), "vkCreateFence");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
-    VkResult r = vkQueueSubmit(queue_, 1, &si, fence);
+    VkResult r = vkQueueSubmit(queue_, 1, &si, ctx->fence);
     if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
     vk_check(r, "vkQueueSubmit");
   }
-  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, opts_.timeout_ms * 1000000ull);
-  if (r == VK_TIMEOUT) {
-    // The work may still complete; the fence and pool must outlive it, so wait for it
-    // before freeing them rather than leaving the GPU writing into recycled memory.
-    vkQueueWaitIdle(queue_);
+  VkResult r = vkWaitForFences(device_, 1, &ctx->fence, VK_TRUE, opts_.timeout_ms * 1000000ull);
+  if (r == VK_TIMEOUT)
     throw Error(Error::Kind::Timeout, "graph did not finish within " + std::to_string(opts_.timeout_ms) + " ms on " +
                                           info_.name);
-  }
   if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
   vk_check(r, "vkWaitForFences");
-  if (!queries) return 0;
+  finished = true;
+  if (!ctx->queries) return 0;
   uint64_t ts[2] = {0, 0};
-  if (vkGetQueryPoolResults(device_, queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
+  if (vkGetQueryPoolResults(device_, ctx->queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
   return double(ts[1] - ts[0]) * timestamp_period_ns_ / 1e6;
 }
 

@@ -221,53 +221,27 @@ class ExecutableImpl : public Executable {
 
   void dispatch(const std::vector<const KernelStep*>& steps, const std::map<ir::NodeId, std::vector<BufferPtr>>& values,
                 RunStats& stats) {
-    uint32_t descriptors = 0;
-    for (const auto* s : steps) descriptors += std::max<uint32_t>(1, s->pipeline->bindings);
-    VkDevice vk = dev_->device();
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
-    VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-    pi.maxSets = uint32_t(steps.size());
-    pi.poolSizeCount = 1;
-    pi.pPoolSizes = &size;
-    vk_check(vkCreateDescriptorPool(vk, &pi, nullptr, &pool), "vkCreateDescriptorPool");
-    struct PoolGuard {
-      VkDevice d;
-      VkDescriptorPool p;
-      ~PoolGuard() { vkDestroyDescriptorPool(d, p, nullptr); }
-    } guard{vk, pool};
-
-    std::vector<VkDescriptorSet> sets(steps.size());
-    for (size_t s = 0; s < steps.size(); ++s) {
-      const auto& step = *steps[s];
-      VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-      ai.descriptorPool = pool;
-      ai.descriptorSetCount = 1;
-      ai.pSetLayouts = &step.pipeline->set_layout;
-      vk_check(vkAllocateDescriptorSets(vk, &ai, &sets[s]), "vkAllocateDescriptorSets");
-      std::vector<VkDescriptorBufferInfo> infos(step.binary.bindings.size());
-      std::vector<VkWriteDescriptorSet> writes(infos.size());
-      for (size_t b = 0; b < infos.size(); ++b) {
-        const auto& bnd = step.binary.bindings[b];
-        const BufferPtr& buf = bnd.kind == codegen::Binding::Kind::Input ? values.at(step.node->args.at(bnd.index)).at(0)
-                                                                         : values.at(step.node->id).at(bnd.index);
-        infos[b] = {static_cast<BufferImpl&>(*buf).alloc().buffer, 0, VK_WHOLE_SIZE};
-        writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-        writes[b].dstSet = sets[s];
-        writes[b].dstBinding = uint32_t(b);
-        writes[b].descriptorCount = 1;
-        writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[b].pBufferInfo = &infos[b];
-      }
-      vkUpdateDescriptorSets(vk, uint32_t(writes.size()), writes.data(), 0, nullptr);
-    }
-
-    stats.device_ms += dev_->submit([&](VkCommandBuffer cb, VkQueryPool) {
-      for (size_t s = 0; s < steps.size(); ++s) {
-        const auto& k = steps[s]->binary;
-        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps[s]->pipeline->pipeline);
-        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, steps[s]->pipeline->layout, 0, 1, &sets[s], 0,
-                                nullptr);
+    stats.device_ms += dev_->submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
+      for (const auto* step : steps) {
+        VkDescriptorSet set = ctx.allocate_set(step->pipeline->set_layout);
+        std::vector<VkDescriptorBufferInfo> infos(step->binary.bindings.size());
+        std::vector<VkWriteDescriptorSet> writes(infos.size());
+        for (size_t b = 0; b < infos.size(); ++b) {
+          const auto& bnd = step->binary.bindings[b];
+          const BufferPtr& buf = bnd.kind == codegen::Binding::Kind::Input ? values.at(step->node->args.at(bnd.index)).at(0)
+                                                                           : values.at(step->node->id).at(bnd.index);
+          infos[b] = {static_cast<BufferImpl&>(*buf).alloc().buffer, 0, VK_WHOLE_SIZE};
+          writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+          writes[b].dstSet = set;
+          writes[b].dstBinding = uint32_t(b);
+          writes[b].descriptorCount = 1;
+          writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+          writes[b].pBufferInfo = &infos[b];
+        }
+        vkUpdateDescriptorSets(dev_->device(), uint32_t(writes.size()), writes.data(), 0, nullptr);
+        const auto& k = step->binary;
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, step->pipeline->pipeline);
+        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, step->pipeline->layout, 0, 1, &set, 0, nullptr);
         vkCmdDispatch(cb, k.group_count[0], k.group_count[1], k.group_count[2]);
         // Later kernels read what this one wrote.
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,

@@ -48,6 +48,24 @@ class BufferImpl : public Buffer {
   Allocation alloc_;
 };
 
+// What one submission needs besides its commands: reused across submits (reset, not
+// recreated) because creating pools and fences per run dominated small graphs' wall time.
+class SubmitContext {
+ public:
+  // A descriptor set for `layout`, valid until the submission finishes.
+  VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+
+ private:
+  friend class DeviceImpl;
+  VkDevice device = VK_NULL_HANDLE;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkQueryPool queries = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools;  // grows when a graph needs more sets
+  size_t current_pool = 0;
+};
+
 class DeviceImpl : public Device {
  public:
   DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts);
@@ -69,7 +87,7 @@ class DeviceImpl : public Device {
 
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
   // Returns device time in ms (0 when the queue has no timestamps).
-  double submit(const std::function<void(VkCommandBuffer, VkQueryPool)>& record);
+  double submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record);
 
   VkDevice device() const { return device_; }
   void release(const Allocation& a, uint64_t bytes);
@@ -81,6 +99,8 @@ class DeviceImpl : public Device {
   void save_pipeline_cache();
   std::string cache_path() const;
   void check_alive() const;
+  std::unique_ptr<SubmitContext> acquire_context();
+  void destroy_context(SubmitContext& c);
 
   VkInstance instance_;
   VkPhysicalDevice phys_;
@@ -103,6 +123,8 @@ class DeviceImpl : public Device {
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   std::atomic<uint64_t> hits_{0}, misses_{0};
   std::atomic<bool> lost_{false};
+  std::mutex contexts_mutex_;
+  std::vector<std::unique_ptr<SubmitContext>> idle_contexts_;
 };
 
 // Content hash used for pipeline and executable caches: two independent FNV-1a-64 streams
