@@ -5,39 +5,12 @@
 #include <optional>
 
 #include "ir/json.h"
+#include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
 namespace {
-
-// Raw little-endian bytes of a `tensor` literal (docs/ir.md: data_b64).
-std::string literal_bytes(const ir::Node& n) {
-  if (!n.attrs.contains("data_b64") || !n.attrs["data_b64"].is_string())
-    throw Error(Error::Kind::Unsupported, "node " + std::to_string(n.id) +
-                                              " (tensor): the runtime takes literal tensors as data_b64");
-  const std::string& in = n.attrs["data_b64"].get_ref<const std::string&>();
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char ch : in) {
-    int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-          : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
-    if (v < 0) continue;  // padding and whitespace
-    acc = (acc << 6) | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(char((acc >> bits) & 0xFF));
-    }
-  }
-  if (int64_t(out.size()) != n.type().byte_size())
-    throw Error(Error::Kind::InvalidArgument, "node " + std::to_string(n.id) + " (tensor): data_b64 holds " +
-                                                  std::to_string(out.size()) + " bytes, " +
-                                                  ir::to_string(n.type()) + " needs " +
-                                                  std::to_string(n.type().byte_size()));
-  return out;
-}
 
 struct KernelStep {
   const ir::Node* node;
@@ -103,8 +76,8 @@ class ExecutableImpl : public Executable {
       } else if (n.op == "elem") {
         steps_.push_back({&n, std::nullopt, {}});
       } else if (n.op == "tensor") {
-        std::string bytes = literal_bytes(n);
-        constants_[n.id] = dev_->upload(n.type(), bytes.data(), bytes.size());
+        ir::Literal lit = ir::literal_of(n);
+        constants_[n.id] = dev_->upload(n.type(), lit.data.data(), lit.data.size());
       } else if (n.op != "parameter" && n.op != "constant") {
         throw Error(Error::Kind::Unsupported, "node " + std::to_string(n.id) + " (" + n.op +
                                                   "): the runtime cannot run this op at the top level of a graph");
