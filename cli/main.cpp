@@ -1,10 +1,11 @@
 // nxv: the compiler explorer and runner.
 //   nxv devices
 //   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
-//   nxv run GRAPH.json [--seed N] [--repeat N] [--device SEL]
+//   nxv run GRAPH.json [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "codegen/kernel.h"
 #include "ir/json.h"
+#include "ir/literal.h"
 #include "ir/printer.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
@@ -21,7 +23,7 @@ using namespace nxv;
 namespace {
 
 struct Args {
-  std::string cmd, file, stage = "all", kernel, device, passes;
+  std::string cmd, file, stage = "all", kernel, device, passes, inputs, outputs;
   uint64_t seed = 0;
   int repeat = 1;
 };
@@ -29,7 +31,14 @@ struct Args {
 const char* kUsage =
     "usage: nxv devices\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]\n"
-    "       nxv run GRAPH.json [--seed=N] [--repeat=N] [--device=SEL]\n";
+    "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--seed=N] [--repeat=N] [--device=SEL]\n"
+    "\n"
+    "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
+    "  explore   the IR as read, after each pass, each kernel's SPIR-V and a GLSL view\n"
+    "  run       compiles and runs on a device; inputs from FILE (a JSON array of\n"
+    "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
+    "            the results in the same form\n"
+    "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -45,7 +54,8 @@ Args parse(int argc, char** argv) {
     if (s == "--help" || s == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("passes", a.passes)) {
+    } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("passes", a.passes) ||
+               opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
     } else if (opt("seed", num)) {
       a.seed = std::stoull(num);
     } else if (opt("repeat", num)) {
@@ -127,20 +137,47 @@ int explore(const Args& a) {
 ir::Literal random_literal(const ir::TensorType& t, std::mt19937_64& rng) {
   ir::Literal lit{t, std::vector<uint8_t>(t.byte_size())};
   std::uniform_real_distribution<double> d(-1, 1);
-  int bytes = ir::dtype_bytes(t.dtype);
   for (int64_t i = 0; i < t.num_elements(); ++i) {
-    uint8_t* p = lit.data.data() + i * bytes;
-    double v = d(rng);
-    switch (t.dtype) {
-      case ir::DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
-      case ir::DType::F64: std::memcpy(p, &v, 8); break;
-      default: {
-        uint64_t u = rng() % 16;
-        std::memcpy(p, &u, bytes);  // little-endian: the low bytes
-      }
-    }
+    ir::Scalar v;
+    if (ir::is_float(t.dtype)) v.f = d(rng);
+    else v.i = int64_t(rng() % 16), v.is_integer = true;
+    ir::set_element(lit, i, v);
   }
   return lit;
+}
+
+std::vector<ir::Literal> random_inputs(const std::vector<ir::TensorType>& types, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<ir::Literal> inputs;
+  for (const auto& t : types) inputs.push_back(random_literal(t, rng));
+  return inputs;
+}
+
+std::vector<ir::Literal> read_inputs(const std::string& path, const std::vector<ir::TensorType>& types) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(path + ": malformed JSON: " + e.what());
+  }
+  if (!j.is_array()) throw std::runtime_error(path + ": expected a JSON array of tensors");
+  if (j.size() != types.size())
+    throw std::runtime_error(path + ": the graph takes " + std::to_string(types.size()) + " inputs, the file has " +
+                             std::to_string(j.size()));
+  std::vector<ir::Literal> inputs;
+  for (size_t i = 0; i < j.size(); ++i) {
+    try {
+      inputs.push_back(ir::literal_from_json(j[i]));
+    } catch (const ir::IrError& e) {
+      throw std::runtime_error(path + ": input " + std::to_string(i) + ": " + e.what());
+    }
+    if (inputs.back().type != types[i])
+      throw std::runtime_error(path + ": input " + std::to_string(i) + " is " + ir::to_string(inputs.back().type) +
+                               ", parameter " + std::to_string(i) + " is " + ir::to_string(types[i]));
+  }
+  return inputs;
 }
 
 std::string format(const ir::Literal& l) {
@@ -148,10 +185,9 @@ std::string format(const ir::Literal& l) {
   int64_t n = std::min<int64_t>(l.type.num_elements(), 8);
   for (int64_t i = 0; i < n; ++i) {
     char buf[64];
-    const uint8_t* p = l.data.data() + i * ir::dtype_bytes(l.type.dtype);
-    if (l.type.dtype == ir::DType::F32) { float f; std::memcpy(&f, p, 4); std::snprintf(buf, sizeof buf, "%g", f); }
-    else if (l.type.dtype == ir::DType::F64) { double f; std::memcpy(&f, p, 8); std::snprintf(buf, sizeof buf, "%g", f); }
-    else { int64_t v = 0; std::memcpy(&v, p, ir::dtype_bytes(l.type.dtype)); std::snprintf(buf, sizeof buf, "%lld", (long long)v); }
+    if (ir::is_float(l.type.dtype)) std::snprintf(buf, sizeof buf, "%g", ir::get_f64(l, i));
+    else if (l.type.dtype == ir::DType::U64) std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)ir::get_i64(l, i));
+    else std::snprintf(buf, sizeof buf, "%lld", (long long)ir::get_i64(l, i));
     s += (i ? ", " : "") + std::string(buf);
   }
   return s + (l.type.num_elements() > n ? ", ...]" : "]");
@@ -167,9 +203,8 @@ int run(const Args& a) {
   auto exe = runtime::Executable::compile(dev, g);
   double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);
-  std::mt19937_64 rng(a.seed);
-  std::vector<ir::Literal> inputs;
-  for (const auto& t : exe->input_types()) inputs.push_back(random_literal(t, rng));
+  std::vector<ir::Literal> inputs = a.inputs.empty() ? random_inputs(exe->input_types(), a.seed)
+                                                     : read_inputs(a.inputs, exe->input_types());
   std::vector<ir::Literal> outs;
   runtime::RunStats st;
   for (int i = 0; i < a.repeat; ++i) outs = exe->run_host(inputs, &st);
@@ -177,6 +212,12 @@ int run(const Args& a) {
               st.device_ms);
   for (size_t i = 0; i < inputs.size(); ++i) std::printf("input %zu: %s\n", i, format(inputs[i]).c_str());
   for (size_t i = 0; i < outs.size(); ++i) std::printf("output %zu: %s\n", i, format(outs[i]).c_str());
+  if (!a.outputs.empty()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& o : outs) j.push_back(ir::literal_to_json(o));
+    std::ofstream f(a.outputs);
+    if (!(f << j.dump() << "\n")) throw std::runtime_error("cannot write " + a.outputs);
+  }
   return 0;
 }
 
