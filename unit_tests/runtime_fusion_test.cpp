@@ -121,5 +121,45 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
     check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
 }
 
+// Long reductions into few outputs run as two kernels (split-reduction): a full f32 sum of
+// exp(x) against a double reference, an s32 column max (exact, through the -2^31 padding)
+// and an integer sum accumulated in s64 (exact), at a prime extent that needs padding.
+TEST(RuntimeFusion, SplitReductionsMatchTheReference) {
+  const int64_t n = 1000003, rows = 100003;
+  auto g = ir::parse_graph(R"({"version": 1, "name": "split", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [)" + std::to_string(n) + R"(], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "s32", "shape": [)" + std::to_string(rows) + R"(, 3], "attrs": {"index": 1}},
+    {"id": 2, "op": "exp", "args": [0], "type": "f32", "shape": [)" + std::to_string(n) + R"(]},
+    {"id": 3, "op": "sum", "args": [2], "type": "f32", "shape": []},
+    {"id": 4, "op": "reduce_max", "args": [1], "type": "s32", "shape": [1, 3], "attrs": {"axes": [0], "keep_axes": true}},
+    {"id": 5, "op": "sum", "args": [1], "type": "s64", "shape": []}], "outputs": [3, 4, 5]})");
+  auto exe = Executable::compile(Device::open(), g);
+  auto x = random(size_t(n), 5, -2, 2);
+  std::mt19937 rng(9);
+  std::vector<int32_t> m(size_t(rows * 3));
+  for (auto& v : m) v = int32_t(rng()) - (1 << 30);  // negative and positive, large
+  HostTensor mt{{ir::DType::S32, {rows, 3}}, std::vector<uint8_t>(m.size() * 4)};
+  std::memcpy(mt.data.data(), m.data(), mt.data.size());
+  RunStats st;
+  auto out = exe->run_host({tensor(ir::DType::F32, {n}, x), mt}, &st);
+  double sum = 0;
+  for (double v : x) sum += double(float(std::exp(v)));
+  // f32 partial sums of ~1000 terms each: relative 1e-5 of the total.
+  EXPECT_NEAR(at(out[0], 0), sum, 1e-5 * sum);
+  int64_t isum = 0;
+  int32_t cmax[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int k = 0; k < 3; ++k) cmax[k] = std::max(cmax[k], m[size_t(i * 3 + k)]), isum += m[size_t(i * 3 + k)];
+  for (int k = 0; k < 3; ++k) {
+    int32_t got;
+    std::memcpy(&got, out[1].data.data() + 4 * k, 4);
+    EXPECT_EQ(got, cmax[k]);
+  }
+  int64_t got_sum;
+  std::memcpy(&got_sum, out[2].data.data(), 8);
+  EXPECT_EQ(got_sum, isum);
+  EXPECT_LE(st.dispatches, 7);  // two per split reduction, fused producers, at most one reshape
+}
+
 }  // namespace
 }  // namespace nxv::runtime
