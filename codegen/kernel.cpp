@@ -100,6 +100,37 @@ std::optional<RowSplit> row_split(const ir::Node& kernel) {
   return RowSplit{ir::Shape(s.begin(), s.begin() + p), ir::Shape(s.begin() + p, s.end())};
 }
 
+// Transposes read the input across rows: in plain order the 32 lanes of a warp each
+// touch a different cache line. Visiting the output in 32x32 tiles (lanes along a tile
+// row, successive warps down the tile) makes the lines one warp misses the ones the
+// next warps hit, so the reads coalesce through the cache without shared memory.
+constexpr int64_t kTile = 32;
+
+bool wants_tiles(const ir::Graph& body, const ir::Shape& out) {
+  if (out.size() < 2 || out[out.size() - 1] % kTile || out[out.size() - 2] % kTile) return false;
+  for (const auto& n : body.nodes) {
+    if (n.op != "transpose") continue;
+    auto axes = n.attrs.value("axes", std::vector<int64_t>{});
+    if (!axes.empty() && axes.back() != int64_t(axes.size()) - 1) return true;
+  }
+  return false;
+}
+
+// The output position of tile-order counter s (a bijection when both trailing dims are
+// multiples of the tile).
+Id tiled_linear(Emitter& e, Id s, const ir::Shape& out) {
+  spirv::Builder& b = e.b;
+  const int64_t cols = out.back(), tiles_per_row = cols / kTile;
+  auto div = [&](Id a, int64_t d) { return b.op(spv::OpUDiv, e.u32(), {a, e.u32c(d)}); };
+  auto mod = [&](Id a, int64_t d) { return b.op(spv::OpUMod, e.u32(), {a, e.u32c(d)}); };
+  auto mul = [&](Id a, int64_t d) { return b.op(spv::OpIMul, e.u32(), {a, e.u32c(d)}); };
+  auto add = [&](Id a, Id c) { return b.op(spv::OpIAdd, e.u32(), {a, c}); };
+  Id tile = div(s, kTile * kTile), within = mod(s, kTile * kTile);
+  Id row = add(mul(div(tile, tiles_per_row), kTile), div(within, kTile));  // batch folded into rows
+  Id col = add(mul(mod(tile, tiles_per_row), kTile), mod(within, kTile));
+  return add(mul(row, cols), col);
+}
+
 void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
                const LaunchConfig& launch, const RowSplit& rs) {
   spirv::Builder& b = e.b;
@@ -156,6 +187,7 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
     *shared_bytes = e.shared_bytes();
     return b.finish();
   }
+  const bool tiles = kernel.results.size() == 1 && wants_tiles(body, kernel.results[0].shape);
   // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
   // computes elements g, g + groups, ... together and invocation 0 stores them.
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
@@ -172,7 +204,8 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
           if (n == 0) continue;
           Index idx;
           idx.shape = kernel.results[k].shape;
-          idx.linear = n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
+          idx.linear = tiles ? tiled_linear(e, s[0], idx.shape)
+                       : n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
           Id v = e.value(body.node(body.outputs[k]), idx);
           std::vector<Id> guards;
           if (n != items) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(n)}));

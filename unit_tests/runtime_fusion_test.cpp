@@ -121,6 +121,36 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
     check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
 }
 
+// Transposes that move the innermost axis run in 32x32 tile order; every element must still
+// land where a plain loop puts it (batched, non-square, and a shape that is not tiled).
+TEST(RuntimeFusion, TransposesInTileOrderMatchTheReference) {
+  for (auto [shape, axes] : std::vector<std::pair<ir::Shape, std::vector<int64_t>>>{
+           {{64, 96}, {1, 0}}, {{3, 32, 64}, {0, 2, 1}}, {{32, 2, 64}, {2, 1, 0}}, {{33, 65}, {1, 0}}}) {
+    ir::Shape out;
+    for (int64_t a : axes) out.push_back(shape[a]);
+    std::string ax = "[";
+    for (size_t i = 0; i < axes.size(); ++i) ax += (i ? "," : "") + std::to_string(axes[i]);
+    auto g = ir::parse_graph(R"({"version": 1, "name": "t", "nodes": [
+      {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json(shape) + R"(, "attrs": {"index": 0}},
+      {"id": 1, "op": "transpose", "args": [0], "type": "f32", "shape": )" + shape_json(out) + R"(, "attrs": {"axes": )" + ax + R"(]}},
+      {"id": 2, "op": "negate", "args": [1], "type": "f32", "shape": )" + shape_json(out) + R"(}], "outputs": [2]})");
+    auto x = random(size_t(ir::num_elements(shape)), 17);
+    auto got = Executable::compile(Device::open(), g)->run_host({tensor(ir::DType::F32, shape, x)});
+    // Reference: walk the output row-major, read the input at the permuted position.
+    std::vector<int64_t> idx(out.size(), 0);
+    for (int64_t lin = 0; lin < ir::num_elements(out); ++lin) {
+      int64_t src = 0;
+      std::vector<int64_t> in_idx(shape.size());
+      for (size_t k = 0; k < axes.size(); ++k) in_idx[axes[k]] = idx[k];
+      for (size_t k = 0; k < shape.size(); ++k) src = src * shape[k] + in_idx[k];
+      ASSERT_EQ(at(got[0], size_t(lin)), -x[size_t(src)]) << shape_json(shape) << " at " << lin;
+      for (size_t k = out.size(); k-- > 0;)
+        if (++idx[k] < out[k]) break;
+        else idx[k] = 0;
+    }
+  }
+}
+
 // Long reductions into few outputs run as two kernels (split-reduction): a full f32 sum of
 // exp(x) against a double reference, an s32 column max (exact, through the -2^31 padding)
 // and an integer sum accumulated in s64 (exact), at a prime extent that needs padding.
