@@ -69,6 +69,11 @@ class ExecutableImpl : public Executable {
         if (!err.empty())
           throw Error(Error::Kind::Vulkan, "kernel " + step.binary.name + " failed SPIR-V validation: " + err);
         step.pipeline = &dev_->pipeline(step.binary);
+        for (const auto& slot : n.attrs.value("buffers", nlohmann::json::array()))
+          if (slot.get<int64_t>() >= 0) slot_bytes_.resize(std::max<size_t>(slot_bytes_.size(), slot.get<size_t>() + 1));
+        for (size_t i = 0; i < n.results.size(); ++i)
+          if (int64_t slot = buffer_slot(n, i); slot >= 0)
+            slot_bytes_[slot] = std::max<uint64_t>(slot_bytes_[slot], n.results[i].byte_size());
         binaries_.push_back(step.binary);
         steps_.push_back({&n, std::move(step), {}});
       } else if (n.op == "while" || n.op == "cond") {
@@ -108,6 +113,8 @@ class ExecutableImpl : public Executable {
     std::map<ir::NodeId, std::vector<BufferPtr>> values;
     for (const auto* p : lowered_.parameters()) values[p->id] = {inputs.at(p->attrs.value("index", 0))};
     for (const auto& [id, buf] : constants_) values[id] = {buf};
+    // Intermediates share the buffers plan-buffers assigned (allocated for this run only).
+    std::vector<BufferPtr> slots(slot_bytes_.size());
     // Kernels run in batches, one submit each; control flow ends a batch because the host
     // must see its predicate.
     std::vector<const KernelStep*> batch;
@@ -120,7 +127,15 @@ class ExecutableImpl : public Executable {
       const ir::Node& n = *step.node;
       if (step.kernel) {
         auto& rs = values[n.id];
-        for (const auto& r : n.results) rs.push_back(dev_->allocate(r));
+        for (size_t i = 0; i < n.results.size(); ++i) {
+          const int64_t slot = buffer_slot(n, i);
+          if (slot < 0) {
+            rs.push_back(dev_->allocate(n.results[i]));
+            continue;
+          }
+          if (!slots[slot]) slots[slot] = dev_->allocate({ir::DType::U8, {int64_t(slot_bytes_[slot])}});
+          rs.push_back(slots[slot]);
+        }
         batch.push_back(&*step.kernel);
         continue;
       }
@@ -165,6 +180,11 @@ class ExecutableImpl : public Executable {
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
     return step;
+  }
+
+  static int64_t buffer_slot(const ir::Node& kernel, size_t result) {
+    if (!kernel.attrs.contains("buffers")) return -1;
+    return kernel.attrs["buffers"].at(result).get<int64_t>();
   }
 
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
@@ -234,6 +254,7 @@ class ExecutableImpl : public Executable {
   std::vector<codegen::KernelBinary> binaries_;
   std::vector<Step> steps_;
   std::map<ir::NodeId, BufferPtr> constants_;
+  std::vector<uint64_t> slot_bytes_;  // per plan-buffers slot, the largest value it holds
 };
 
 // A graph's inputs are its parameters, numbered 0..n-1.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -149,6 +150,20 @@ TEST(RuntimeFusion, TransposesInTileOrderMatchTheReference) {
         else idx[k] = 0;
     }
   }
+}
+
+// Shared intermediate buffers (plan-buffers) change nothing in the results: the chain of
+// dots from lit_tests/passes/plan-buffers.test, with and without the pass, bit for bit.
+TEST(RuntimeFusion, PlannedBuffersGiveTheSameResults) {
+  auto g = ir::read_graph_file(NXV_TEST_GRAPHS "/dot_chain.json");
+  auto x = random(64 * 64, 23, -0.2, 0.2);
+  auto with = Executable::compile(Device::open(), g)->run_host({tensor(ir::DType::F32, {64, 64}, x)});
+  CompileOptions unplanned;
+  unplanned.pipeline = {"canonicalize", "simplify", "cse", "dce", "split-reduction", "fuse", "lower-to-kernels"};
+  auto without = Executable::compile(Device::open(), g, unplanned)->run_host({tensor(ir::DType::F32, {64, 64}, x)});
+  ASSERT_EQ(with.size(), without.size());
+  for (size_t i = 0; i < with.size(); ++i) EXPECT_EQ(with[i].data, without[i].data) << "output " << i;
+  EXPECT_TRUE(std::any_of(with[1].data.begin(), with[1].data.end(), [](uint8_t b) { return b != 0; }));
 }
 
 // Long reductions into few outputs run as two kernels (split-reduction): a full f32 sum of
