@@ -1,6 +1,7 @@
 // value(node, index): memoisation and dispatch to the op families.
 #include "codegen/emitter.h"
 
+#include <atomic>
 #include <set>
 
 namespace nxv::codegen {
@@ -21,16 +22,20 @@ const std::set<std::string> kMisc = {"select", "clip", "as_type", "bitcast"};
 const std::set<std::string> kIndex = {"broadcast", "transpose", "reshape", "squeeze", "slice", "reverse",
                                       "pad",       "concatenate", "stack", "put_slice", "iota", "eye"};
 const std::set<std::string> kReduce = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
-constexpr uint32_t kNodeMemoTag = 0xFFFFFFFFu;
+// Memo keys start with a tag no SPIR-V id reaches; each emitter of a module its own.
+uint32_t next_memo_tag() {
+  static std::atomic<uint32_t> tag{0xFFFFFFFFu};
+  return tag--;
+}
 }  // namespace
 
 Emitter::Emitter(spirv::Builder& builder, const DeviceCaps& c, const ir::Graph& body)
-    : b(builder), caps(c), body_(body) {}
+    : b(builder), caps(c), body_(body), memo_tag_(next_memo_tag()) {}
 
 Id Emitter::value(const ir::Node& node, Index index) {
   // Key on whichever form of the index is known; equal forms give equal ids
   // because index arithmetic is value-numbered.
-  spirv::Words key{kNodeMemoTag, uint32_t(node.id), index.linear ? 1u : 0u};
+  spirv::Words key{memo_tag_, uint32_t(node.id), index.linear ? 1u : 0u};
   if (index.linear) key.push_back(index.linear);
   else key.insert(key.end(), index.dims.begin(), index.dims.end());
   if (const Id* hit = b.memo_find(key)) return *hit;
@@ -51,6 +56,7 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   if (op == "parameter") {
     int64_t i = node.attrs.value("index", int64_t(-1));
+    if (i >= 0 && size_t(i) < bound_.size()) return bound_[i];
     if (i < 0 || size_t(i) >= inputs_.size())
       throw ir::IrError(node, "parameter index " + std::to_string(i) + " has no kernel argument");
     return load(inputs_[i], linear(index));
@@ -68,6 +74,7 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
   if (kReduce.count(op)) return emit_reduction(node, index);
   if (op == "argmax" || op == "argmin") return emit_argreduce(node, index);
   if (op == "dot") return emit_dot(node, index);
+  if (op == "elem" && arg(node, 0).op == "repeat") return emit_repeat_result(node, index);
   if (op == "tensor")
     throw ir::IrError(node, "tensor literal inside a kernel body: lowering must pass it as a kernel argument");
   throw ir::IrError(node, "op not supported inside a kernel body");

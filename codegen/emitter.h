@@ -116,6 +116,7 @@ class Emitter {
   Id emit_reduction(const ir::Node& node, Index& index);
   Id emit_argreduce(const ir::Node& node, Index& index);
   Id emit_dot(const ir::Node& node, Index& index);
+  Id emit_repeat_result(const ir::Node& elem, Index& index);  // elem of a `repeat` (emit_repeat.cpp)
 
   const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
@@ -131,6 +132,10 @@ class Emitter {
   Id float_atan2(Id y, Id x, ir::DType t);
 
   const ir::Graph& body_;
+  // Memo keys carry the emitter's tag: a nested emitter (a repeat's step) reuses node ids.
+  uint32_t memo_tag_;
+  // Parameters bound to register values (a repeat's step) instead of buffers.
+  std::vector<Id> bound_;
   std::vector<BufferRef> inputs_;
   std::optional<Cooperation> coop_;
   std::map<std::pair<Id, size_t>, Id> shared_;

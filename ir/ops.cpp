@@ -34,6 +34,7 @@ OpFamily op_family(const std::string& op) {
     add(F::Control, {"while", "cond"});
     add(F::Metadata, {"metadata"});
     add(F::Kernel, {"kernel"});
+    add(F::Repeat, {"repeat"});
     return t;
   }();
   auto it = table.find(op);

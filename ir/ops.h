@@ -25,6 +25,7 @@ enum class OpFamily {
   Control,     // while cond
   Metadata,
   Kernel,
+  Repeat,      // inside kernel bodies: a step region run attrs.count times over carried values
   Unknown,
 };
 

@@ -156,8 +156,9 @@ class Verifier {
   void node(const Node& n) {
     const OpFamily f = op_family(n.op);
     if (f == OpFamily::Unknown) throw IrError(n, "unknown op");
-    if (f != OpFamily::Control && f != OpFamily::Kernel) single(n);
-    if (f != OpFamily::Control && f != OpFamily::Kernel && !n.regions.empty())
+    const bool regions = f == OpFamily::Control || f == OpFamily::Kernel || f == OpFamily::Repeat;
+    if (!regions) single(n);
+    if (!regions && !n.regions.empty())
       throw IrError(n, "this op takes no regions");
     switch (f) {
       case OpFamily::Source: return source(n);
@@ -242,6 +243,16 @@ class Verifier {
         const Graph& body = region(n, "body");
         region_params(n, body, "body", 0);
         region_outputs(n, body, "body", n.results);
+        return;
+      }
+      case OpFamily::Repeat: {
+        if (int_attr(n, "count") < 1) throw IrError(n, "attrs.count must be positive");
+        const Graph& step = region(n, "step");
+        region_params(n, step, "step", 0);
+        region_outputs(n, step, "step", n.results);
+        for (size_t i = 0; i < n.results.size(); ++i)
+          if (n.results[i] != arg_type(n, i))
+            throw IrError(n, "carried value " + std::to_string(i) + " starts as " + to_string(arg_type(n, i)) + " but is " + to_string(n.results[i]));
         return;
       }
       case OpFamily::Unknown: break;

@@ -16,6 +16,7 @@
 
 #include "ir/ops.h"
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace nxv::passes {
 namespace {
@@ -88,14 +89,8 @@ class Fuse : public Pass {
     for (const auto& r : regions)
       for (NodeId in : r.inputs) reasons.emplace(in, boundary_reason(g, g.node(in), outputs, forced, users));
     for (const auto& r : regions) emit(g, r, reasons);
-    sort_topologically(g);
-    // Inlined producers no longer have users at the top level.
-    std::set<NodeId> live(g.outputs.begin(), g.outputs.end());
-    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)
-      if (live.count(it->id))
-        for (NodeId a : it->args) live.insert(a);
-    std::erase_if(g.nodes, [&](const Node& n) { return !live.count(n.id) && n.op != "parameter"; });
-    g.reindex();
+    sort_topologically(g);  // kernels were appended at the end
+    remove_dead(g);  // inlined producers no longer have users at the top level
   }
 
  private:
@@ -420,28 +415,6 @@ class Fuse : public Pass {
     g.reindex();
   }
 
-  // Kernels were appended at the end; restore an order in which every value is defined
-  // before its first use, keeping the original order wherever it already was valid.
-  static void sort_topologically(Graph& g) {
-    std::vector<Node> sorted;
-    std::set<NodeId> defined;
-    std::vector<bool> placed(g.nodes.size(), false);
-    while (sorted.size() < g.nodes.size()) {
-      size_t before = sorted.size();
-      for (size_t i = 0; i < g.nodes.size(); ++i) {
-        if (placed[i]) continue;
-        const Node& n = g.nodes[i];
-        if (std::all_of(n.args.begin(), n.args.end(), [&](NodeId a) { return defined.count(a) > 0; })) {
-          placed[i] = true;
-          defined.insert(n.id);
-          sorted.push_back(n);
-        }
-      }
-      if (sorted.size() == before) throw ir::IrError("fuse: the fused graph has a cycle (a bug in fusion)");
-    }
-    g.nodes = std::move(sorted);
-    g.reindex();
-  }
 };
 
 NXV_REGISTER_PASS(Fuse, "fuse");

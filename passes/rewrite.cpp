@@ -1,5 +1,6 @@
 #include "passes/rewrite.h"
 
+#include <algorithm>
 #include <set>
 
 namespace nxv::passes {
@@ -22,6 +23,27 @@ void remove_dead(ir::Graph& g) {
     if (live.count(it->id))
       for (ir::NodeId a : it->args) live.insert(a);
   std::erase_if(g.nodes, [&](const ir::Node& n) { return !live.count(n.id) && n.op != "parameter"; });
+  g.reindex();
+}
+
+void sort_topologically(ir::Graph& g) {
+  std::vector<ir::Node> sorted;
+  std::set<ir::NodeId> defined;
+  std::vector<bool> placed(g.nodes.size(), false);
+  while (sorted.size() < g.nodes.size()) {
+    size_t before = sorted.size();
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      if (placed[i]) continue;
+      const ir::Node& n = g.nodes[i];
+      if (std::all_of(n.args.begin(), n.args.end(), [&](ir::NodeId a) { return defined.count(a) > 0; })) {
+        placed[i] = true;
+        defined.insert(n.id);
+        sorted.push_back(n);
+      }
+    }
+    if (sorted.size() == before) throw ir::IrError("the graph has a cycle (a bug in the pass that rewrote it)");
+  }
+  g.nodes = std::move(sorted);
   g.reindex();
 }
 

@@ -166,6 +166,55 @@ TEST(RuntimeFusion, PlannedBuffersGiveTheSameResults) {
   EXPECT_TRUE(std::any_of(with[1].data.begin(), with[1].data.end(), [](uint8_t b) { return b != 0; }));
 }
 
+// 32 unrolled leapfrog steps on a standard normal (grad log p(q) = -q), as eXMC's
+// integrator unrolls them: detect-chains turns them into one kernel with a loop of 32
+// iterations. Checked against the same arithmetic in C++ (f64; the device may contract
+// a*b+c into an fma, hence 1e-12).
+TEST(RuntimeFusion, UnrolledLeapfrogRunsAsALoopInOneKernel) {
+  const int64_t d = 37;
+  const int steps = 32;
+  std::string nodes = R"({"id": 0, "op": "parameter", "type": "f64", "shape": [37], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f64", "shape": [37], "attrs": {"index": 1}},
+    {"id": 2, "op": "parameter", "type": "f64", "shape": [], "attrs": {"index": 2}},
+    {"id": 3, "op": "constant", "type": "f64", "shape": [], "attrs": {"value": 0.5}},
+    {"id": 4, "op": "multiply", "args": [2, 3], "type": "f64", "shape": []})";
+  int64_t next = 5, q = 0, p = 1;
+  auto add = [&](const std::string& op, std::vector<int64_t> args) {
+    std::string a;
+    for (size_t i = 0; i < args.size(); ++i) a += (i ? ", " : "") + std::to_string(args[i]);
+    nodes += R"(, {"id": )" + std::to_string(next) + R"(, "op": ")" + op + R"(", "args": [)" + a + R"(], "type": "f64", "shape": [37]})";
+    return next++;
+  };
+  for (int i = 0; i < steps; ++i) {
+    p = add("add", {p, add("multiply", {4, add("negate", {q})})});
+    q = add("add", {q, add("multiply", {2, p})});
+    p = add("add", {p, add("multiply", {4, add("negate", {q})})});
+  }
+  auto g = ir::parse_graph(R"({"version": 1, "name": "leapfrog", "nodes": [)" + nodes + R"(], "outputs": [)" +
+                           std::to_string(q) + ", " + std::to_string(p) + "]}");
+  auto exe = Executable::compile(Device::open(), g);
+  if (!Device::open()->info().caps.float64) GTEST_SKIP() << "the device has no Float64";
+  EXPECT_EQ(exe->kernels().size(), 1u);
+  int loops = 0;
+  for (const auto& n : exe->lowered().nodes)
+    if (n.op == "kernel")
+      for (const auto& b : n.regions.at("body")->nodes) loops += b.op == "repeat" ? int(b.attrs["count"]) : 0;
+  EXPECT_GE(loops, steps - 1);  // the window may leave one step unrolled at either end
+  auto q0 = random(size_t(d), 41), p0 = random(size_t(d), 43);
+  const double eps = 0.05;
+  auto out = exe->run_host({tensor(ir::DType::F64, {d}, q0), tensor(ir::DType::F64, {d}, p0), tensor(ir::DType::F64, {}, {eps})});
+  for (int64_t k = 0; k < d; ++k) {
+    double qq = q0[size_t(k)], pp = p0[size_t(k)];
+    for (int i = 0; i < steps; ++i) {
+      pp = pp + eps * 0.5 * -qq;
+      qq = qq + eps * pp;
+      pp = pp + eps * 0.5 * -qq;
+    }
+    EXPECT_NEAR(at(out[0], size_t(k)), qq, 1e-12 * (1 + std::fabs(qq)));
+    EXPECT_NEAR(at(out[1], size_t(k)), pp, 1e-12 * (1 + std::fabs(pp)));
+  }
+}
+
 // Long reductions into few outputs run as two kernels (split-reduction): a full f32 sum of
 // exp(x) against a double reference, an s32 column max (exact, through the -2^31 padding)
 // and an integer sum accumulated in s64 (exact), at a prime extent that needs padding.
