@@ -28,6 +28,28 @@ struct Step {
   std::map<std::string, std::shared_ptr<ExecutableImpl>> regions;
 };
 
+// A while loop's body followed by its condition on the new state: outputs are the new
+// state and, last, whether to go on.
+ir::Graph body_then_condition(const ir::Graph& body, const ir::Graph& condition) {
+  ir::Graph g = body;
+  const ir::NodeId offset = body.next_id();
+  std::map<ir::NodeId, ir::NodeId> id_of;
+  for (const auto& n : condition.nodes) {
+    if (n.op == "parameter") {
+      id_of[n.id] = body.outputs.at(n.attrs.value("index", size_t(0)));
+      continue;
+    }
+    ir::Node copy = n;
+    copy.id = n.id + offset;
+    for (auto& a : copy.args) a = id_of.at(a);
+    id_of[n.id] = copy.id;
+    g.nodes.push_back(std::move(copy));
+  }
+  g.outputs.push_back(id_of.at(condition.outputs.at(0)));
+  g.reindex();
+  return g;
+}
+
 bool truthy(DeviceImpl& dev, const BufferPtr& b) {
   std::vector<uint8_t> bytes(b->bytes());
   dev.download(*b, bytes.data(), bytes.size());
@@ -179,6 +201,9 @@ class ExecutableImpl : public Executable {
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
+    if (n.op == "while")  // one submit per iteration: the body, then the condition on its result
+      step.regions["iteration"] = std::make_shared<ExecutableImpl>(
+          dev_, body_then_condition(*n.regions.at("body"), *n.regions.at("condition")), region_inputs, opts);
     return step;
   }
 
@@ -188,16 +213,18 @@ class ExecutableImpl : public Executable {
   }
 
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
-    auto& condition = *step.regions.at("condition");
-    auto& body = *step.regions.at("body");
-    for (;;) {
-      RunStats s;
-      auto c = condition.run(state, &s);
+    RunStats s;
+    auto c = step.regions.at("condition")->run(state, &s);
+    add_stats(&stats, s);
+    auto& iteration = *step.regions.at("iteration");
+    while (truthy(*dev_, c.at(0))) {
+      auto out = iteration.run(state, &s);
       add_stats(&stats, s);
-      if (!truthy(*dev_, c.at(0))) return state;
-      state = body.run(state, &s);
-      add_stats(&stats, s);
+      c = {out.back()};
+      out.pop_back();
+      state = std::move(out);
     }
+    return state;
   }
 
   std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
