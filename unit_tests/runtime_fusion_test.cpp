@@ -10,6 +10,7 @@
 
 #include "ir/json.h"
 #include "runtime/runtime.h"
+#include "test_graphs.h"
 
 namespace nxv::runtime {
 namespace {
@@ -155,7 +156,7 @@ TEST(RuntimeFusion, TransposesInTileOrderMatchTheReference) {
 // Shared intermediate buffers (plan-buffers) change nothing in the results: the chain of
 // dots from lit_tests/passes/plan-buffers.test, with and without the pass, bit for bit.
 TEST(RuntimeFusion, PlannedBuffersGiveTheSameResults) {
-  auto g = ir::read_graph_file(NXV_TEST_GRAPHS "/dot_chain.json");
+  auto g = test_graph("dot_chain.json");
   auto x = random(64 * 64, 23, -0.2, 0.2);
   auto with = Executable::compile(Device::open(), g)->run_host({tensor(ir::DType::F32, {64, 64}, x)});
   CompileOptions unplanned;

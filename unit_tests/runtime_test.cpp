@@ -11,6 +11,7 @@
 
 #include "ir/json.h"
 #include "runtime/runtime.h"
+#include "test_graphs.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
@@ -227,7 +228,7 @@ TEST(Runtime, ManyThreadsRunGraphsAtOnce) {
 // runtime drives both from the host, each region compiled as an executable of its own.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
   auto dev = Device::open();
-  auto exe = Executable::compile(dev, ir::read_graph_file(NXV_TEST_GRAPHS "/while_cond.json"));
+  auto exe = Executable::compile(dev, test_graph("while_cond.json"));
   auto x = random_floats(4, 11);
   RunStats st;
   auto out = exe->run_host({f32_tensor(x)}, &st);
