@@ -197,25 +197,39 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
       {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(items)}); },
       [&](const spirv::Builder::Values& s) {
         if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
-        for (size_t k = 0; k < kernel.results.size(); ++k) {
-          // A smaller output is evaluated at a clamped position (so hoisted loads stay in
-          // bounds) and stored only where it exists.
-          const int64_t n = kernel.results[k].num_elements();
-          if (n == 0) continue;
-          Index idx;
-          idx.shape = kernel.results[k].shape;
-          idx.linear = tiles ? tiled_linear(e, s[0], idx.shape)
-                       : n == items ? s[0] : b.ext(GLSLstd450UMin, e.u32(), {s[0], e.u32c(n - 1)});
-          Id v = e.value(body.node(body.outputs[k]), idx);
+        // With unrolling, an invocation computes positions s, s + stride, ... in one
+        // iteration: every load is issued before the first store, so more memory requests
+        // are in flight per invocation. Positions past the end are computed at a clamped
+        // position (loads stay in bounds) and not stored; so are those of smaller outputs.
+        const uint32_t unroll = launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll);
+        struct Pending {
+          size_t k;
+          Id pos, linear, v;
+        };
+        std::vector<Pending> pending;
+        for (uint32_t j = 0; j < unroll; ++j) {
+          Id pos = j == 0 ? s[0] : b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(j) * stride)});
+          for (size_t k = 0; k < kernel.results.size(); ++k) {
+            const int64_t n = kernel.results[k].num_elements();
+            if (n == 0) continue;
+            Index idx;
+            idx.shape = kernel.results[k].shape;
+            Id at = n == items && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
+            idx.linear = tiles ? tiled_linear(e, at, idx.shape) : at;
+            pending.push_back({k, pos, idx.linear, e.value(body.node(body.outputs[k]), idx)});
+          }
+        }
+        for (const auto& p : pending) {
+          const int64_t n = kernel.results[p.k].num_elements();
           std::vector<Id> guards;
-          if (n != items) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(n)}));
+          if (n != items || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
           if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
-          auto store = [&] { e.store(outputs[k], idx.linear, v); };
+          auto store = [&] { e.store(outputs[p.k], p.linear, p.v); };
           if (guards.empty()) store();
           else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
         }
-        // items + stride < 2^32 because both are below 2^31.
-        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};
+        // items + unroll * stride < 2^32: items < 2^31 and unroll * stride is far below.
+        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(unroll) * stride)})};
       });
   declare_float_controls(b, caps);
   b.end_main(launch.workgroup_size);

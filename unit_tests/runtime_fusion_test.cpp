@@ -216,6 +216,29 @@ TEST(RuntimeFusion, UnrolledLeapfrogRunsAsALoopInOneKernel) {
   }
 }
 
+// A large elementwise kernel with two results at an odd size: on GPUs whose launch unrolls
+// the grid loop (NVIDIA: 4 positions per iteration), the last iteration's positions past
+// the end must be computed in bounds and not stored.
+TEST(RuntimeFusion, LargeElementwiseKernelsCoverEveryPositionOnce) {
+  const int64_t n = (1 << 20) + 3;
+  const std::string s = "[" + std::to_string(n) + "]";
+  auto g = ir::parse_graph(R"({"version": 1, "name": "two", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + s + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + s + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "multiply", "args": [0, 1], "type": "f32", "shape": )" + s + R"(},
+    {"id": 3, "op": "negate", "args": [2], "type": "f32", "shape": )" + s + R"(},
+    {"id": 4, "op": "subtract", "args": [2, 0], "type": "f32", "shape": )" + s + R"(}], "outputs": [3, 4]})");
+  auto x = random(size_t(n), 51), y = random(size_t(n), 53);
+  RunStats st;
+  auto out = Executable::compile(Device::open(), g)->run_host({tensor(ir::DType::F32, {n}, x), tensor(ir::DType::F32, {n}, y)}, &st);
+  EXPECT_EQ(st.dispatches, 1);
+  for (int64_t k = 0; k < n; ++k) {
+    const float m = float(x[size_t(k)]) * float(y[size_t(k)]);
+    ASSERT_EQ(at(out[0], size_t(k)), double(-m)) << k;
+    ASSERT_EQ(at(out[1], size_t(k)), double(m - float(x[size_t(k)]))) << k;
+  }
+}
+
 // Long reductions into few outputs run as two kernels (split-reduction): a full f32 sum of
 // exp(x) against a double reference, an s32 column max (exact, through the -2^31 padding)
 // and an integer sum accumulated in s64 (exact), at a prime extent that needs padding.

@@ -4,11 +4,13 @@
 
 namespace nxv::codegen {
 
-LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups) {
+LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,
+                   uint32_t unroll) {
   uint32_t wg = std::max<uint32_t>(1, std::min(workgroup_size, caps.max_workgroup_invocations));
-  int64_t groups = (std::max<int64_t>(items, 1) + wg - 1) / wg;
+  const int64_t per_group = int64_t(wg) * unroll;
+  int64_t groups = (std::max<int64_t>(items, 1) + per_group - 1) / per_group;
   groups = std::min<int64_t>({groups, max_groups, caps.max_workgroup_count_x});
-  return {wg, uint32_t(std::max<int64_t>(groups, 1))};
+  return {wg, uint32_t(std::max<int64_t>(groups, 1)), false, unroll};
 }
 
 LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups) {

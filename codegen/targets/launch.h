@@ -14,6 +14,8 @@ struct LaunchConfig {
   // One output element per workgroup at a time, its reductions split over the
   // invocations (for few outputs with long reductions). workgroup_size is then a power of two.
   bool cooperative = false;
+  // Plain launches: positions each invocation computes per loop iteration (see kernel.cpp).
+  uint32_t unroll = 1;
 };
 
 struct KernelShape {
@@ -29,8 +31,9 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
 
-// One invocation per item: enough groups to cover `items`, capped at max_groups.
-LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
+// One invocation per `unroll` items: enough groups to cover them, capped at max_groups.
+LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,
+                   uint32_t unroll = 1);
 // One workgroup per item: the largest power of two <= workgroup_size the device allows.
 LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
 
