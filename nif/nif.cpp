@@ -21,6 +21,7 @@ ErlNifFunc nif_functions[] = {
     {"executable_info", 1, executable_info, 0},
     {"kernel_sources", 2, kernel_sources, kCpu},
     {"run", 3, run, kIo},
+    {"explore", 3, explore, kCpu},
     {"upload", 4, upload, kIo},
     {"download", 1, download, kIo},
     {"buffer_info", 1, buffer_info, 0},

@@ -48,22 +48,43 @@ defmodule Nx.Vulkan do
   @doc """
   What `fun` applied to `args` (tensors or templates) compiles to, by `:stage`:
 
-    * `:source` (default) - the JSON IR it is serialised to
+    * `:all` (default) - a map with every stage below: `:source` (the JSON IR it is
+      serialised to), `:passes` (`[{pass_name, json}]`, the IR after each pass of the
+      pipeline), `:lowered` (the IR after the last pass), `:kernels` (one map per
+      kernel: `:name`, `:fused` node ids, `:spirv` disassembly, `:glsl` view,
+      `:validation`), `:spirv` (`[{name, disassembly}]`) and `:dispatches` (the number
+      of kernels, i.e. dispatches per run of a graph without loops)
+    * `:source` - the JSON IR text only
     * `:lowered` - the JSON IR after the runtime's pass pipeline
     * `:spirv`, `:glsl` - the kernels, `[{name, text}]` (SPIR-V disassembly, or a GLSL view)
 
-  Also takes the compiler's `:device` and `:pipeline` options.
+  Also takes the compiler's `:device` and `:pipeline` options. Nothing is run.
   """
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
     {graph, _used} = IR.build(expr, name: opts[:name] || "explain", hooks: opts[:hooks] || %{})
     json = JSON.encode(graph)
-    compile = fn -> Error.unwrap!(Native.compile(Device.get!(opts), json, pipeline(opts))) end
+    explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts))) end
 
-    case Keyword.get(opts, :stage, :source) do
-      :source -> json
-      :lowered -> Error.unwrap!(Native.executable_info(compile.())).lowered
-      form when form in [:spirv, :glsl] -> Error.unwrap!(Native.kernel_sources(compile.(), form))
+    case Keyword.get(opts, :stage, :all) do
+      :all ->
+        info = explore.()
+
+        info
+        |> Map.put(:source, json)
+        |> Map.put(:spirv, Enum.map(info.kernels, &{&1.name, &1.spirv}))
+
+      :source ->
+        json
+
+      :lowered ->
+        explore.().lowered
+
+      form when form in [:spirv, :glsl] ->
+        Enum.map(explore.().kernels, &{&1.name, Map.fetch!(&1, form)})
+
+      other ->
+        raise ArgumentError, "unknown :stage #{inspect(other)}, expected :all, :source, :lowered, :spirv or :glsl"
     end
   end
 
@@ -125,7 +146,7 @@ defmodule Nx.Vulkan do
     compile = fn -> compile_expr(key, vars, fun, hooks, config, pipeline) end
 
     if cache? do
-      {_hit_or_miss, compiled} = LockedCache.run({key, args_key, config, pipeline}, compile)
+      {_hit_or_miss, compiled} = LockedCache.run({key, args_key, config, pipeline, hooks}, compile)
       compiled
     else
       compile.()

@@ -74,6 +74,27 @@ defmodule Nx.Vulkan.NativeTest do
     assert from_f32(twice) == from_f32(f32(Enum.map(expected, &(&1 * 2))))
   end
 
+  test "explore shows the graph as read, after each pass, the kernels and the dispatch count", %{device: device} do
+    assert {:ok, info} = Native.explore(device, add_graph(4), [])
+    assert %{source: source, passes: [_ | _] = passes, lowered: lowered, kernels: [kernel | _], dispatches: n} = info
+    assert source =~ ~s("add")
+    assert {_, ^lowered} = List.last(passes)
+    assert lowered =~ ~s("kernel")
+    assert %{name: name, spirv: spirv, glsl: glsl, validation: "ok", fused: [_ | _]} = kernel
+    assert is_binary(name) and spirv =~ "OpEntryPoint" and glsl =~ "void main"
+    assert n == length(info.kernels)
+
+    # the same dispatches as a run of the compiled executable
+    {:ok, exe} = Native.compile(device, add_graph(4), [])
+    {:ok, {_, %{dispatches: ^n}}} = Native.run(exe, [{"f32", [4], f32([1, 2, 3, 4])}, {"f32", [4], f32([1, 2, 3, 4])}], :binaries)
+
+    # one named pass
+    {first, _} = hd(passes)
+    assert {:ok, %{passes: [{^first, _}]}} = Native.explore(device, add_graph(4), [first])
+    assert {:error, {_, _}} = Native.explore(device, add_graph(4), ["no_such_pass"])
+    assert {:error, {:ir_error, _}} = Native.explore(device, "{", [])
+  end
+
   test "malformed arguments are errors, not crashes", %{device: device} do
     {:ok, exe} = Native.compile(device, add_graph(2), [])
     {:ok, buffer} = Native.upload(device, "f32", [2], f32([1.0, 2.0]))

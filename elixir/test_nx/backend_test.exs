@@ -38,8 +38,9 @@ defmodule Nx.Vulkan.BackendTest do
   end
 
   test "eager operations run on the device and match the binary backend" do
+    # (pow: the binary backend raises for a negative base with a fractional exponent)
     a = Nx.tensor([[1.0, -2.0, 3.0], [0.5, 0.25, -4.0]])
-    b = Nx.tensor([2.0, 0.5, -1.0])
+    b = Nx.tensor([2.0, 3.0, -1.0])
     [da, db] = [dev(a), dev(b)]
 
     for {name, fun} <- [

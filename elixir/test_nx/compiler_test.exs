@@ -16,28 +16,62 @@ defmodule Nx.Vulkan.CompilerTest do
     :telemetry.attach_many(
       id,
       [[:nx_vulkan, :compile], [:nx_vulkan, :run]],
-      fn event, measurements, meta, _ -> send(test_pid, {event, measurements, meta}) end,
-      nil
+      &__MODULE__.forward_event/4,
+      test_pid
     )
 
     on_exit(fn -> :telemetry.detach(id) end)
   end
 
+  def forward_event(event, measurements, meta, pid), do: send(pid, {event, measurements, meta})
+
   test "a repeated call runs the cached executable without compiling again" do
+    # shapes no other test compiles softplus for: the executable cache is global
     f = Nx.Vulkan.jit(&softplus/1)
-    x = Nx.tensor([1.0, 2.0, 3.0])
+    x = Nx.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
     f.(x)
-    assert_received {[:nx_vulkan, :compile], %{compile_time: _}, _}
-    assert_received {[:nx_vulkan, :run], %{dispatches: _, total_time: _}, _}
+    assert_received {[:nx_vulkan, :compile], %{compile_time: c, eval_time: e, total_time: t}, %{key: _}}
+    assert c >= 0 and e >= 0 and t >= c
+    assert_received {[:nx_vulkan, :run], %{dispatches: d, submits: s, total_time: _, wall_ms: _, device_ms: _}, _}
+    assert d >= 1 and s >= 1
 
-    result = f.(Nx.tensor([4.0, 5.0, 6.0]))
+    for i <- 1..3 do
+      y = Nx.add(x, i)
+      result = f.(y)
+      refute_received {[:nx_vulkan, :compile], _, _}
+      assert_received {[:nx_vulkan, :run], _, _}
+      assert_close(Nx.Defn.jit_apply(&softplus/1, [y], compiler: Nx.Defn.Evaluator), result)
+    end
+
+    # a new jit of the same function shares the cache; device tensors hit it too
+    Nx.Vulkan.jit(&softplus/1).(Nx.backend_transfer(x, Nx.Vulkan.Backend))
     refute_received {[:nx_vulkan, :compile], _, _}
-    assert_received {[:nx_vulkan, :run], _, _}
-    assert_close(softplus(Nx.tensor([4.0, 5.0, 6.0])), result)
 
-    # other shapes and types are new compilations
-    f.(Nx.tensor([1.0, 2.0]))
+    # other shapes, types and names are new compilations
+    f.(Nx.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]))
     assert_received {[:nx_vulkan, :compile], _, _}
+    f.(Nx.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], type: :f16))
+    assert_received {[:nx_vulkan, :compile], _, _}
+    f.(Nx.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0], names: [:x]))
+    assert_received {[:nx_vulkan, :compile], _, _}
+
+    # cache: false compiles on every call
+    g = Nx.Vulkan.jit(&softplus/1, cache: false)
+    g.(x)
+    g.(x)
+    assert_received {[:nx_vulkan, :compile], _, _}
+    assert_received {[:nx_vulkan, :compile], _, _}
+  end
+
+  test "a repeated call pays only the run: the cache hit is cheap" do
+    f = Nx.Vulkan.jit(fn x -> Nx.multiply(x, 3) end)
+    x = Nx.tensor([1, 2, 3], type: :s32)
+    f.(x)
+    assert_received {[:nx_vulkan, :compile], %{total_time: compile_us}, _}
+    {us, _} = :timer.tc(fn -> for _ <- 1..20, do: f.(x) end)
+    refute_received {[:nx_vulkan, :compile], _, _}
+    # 20 cached calls together take well under one compilation plus some slack
+    assert us / 20 < compile_us + 50_000
   end
 
   test "outputs are device tensors unless output: :host" do
@@ -54,6 +88,34 @@ defmodule Nx.Vulkan.CompilerTest do
 
     # device tensors go back in without a host round trip
     assert_matches_evaluator(&softplus/1, [result.sum])
+  end
+
+  test "outputs that alias inputs or each other are separate tensors: freeing one leaves the others" do
+    x = Nx.backend_transfer(Nx.tensor([1.0, 2.0, 3.0]), Nx.Vulkan.Backend)
+    f = Nx.Vulkan.jit(fn x -> {x, x, Nx.add(x, 1), x} end)
+    {a, b, c, d} = f.(x)
+
+    # the same buffer returned several times, and the input itself
+    assert Nx.backend_deallocate(a) == :ok
+    assert Nx.to_flat_list(b) == [1.0, 2.0, 3.0]
+    assert Nx.to_flat_list(x) == [1.0, 2.0, 3.0]
+    assert Nx.backend_deallocate(b) == :ok
+    assert Nx.backend_deallocate(b) == :already_deallocated
+    assert Nx.to_flat_list(d) == [1.0, 2.0, 3.0]
+    assert Nx.to_flat_list(c) == [2.0, 3.0, 4.0]
+
+    # freeing the input leaves the outputs that alias it
+    assert Nx.backend_deallocate(x) == :ok
+    assert Nx.to_flat_list(d) == [1.0, 2.0, 3.0]
+    # and an output can go back in as an input, several times in one call
+    assert_close(Nx.tensor([2.0, 4.0, 6.0]), Nx.Vulkan.jit(&Nx.add/2).(d, d))
+
+    # backend_transfer to the host frees only that tensor's reference
+    y = Nx.backend_transfer(Nx.tensor([5, 6]), Nx.Vulkan.Backend)
+    {y1, y2} = Nx.Vulkan.jit(&{&1, &1}).(y)
+    assert Nx.to_flat_list(Nx.backend_transfer(y1, Nx.BinaryBackend)) == [5, 6]
+    assert Nx.to_flat_list(y2) == [5, 6]
+    assert Nx.to_flat_list(y) == [5, 6]
   end
 
   test "constant and input-only outputs" do
@@ -75,10 +137,43 @@ defmodule Nx.Vulkan.CompilerTest do
     end
   end
 
-  test "explain returns the JSON IR" do
-    json = Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)])
+  test "explain returns the JSON IR, the IR after each pass, the kernels' SPIR-V and the dispatch count" do
+    info = Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)])
+    assert %{source: json, passes: [_ | _] = passes, lowered: lowered, spirv: [_ | _], dispatches: n} = info
     assert json =~ ~s("op":"log")
     assert json =~ ~s("version":1)
+
+    for {name, ir} <- passes do
+      assert is_binary(name) and name != ""
+      assert ir =~ ~s("nodes")
+    end
+
+    assert lowered =~ ~s("op":"kernel")
+    assert elem(List.last(passes), 1) == lowered
+    assert n == length(info.kernels) and n >= 1
+
+    for %{name: name, spirv: spirv, glsl: glsl, validation: "ok"} <- info.kernels do
+      assert is_binary(name)
+      assert spirv =~ "OpEntryPoint GLCompute"
+      assert glsl =~ "main"
+    end
+
+    # the dispatch count is what a run reports
+    Nx.Vulkan.jit(&softplus/1).(Nx.tensor([1.0, 2.0, 3.0]))
+    assert_received {[:nx_vulkan, :run], %{dispatches: ^n}, _}
+
+    # single stages
+    assert Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :source) == json
+    assert Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :lowered) == lowered
+    assert [{_, text} | _] = Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :glsl)
+    assert text =~ "main"
+
+    # a pipeline option changes the passes shown
+    [{first, _} | _] = passes
+    custom = Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], pipeline: [first])
+    assert [{^first, _}] = custom.passes
+
+    assert_raise ArgumentError, ~r/stage/, fn -> Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :x) end
   end
 
   test "100 processes running jitted functions at once" do
@@ -101,17 +196,87 @@ defmodule Nx.Vulkan.CompilerTest do
   end
 
   test "allocating past device memory raises and the VM stays up" do
+    # 1 GiB in one tensor (within 32-bit indexing) is more than the device can hold in a buffer
+    error =
+      assert_raise Nx.Vulkan.Error, fn ->
+        Nx.Vulkan.jit(fn -> Nx.broadcast(1.0, {16_384, 16_384}) end).()
+      end
+
+    assert error.kind in [:out_of_memory, :unsupported]
+
+    # beyond 32-bit indexing the graph itself is rejected
     error =
       assert_raise Nx.Vulkan.Error, fn ->
         Nx.Vulkan.jit(fn -> Nx.broadcast(1.0, {1_048_576, 1_048_576}) end).()
       end
 
-    assert error.kind in [:out_of_memory, :unsupported]
+    assert error.kind == :ir_error
+
+    # uploading a tensor that does not fit, through the backend
+    assert_raise Nx.Vulkan.Error, ~r/out_of_memory/, fn ->
+      Nx.from_binary(:binary.copy(<<0>>, 200_000_000), :u8, backend: Nx.Vulkan.Backend)
+    end
+
     assert_matches_evaluator(&softplus/1, [Nx.tensor([1.0])])
   end
 
   test "unsupported expressions raise before reaching the device" do
     assert_raise ArgumentError, ~r/:sort/, fn -> Nx.Vulkan.jit(&Nx.sort/1).(Nx.tensor([2.0, 1.0])) end
     assert_raise ArgumentError, ~r/stream/, fn -> Nx.Vulkan.__stream__(nil, nil, nil, [], nil, [], []) end
+  end
+
+  describe "configuration" do
+    setup do
+      env = Application.get_all_env(:nx_vulkan)
+      on_exit(fn -> for {k, v} <- env, do: Application.put_env(:nx_vulkan, k, v) end)
+    end
+
+    test "device, cache_dir and timeout come from the application environment" do
+      assert Nx.Vulkan.Device.config([]) == [device: "", cache_dir: "", timeout: 120_000]
+      dir = Path.join(System.tmp_dir!(), "nxv-cache-#{System.unique_integer([:positive])}")
+      Application.put_env(:nx_vulkan, :cache_dir, dir)
+      Application.put_env(:nx_vulkan, :timeout, 60_000)
+      Application.put_env(:nx_vulkan, :device, "0")
+      assert Nx.Vulkan.Device.config([]) == [device: "0", cache_dir: dir, timeout: 60_000]
+
+      # a new configuration is a new device handle and a new compilation
+      result = Nx.Vulkan.jit(fn x -> Nx.add(x, 41) end).(Nx.tensor([1], type: :s16))
+      assert_received {[:nx_vulkan, :compile], _, _}
+      assert %Nx.Vulkan.Backend{device: [device: "0", cache_dir: ^dir, timeout: 60_000]} = result.data
+      assert Nx.to_flat_list(result) == [42]
+      # compiled pipelines persist in cache_dir
+      assert [_ | _] = Path.wildcard(Path.join(dir, "pipelines-*.bin"))
+      File.rm_rf!(dir)
+    end
+
+    test "jit options override the application environment" do
+      Application.put_env(:nx_vulkan, :device, "no such device")
+      [%{name: name} | _] = Nx.Vulkan.devices()
+
+      f = fn x -> Nx.multiply(x, 2) end
+      x = Nx.tensor([1.5])
+      assert_raise Nx.Vulkan.Error, ~r/no_device/, fn -> Nx.Vulkan.jit(f).(x) end
+
+      for device <- ["0", 0, String.slice(name, 0, 4)] do
+        result = Nx.Vulkan.jit(f, device: device, cache_dir: "none", timeout: 30_000).(x)
+        assert Nx.to_flat_list(result) == [3.0]
+        assert result.data.device == [device: device, cache_dir: "none", timeout: 30_000]
+        # results stay on the device they were computed on, and go back in
+        assert Nx.to_flat_list(Nx.Vulkan.jit(f, device: device, cache_dir: "none", timeout: 30_000).(result)) == [6.0]
+      end
+
+      # a submit running past :timeout fails with :timeout (about 70 MFLOP of matmuls on
+      # lavapipe take tens of milliseconds); the device stays usable
+      slow = fn a -> Enum.reduce(1..4, a, fn _, acc -> Nx.dot(acc, a) end) end
+      a = Nx.iota({256, 256}, type: :f32) |> Nx.divide(1.0e5)
+      error = assert_raise Nx.Vulkan.Error, fn -> Nx.Vulkan.jit(slow, device: "0", timeout: 1, cache_dir: "none").(a) end
+      assert error.kind == :timeout
+      assert Nx.to_flat_list(Nx.Vulkan.jit(f, device: "0", timeout: 1, cache_dir: "none").(x)) == [3.0]
+
+      # the backend takes the same options
+      t = Nx.tensor([1, 2], backend: {Nx.Vulkan.Backend, device: "0", timeout: 30_000})
+      assert t.data.device[:timeout] == 30_000
+      assert Nx.to_flat_list(Nx.add(t, t)) == [2, 4]
+    end
   end
 end

@@ -75,8 +75,16 @@ defmodule Nx.Vulkan.IRTest do
       )
 
     constants = for %{op: "constant"} = n <- graph.nodes, do: {n.type, n.attrs.value}
-    # u8 * 300 is u16 in Nx; the comparison keeps Nx's literal type (compared in the merged type)
-    assert Enum.sort(constants) == Enum.sort([{"s32", 1}, {"u16", 300}, {"f32", 2.0}, {"bf16", 1.5}, {"s64", 1}])
+    # u8 * 300 is u16 in Nx; an integer literal that fits the compared tensor's type takes it
+    assert Enum.sort(constants) == Enum.sort([{"s32", 1}, {"u16", 300}, {"f32", 2.0}, {"bf16", 1.5}, {"u8", 1}])
+
+    # one that does not fit keeps Nx's literal type (compared in the merged type)
+    {graph, _} = graph(fn u -> Nx.less(u, 300) end, [Nx.tensor([1], type: :u8)])
+    assert [{"s64", 300}] = for(%{op: "constant"} = n <- graph.nodes, do: {n.type, n.attrs.value})
+
+    # float literals keep their own precision: 1.0e15 is an f32 constant in Nx
+    {graph, _} = graph(fn x -> Nx.multiply(x, 1.0e15) end, [Nx.tensor([1.0], type: :f64)])
+    assert [{"f64", 999_999_986_991_104.0}] = for(%{op: "constant"} = n <- graph.nodes, do: {n.type, n.attrs.value})
   end
 
   test "dynamic slice starts become arguments" do

@@ -44,6 +44,14 @@ defmodule Nx.Vulkan.Native do
   def kernel_sources(_executable, _form), do: :erlang.nif_error(:not_loaded)
 
   @doc """
+  What compiling JSON IR text with `pipeline` (`[]` for the default) goes through, as
+  `nxv explore` shows it: `%{source: json, passes: [{pass, json}], lowered: json,
+  kernels: [%{name:, fused:, spirv:, glsl:, validation:}], dispatches: n}` (kernels of
+  `while`/`cond` regions included; `dispatches` counts kernels, not loop iterations).
+  """
+  def explore(_device, _json, _pipeline), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
   Runs an executable. Each input is a buffer or `{type, shape, binary}`;
   `mode` is `:buffers` or `:binaries`. Returns `{:ok, {outputs, stats}}`.
   """

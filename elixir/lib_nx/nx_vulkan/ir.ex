@@ -33,10 +33,16 @@ defmodule Nx.Vulkan.IR do
   @arithmetic @binary -- [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] --
                 [:logical_and, :logical_or, :logical_xor]
 
+  @comparisons [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal]
+
   @reductions [:sum, :product, :reduce_max, :reduce_min, :all, :any]
 
   # `optional` calls that are IR ops themselves (tensor arguments only).
   @native_optionals [:logical_not]
+
+  # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
+  # matrices): their defaults need gather/scatter and loops.
+  @inline_linalg [:solve, :determinant, :cholesky]
 
   @doc "The IR ops the serialiser emits for Expr ops of the same name."
   def elementwise_ops, do: @unary ++ @binary ++ [:select, :clip]
@@ -246,6 +252,11 @@ defmodule Nx.Vulkan.IR do
     emit(stack, Atom.to_string(op), ids, tensor_type(t))
   end
 
+  defp node(%T{data: %Expr{op: op, args: [a, b]}} = t, stack) when op in @comparisons do
+    {ids, stack} = recur_all([comparison_constant(a, b), comparison_constant(b, a)], stack)
+    emit(stack, Atom.to_string(op), ids, tensor_type(t))
+  end
+
   defp node(%T{data: %Expr{op: op, args: args}} = t, stack)
        when op in @unary or op in @binary or op in [:select, :clip] do
     {ids, stack} = recur_all(args, stack)
@@ -327,18 +338,51 @@ defmodule Nx.Vulkan.IR do
     %T{data: %Expr{op: name, args: call_args}} = call
     {tensors, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
 
-    if name in @native_optionals and length(tensors) == length(call_args) do
-      {ids, stack} = recur_all(tensors, stack)
-      emit(stack, Atom.to_string(name), ids, tensor_type(t))
+    cond do
+      name in @native_optionals and length(tensors) == length(call_args) ->
+        {ids, stack} = recur_all(tensors, stack)
+        emit(stack, Atom.to_string(name), ids, tensor_type(t))
+
+      name in @inline_linalg and Nx.Vulkan.LinAlg.supported?(hd(tensors)) ->
+        args = Enum.map(tensors, &Nx.as_type(&1, t.type))
+        recur(apply(Nx.Vulkan.LinAlg, name, args), stack)
+
+      true ->
+        inline_default(tensors, default, stack)
+    end
+  end
+
+  defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
+    if Nx.Vulkan.LinAlg.supported?(a) and Nx.rank(b) in [1, 2] do
+      a = Nx.as_type(a, t.type)
+      b = Nx.as_type(b, t.type)
+      recur(Nx.Vulkan.LinAlg.triangular_solve(a, b, opts), stack)
     else
-      inline_default(tensors, default, stack)
+      raise ArgumentError, "Nx.Vulkan compiles triangular_solve of rank-2 matrices only, got #{inspect(a.shape)}"
     end
   end
 
   # Nx 0.10+: `block(struct, in_args, default, fun)` replaces `optional`.
-  defp node(%T{data: %Expr{op: :block, args: [_struct, in_args, default, _fun]}}, stack) do
+  # The block's struct names the operation (`%Nx.Block.LogicalNot{}`, ...): the IR op, or
+  # the Nx.Vulkan.LinAlg version, where there is one; else its default, inlined.
+  defp node(%T{data: %Expr{op: :block, args: [struct, in_args, default, _fun]}} = t, stack) do
     {tensors, _opts} = Enum.split_while(in_args, &(not is_list(&1)))
-    inline_default(tensors, default, stack)
+
+    case {block_name(struct), tensors} do
+      {:logical_not, [x]} ->
+        {id, stack} = recur(x, stack)
+        emit(stack, "logical_not", [id], tensor_type(t))
+
+      {name, [first | _]} when name in @inline_linalg ->
+        if Nx.Vulkan.LinAlg.supported?(first) do
+          recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)
+        else
+          inline_default(tensors, default, stack)
+        end
+
+      _ ->
+        inline_default(tensors, default, stack)
+    end
   end
 
   defp node(%T{data: %Expr{op: :while, args: [initial, arg, condition, body]}}, stack) do
@@ -387,6 +431,11 @@ defmodule Nx.Vulkan.IR do
   end
 
   ## Helpers
+
+  @block_names %{"LogicalNot" => :logical_not, "Solve" => :solve, "Determinant" => :determinant, "Cholesky" => :cholesky}
+
+  defp block_name(%module{}), do: Map.get(@block_names, module |> Module.split() |> List.last())
+  defp block_name(_other), do: nil
 
   defp flat(container), do: Composite.flatten_list([container])
 
@@ -469,11 +518,34 @@ defmodule Nx.Vulkan.IR do
   # result type, which is also what the operation converts it to.
   defp weak_constant(%T{shape: {}, type: type, data: %Expr{op: :constant, args: [value]}} = c, out)
        when type != out and (is_integer(value) or elem(out, 0) in [:f, :bf]) do
-    value = convert(value, out)
-    %{c | type: out, data: %{c.data | id: {value, out, {}}, args: [value]}}
+    # The literal has its own type's precision first (Nx writes `1.0e15` as an f32
+    # constant even when the result is f64), then the result type.
+    value = value |> round_to(type) |> convert(out)
+    with_value(c, value, out)
   end
 
   defp weak_constant(arg, _out), do: arg
+
+  # An integer literal compared with an integer tensor (`x > 1`) is compared in the
+  # tensor's type when it fits there: the same result as comparing in the merged type
+  # (Nx's s64 for the literal), with no mixed-width comparison on the device.
+  defp comparison_constant(%T{shape: {}, type: {k, _} = type, data: %Expr{op: :constant, args: [v]}} = c, %T{type: {ok, _} = other})
+       when is_integer(v) and k in [:s, :u] and ok in [:s, :u] and type != other do
+    if fits?(v, other), do: with_value(c, v, other), else: c
+  end
+
+  defp comparison_constant(arg, _other), do: arg
+
+  defp fits?(v, {:s, bits}), do: v >= -Integer.pow(2, bits - 1) and v < Integer.pow(2, bits - 1)
+  defp fits?(v, {:u, bits}), do: v >= 0 and v < Integer.pow(2, bits)
+
+  defp with_value(c, value, type), do: %{c | type: type, data: %{c.data | id: {value, type, {}}, args: [value]}}
+
+  defp round_to(value, {kind, _} = type) when is_float(value) and kind in [:f, :bf] do
+    Nx.tensor(value, type: type, backend: Nx.BinaryBackend) |> Nx.to_number()
+  end
+
+  defp round_to(value, _type), do: value
 
   # (Nx picks an integer result type wide enough for an integer literal.)
   defp convert(value, {kind, _}) when kind in [:f, :bf] and is_integer(value), do: value * 1.0

@@ -64,7 +64,8 @@ defmodule Nx.Vulkan.Case do
     assert length(expected) == length(actual)
 
     for {e, a} <- Enum.zip(expected, actual) do
-      a = Nx.backend_transfer(a, Nx.BinaryBackend)
+      # a copy: the device tensor stays usable (the caller may pass it on)
+      a = Nx.backend_copy(a, Nx.BinaryBackend)
       assert {a.type, a.shape} == {e.type, e.shape}
 
       {atol, rtol} = tolerance(e.type)

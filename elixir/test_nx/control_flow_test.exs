@@ -1,0 +1,197 @@
+defmodule Nx.Vulkan.ControlFlowTest do
+  # `while`, `cond`, Nx.Random (threefry loops) and Nx.LinAlg against Nx.Defn.Evaluator.
+  #
+  # `while`/`cond` run host-driven in the C++ runtime (runtime/executable.cpp). Nx.LinAlg
+  # solve/determinant/cholesky and triangular_solve of rank-2 matrices compile without
+  # loops (Nx.Vulkan.LinAlg unrolls them). Nx.Random.normal needs erf_inv, which waits on
+  # the codegen math library (:needs_f64_math).
+  use Nx.Vulkan.Case, async: true
+
+  import Nx.Defn
+
+  ## while
+
+  defn(count_up(x), do: while({x, i = 0}, i < 5, do: {x * 2 + Nx.as_type(i, :s32), i + 1}))
+
+  defn newton_sqrt(a) do
+    {x, _a, _i} =
+      while {x = a, a, i = 0}, i < 20 do
+        {0.5 * (x + a / x), a, i + 1}
+      end
+
+    x
+  end
+
+  defn sum_rows(m) do
+    {acc, _, _} =
+      while {acc = Nx.broadcast(0.0, {Nx.axis_size(m, 1)}), m, i = 0}, i < Nx.axis_size(m, 0) do
+        {acc + m[i], m, i + 1}
+      end
+
+    acc
+  end
+
+  defn(generator_loop(x), do: while(acc = x, i <- 1..4, do: acc + i))
+
+  test "while: counters, data-dependent loops and dynamic slices" do
+    assert_matches_evaluator(&count_up/1, [Nx.tensor([1, 2, 3], type: :s32)])
+    assert_matches_evaluator(&newton_sqrt/1, [Nx.tensor([2.0, 9.0, 0.25])])
+    assert_matches_evaluator(&sum_rows/1, [Nx.iota({4, 3}, type: :f32)])
+    assert_matches_evaluator(&generator_loop/1, [Nx.tensor(1.5)])
+  end
+
+  defn early_exit(x) do
+    {x, _} = while({x, i = 0}, Nx.sum(x) < 100 and i < 50, do: {x * 1.5, i + 1})
+    x
+  end
+
+  test "while with a data-dependent condition" do
+    assert_matches_evaluator(&early_exit/1, [Nx.tensor([1.0, 2.0])])
+    assert_matches_evaluator(&early_exit/1, [Nx.tensor([200.0, 2.0])])
+  end
+
+  ## cond
+
+  defn piecewise(x, t) do
+    cond do
+      t < 0 -> x * -1
+      t < 1 -> Nx.exp(x)
+      true -> x + t
+    end
+  end
+
+  defn branch_tuple(x, flag) do
+    if flag > 0, do: {x + 1, Nx.sum(x)}, else: {x - 1, Nx.reduce_max(x)}
+  end
+
+  test "cond: every branch, tuples and captured values" do
+    x = Nx.tensor([0.5, -1.0, 2.0])
+
+    for t <- [-2.0, 0.5, 3.0] do
+      assert_matches_evaluator(&piecewise/2, [x, Nx.tensor(t)])
+    end
+
+    for flag <- [1, 0] do
+      assert_matches_evaluator(&branch_tuple/2, [x, Nx.tensor(flag)])
+    end
+  end
+
+  defn(loop_with_branch(x), do: while({x, i = 0}, i < 4, do: {if(i > 1, do: x + 1, else: x * 2), i + 1}))
+
+  test "cond inside while" do
+    assert_matches_evaluator(&loop_with_branch/1, [Nx.tensor([1.0, 2.0])])
+  end
+
+  ## Nx.Random
+
+  test "Nx.Random: key, split, fold_in, uniform and randint match the evaluator" do
+    assert_matches_evaluator(&Nx.Random.key/1, [Nx.tensor(1234, type: :s64)])
+    key = Nx.Random.key(1234)
+    assert_matches_evaluator(&Nx.Random.split/1, [key])
+    assert_matches_evaluator(&Nx.Random.split(&1, parts: 4), [key])
+    assert_matches_evaluator(&Nx.Random.fold_in(&1, 7), [key])
+    assert_matches_evaluator(&Nx.Random.uniform(&1, shape: {3, 4}), [key])
+    assert_matches_evaluator(&Nx.Random.uniform(&1, -2.0, 5.0, shape: {5}, type: :f64), [key])
+    assert_matches_evaluator(&Nx.Random.randint(&1, 0, 10, shape: {6}), [key])
+
+    # a training loop's pattern: split then draw, in one graph
+    assert_matches_evaluator(
+      fn key ->
+        keys = Nx.Random.split(key)
+        {k1, k2} = {keys[0], keys[1]}
+        {elem(Nx.Random.uniform(k1, shape: {4}), 0), elem(Nx.Random.uniform(k2, shape: {4}), 0)}
+      end,
+      [key]
+    )
+  end
+
+  @tag :needs_f64_math
+  test "Nx.Random.normal (needs erf_inv)" do
+    key = Nx.Random.key(1234)
+    assert_matches_evaluator(&Nx.Random.normal(&1, shape: {2, 3}), [key], rtol: 1.0e-4, atol: 1.0e-5)
+    assert_matches_evaluator(&Nx.Random.normal(&1, 1.0, 2.0, shape: {4}, type: :f64), [key])
+  end
+
+  ## Nx.LinAlg
+
+  defp spd(n, type) do
+    m = Nx.iota({n, n}, type: type) |> Nx.multiply(0.37) |> Nx.sin()
+    Nx.add(Nx.dot(m, Nx.transpose(m)), Nx.multiply(Nx.eye(n, type: type), n))
+  end
+
+  test "Nx.LinAlg.solve: vectors, matrices and pivoting (f32)" do
+    a = Nx.tensor([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]])
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, Nx.tensor([1.0, 2.0, 3.0])], rtol: 1.0e-4, atol: 1.0e-5)
+    b = Nx.iota({3, 2}, type: :f32)
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b], rtol: 1.0e-4, atol: 1.0e-5)
+
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [spd(5, :f32), Nx.iota({5}, type: :f32)],
+      rtol: 1.0e-4,
+      atol: 1.0e-5
+    )
+
+    # integer inputs solve in f32
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [Nx.tensor([[2, 1], [1, 3]]), Nx.tensor([3, 5])],
+      rtol: 1.0e-5,
+      atol: 1.0e-5
+    )
+  end
+
+  test "Nx.LinAlg.solve in f64" do
+    a = spd(4, :f64)
+
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, Nx.tensor([1.0, -2.0, 0.5, 3.0], type: :f64)],
+      rtol: 1.0e-10,
+      atol: 1.0e-12
+    )
+  end
+
+  test "Nx.LinAlg.cholesky (f32 and f64)" do
+    assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [spd(4, :f32)], rtol: 1.0e-4, atol: 1.0e-5)
+    assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [spd(5, :f64)], rtol: 1.0e-9, atol: 1.0e-9)
+
+    assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [Nx.tensor([[4.0, 2.0], [2.0, 3.0]])],
+      rtol: 1.0e-5,
+      atol: 1.0e-6
+    )
+  end
+
+  test "Nx.LinAlg.triangular_solve with every option" do
+    l = Nx.tensor([[2.0, 0.0, 0.0], [1.0, 3.0, 0.0], [-1.0, 0.5, 1.5]])
+    u = Nx.transpose(l)
+    b = Nx.tensor([1.0, -2.0, 4.0])
+    bm = Nx.tensor([[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]])
+
+    for {a, opts} <- [
+          {l, []},
+          {u, [lower: false]},
+          {l, [transform_a: :transpose]},
+          {u, [lower: false, transform_a: :transpose]},
+          {l, [left_side: false]},
+          {u, [lower: false, left_side: false]}
+        ] do
+      assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b], rtol: 1.0e-5, atol: 1.0e-6)
+      rhs = if opts[:left_side] == false, do: Nx.transpose(bm), else: bm
+
+      assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, rhs], rtol: 1.0e-5, atol: 1.0e-6)
+    end
+
+    assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2), [Nx.as_type(l, :f64), Nx.as_type(b, :f64)])
+  end
+
+  test "Nx.LinAlg.determinant: 2x2, 3x3, NxN, singular and integer (f32 and f64)" do
+    for type <- [:f32, :f64] do
+      {atol, rtol} = if type == :f32, do: {1.0e-4, 1.0e-4}, else: {1.0e-10, 1.0e-10}
+      check = fn a -> assert_matches_evaluator(&Nx.LinAlg.determinant/1, [a], atol: atol, rtol: rtol) end
+      check.(Nx.tensor([[1.0, 2.0], [3.0, 4.0]], type: type))
+      check.(Nx.tensor([[0.0, 2.0, 1.0], [1.0, 1.0, 0.0], [3.0, 0.0, 1.0]], type: type))
+      check.(spd(5, type))
+      check.(Nx.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], type: type))
+    end
+
+    assert_matches_evaluator(&Nx.LinAlg.determinant/1, [Nx.tensor([[2, 1, 0], [1, 3, 1], [0, 1, 4]])],
+      atol: 1.0e-4,
+      rtol: 1.0e-5
+    )
+  end
+end
