@@ -148,7 +148,14 @@ Id Emitter::convert(Id v, DType from, DType to) {
   const int fb = register_bits(from), tb = register_bits(to);
   if (ir::is_integer(from) && ir::is_integer(to)) {
     if (fb == tb) return normalize(v, to);
-    if (fb < tb) return b.op(ir::is_signed_int(from) ? spv::OpSConvert : spv::OpUConvert, reg_type(to), {v});
+    if (fb < tb && ir::is_signed_int(from)) {
+      // Sign-extend by shifts rather than OpSConvert: Mesa 22's lavapipe folds a comparison
+      // of an OpSConvert result with a constant wrongly (s32 x > s64 1 was true for all x).
+      Id wide = b.op(spv::OpUConvert, reg_type(to), {v});
+      Id shift = b.const_int(tb, uint64_t(tb - fb));
+      return b.op(spv::OpShiftRightArithmetic, reg_type(to), {b.op(spv::OpShiftLeftLogical, reg_type(to), {wide, shift}), shift});
+    }
+    if (fb < tb) return b.op(spv::OpUConvert, reg_type(to), {v});
     return normalize(b.op(spv::OpUConvert, reg_type(to), {v}), to);
   }
   if (ir::is_integer(from)) {

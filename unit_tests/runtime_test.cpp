@@ -224,6 +224,29 @@ TEST(Runtime, ManyThreadsRunGraphsAtOnce) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Narrow signed integers compared with a 64-bit constant (Nx types the literal in `x > 1`
+// as s64): sign extension must survive the driver's constant folding.
+TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
+  for (const char* t : {"s8", "s16", "s32"}) {
+    SCOPED_TRACE(t);
+    auto g = ir::parse_graph(std::string(R"({"version": 1, "nodes": [
+      {"id": 0, "op": "parameter", "type": ")") + t + R"(", "shape": [5], "attrs": {"index": 0}},
+      {"id": 1, "op": "constant", "type": "s64", "shape": [], "attrs": {"value": 1}},
+      {"id": 2, "op": "greater", "args": [0, 1], "type": "u8", "shape": [5]},
+      {"id": 3, "op": "less_equal", "args": [1, 0], "type": "u8", "shape": [5]}], "outputs": [2, 3]})");
+    auto exe = Executable::compile(Device::open(), g);
+    const int bytes = ir::dtype_bytes(ir::parse_dtype(t));
+    const int64_t x[5] = {1, -2, 3, 0, -1};
+    HostTensor in{{ir::parse_dtype(t), {5}}, std::vector<uint8_t>(5 * bytes)};
+    for (int i = 0; i < 5; ++i) std::memcpy(in.data.data() + i * bytes, &x[i], bytes);
+    auto out = exe->run_host({in});
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(out[0].data[i], x[i] > 1) << i;
+      EXPECT_EQ(out[1].data[i], 1 <= x[i]) << i;
+    }
+  }
+}
+
 // A counter loop squaring a vector five times, then a cond on the final count: the
 // runtime drives both from the host, each region compiled as an executable of its own.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
