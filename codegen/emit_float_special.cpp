@@ -125,7 +125,7 @@ Id Emitter::float_pow(Id x, Id y, DType t) {
   Id ax = f.abs(x);
   Id y_neg = f.lt(y, f.c(0));
   // |x|^y for the cases GLSL leaves undefined (|x| zero or infinite, y infinite).
-  Id mag = b.ext(GLSLstd450Pow, reg_type(t), {ax, y});
+  Id mag = register_bits(t) == 64 ? math_pow_magnitude(ax, y, t) : b.ext(GLSLstd450Pow, reg_type(t), {ax, y});
   mag = f.sel(f.eq(ax, f.c(0)), f.sel(y_neg, f.c(INFINITY), f.c(0)), mag);
   mag = f.sel(f.inf(ax), f.sel(y_neg, f.c(0), f.c(INFINITY)), mag);
   Id y_inf_mag = f.sel(f.eq(ax, f.c(1)), f.c(1), f.sel(f.lt(ax, f.c(1)), f.sel(y_neg, f.c(INFINITY), f.c(0)),
@@ -144,7 +144,7 @@ Id Emitter::float_atan2(Id y, Id x, DType t) {
   // The magnitude for |y|, then y's sign (atan2 is odd in y, signed zeros included).
   Id ay = f.abs(y);
   Id x_neg = f.sign_bit(x);  // -0.0 counts as negative: atan2(0, -0) = pi
-  Id mag = b.ext(GLSLstd450Atan2, reg_type(t), {ay, x});
+  Id mag = register_bits(t) == 64 ? math_atan2_magnitude(ay, x, t) : b.ext(GLSLstd450Atan2, reg_type(t), {ay, x});
   mag = f.sel(f.inf(x), f.sel(x_neg, f.c(M_PI), f.c(0)), mag);
   mag = f.sel(f.inf(ay), f.sel(f.inf(x), f.sel(x_neg, f.c(3 * M_PI_4), f.c(M_PI_4)), f.c(M_PI_2)), mag);
   mag = f.sel(f.eq(ay, f.c(0)), f.sel(x_neg, f.c(M_PI), f.c(0)), mag);

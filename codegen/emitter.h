@@ -125,6 +125,11 @@ class Emitter {
   Id shared_array(Id type, size_t slot, int bytes);
 
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
+  // The math library (emit_math.cpp): functions computed from arithmetic in t's register width.
+  static bool math_library_has(const std::string& op);
+  Id math_unary(const std::string& op, Id x, ir::DType t);
+  Id math_pow_magnitude(Id ax, Id y, ir::DType t);    // |x|^y for finite |x| > 0
+  Id math_atan2_magnitude(Id ay, Id x, ir::DType t);  // atan2(|y|, x) for finite nonzero arguments
   Id int_pow(Id base, Id exponent, ir::DType t);
   // C99/IEEE semantics (signed zeros, infinities, NaN) around the device's core function.
   Id float_rem(Id x, Id y, ir::DType t);
