@@ -22,7 +22,6 @@ defmodule Nx.Vulkan.ModelsTest do
     do: grad(x, fn x -> x |> Nx.exp() |> then(&(&1 / Nx.sum(&1))) |> Nx.pow(2) |> Nx.sum() end)
   )
 
-  @tag :needs_f64_math
   test "gradient through broadcasts and reductions (f64)" do
     x = Nx.tensor([[0.1, -0.4, 2.0], [1.0, 0.0, -3.0]], type: :f64)
     assert_matches_evaluator(&softmax_grad/1, [x])
@@ -132,7 +131,6 @@ defmodule Nx.Vulkan.ModelsTest do
     value_and_grad({mu, log_tau, theta_tilde}, fn {m, t, th} -> log_density(m, t, th, y, sigma) end)
   end
 
-  @tag :needs_f64_math
   test "eight schools f64 log density and gradient" do
     theta_tilde = Nx.tensor([0.3, -0.2, 1.1, 0.0, -1.5, 0.7, 0.05, -0.4], type: :f64)
     args = [Nx.tensor(4.2, type: :f64), Nx.tensor(1.1, type: :f64), theta_tilde, @y, @sigma]
