@@ -100,10 +100,19 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
   Id rt = reg_type(t);
   if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
   if (op == "rsqrt") return b.ext(GLSLstd450InverseSqrt, rt, {x});
-  // GLSL.std.450's transcendentals are 16/32-bit only, and lack some functions altogether;
-  // f32 asin/acos go through the library too (lavapipe's are accurate to ~4e-4 only).
-  static const std::set<std::string> f32_from_library = {"expm1", "log1p", "cbrt", "erf", "erfc", "erf_inv", "asin", "acos"};
+  // GLSL.std.450's transcendentals are 16/32-bit only, and lack some functions altogether.
+  // The inverse functions go through the library in f32 too: lavapipe's asin/acos are
+  // accurate to ~4e-4, its atan to ~50 ulp, and GLSL's asinh/acosh overflow in x*x.
+  static const std::set<std::string> f32_from_library = {"expm1", "log1p", "cbrt", "erf", "erfc", "erf_inv", "asin",
+                                                         "acos", "atan", "asinh", "acosh", "atanh"};
   if (math_library_has(op) && (register_bits(t) == 64 || f32_from_library.count(op))) return math_unary(op, x, t);
+  if (op == "log") {
+    // A driver may flush a subnormal operand: scale it into the normal range first.
+    Id tiny = b.op(spv::OpFOrdLessThan, boolean(), {x, constant(t, 0x1p-126)});
+    Id scaled = select(t, tiny, b.op(spv::OpFMul, rt, {x, constant(t, 0x1p24)}), x);
+    Id l = b.ext(GLSLstd450Log, rt, {scaled});
+    return select(t, tiny, b.op(spv::OpFSub, rt, {l, constant(t, 24 * M_LN2)}), l);
+  }
   static const std::map<std::string, GLSLstd450> direct = {
       {"exp", GLSLstd450Exp},     {"log", GLSLstd450Log},     {"sin", GLSLstd450Sin},     {"cos", GLSLstd450Cos},
       {"tan", GLSLstd450Tan},     {"sinh", GLSLstd450Sinh},   {"cosh", GLSLstd450Cosh},   {"asin", GLSLstd450Asin},

@@ -1,7 +1,8 @@
 // The math library: transcendental functions as straight-line SPIR-V from arithmetic,
 // for the float widths GLSL.std.450 has no instruction for (Vulkan gives Exp, Log, Sin, ...
-// only 16- and 32-bit forms) and for the f32 functions GLSL lacks (expm1, log1p, cbrt,
-// erf, erfc, erf_inv). One implementation serves both widths; the reductions and
+// only 16- and 32-bit forms), for the f32 functions GLSL lacks (expm1, log1p, cbrt, erf,
+// erfc, erf_inv) and for those drivers get wrong in f32 (the inverse trig/hyperbolics,
+// atan2; see emit_elementwise.cpp). One implementation serves both widths; the reductions and
 // polynomial lengths are chosen for f64 (fdlibm and Cephes are the models), which makes
 // them more than accurate enough at f32.
 //

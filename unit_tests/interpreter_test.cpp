@@ -1,0 +1,599 @@
+// The reference interpreter against expectations computed independently: libm per element,
+// explicit loops for the index-mapping ops, reductions and dot, and the integer, NaN, -0.0
+// and 16-bit rounding conventions of docs/ir.md worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "ir/literal.h"
+
+namespace nxv::ir {
+namespace {
+
+using nlohmann::json;
+
+// Builds a graph node by node; ids are assigned in order.
+struct Builder {
+  json nodes = json::array();
+  int params = 0;
+
+  int add(const std::string& op, std::vector<int> args, const std::string& type, Shape shape, json attrs = json::object()) {
+    const int id = int(nodes.size());
+    json n = {{"id", id}, {"op", op}, {"type", type}, {"shape", shape}, {"attrs", attrs}};
+    if (!args.empty()) n["args"] = args;
+    nodes.push_back(n);
+    return id;
+  }
+  int param(const std::string& type, Shape shape) { return add("parameter", {}, type, shape, {{"index", params++}}); }
+  json to_json(const std::vector<int>& outputs) const { return {{"version", 1}, {"nodes", nodes}, {"outputs", outputs}}; }
+  Graph graph(const std::vector<int>& outputs) const { return graph_from_json(to_json(outputs)); }
+};
+
+Literal lit(DType t, Shape shape, const std::vector<double>& values) {
+  Literal l{{t, shape}, std::vector<uint8_t>(TensorType{t, shape}.byte_size())};
+  EXPECT_EQ(int64_t(values.size()), l.type.num_elements());
+  for (size_t i = 0; i < values.size(); ++i) {
+    Scalar s;
+    s.f = values[i];
+    s.is_integer = !is_float(t);
+    s.i = s.is_integer ? int64_t(values[i]) : 0;
+    set_element(l, int64_t(i), s);
+  }
+  return l;
+}
+
+// Integer literals that doubles cannot hold exactly (u64 patterns are given as int64).
+Literal ilit(DType t, Shape shape, const std::vector<int64_t>& values) {
+  Literal l{{t, shape}, std::vector<uint8_t>(TensorType{t, shape}.byte_size())};
+  for (size_t i = 0; i < values.size(); ++i) {
+    Scalar s;
+    s.i = values[i];
+    s.is_integer = true;
+    set_element(l, int64_t(i), s);
+  }
+  return l;
+}
+
+std::vector<double> floats(const Literal& l) {
+  std::vector<double> r;
+  for (int64_t i = 0; i < l.type.num_elements(); ++i) r.push_back(get_f64(l, i));
+  return r;
+}
+std::vector<int64_t> ints(const Literal& l) {
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < l.type.num_elements(); ++i) r.push_back(get_i64(l, i));
+  return r;
+}
+
+// One op applied to parameters of the given literals' types.
+Literal apply(const std::string& op, const std::vector<Literal>& inputs, const std::string& type, Shape shape,
+              json attrs = json::object()) {
+  Builder b;
+  std::vector<int> args;
+  for (const auto& in : inputs) args.push_back(b.param(dtype_name(in.type.dtype), in.type.shape));
+  int out = b.add(op, args, type, shape, attrs);
+  auto r = interpret(b.graph({out}), inputs);
+  EXPECT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].type, (TensorType{parse_dtype(type), shape}));
+  return r[0];
+}
+
+bool same_bits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+
+void expect_floats(const Literal& l, const std::vector<double>& want) {
+  auto got = floats(l);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(same_bits(got[i], want[i])) << "element " << i << ": " << got[i] << " vs " << want[i];
+}
+
+// ---------------------------------------------------------------- elementwise
+
+TEST(InterpElementwise, FloatUnaryIsLibmRoundedToTheType) {
+  const std::vector<double> xs = {-2.5, -0.75, -0.0, 0.3, 1.0, 4.0, 30.0};
+  Literal x = lit(DType::F32, {7}, xs);
+  struct Case { const char* op; double (*f)(double); };
+  for (Case c : std::initializer_list<Case>{
+           {"exp", [](double v) { return std::exp(v); }}, {"expm1", [](double v) { return std::expm1(v); }},
+           {"tanh", [](double v) { return std::tanh(v); }}, {"sin", [](double v) { return std::sin(v); }},
+           {"atan", [](double v) { return std::atan(v); }}, {"cbrt", [](double v) { return std::cbrt(v); }},
+           {"erf", [](double v) { return std::erf(v); }}, {"erfc", [](double v) { return std::erfc(v); }},
+           {"sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); }},
+           {"asinh", [](double v) { return std::asinh(v); }}}) {
+    std::vector<double> want;
+    for (double v : xs) want.push_back(float(c.f(float(v))));
+    expect_floats(apply(c.op, {x}, "f32", {7}), want);
+  }
+  // Outside the domain: NaN, and log(0) = -inf, rsqrt(-0.0) = -inf.
+  Literal y = lit(DType::F64, {3}, {-1.0, 0.0, -0.0});
+  expect_floats(apply("log", {y}, "f64", {3}), {NAN, -INFINITY, -INFINITY});
+  expect_floats(apply("rsqrt", {y}, "f64", {3}), {NAN, INFINITY, -INFINITY});
+  expect_floats(apply("sqrt", {y}, "f64", {3}), {NAN, 0.0, -0.0});
+}
+
+TEST(InterpElementwise, IntegerOperandsOfFloatFunctionsBecomeF32) {
+  Literal x = lit(DType::S32, {3}, {0, 1, 2});
+  expect_floats(apply("exp", {x}, "f32", {3}), {1.0, float(std::exp(1.0)), float(std::exp(2.0))});
+}
+
+TEST(InterpElementwise, ErfInvInvertsErf) {
+  const std::vector<double> ys = {-0.999, -0.5, -1e-6, 0.1, 0.9, 0.999999};
+  auto r = floats(apply("erf_inv", {lit(DType::F64, {6}, ys)}, "f64", {6}));
+  for (size_t i = 0; i < ys.size(); ++i) EXPECT_NEAR(std::erf(r[i]), ys[i], 1e-14) << ys[i];
+  expect_floats(apply("erf_inv", {lit(DType::F64, {4}, {1, -1, 1.5, 0})}, "f64", {4}), {INFINITY, -INFINITY, NAN, 0});
+}
+
+TEST(InterpElementwise, SignRoundFloorKeepNxSpecialValues) {
+  Literal x = lit(DType::F32, {8}, {-0.0, NAN, -3.5, 2.5, -2.5, -0.4, 0.4, INFINITY});
+  expect_floats(apply("sign", {x}, "f32", {8}), {-0.0, NAN, -1, 1, -1, -1, 1, 1});
+  // Half away from zero; a zero result is +0.0.
+  expect_floats(apply("round", {x}, "f32", {8}), {0.0, NAN, -4, 3, -3, 0.0, 0.0, INFINITY});
+  expect_floats(apply("floor", {x}, "f32", {8}), {-0.0, NAN, -4, 2, -3, -1, 0, INFINITY});
+  expect_floats(apply("abs", {x}, "f32", {8}), {0.0, NAN, 3.5, 2.5, 2.5, 0.4f, 0.4f, INFINITY});
+  expect_floats(apply("negate", {x}, "f32", {8}), {0.0, NAN, 3.5, -2.5, 2.5, 0.4f, -0.4f, -INFINITY});
+}
+
+TEST(InterpElementwise, IntegerUnary) {
+  Literal s8 = lit(DType::S8, {4}, {-128, -1, 0, 5});
+  EXPECT_EQ(ints(apply("negate", {s8}, "s8", {4})), (std::vector<int64_t>{-128, 1, 0, -5}));
+  EXPECT_EQ(ints(apply("abs", {s8}, "s8", {4})), (std::vector<int64_t>{-128, 1, 0, 5}));
+  EXPECT_EQ(ints(apply("sign", {s8}, "s8", {4})), (std::vector<int64_t>{-1, -1, 0, 1}));
+  EXPECT_EQ(ints(apply("bitwise_not", {s8}, "s8", {4})), (std::vector<int64_t>{127, 0, -1, -6}));
+  EXPECT_EQ(ints(apply("population_count", {s8}, "s8", {4})), (std::vector<int64_t>{1, 8, 0, 2}));
+  EXPECT_EQ(ints(apply("count_leading_zeros", {s8}, "s8", {4})), (std::vector<int64_t>{0, 0, 8, 5}));
+  Literal u64 = lit(DType::U64, {2}, {1, 0});
+  EXPECT_EQ(ints(apply("count_leading_zeros", {u64}, "u64", {2})), (std::vector<int64_t>{63, 64}));
+  EXPECT_EQ(ints(apply("round", {s8}, "s8", {4})), ints(s8));
+}
+
+TEST(InterpElementwise, BinaryBroadcastsRightAligned) {
+  Literal a = lit(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Literal row = lit(DType::F32, {3}, {10, 20, 30});
+  Literal col = lit(DType::F32, {2, 1}, {100, 200});
+  Literal r = apply("add", {a, row}, "f32", {2, 3});
+  Literal c = apply("subtract", {col, a}, "f32", {2, 3});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(get_f64(r, i * 3 + j), get_f64(a, i * 3 + j) + get_f64(row, j));
+      EXPECT_EQ(get_f64(c, i * 3 + j), get_f64(col, i) - get_f64(a, i * 3 + j));
+    }
+  // Mixed types convert to the merged type first: s32 + f32 -> f32, u8 + s8 -> s16.
+  expect_floats(apply("multiply", {lit(DType::S32, {2}, {3, -4}), lit(DType::F32, {}, {0.5})}, "f32", {2}), {1.5, -2});
+  EXPECT_EQ(ints(apply("add", {lit(DType::U8, {1}, {200}), lit(DType::S8, {1}, {100})}, "s16", {1})), (std::vector<int64_t>{300}));
+}
+
+TEST(InterpElementwise, IntegersWrapAround) {
+  EXPECT_EQ(ints(apply("add", {lit(DType::S8, {2}, {100, -100}), lit(DType::S8, {2}, {100, -100})}, "s8", {2})),
+            (std::vector<int64_t>{-56, 56}));
+  EXPECT_EQ(ints(apply("multiply", {lit(DType::U8, {1}, {200}), lit(DType::U8, {1}, {3})}, "u8", {1})), (std::vector<int64_t>{88}));
+  EXPECT_EQ(ints(apply("subtract", {lit(DType::U32, {1}, {0}), lit(DType::U32, {1}, {1})}, "u32", {1})),
+            (std::vector<int64_t>{4294967295}));
+  EXPECT_EQ(ints(apply("add", {ilit(DType::S64, {1}, {INT64_MAX}), lit(DType::S64, {1}, {1})}, "s64", {1}))[0],
+            INT64_MIN);
+}
+
+TEST(InterpElementwise, IntegerDivisionAsXla) {
+  Literal a = lit(DType::S32, {6}, {7, -7, 7, -7, -2147483648.0, -2147483648.0});
+  Literal b = lit(DType::S32, {6}, {2, 2, 0, 0, -1, 3});
+  EXPECT_EQ(ints(apply("quotient", {a, b}, "s32", {6})), (std::vector<int64_t>{3, -3, -1, -1, -2147483648LL, -715827882}));
+  EXPECT_EQ(ints(apply("remainder", {a, b}, "s32", {6})), (std::vector<int64_t>{1, -1, 7, -7, 0, -2}));
+  Literal ua = lit(DType::U8, {2}, {7, 250}), ub = lit(DType::U8, {2}, {0, 7});
+  EXPECT_EQ(ints(apply("quotient", {ua, ub}, "u8", {2})), (std::vector<int64_t>{255, 35}));
+  EXPECT_EQ(ints(apply("remainder", {ua, ub}, "u8", {2})), (std::vector<int64_t>{7, 5}));
+  Literal m = ilit(DType::S64, {1}, {INT64_MIN}), m1 = lit(DType::S64, {1}, {-1});
+  EXPECT_EQ(ints(apply("quotient", {m, m1}, "s64", {1}))[0], INT64_MIN);
+  // u64 divides as unsigned: (2^64 - 1) / 2 = 2^63 - 1.
+  EXPECT_EQ(ints(apply("quotient", {ilit(DType::U64, {1}, {-1}), ilit(DType::U64, {1}, {2})}, "u64", {1}))[0], INT64_MAX);
+  EXPECT_EQ(ints(apply("remainder", {m, m1}, "s64", {1}))[0], 0);
+}
+
+TEST(InterpElementwise, ShiftsOutOfRange) {
+  Literal a = lit(DType::S32, {5}, {1, 1, -8, -8, 3});
+  Literal s = lit(DType::S32, {5}, {31, 32, 40, -1, 2});
+  EXPECT_EQ(ints(apply("left_shift", {a, s}, "s32", {5})), (std::vector<int64_t>{-2147483648LL, 0, 0, 0, 12}));
+  EXPECT_EQ(ints(apply("right_shift", {a, s}, "s32", {5})), (std::vector<int64_t>{0, 0, -1, -1, 0}));
+  Literal u = lit(DType::U8, {3}, {255, 255, 128}), us = lit(DType::U8, {3}, {1, 8, 7});
+  EXPECT_EQ(ints(apply("right_shift", {u, us}, "u8", {3})), (std::vector<int64_t>{127, 0, 1}));
+  EXPECT_EQ(ints(apply("left_shift", {u, us}, "u8", {3})), (std::vector<int64_t>{254, 0, 0}));
+}
+
+TEST(InterpElementwise, IntegerPow) {
+  Literal base = lit(DType::S32, {6}, {2, 3, -1, -1, 1, 0});
+  Literal e = lit(DType::S32, {6}, {10, -1, -3, -4, -5, 0});
+  EXPECT_EQ(ints(apply("pow", {base, e}, "s32", {6})), (std::vector<int64_t>{1024, 0, -1, 1, 1, 1}));
+  EXPECT_EQ(ints(apply("pow", {lit(DType::S8, {2}, {2, 3}), lit(DType::S8, {2}, {7, 5})}, "s8", {2})),
+            (std::vector<int64_t>{-128, -13}));  // 3^5 = 243 wraps to -13
+}
+
+TEST(InterpElementwise, FloatBinarySpecialValues) {
+  Literal a = lit(DType::F32, {6}, {NAN, 1, -0.0, 0.0, 2, -1});
+  Literal b = lit(DType::F32, {6}, {1, NAN, 0.0, -0.0, 2, INFINITY});
+  // NaN wins either way; ties keep the first operand (so the sign of a zero follows it).
+  expect_floats(apply("max", {a, b}, "f32", {6}), {NAN, NAN, -0.0, 0.0, 2, INFINITY});
+  expect_floats(apply("min", {a, b}, "f32", {6}), {NAN, NAN, -0.0, 0.0, 2, -1});
+  Literal x = lit(DType::F64, {5}, {-7.5, 1e30, 5, -0.0, INFINITY});
+  Literal y = lit(DType::F64, {5}, {2, 7.25, INFINITY, 3, 2});
+  expect_floats(apply("remainder", {x, y}, "f64", {5}), {-1.5, std::fmod(1e30, 7.25), 5, -0.0, NAN});
+  Literal p = lit(DType::F32, {5}, {-8, NAN, 1, -2, 0});
+  Literal q = lit(DType::F32, {5}, {1.0 / 3, 0, NAN, 3, -1});
+  expect_floats(apply("pow", {p, q}, "f32", {5}), {NAN, 1, 1, -8, INFINITY});
+  Literal yy = lit(DType::F32, {4}, {0.0, -0.0, 1, INFINITY}), xx = lit(DType::F32, {4}, {-0.0, -1, 0, INFINITY});
+  expect_floats(apply("atan2", {yy, xx}, "f32", {4}), {float(M_PI), float(-M_PI), float(M_PI_2), float(M_PI_4)});
+  expect_floats(apply("divide", {lit(DType::S32, {3}, {1, -1, 0}), lit(DType::S32, {3}, {0, 0, 0})}, "f32", {3}),
+                {INFINITY, -INFINITY, NAN});
+}
+
+TEST(InterpElementwise, SixteenBitFloatsRoundAfterEveryOp) {
+  // f16 has 10 fraction bits: 1 + 2^-11 is a tie (to even: 1), 1 + 3*2^-11 rounds up.
+  Literal one = lit(DType::F16, {2}, {1, 1});
+  Literal d = lit(DType::F16, {2}, {std::ldexp(1, -11), 3 * std::ldexp(1, -11)});
+  expect_floats(apply("add", {one, d}, "f16", {2}), {1, 1 + std::ldexp(1, -9)});
+  // bf16 is the high half of the nearest f32 (Nx truncates): 1 + 3*2^-8 goes down to 1 + 2^-7,
+  // -7 + 1.015625 = -5.984375 to -5.96875; NaN is 0x7FC0.
+  Literal bone = lit(DType::BF16, {3}, {1, 1, -7});
+  Literal bd = lit(DType::BF16, {3}, {std::ldexp(1, -8), 3 * std::ldexp(1, -8), 1.015625});
+  expect_floats(apply("add", {bone, bd}, "bf16", {3}), {1, 1 + std::ldexp(1, -7), -5.96875});
+  Literal bnan = apply("sqrt", {lit(DType::BF16, {1}, {-1})}, "bf16", {1});
+  EXPECT_EQ(bnan.data, (std::vector<uint8_t>{0xC0, 0x7F}));
+  expect_floats(apply("as_type", {lit(DType::F64, {1}, {1 + std::ldexp(1, -8) + std::ldexp(1, -30)})}, "bf16", {1}), {1});
+  // Rounded once from the exact value: an f64 just above the tie goes up (not 1 after
+  // rounding through f32 first).
+  Literal f64 = lit(DType::F64, {1}, {1 + std::ldexp(1, -11) + std::ldexp(1, -40)});
+  expect_floats(apply("as_type", {f64}, "f16", {1}), {1 + std::ldexp(1, -10)});
+  expect_floats(apply("exp", {lit(DType::F16, {1}, {1})}, "f16", {1}), {double(f16_to_f32(f32_to_f16(float(M_E))))});
+  expect_floats(apply("multiply", {lit(DType::F16, {1}, {300}), lit(DType::F16, {1}, {300})}, "f16", {1}), {INFINITY});
+}
+
+TEST(InterpElementwise, ComparisonsAndLogic) {
+  Literal a = lit(DType::F32, {4}, {NAN, 1, 2, -0.0}), b = lit(DType::S32, {4}, {1, 1, 3, 0});
+  EXPECT_EQ(ints(apply("equal", {a, b}, "u8", {4})), (std::vector<int64_t>{0, 1, 0, 1}));
+  EXPECT_EQ(ints(apply("not_equal", {a, b}, "u8", {4})), (std::vector<int64_t>{1, 0, 1, 0}));
+  EXPECT_EQ(ints(apply("less", {a, b}, "u8", {4})), (std::vector<int64_t>{0, 0, 1, 0}));
+  EXPECT_EQ(ints(apply("greater_equal", {a, b}, "u8", {4})), (std::vector<int64_t>{0, 1, 0, 1}));
+  // Unsigned compares as unsigned: 2^64 - 1 > 1.
+  EXPECT_EQ(ints(apply("greater", {ilit(DType::U64, {1}, {-1}), lit(DType::U64, {1}, {1})}, "u8", {1}))[0], 1);
+  Literal p = lit(DType::F32, {4}, {0, NAN, 2, 0}), q = lit(DType::U8, {4}, {0, 1, 0, 3});
+  EXPECT_EQ(ints(apply("logical_and", {p, q}, "u8", {4})), (std::vector<int64_t>{0, 1, 0, 0}));
+  EXPECT_EQ(ints(apply("logical_or", {p, q}, "u8", {4})), (std::vector<int64_t>{0, 1, 1, 1}));
+  EXPECT_EQ(ints(apply("logical_xor", {p, q}, "u8", {4})), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(ints(apply("logical_not", {p}, "u8", {4})), (std::vector<int64_t>{1, 0, 0, 1}));
+  Literal f = lit(DType::F32, {3}, {NAN, -INFINITY, 1});
+  EXPECT_EQ(ints(apply("is_nan", {f}, "u8", {3})), (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(ints(apply("is_infinity", {f}, "u8", {3})), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(ints(apply("is_nan", {lit(DType::S32, {1}, {3})}, "u8", {1})), (std::vector<int64_t>{0}));
+}
+
+TEST(InterpElementwise, SelectClipConvertBitcast) {
+  Literal pred = lit(DType::U8, {2, 2}, {1, 0, 0, 1});
+  Literal t = lit(DType::F32, {2, 2}, {1, 2, 3, 4}), f = lit(DType::F32, {}, {-1});
+  expect_floats(apply("select", {pred, t, f}, "f32", {2, 2}), {1, -1, -1, 4});
+  Literal x = lit(DType::F32, {4}, {-5, 0.5, 9, NAN});
+  expect_floats(apply("clip", {x, lit(DType::F32, {}, {0}), lit(DType::F32, {}, {1})}, "f32", {4}), {0, 0.5, 1, NAN});
+  expect_floats(apply("clip", {x, lit(DType::F32, {}, {NAN}), lit(DType::F32, {}, {1})}, "f32", {4}), {NAN, NAN, NAN, NAN});
+  EXPECT_EQ(ints(apply("clip", {lit(DType::S32, {3}, {-5, 3, 9}), lit(DType::S32, {}, {0}), lit(DType::S32, {}, {4})}, "s32", {3})),
+            (std::vector<int64_t>{0, 3, 4}));
+  // Float to integer truncates toward zero and saturates, NaN gives 0; integers wrap.
+  Literal v = lit(DType::F32, {6}, {300, -300, NAN, -1.7, 1.7, INFINITY});
+  EXPECT_EQ(ints(apply("as_type", {v}, "s8", {6})), (std::vector<int64_t>{127, -128, 0, -1, 1, 127}));
+  EXPECT_EQ(ints(apply("as_type", {v}, "u8", {6})), (std::vector<int64_t>{255, 0, 0, 0, 1, 255}));
+  EXPECT_EQ(ints(apply("as_type", {lit(DType::F64, {2}, {1e300, -1e300})}, "s64", {2})), (std::vector<int64_t>{INT64_MAX, INT64_MIN}));
+  EXPECT_EQ(ints(apply("as_type", {lit(DType::F64, {3}, {1e20, 1.5e19, -1})}, "u64", {3})),
+            (std::vector<int64_t>{-1, int64_t(uint64_t(1.5e19)), 0}));
+  expect_floats(apply("as_type", {ilit(DType::U64, {1}, {-1})}, "f32", {1}), {std::ldexp(1, 64)});
+  EXPECT_EQ(ints(apply("as_type", {lit(DType::S32, {2}, {300, -1})}, "u8", {2})), (std::vector<int64_t>{44, 255}));
+  EXPECT_EQ(ints(apply("bitcast", {lit(DType::F32, {2}, {1, -0.0})}, "s32", {2})), (std::vector<int64_t>{0x3f800000, INT32_MIN}));
+}
+
+// ---------------------------------------------------------------- sources
+
+TEST(InterpSource, ConstantsTensorsIotaEye) {
+  Builder b;
+  int c1 = b.add("constant", {}, "f32", {2}, {{"value", "nan"}});
+  int c2 = b.add("constant", {}, "f32", {}, {{"value", "-0.0"}});
+  int c3 = b.add("constant", {}, "bf16", {}, {{"value", "-inf"}});
+  int t1 = b.add("tensor", {}, "s16", {3}, {{"data", {1, -2, 70000}}});
+  float raw[2] = {1.5f, -2.25f};
+  int t2 = b.add("tensor", {}, "f32", {2}, {{"data_b64", base64_encode(reinterpret_cast<uint8_t*>(raw), 8)}});
+  int i1 = b.add("iota", {}, "s32", {2, 3}, {{"axis", 1}});
+  int i2 = b.add("iota", {}, "f32", {2, 3}, {{"axis", nullptr}});
+  int e = b.add("eye", {}, "u8", {2, 2, 3});
+  auto r = interpret(b.graph({c1, c2, c3, t1, t2, i1, i2, e}), {});
+  expect_floats(r[0], {NAN, NAN});
+  expect_floats(r[1], {-0.0});
+  expect_floats(r[2], {-INFINITY});
+  EXPECT_EQ(ints(r[3]), (std::vector<int64_t>{1, -2, 70000 - 65536}));
+  expect_floats(r[4], {1.5, -2.25});
+  EXPECT_EQ(ints(r[5]), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  expect_floats(r[6], {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(ints(r[7]), (std::vector<int64_t>{1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0}));
+}
+
+// ---------------------------------------------------------------- shape
+
+Literal iota_f32(Shape s) {
+  std::vector<double> v(num_elements(s));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(i);
+  return lit(DType::F32, s, v);
+}
+
+TEST(InterpShape, TransposeReverseBroadcastReshape) {
+  Literal x = iota_f32({2, 3, 4});
+  auto at = [&](int i, int j, int k) { return get_f64(x, (i * 3 + j) * 4 + k); };
+  Literal t = apply("transpose", {x}, "f32", {4, 2, 3}, {{"axes", {2, 0, 1}}});
+  Literal r = apply("reverse", {x}, "f32", {2, 3, 4}, {{"axes", {0, 2}}});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(get_f64(t, (k * 2 + i) * 3 + j), at(i, j, k));
+        EXPECT_EQ(get_f64(r, (i * 3 + j) * 4 + k), at(1 - i, j, 3 - k));
+      }
+  Literal v = lit(DType::F32, {3, 1}, {1, 2, 3});
+  Literal bc = apply("broadcast", {v}, "f32", {2, 3, 4}, {{"shape", {2, 3, 4}}, {"axes", {1, 2}}});
+  for (int i = 0; i < 24; ++i) EXPECT_EQ(get_f64(bc, i), (i / 4) % 3 + 1);
+  Literal rs = apply("reshape", {x}, "f32", {6, 4});
+  EXPECT_EQ(rs.data, x.data);
+  Literal sq = apply("squeeze", {v}, "f32", {3}, {{"axes", {1}}});
+  expect_floats(sq, {1, 2, 3});
+}
+
+TEST(InterpShape, SliceWithStridesAndClampedDynamicStarts) {
+  Literal x = iota_f32({4, 6});
+  Literal s = apply("slice", {x}, "f32", {2, 2}, {{"start", {1, 1}}, {"lengths", {3, 4}}, {"strides", {2, 3}}});
+  expect_floats(s, {7, 10, 19, 22});
+  // Dynamic starts clamp to [0, dim - length]: 5 -> 2 on axis 0, -3 -> 0 on axis 1.
+  for (auto [s0, s1, e0, e1] : {std::tuple{5, -3, 2, 0}, std::tuple{1, 2, 1, 2}, std::tuple{0, 100, 0, 3}}) {
+    Literal d = apply("slice", {x, lit(DType::S32, {}, {double(s0)}), lit(DType::S64, {}, {double(s1)})}, "f32", {2, 3},
+                      {{"start", {{{"arg", 1}}, {{"arg", 2}}}}, {"lengths", {2, 3}}, {"strides", {1, 1}}});
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) want.push_back((e0 + i) * 6 + e1 + j);
+    expect_floats(d, want);
+  }
+  Literal u = lit(DType::S32, {2, 2}, {-1, -2, -3, -4});
+  Literal p = apply("put_slice", {x, u, lit(DType::S32, {}, {-7})}, "f32", {4, 6}, {{"start", {3, {{"arg", 2}}}}});
+  std::vector<double> want = floats(x);
+  want[2 * 6 + 0] = -1, want[2 * 6 + 1] = -2, want[3 * 6 + 0] = -3, want[3 * 6 + 1] = -4;  // row start 3 clamps to 2
+  expect_floats(p, want);
+}
+
+TEST(InterpShape, PadNegativeAndInterior) {
+  Literal x = lit(DType::F32, {3}, {1, 2, 3});
+  // Interior: 1 p 2 p 3; low -1 drops the 1; high 2 appends two.
+  expect_floats(apply("pad", {x, lit(DType::F32, {}, {0})}, "f32", {6}, {{"config", {{-1, 2, 1}}}}), {0, 2, 0, 3, 0, 0});
+  Literal m = iota_f32({2, 3});
+  Literal p = apply("pad", {m, lit(DType::F32, {}, {-1})}, "f32", {4, 2}, {{"config", {{1, 0, 1}, {0, -1, 0}}}});
+  // Rows: pad, row0, pad, row1; columns 0..1 of each.
+  expect_floats(p, {-1, -1, 0, 1, -1, -1, 3, 4});
+}
+
+TEST(InterpShape, ConcatenateAndStack) {
+  Literal a = lit(DType::S32, {2, 1}, {1, 2}), b = lit(DType::F32, {2, 2}, {3.5, 4, 5, 6});
+  expect_floats(apply("concatenate", {a, b}, "f32", {2, 3}, {{"axis", 1}}), {1, 3.5, 4, 2, 5, 6});
+  Literal c = lit(DType::S32, {2}, {1, 2}), d = lit(DType::S32, {2}, {3, 4});
+  EXPECT_EQ(ints(apply("stack", {c, d}, "s32", {2, 2}, {{"axis", 1}})), (std::vector<int64_t>{1, 3, 2, 4}));
+  EXPECT_EQ(ints(apply("stack", {c, d}, "s32", {2, 2}, {{"axis", 0}})), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+// ---------------------------------------------------------------- reductions and dot
+
+TEST(InterpReduce, SumOverSeveralAxesKeepAxes) {
+  Literal x = iota_f32({2, 3, 4});
+  Literal s = apply("sum", {x}, "f32", {1, 3, 1}, {{"axes", {0, 2}}, {"keep_axes", true}});
+  for (int j = 0; j < 3; ++j) {
+    double want = 0;
+    for (int i = 0; i < 2; ++i)
+      for (int k = 0; k < 4; ++k) want += (i * 3 + j) * 4 + k;
+    EXPECT_EQ(get_f64(s, j), want);
+  }
+  Literal all = apply("sum", {x}, "f32", {}, {{"axes", nullptr}});
+  expect_floats(all, {23 * 24 / 2});
+  // Integers accumulate in 64 bits.
+  Literal u = lit(DType::U8, {3}, {200, 200, 200});
+  EXPECT_EQ(ints(apply("sum", {u}, "u64", {}, {{"axes", {0}}})), (std::vector<int64_t>{600}));
+  Literal p = lit(DType::S32, {2, 2}, {-3, 100000, 7, 100000});
+  EXPECT_EQ(ints(apply("product", {p}, "s64", {2}, {{"axes", {0}}})), (std::vector<int64_t>{-21, 10000000000}));
+  // Floats accumulate in double and round once: in f16 2048 + 1 + 1 is 2050, not 2048.
+  Literal h = lit(DType::F16, {3}, {2048, 1, 1});
+  expect_floats(apply("sum", {h}, "f16", {}), {2050});
+}
+
+TEST(InterpReduce, MaxMinAllAny) {
+  Literal x = lit(DType::F32, {2, 3}, {1, NAN, 3, -1, -5, 2});
+  expect_floats(apply("reduce_max", {x}, "f32", {2}, {{"axes", {1}}}), {NAN, 2});
+  expect_floats(apply("reduce_min", {x}, "f32", {3}, {{"axes", {0}}}), {-1, NAN, 2});
+  Literal i = lit(DType::U32, {3}, {4000000000.0, 1, 7});
+  EXPECT_EQ(ints(apply("reduce_max", {i}, "u32", {})), (std::vector<int64_t>{4000000000}));
+  EXPECT_EQ(ints(apply("reduce_min", {lit(DType::S8, {3}, {4, -100, 7})}, "s8", {})), (std::vector<int64_t>{-100}));
+  expect_floats(apply("reduce_max", {lit(DType::F32, {0}, {})}, "f32", {}), {-INFINITY});
+  Literal b = lit(DType::F32, {2, 2}, {0, NAN, 1, 2});
+  EXPECT_EQ(ints(apply("all", {b}, "u8", {2}, {{"axes", {1}}})), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(ints(apply("any", {b}, "u8", {2, 1}, {{"axes", {1}}, {"keep_axes", true}})), (std::vector<int64_t>{1, 1}));
+}
+
+TEST(InterpReduce, ArgmaxTiesAndNaN) {
+  Literal x = lit(DType::F32, {2, 4}, {1, 3, 3, 0, NAN, 2, NAN, 9});
+  EXPECT_EQ(ints(apply("argmax", {x}, "s64", {2}, {{"axis", 1}})), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(ints(apply("argmax", {x}, "s64", {2}, {{"axis", 1}, {"tie_break", "high"}})), (std::vector<int64_t>{2, 0}));
+  EXPECT_EQ(ints(apply("argmin", {x}, "s32", {2, 1}, {{"axis", 1}, {"keep_axis", true}})), (std::vector<int64_t>{3, 4 - 4}));
+  EXPECT_EQ(ints(apply("argmax", {x}, "s64", {4}, {{"axis", 0}})), (std::vector<int64_t>{1, 0, 1, 1}));
+  // axis null: the index into the flattened tensor.
+  EXPECT_EQ(ints(apply("argmax", {x}, "s64", {}, {{"axis", nullptr}})), (std::vector<int64_t>{4}));
+  Literal u = lit(DType::U8, {4}, {5, 255, 255, 0});
+  EXPECT_EQ(ints(apply("argmax", {u}, "u32", {}, {{"tie_break", "high"}})), (std::vector<int64_t>{2}));
+  EXPECT_EQ(ints(apply("argmin", {u}, "s64", {})), (std::vector<int64_t>{3}));
+}
+
+TEST(InterpReduce, DotWithBatchAxes) {
+  Literal a = iota_f32({2, 2, 3}), b = iota_f32({2, 3, 2});
+  Literal r = apply("dot", {a, b}, "f32", {2, 2, 2},
+                    {{"contract_axes1", {2}}, {"batch_axes1", {0}}, {"contract_axes2", {1}}, {"batch_axes2", {0}}});
+  for (int n = 0; n < 2; ++n)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double want = 0;
+        for (int k = 0; k < 3; ++k) want += get_f64(a, (n * 2 + i) * 3 + k) * get_f64(b, (n * 3 + k) * 2 + j);
+        EXPECT_EQ(get_f64(r, (n * 2 + i) * 2 + j), want);
+      }
+  // Contracting a's axis 0 with b's axis 1, no batch: result [a free, b free] = [3, 2].
+  Literal m = iota_f32({2, 3}), n = iota_f32({2, 2});
+  Literal mt = apply("dot", {m, n}, "f32", {3, 2}, {{"contract_axes1", {0}}, {"contract_axes2", {1}}});
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 2; ++j)
+      EXPECT_EQ(get_f64(mt, i * 2 + j), get_f64(m, i) * get_f64(n, j * 2) + get_f64(m, 3 + i) * get_f64(n, j * 2 + 1));
+  // Integers wrap in the result type.
+  Literal s = lit(DType::S8, {2}, {100, 100});
+  EXPECT_EQ(ints(apply("dot", {s, s}, "s8", {}, {{"contract_axes1", {0}}, {"contract_axes2", {0}}})),
+            (std::vector<int64_t>{int8_t(20000 & 0xFF)}));
+  // An outer product: nothing contracted.
+  expect_floats(apply("dot", {lit(DType::F32, {2}, {1, 2}), lit(DType::F32, {2}, {3, 4})}, "f32", {2, 2},
+                      {{"contract_axes1", json::array()}, {"contract_axes2", json::array()}}),
+                {3, 4, 6, 8});
+}
+
+// ---------------------------------------------------------------- tuples, control flow, kernels
+
+json region(const Builder& b, const std::vector<int>& outputs) { return b.to_json(outputs); }
+
+TEST(InterpControl, KernelWithSeveralOutputsAndElem) {
+  Builder body;
+  int p0 = body.param("f32", {3}), p1 = body.param("f32", {});
+  int e = body.add("exp", {p0}, "f32", {3});
+  int s = body.add("add", {e, p1}, "f32", {3});
+  Builder g;
+  int x = g.param("f32", {3}), y = g.param("f32", {});
+  json k = {{"id", 2}, {"op", "kernel"}, {"args", {x, y}}, {"attrs", {{"kind", "elementwise"}}},
+            {"results", {{{"type", "f32"}, {"shape", {3}}}, {{"type", "f32"}, {"shape", {3}}}}},
+            {"regions", {{"body", region(body, {e, s})}}}};
+  g.nodes.push_back(k);
+  int e0 = g.add("elem", {2}, "f32", {3}, {{"index", 0}});
+  int e1 = g.add("elem", {2}, "f32", {3}, {{"index", 1}});
+  int m = g.add("metadata", {e1}, "f32", {3}, {{"note", "anything"}});
+  auto r = interpret(g.graph({e0, m}), {lit(DType::F32, {3}, {0, 1, 2}), lit(DType::F32, {}, {10})});
+  std::vector<double> ex, sum;
+  for (double v : {0.0, 1.0, 2.0}) ex.push_back(float(std::exp(v))), sum.push_back(float(float(std::exp(v)) + 10.0f));
+  expect_floats(r[0], ex);
+  expect_floats(r[1], sum);
+}
+
+TEST(InterpControl, WhileCountsDown) {
+  // state (i, acc): while i < 5 { i += 1; acc *= 2 }.
+  Builder c;
+  int ci = c.param("s32", {});
+  c.param("f32", {2});
+  int five = c.add("constant", {}, "s32", {}, {{"value", 5}});
+  int lt = c.add("less", {ci, five}, "u8", {});
+  Builder body;
+  int bi = body.param("s32", {}), ba = body.param("f32", {2});
+  int one = body.add("constant", {}, "s32", {}, {{"value", 1}});
+  int two = body.add("constant", {}, "f32", {}, {{"value", 2}});
+  int ni = body.add("add", {bi, one}, "s32", {});
+  int na = body.add("multiply", {ba, two}, "f32", {2});
+  Builder g;
+  int i0 = g.param("s32", {}), a0 = g.param("f32", {2});
+  g.nodes.push_back({{"id", 2}, {"op", "while"}, {"args", {i0, a0}},
+                     {"results", {{{"type", "s32"}, {"shape", json::array()}}, {{"type", "f32"}, {"shape", {2}}}}},
+                     {"regions", {{"condition", region(c, {lt})}, {"body", region(body, {ni, na})}}}});
+  int ri = g.add("elem", {2}, "s32", {}, {{"index", 0}});
+  int ra = g.add("elem", {2}, "f32", {2}, {{"index", 1}});
+  auto r = interpret(g.graph({ri, ra}), {lit(DType::S32, {}, {1}), lit(DType::F32, {2}, {1, -3})});
+  EXPECT_EQ(ints(r[0]), (std::vector<int64_t>{5}));
+  expect_floats(r[1], {16, -48});
+  // A loop that never runs returns the initial state.
+  r = interpret(g.graph({ri, ra}), {lit(DType::S32, {}, {9}), lit(DType::F32, {2}, {1, -3})});
+  EXPECT_EQ(ints(r[0]), (std::vector<int64_t>{9}));
+  expect_floats(r[1], {1, -3});
+}
+
+TEST(InterpControl, CondPicksTheFirstTruePredicate) {
+  auto branch = [](const std::string& op) {
+    Builder b;
+    int x = b.param("f32", {2});
+    int y = op == "identity" ? x : b.add(op, {x}, "f32", {2});
+    return region(b, {y});
+  };
+  Builder g;
+  int p0 = g.param("u8", {}), p1 = g.param("u8", {}), x = g.param("f32", {2});
+  g.nodes.push_back({{"id", 3}, {"op", "cond"}, {"args", {p0, p1, x}},
+                     {"results", {{{"type", "f32"}, {"shape", {2}}}}},
+                     {"regions", {{"branch0", branch("negate")}, {"branch1", branch("abs")}, {"branch2", branch("identity")}}}});
+  int out = g.add("elem", {3}, "f32", {2}, {{"index", 0}});
+  Graph graph = g.graph({out});
+  Literal v = lit(DType::F32, {2}, {-1, 2});
+  auto run = [&](int a, int b) { return floats(interpret(graph, {lit(DType::U8, {}, {double(a)}), lit(DType::U8, {}, {double(b)}), v})[0]); };
+  EXPECT_EQ(run(1, 1), (std::vector<double>{1, -2}));
+  EXPECT_EQ(run(0, 1), (std::vector<double>{1, 2}));
+  EXPECT_EQ(run(0, 0), (std::vector<double>{-1, 2}));
+}
+
+TEST(InterpControl, RepeatCarriesValues) {
+  // x <- x * k, three times, with k passed through unchanged.
+  Builder step;
+  int x = step.param("f32", {2}), k = step.param("f32", {});
+  int m = step.add("multiply", {x, k}, "f32", {2});
+  Builder body;
+  int bx = body.param("f32", {2}), bk = body.param("f32", {});
+  body.nodes.push_back({{"id", 2}, {"op", "repeat"}, {"args", {bx, bk}}, {"attrs", {{"count", 3}}},
+                        {"results", {{{"type", "f32"}, {"shape", {2}}}}}, {"regions", {{"step", region(step, {m})}}}});
+  int be = body.add("elem", {2}, "f32", {2}, {{"index", 0}});
+  Builder g;
+  int gx = g.param("f32", {2}), gk = g.param("f32", {});
+  g.nodes.push_back({{"id", 2}, {"op", "kernel"}, {"args", {gx, gk}}, {"results", {{{"type", "f32"}, {"shape", {2}}}}},
+                     {"regions", {{"body", region(body, {be})}}}});
+  int out = g.add("elem", {2}, "f32", {2}, {{"index", 0}});
+  auto r = interpret(g.graph({out}), {lit(DType::F32, {2}, {1, -2}), lit(DType::F32, {}, {3})});
+  expect_floats(r[0], {27, -54});
+}
+
+// ---------------------------------------------------------------- errors
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const IrError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(InterpErrors, NameTheNodeAndOp) {
+  Builder b;
+  int x = b.param("f32", {2});
+  int bad = b.add("add", {x}, "f32", {2});
+  const Graph g = b.graph({bad});
+  // interpret() verifies first; interpret_node checks what it is given itself.
+  EXPECT_NE(error_of([&] { interpret(g, {lit(DType::F32, {2}, {1, 2})}); }).find("node 1 (add)"), std::string::npos);
+  Literal v = lit(DType::F32, {2}, {1, 2});
+  std::string e = error_of([&] { interpret_node(g.node(1), {&v}); });
+  EXPECT_NE(e.find("node 1 (add): expects 2 argument(s), got 1"), std::string::npos) << e;
+
+  Node unknown;
+  unknown.id = 7;
+  unknown.op = "frobnicate";
+  unknown.results = {{DType::F32, {2}}};
+  e = error_of([&] { interpret_node(unknown, {&v}); });
+  EXPECT_NE(e.find("node 7 (frobnicate): unknown op"), std::string::npos) << e;
+
+  Node shift = g.node(1);
+  shift.op = "left_shift";
+  e = error_of([&] { interpret_node(shift, {&v, &v}); });
+  EXPECT_NE(e.find("node 1 (left_shift): needs integer operands"), std::string::npos) << e;
+
+  Node wide = g.node(1);
+  wide.results = {{DType::F32, {3}}};
+  e = error_of([&] { interpret_node(wide, {&v, &v}); });
+  EXPECT_NE(e.find("node 1 (add): cannot broadcast"), std::string::npos) << e;
+
+  Builder p;
+  int q = p.param("f32", {2});
+  int n = p.add("negate", {q}, "f32", {2});
+  const Graph pg = p.graph({n});
+  e = error_of([&] { interpret(pg, {}); });
+  EXPECT_NE(e.find("node 0 (parameter)"), std::string::npos) << e;
+  e = error_of([&] { interpret(pg, {lit(DType::S32, {2}, {1, 2})}); });
+  EXPECT_NE(e.find("node 0 (parameter): input 0 is s32[2], expected f32[2]"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace nxv::ir
