@@ -3,6 +3,7 @@
 //   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
 //   nxv run GRAPH.json [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "ir/printer.h"
@@ -24,6 +26,7 @@ namespace {
 
 struct Args {
   std::string cmd, file, stage = "all", kernel, device, passes, inputs, outputs;
+  bool check = false;
   uint64_t seed = 0;
   int repeat = 1;
 };
@@ -31,13 +34,14 @@ struct Args {
 const char* kUsage =
     "usage: nxv devices\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]\n"
-    "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--seed=N] [--repeat=N] [--device=SEL]\n"
+    "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's SPIR-V and a GLSL view\n"
     "  run       compiles and runs on a device; inputs from FILE (a JSON array of\n"
     "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
-    "            the results in the same form\n"
+    "            the results in the same form; --check compares them with the reference\n"
+    "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
     "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n";
 
 Args parse(int argc, char** argv) {
@@ -51,7 +55,9 @@ Args parse(int argc, char** argv) {
       return false;
     };
     std::string num;
-    if (s == "--help" || s == "-h") {
+    if (s == "--check") {
+      a.check = true;
+    } else if (s == "--help" || s == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("passes", a.passes) ||
@@ -212,6 +218,29 @@ int run(const Args& a) {
               st.device_ms);
   for (size_t i = 0; i < inputs.size(); ++i) std::printf("input %zu: %s\n", i, format(inputs[i]).c_str());
   for (size_t i = 0; i < outs.size(); ++i) std::printf("output %zu: %s\n", i, format(outs[i]).c_str());
+  if (a.check) {
+    // Floats agree within 1e-5 relative (+1e-6 absolute; 1e-2 for 16-bit types), in class
+    // (NaN, infinities) exactly; integers exactly.
+    auto want = ir::interpret(g, inputs);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const bool half = ir::dtype_bits(outs[i].type.dtype) == 16;
+      for (int64_t k = 0; k < outs[i].type.num_elements(); ++k) {
+        bool ok;
+        if (ir::is_float(outs[i].type.dtype)) {
+          const double w = ir::get_f64(want[i], k), x = ir::get_f64(outs[i], k);
+          ok = std::isnan(w) ? std::isnan(x) : std::isinf(w) ? x == w
+                                                            : std::fabs(x - w) <= (half ? 1e-2 : 1e-6) + (half ? 1e-2 : 1e-5) * std::fabs(w);
+        } else {
+          ok = ir::get_i64(want[i], k) == ir::get_i64(outs[i], k);
+        }
+        if (!ok)
+          throw std::runtime_error("check: output " + std::to_string(i) + " element " + std::to_string(k) + " is " +
+                                   std::to_string(ir::get_f64(outs[i], k)) + ", the interpreter gives " +
+                                   std::to_string(ir::get_f64(want[i], k)));
+      }
+    }
+    std::printf("check: all outputs match the reference interpreter\n");
+  }
   if (!a.outputs.empty()) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& o : outs) j.push_back(ir::literal_to_json(o));
