@@ -1,5 +1,6 @@
 // value(node, index): memoisation and dispatch to the op families.
 #include "codegen/emitter.h"
+#include "ir/ops.h"
 
 #include <atomic>
 #include <set>
@@ -7,21 +8,6 @@
 namespace nxv::codegen {
 
 namespace {
-const std::set<std::string> kUnary = {
-    "exp",  "expm1", "log",   "log1p", "sigmoid", "cos",   "sin",        "tan",
-    "cosh", "sinh",  "tanh",  "acos",  "asin",    "atan",  "acosh",      "asinh",
-    "atanh", "sqrt", "rsqrt", "cbrt",  "erf",     "erfc",  "erf_inv",    "negate",
-    "abs",  "sign",  "floor", "ceil",  "round",   "bitwise_not", "population_count", "count_leading_zeros",
-    "is_nan", "is_infinity", "logical_not"};
-const std::set<std::string> kBinary = {"add",       "subtract",    "multiply",    "divide",     "pow",
-                                       "remainder", "atan2",       "max",         "min",        "quotient",
-                                       "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"};
-const std::set<std::string> kCompare = {"equal",      "not_equal",     "greater",     "less",       "less_equal",
-                                        "greater_equal", "logical_and", "logical_or", "logical_xor"};
-const std::set<std::string> kMisc = {"select", "clip", "as_type", "bitcast"};
-const std::set<std::string> kIndex = {"broadcast", "transpose", "reshape", "squeeze", "slice", "reverse",
-                                      "pad",       "concatenate", "stack", "put_slice", "iota", "eye"};
-const std::set<std::string> kReduce = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
 // Memo keys start with a tag no SPIR-V id reaches; each emitter of a module its own.
 uint32_t next_memo_tag() {
   static std::atomic<uint32_t> tag{0xFFFFFFFFu};
@@ -66,13 +52,21 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
     return constant_attr(node, node.attrs["value"], node.type().dtype);
   }
   if (op == "metadata") return value(arg(node, 0), index);
-  if (kUnary.count(op)) return emit_unary(node, index);
-  if (kBinary.count(op)) return emit_binary(node, index);
-  if (kCompare.count(op)) return emit_compare(node, index);
-  if (kMisc.count(op)) return emit_misc_elementwise(node, index);
-  if (kIndex.count(op)) return emit_index_op(node, index);
-  if (kReduce.count(op)) return emit_reduction(node, index);
-  if (op == "argmax" || op == "argmin") return emit_argreduce(node, index);
+  switch (ir::op_family(op)) {
+    case ir::OpFamily::FloatUnary:
+    case ir::OpFamily::Unary:
+    case ir::OpFamily::Predicate: return emit_unary(node, index);
+    case ir::OpFamily::Binary: return emit_binary(node, index);
+    case ir::OpFamily::Compare: return emit_compare(node, index);
+    case ir::OpFamily::Select:
+    case ir::OpFamily::Convert: return emit_misc_elementwise(node, index);
+    case ir::OpFamily::IndexMap:
+    case ir::OpFamily::PutSlice: return emit_index_op(node, index);
+    case ir::OpFamily::Reduction: return emit_reduction(node, index);
+    case ir::OpFamily::ArgReduction: return emit_argreduce(node, index);
+    default: break;
+  }
+  if (op == "iota" || op == "eye") return emit_index_op(node, index);
   if (op == "dot") return emit_dot(node, index);
   if (op == "elem" && arg(node, 0).op == "repeat") return emit_repeat_result(node, index);
   if (op == "tensor")

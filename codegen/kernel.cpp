@@ -7,6 +7,7 @@
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
+#include "ir/ops.h"
 
 namespace nxv::codegen {
 
@@ -50,8 +51,8 @@ int64_t longest_reduction(const ir::Graph& body) {
   int64_t longest = 0;
   for (const auto& n : body.nodes) {
     if (n.args.empty() || n.is_tuple()) continue;
-    const bool reduces = n.op == "sum" || n.op == "product" || n.op == "reduce_max" || n.op == "reduce_min" ||
-                         n.op == "all" || n.op == "any" || n.op == "argmax" || n.op == "argmin" || n.op == "dot";
+    const auto f = ir::op_family(n.op);
+    const bool reduces = f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction || f == ir::OpFamily::Dot;
     if (!reduces) continue;
     const ir::Shape& in = body.node(n.args[0]).type().shape;
     int64_t extent = 1;

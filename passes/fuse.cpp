@@ -25,22 +25,21 @@ using ir::Graph;
 using ir::Node;
 using ir::NodeId;
 
-const std::set<std::string> kIndexOps = {"broadcast", "reshape", "squeeze", "transpose", "reverse",
-                                         "pad",       "concatenate", "stack", "iota",   "eye"};
-const std::set<std::string> kReductions = {"sum", "product", "reduce_max", "reduce_min", "all", "any",
-                                           "argmax", "argmin"};
-const std::set<std::string> kNotElemental = {"parameter", "tensor", "dot", "elem", "while", "cond",
-                                             "kernel",    "put_slice", "metadata"};
-
+bool is_reduction(const Node& n) {
+  const auto f = ir::op_family(n.op);
+  return f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction;
+}
 // Inlinable: computed per element from its operands' elements. Slices with dynamic starts
 // read scalars from other values, which the emitter supports, so slices qualify too.
 bool inlinable(const Node& n) {
-  return !n.is_tuple() && !kNotElemental.count(n.op) && !kReductions.count(n.op);
+  if (n.is_tuple()) return false;
+  const auto f = ir::op_family(n.op);
+  if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
+  return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap;
 }
 // Can root a region: anything inlinable, and reductions (their producers are evaluated
 // inside the reduction loop).
-bool can_root(const Node& n) { return inlinable(n) || kReductions.count(n.op); }
-bool is_reduction(const Node& n) { return kReductions.count(n.op) > 0; }
+bool can_root(const Node& n) { return inlinable(n) || is_reduction(n); }
 
 // A producer inlined into several kernels is recomputed in each; beyond this many ops in
 // its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element

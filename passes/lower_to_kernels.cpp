@@ -4,6 +4,7 @@
 // receives as a value (a loop counter's initial 0), gets a kernel that writes its buffer.
 #include <set>
 
+#include "ir/ops.h"
 #include "passes/pass.h"
 
 namespace nxv::passes {
@@ -16,11 +17,12 @@ using ir::NodeId;
 const std::set<std::string> kTopLevel = {"parameter", "tensor", "elem", "kernel", "while", "cond", "constant"};
 
 std::string kind_of(const std::string& op) {
-  if (op == "sum" || op == "product" || op == "reduce_max" || op == "reduce_min" || op == "all" || op == "any")
-    return "reduce";
-  if (op == "argmax" || op == "argmin") return "argreduce";
-  if (op == "dot") return "dot";
-  return "elementwise";
+  switch (ir::op_family(op)) {
+    case ir::OpFamily::Reduction: return "reduce";
+    case ir::OpFamily::ArgReduction: return "argreduce";
+    case ir::OpFamily::Dot: return "dot";
+    default: return "elementwise";
+  }
 }
 
 class LowerToKernels : public Pass {
