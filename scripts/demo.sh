@@ -9,4 +9,4 @@ BUILD_DIR=${NXV_BUILD_DIR:-build}
 GRAPH=${1:-examples/softmax.json}
 "$BUILD_DIR"/cli/nxv devices
 "$BUILD_DIR"/cli/nxv explore "$GRAPH" --stage=passes
-"$BUILD_DIR"/cli/nxv run "$GRAPH" --seed 1
+"$BUILD_DIR"/cli/nxv run "$GRAPH" --seed 1 --check
