@@ -7,7 +7,6 @@
 
 #include "ir/interpret_internal.h"
 #include "ir/interpreter.h"
-#include "ir/literal.h"
 #include "ir/ops.h"
 #include "ir/verify.h"
 
@@ -15,9 +14,6 @@ namespace nxv::ir {
 namespace interp {
 
 Literal make_literal(const TensorType& t) { return Literal{t, std::vector<uint8_t>(t.byte_size())}; }
-
-double read_f(const Literal& lit, int64_t i) { return get_f64(lit, i); }
-int64_t read_i(const Literal& lit, int64_t i) { return get_i64(lit, i); }
 
 namespace {
 // d rounded to float toward zero with the last bit set when inexact ("round to odd"), so
@@ -31,6 +27,23 @@ float round_to_odd(double d) {
   bits |= 1;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// Nx's float to integer conversion: truncation toward zero, saturating, NaN to 0 (as XLA).
+int64_t saturate(double d, DType t) {
+  if (std::isnan(d)) return 0;
+  d = std::trunc(d);
+  const int bits = dtype_bits(t);
+  if (is_unsigned_int(t)) {
+    if (d <= 0) return 0;
+    const double limit = std::ldexp(1.0, bits);  // first value out of range
+    if (d >= limit) return bits == 64 ? -1 : int64_t((uint64_t(1) << bits) - 1);
+    return int64_t(uint64_t(d));
+  }
+  const double limit = std::ldexp(1.0, bits - 1);
+  if (d >= limit) return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1;
+  if (d < -limit) return bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1));
+  return int64_t(d);
 }
 }  // namespace
 
@@ -49,14 +62,14 @@ void write_f(Literal& lit, int64_t i, double v) {
       std::memcpy(p, &h, 2);
       return;
     }
-    default: write_i(lit, i, int64_t(v)); return;
+    default: write_i(lit, i, saturate(v, lit.type.dtype)); return;
   }
 }
 
 void write_i(Literal& lit, int64_t i, int64_t v) {
   const DType t = lit.type.dtype;
   if (is_float(t)) {
-    write_f(lit, i, is_unsigned_int(t) ? double(uint64_t(v)) : double(v));
+    write_f(lit, i, double(v));
     return;
   }
   // Little-endian: the low bytes are the wrapped value.
@@ -71,35 +84,15 @@ int64_t wrap(int64_t v, DType t) {
   return int64_t(low);
 }
 
-namespace {
-int64_t saturate(double d, DType t) {
-  if (std::isnan(d)) return 0;
-  d = std::trunc(d);
-  const int bits = dtype_bits(t);
-  if (is_unsigned_int(t)) {
-    if (d <= 0) return 0;
-    const double limit = std::ldexp(1.0, bits);  // first value out of range
-    if (d >= limit) return bits == 64 ? -1 : int64_t((uint64_t(1) << bits) - 1);
-    return int64_t(uint64_t(d));
-  }
-  const double limit = std::ldexp(1.0, bits - 1);
-  if (d >= limit) return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1;
-  if (d < -limit) return bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1));
-  return int64_t(d);
-}
-}  // namespace
-
 void convert_element(const Literal& src, int64_t si, Literal& dst, int64_t di) {
   const DType from = src.type.dtype, to = dst.type.dtype;
   if (from == to) {
     const int w = dtype_bytes(to);
     std::memcpy(dst.data.data() + di * w, src.data.data() + si * w, w);
-  } else if (is_float(to)) {
-    write_f(dst, di, read_f(src, si));
-  } else if (is_float(from)) {
-    write_i(dst, di, saturate(read_f(src, si), to));
+  } else if (is_float(to) || is_float(from)) {
+    write_f(dst, di, get_f64(src, si));
   } else {
-    write_i(dst, di, read_i(src, si));
+    write_i(dst, di, get_i64(src, si));
   }
 }
 
@@ -111,7 +104,7 @@ Literal convert(const Literal& src, DType to) {
 }
 
 bool truthy(const Literal& lit, int64_t i) {
-  return is_float(lit.type.dtype) ? read_f(lit, i) != 0.0 : read_i(lit, i) != 0;
+  return is_float(lit.type.dtype) ? get_f64(lit, i) != 0.0 : get_i64(lit, i) != 0;
 }
 
 std::vector<int64_t> row_major_strides(const Shape& shape) {
@@ -122,6 +115,17 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
     acc *= shape[d];
   }
   return s;
+}
+
+std::vector<int64_t> int_list(const Node& n, const char* key) {
+  std::vector<int64_t> r;
+  if (!n.attrs.contains(key)) return r;
+  if (!n.attrs[key].is_array()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
+  for (const auto& v : n.attrs[key]) {
+    if (!v.is_number_integer()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
+    r.push_back(v.get<int64_t>());
+  }
+  return r;
 }
 
 void check_arity(const Node& n, const Args& args, size_t want) {
@@ -241,8 +245,8 @@ std::vector<Literal> interpret(const Graph& graph, const std::vector<Literal>& i
   return run_graph(graph, pointers(inputs));
 }
 
-// For `elem`, `args` are the parts of the tuple it reads.
-std::vector<Literal> interpret_node(const Node& node, const std::vector<const Literal*>& args) {
+namespace {
+std::vector<Literal> evaluate(const Node& node, const Args& args) {
   using namespace interp;
   std::vector<Literal> out;
   switch (op_family(node.op)) {
@@ -293,6 +297,18 @@ std::vector<Literal> interpret_node(const Node& node, const std::vector<const Li
       break;
     case OpFamily::Unknown:
       throw IrError(node, "unknown op");
+  }
+  return out;
+}
+}  // namespace
+
+// For `elem`, `args` are the parts of the tuple it reads.
+std::vector<Literal> interpret_node(const Node& node, const std::vector<const Literal*>& args) {
+  std::vector<Literal> out;
+  try {
+    out = evaluate(node, args);
+  } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong kind
+    throw IrError(node, std::string("bad attrs: ") + e.what());
   }
   if (out.size() != node.results.size())
     throw IrError(node, "produced " + std::to_string(out.size()) + " value(s), the node states " + std::to_string(node.results.size()));

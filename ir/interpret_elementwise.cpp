@@ -4,7 +4,6 @@
 // docs/ir.md (XLA's division by zero, wrap-around, out-of-range shifts).
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -63,8 +62,10 @@ double erf_inv(double y) {
   return x;
 }
 
-double float_unary(const Node& n, double x) {
-  static const std::unordered_map<std::string, std::function<double(double)>> table = {
+using FloatFn = double (*)(double);
+
+FloatFn float_unary(const Node& n) {
+  static const std::unordered_map<std::string, FloatFn> table = {
       {"exp", [](double v) { return std::exp(v); }},
       {"expm1", [](double v) { return std::expm1(v); }},
       {"log", [](double v) { return std::log(v); }},
@@ -99,7 +100,7 @@ double float_unary(const Node& n, double x) {
   };
   auto it = table.find(n.op);
   if (it == table.end()) throw IrError(n, "needs an integer operand");
-  return it->second(x);
+  return it->second;
 }
 
 int64_t int_unary(const Node& n, int64_t x, DType t) {
@@ -218,10 +219,12 @@ Literal eval_elementwise(const Node& n, const Args& args) {
       check_arity(n, args, 1);
       const Converted v(args, t);
       const Literal& x = v[0];
-      broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
-        if (fl) write_f(out, o[0], float_unary(n, read_f(x, o[1])));
-        else write_i(out, o[0], int_unary(n, read_i(x, o[1]), t));
-      });
+      if (fl) {
+        const FloatFn f = float_unary(n);
+        broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_f(out, o[0], f(get_f64(x, o[1]))); });
+      } else {
+        broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_i(out, o[0], int_unary(n, get_i64(x, o[1]), t)); });
+      }
       return out;
     }
     case OpFamily::Predicate: {
@@ -232,7 +235,7 @@ Literal eval_elementwise(const Node& n, const Args& args) {
         bool r;
         if (op == "logical_not") r = !truthy(x, o[1]);
         else if (!xf) r = false;
-        else r = op == "is_nan" ? std::isnan(read_f(x, o[1])) : std::isinf(read_f(x, o[1]));
+        else r = op == "is_nan" ? std::isnan(get_f64(x, o[1])) : std::isinf(get_f64(x, o[1]));
         write_i(out, o[0], r);
       });
       return out;
@@ -241,8 +244,8 @@ Literal eval_elementwise(const Node& n, const Args& args) {
       check_arity(n, args, 2);
       const Converted v(args, t);
       broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
-        if (fl) write_f(out, o[0], float_binary(n, read_f(v[0], o[1]), read_f(v[1], o[2])));
-        else write_i(out, o[0], int_binary(n, read_i(v[0], o[1]), read_i(v[1], o[2]), t));
+        if (fl) write_f(out, o[0], float_binary(n, get_f64(v[0], o[1]), get_f64(v[1], o[2])));
+        else write_i(out, o[0], int_binary(n, get_i64(v[0], o[1]), get_i64(v[1], o[2]), t));
       });
       return out;
     }
@@ -259,9 +262,9 @@ Literal eval_elementwise(const Node& n, const Args& args) {
       const Converted v(args, m);
       broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
         bool r;
-        if (is_float(m)) r = compare(op, read_f(v[0], o[1]), read_f(v[1], o[2]));
-        else if (is_s(m)) r = compare(op, read_i(v[0], o[1]), read_i(v[1], o[2]));
-        else r = compare(op, uint64_t(read_i(v[0], o[1])), uint64_t(read_i(v[1], o[2])));
+        if (is_float(m)) r = compare(op, get_f64(v[0], o[1]), get_f64(v[1], o[2]));
+        else if (is_s(m)) r = compare(op, get_i64(v[0], o[1]), get_i64(v[1], o[2]));
+        else r = compare(op, uint64_t(get_i64(v[0], o[1])), uint64_t(get_i64(v[1], o[2])));
         write_i(out, o[0], r);
       });
       return out;
@@ -281,13 +284,13 @@ Literal eval_elementwise(const Node& n, const Args& args) {
       const Converted v(args, t);
       broadcast_walk(n, rt.shape, {v.args[0]}, [&](const auto& o) {
         if (fl) {
-          const double x = read_f(v[0], o[1]), lo = read_f(v[1], 0), hi = read_f(v[2], 0);
+          const double x = get_f64(v[0], o[1]), lo = get_f64(v[1], 0), hi = get_f64(v[2], 0);
           double r = x < lo ? lo : x;
           r = r > hi ? hi : r;
           write_f(out, o[0], std::isnan(hi) ? hi : std::isnan(lo) ? lo : r);
           return;
         }
-        const int64_t x = read_i(v[0], o[1]), lo = read_i(v[1], 0), hi = read_i(v[2], 0);
+        const int64_t x = get_i64(v[0], o[1]), lo = get_i64(v[1], 0), hi = get_i64(v[2], 0);
         auto less = [&](int64_t a, int64_t b) { return is_s(t) ? a < b : uint64_t(a) < uint64_t(b); };
         const int64_t r = less(x, lo) ? lo : x;
         write_i(out, o[0], less(hi, r) ? hi : r);

@@ -1,6 +1,6 @@
 // Shared pieces of the reference interpreter (ir/interpret*.cpp), one file per op family.
 //
-// Numbers live in two computing domains: floats as double (what Nx.BinaryBackend computes in,
+// Numbers live in two computing domains (read with get_f64 / get_i64): floats as double (what Nx.BinaryBackend computes in,
 // Erlang floats being doubles), rounded once into the result's type when written; integers as
 // their 64-bit two's complement pattern, sign- or zero-extended from the type's width, and
 // wrapped back to that width when written.
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/literal.h"
 
 namespace nxv::ir::interp {
 
@@ -18,13 +19,11 @@ using Args = std::vector<const Literal*>;
 
 Literal make_literal(const TensorType& t);
 
-// Element i as a double / as the integer pattern (floats read as integers truncate).
-double read_f(const Literal& lit, int64_t i);
-int64_t read_i(const Literal& lit, int64_t i);
 // Rounds v to the literal's float type: to nearest even (f16 directly, without rounding
-// through f32 first), except bf16, which Nx truncates from the nearest f32.
+// through f32 first), except bf16, which Nx truncates from the nearest f32. Into an
+// integer literal, converts as as_type does (below).
 void write_f(Literal& lit, int64_t i, double v);
-// Keeps the low bits of v for the literal's integer width.
+// Keeps the low bits of v for the literal's integer width (into a float literal: its value).
 void write_i(Literal& lit, int64_t i, int64_t v);
 // The pattern of v wrapped to t's width and re-extended (sign for s*, zero for u*).
 int64_t wrap(int64_t v, DType t);
@@ -63,6 +62,8 @@ void walk(const Shape& shape, const std::vector<std::vector<int64_t>>& strides, 
 }
 
 void check_arity(const Node& n, const Args& args, size_t want);
+// attrs[key] as a list of integers; absent: empty.
+std::vector<int64_t> int_list(const Node& n, const char* key);
 
 // The op families; each expects the arity and types the verifier guarantees and checks
 // what it needs to stay in bounds.

@@ -72,7 +72,7 @@ Literal reduction(const Node& n, const Literal& x) {
     std::vector<double> acc(count, sum ? 0.0 : product ? 1.0 : mx ? -INFINITY : INFINITY);
     walk(in, strides, [&](const auto& o) {
       double& a = acc[o[1]];
-      const double v = read_f(x, o[0]);
+      const double v = get_f64(x, o[0]);
       if (sum) a += v;
       else if (product) a *= v;
       else if (!std::isnan(a) && (std::isnan(v) || (mx ? v > a : v < a))) a = v;  // NaN propagates
@@ -87,7 +87,7 @@ Literal reduction(const Node& n, const Literal& x) {
   std::vector<int64_t> acc(count, sum ? 0 : product ? 1 : mx ? tmin : tmax);
   walk(in, strides, [&](const auto& o) {
     int64_t& a = acc[o[1]];
-    const int64_t v = read_i(x, o[0]);
+    const int64_t v = get_i64(x, o[0]);
     if (sum) a = int64_t(uint64_t(a) + uint64_t(v));
     else if (product) a = int64_t(uint64_t(a) * uint64_t(v));
     else if (s ? (mx ? v > a : v < a) : (mx ? uint64_t(v) > uint64_t(a) : uint64_t(v) < uint64_t(a))) a = v;
@@ -110,44 +110,34 @@ Literal arg_reduction(const Node& n, const Literal& x) {
   std::vector<int64_t> index_strides = row_major_strides(in);
   if (!flat)
     for (size_t d = 0; d < in.size(); ++d) index_strides[d] = reduced[d] ? 1 : 0;
-  std::vector<int64_t> best(count, -1);
+  // Per output element: the input offset of the best element so far (-1: none yet) and its index.
+  std::vector<int64_t> best_at(count, -1), best(count, 0);
   const DType xt = x.type.dtype;
   // Does element a beat element b? The first NaN wins and is never replaced (Nx).
   auto beats = [&](int64_t a, int64_t b) {
     if (is_float(xt)) {
-      const double va = read_f(x, a), vb = read_f(x, b);
+      const double va = get_f64(x, a), vb = get_f64(x, b);
       if (std::isnan(vb)) return false;
       if (std::isnan(va)) return true;
       return mx ? va > vb : va < vb;
     }
-    const int64_t va = read_i(x, a), vb = read_i(x, b);
+    const int64_t va = get_i64(x, a), vb = get_i64(x, b);
     if (is_unsigned_int(xt)) return mx ? uint64_t(va) > uint64_t(vb) : uint64_t(va) < uint64_t(vb);
     return mx ? va > vb : va < vb;
   };
   auto equal = [&](int64_t a, int64_t b) {
-    return is_float(xt) ? read_f(x, a) == read_f(x, b) : read_i(x, a) == read_i(x, b);
+    return is_float(xt) ? get_f64(x, a) == get_f64(x, b) : get_i64(x, a) == get_i64(x, b);
   };
-  std::vector<int64_t> best_at(count, 0);
+  // The walk visits each output's candidates in increasing index, so "high" takes later ties.
   walk(in, {row_major_strides(in), l.out_strides, index_strides}, [&](const auto& o) {
     int64_t& b = best_at[o[1]];
-    if (best[o[1]] < 0 || beats(o[0], b) || (high && equal(o[0], b))) {
+    if (b < 0 || beats(o[0], b) || (high && equal(o[0], b))) {
       b = o[0];
       best[o[1]] = o[2];
     }
   });
   Literal r = make_literal(n.type());
-  for (int64_t i = 0; i < count; ++i) write_i(r, i, std::max<int64_t>(best[i], 0));
-  return r;
-}
-
-std::vector<int64_t> int_list(const Node& n, const char* key) {
-  std::vector<int64_t> r;
-  if (!n.attrs.contains(key)) return r;
-  if (!n.attrs[key].is_array()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
-  for (const auto& v : n.attrs[key]) {
-    if (!v.is_number_integer()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
-    r.push_back(v.get<int64_t>());
-  }
+  for (int64_t i = 0; i < count; ++i) write_i(r, i, best[i]);
   return r;
 }
 
@@ -204,11 +194,11 @@ Literal eval_dot(const Node& n, const Args& args) {
   walk(out, {row_major_strides(out), out_a, out_b}, [&](const auto& o) {
     if (is_float(t)) {
       double acc = 0;
-      for (auto [i, j] : pairs) acc += read_f(a, o[1] + i) * read_f(b, o[2] + j);
+      for (auto [i, j] : pairs) acc += get_f64(a, o[1] + i) * get_f64(b, o[2] + j);
       write_f(r, o[0], acc);
     } else {
       uint64_t acc = 0;
-      for (auto [i, j] : pairs) acc += uint64_t(read_i(a, o[1] + i)) * uint64_t(read_i(b, o[2] + j));
+      for (auto [i, j] : pairs) acc += uint64_t(get_i64(a, o[1] + i)) * uint64_t(get_i64(b, o[2] + j));
       write_i(r, o[0], int64_t(acc));
     }
   });

@@ -4,20 +4,9 @@
 #include <limits>
 
 #include "ir/interpret_internal.h"
-#include "ir/literal.h"
 
 namespace nxv::ir::interp {
 namespace {
-
-std::vector<int64_t> int_list(const Node& n, const char* key) {
-  if (!n.attrs.contains(key) || !n.attrs[key].is_array()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
-  std::vector<int64_t> r;
-  for (const auto& v : n.attrs[key]) {
-    if (!v.is_number_integer()) throw IrError(n, std::string("attrs.") + key + " must be a list of integers");
-    r.push_back(v.get<int64_t>());
-  }
-  return r;
-}
 
 // attrs.axis, which must be below `limit`.
 int64_t axis_attr(const Node& n, size_t limit) {
@@ -43,7 +32,7 @@ int64_t start_at(const Node& n, const Args& args, size_t k, int64_t dim, int64_t
     const int64_t a = s["arg"].get<int64_t>();
     if (a < 0 || size_t(a) >= args.size() || args[a]->type.num_elements() != 1 || !is_integer(args[a]->type.dtype))
       throw IrError(n, "start " + s.dump() + " does not name a scalar integer argument");
-    v = read_i(*args[a], 0);
+    v = get_i64(*args[a], 0);
     // A huge u64 start reads as negative; it clamps to the top like any large start.
     if (is_unsigned_int(args[a]->type.dtype) && v < 0) v = std::numeric_limits<int64_t>::max();
   } else {
@@ -157,9 +146,23 @@ Literal join(const Node& n, const Args& args) {
 }  // namespace
 
 Literal eval_source(const Node& n) {
-  if (n.op == "constant" || n.op == "tensor") return literal_of(n);
+  if (n.op == "tensor") return literal_of(n);
   const TensorType& t = n.type();
   Literal r = make_literal(t);
+  if (n.op == "constant") {
+    // Written as every computed value is (a bf16 constant truncates, as Nx and the GPU do).
+    Scalar v;
+    try {
+      v = parse_scalar(n.attrs.contains("value") ? n.attrs["value"] : nlohmann::json());
+    } catch (const IrError& e) {
+      throw IrError(n, e.what());
+    }
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      if (is_float(t.dtype)) write_f(r, i, v.is_integer ? double(v.i) : v.f);
+      else write_i(r, i, v.i);
+    }
+    return r;
+  }
   const size_t rank = t.shape.size();
   if (n.op == "eye" && rank < 2) throw IrError(n, "eye needs a rank of at least 2");
   const bool flat = n.op == "iota" && (!n.attrs.contains("axis") || n.attrs["axis"].is_null());

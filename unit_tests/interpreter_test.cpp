@@ -292,17 +292,21 @@ TEST(InterpSource, ConstantsTensorsIotaEye) {
   Builder b;
   int c1 = b.add("constant", {}, "f32", {2}, {{"value", "nan"}});
   int c2 = b.add("constant", {}, "f32", {}, {{"value", "-0.0"}});
-  int c3 = b.add("constant", {}, "bf16", {}, {{"value", "-inf"}});
+  int c3 = b.add("constant", {}, "bf16", {2}, {{"value", "-inf"}});
+  int c4 = b.add("constant", {}, "bf16", {}, {{"value", 1.01171875}});  // truncated to 1 + 2^-7
+  int c5 = b.add("constant", {}, "u8", {}, {{"value", 300}});
   int t1 = b.add("tensor", {}, "s16", {3}, {{"data", {1, -2, 70000}}});
   float raw[2] = {1.5f, -2.25f};
   int t2 = b.add("tensor", {}, "f32", {2}, {{"data_b64", base64_encode(reinterpret_cast<uint8_t*>(raw), 8)}});
   int i1 = b.add("iota", {}, "s32", {2, 3}, {{"axis", 1}});
   int i2 = b.add("iota", {}, "f32", {2, 3}, {{"axis", nullptr}});
   int e = b.add("eye", {}, "u8", {2, 2, 3});
-  auto r = interpret(b.graph({c1, c2, c3, t1, t2, i1, i2, e}), {});
+  auto r = interpret(b.graph({c1, c2, c3, t1, t2, i1, i2, e, c4, c5}), {});
   expect_floats(r[0], {NAN, NAN});
   expect_floats(r[1], {-0.0});
-  expect_floats(r[2], {-INFINITY});
+  expect_floats(r[2], {-INFINITY, -INFINITY});
+  expect_floats(r[8], {1.0078125});
+  EXPECT_EQ(ints(r[9]), (std::vector<int64_t>{44}));
   EXPECT_EQ(ints(r[3]), (std::vector<int64_t>{1, -2, 70000 - 65536}));
   expect_floats(r[4], {1.5, -2.25});
   EXPECT_EQ(ints(r[5]), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
@@ -584,6 +588,13 @@ TEST(InterpErrors, NameTheNodeAndOp) {
   wide.results = {{DType::F32, {3}}};
   e = error_of([&] { interpret_node(wide, {&v, &v}); });
   EXPECT_NE(e.find("node 1 (add): cannot broadcast"), std::string::npos) << e;
+
+  Node bad_attr = g.node(1);
+  bad_attr.op = "sum";
+  bad_attr.attrs = {{"axes", {0}}, {"keep_axes", "yes"}};
+  bad_attr.results = {{DType::F32, {}}};
+  e = error_of([&] { interpret_node(bad_attr, {&v}); });
+  EXPECT_NE(e.find("node 1 (sum): bad attrs"), std::string::npos) << e;
 
   Builder p;
   int q = p.param("f32", {2});
