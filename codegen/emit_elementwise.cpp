@@ -120,10 +120,14 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
       {"atanh", GLSLstd450Atanh}};
   if (auto it = direct.find(op); it != direct.end()) return b.ext(it->second, rt, {x});
   Id one = constant(t, 1);
+  // Below 2^-12, sinh x and tanh x are x to f32 precision, and lavapipe's come out as
+  // multiples of 2^-25 there.
+  Id tiny = b.op(spv::OpFOrdLessThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 0x1p-12)});
+  if (op == "sinh") return select(t, tiny, x, b.ext(GLSLstd450Sinh, rt, {x}));
   if (op == "tanh") {
     // GLSL's Tanh may overflow to NaN for large |x|; tanh is ±1 in f32 beyond |x| > 9.
     Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 9)});
-    return select(t, big, b.ext(GLSLstd450FSign, rt, {x}), b.ext(GLSLstd450Tanh, rt, {x}));
+    return select(t, tiny, x, select(t, big, b.ext(GLSLstd450FSign, rt, {x}), b.ext(GLSLstd450Tanh, rt, {x})));
   }
   if (op == "sigmoid") {
     Id e = b.ext(GLSLstd450Exp, rt, {b.op(spv::OpFNegate, rt, {x})});

@@ -78,11 +78,11 @@ float f16_to_f32(uint16_t h) {
   return v;
 }
 
+// Nx stores a bf16 as the top half of the f32 (truncation), and so do we everywhere.
 uint16_t f32_to_bf16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  if ((x & 0x7FFFFFFF) > 0x7F800000) return uint16_t((x >> 16) | 0x40);  // quiet NaN
-  x += 0x7FFF + ((x >> 16) & 1);
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return 0x7FC0;  // NaN, as the device writes it
   return uint16_t(x >> 16);
 }
 

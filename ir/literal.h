@@ -1,6 +1,6 @@
 // Host tensor values: building them from the JSON forms the IR uses (`tensor` data and
 // data_b64, `constant` values), reading and writing single elements, and the 16-bit float
-// conversions (round to nearest even, as Nx and the GPU do).
+// conversions (f16: round to nearest even; bf16: the top half of the f32, as Nx stores it).
 #pragma once
 
 #include <string>
