@@ -57,6 +57,7 @@ defmodule Nx.Vulkan.ReliabilityTest do
   end
 
   test "200 processes holding device tensors, killed mid-flight: device memory returns to baseline" do
+    # (at most the baseline: the warm-up tensors below may be collected meanwhile)
     step = Nx.Vulkan.jit(fn a, b -> {Nx.add(a, b), Nx.multiply(a, 2)} end, @private)
     # Compiled executables keep their literal tensors on the device (an eager iota is
     # folded into one), so the baseline is taken once they exist.
@@ -90,7 +91,7 @@ defmodule Nx.Vulkan.ReliabilityTest do
     Enum.each(pids, &Process.exit(&1, :kill))
     for ref <- refs, do: assert_receive({:DOWN, ^ref, :process, _, :killed}, 60_000)
 
-    assert eventually(fn -> Device.memory_in_use(@private) == baseline end),
+    assert eventually(fn -> Device.memory_in_use(@private) <= baseline end),
            "device memory in use #{Device.memory_in_use(@private)}, baseline #{baseline}"
 
     # and the device still computes
