@@ -188,7 +188,7 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
     *shared_bytes = e.shared_bytes();
     return b.finish();
   }
-  const bool tiles = kernel.results.size() == 1 && wants_tiles(body, kernel.results[0].shape);
+  const bool tiles = kernel.results.size() == 1 && tile_transposes(caps) && wants_tiles(body, kernel.results[0].shape);
   // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
   // computes elements g, g + groups, ... together and invocation 0 stores them.
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);

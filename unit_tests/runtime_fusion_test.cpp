@@ -123,8 +123,9 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
     check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
 }
 
-// Transposes that move the innermost axis run in 32x32 tile order; every element must still
-// land where a plain loop puts it (batched, non-square, and a shape that is not tiled).
+// Transposes that move the innermost axis run in 32x32 tile order on GPUs (the plain order
+// on lavapipe); every element must land where a plain loop puts it (batched, non-square,
+// and a shape that is not tiled).
 TEST(RuntimeFusion, TransposesInTileOrderMatchTheReference) {
   for (auto [shape, axes] : std::vector<std::pair<ir::Shape, std::vector<int64_t>>>{
            {{64, 96}, {1, 0}}, {{3, 32, 64}, {0, 2, 1}}, {{32, 2, 64}, {2, 1, 0}}, {{33, 65}, {1, 0}}}) {

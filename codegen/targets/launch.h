@@ -25,6 +25,10 @@ struct KernelShape {
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
 
+// Whether kernels that transpose the innermost axis should visit the output in tiles
+// (codegen/kernel.cpp): a GPU's caches then coalesce the reads; a CPU's do not need it.
+bool tile_transposes(const DeviceCaps& caps);
+
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
