@@ -29,6 +29,8 @@ namespace {
 constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kLn2HiF = 6.9313812256e-01, kLn2LoF = 9.0580006145e-06;
 constexpr double kLog2e = 1.44269504088896338700e+00;
+// pi/2 as a double-double.
+constexpr double kPio2Hi = 1.57079632679489655800e+00, kPio2Lo = 6.12323399573676603587e-17;
 constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
                  kPio2_3 = 2.02226624871116645580e-21;
 constexpr double kPi = 3.14159265358979311600e+00, kPio2 = 1.57079632679489655800e+00,
@@ -73,6 +75,12 @@ struct M {
   // An integral float to a 32-bit integer register (what Ldexp takes).
   Id to_i32(Id integral) { return b().op(spv::OpConvertFToS, e.u32(), {integral}); }
   Id ldexp(Id x, Id n32) { return b().ext(GLSLstd450Ldexp, rt(), {x, n32}); }
+  // An operation whose rounding the algorithm depends on: NoContraction keeps drivers from
+  // fusing or reassociating it (NVIDIA's compiler otherwise folds (1 + x) - 1 to x).
+  Id exact(Id v) {
+    b().decorate(v, spv::DecorationNoContraction);
+    return v;
+  }
   // c[0] + x (c[1] + x (c[2] + ...)).
   Id poly(Id x, const std::vector<double>& coeffs) {
     Id acc = c(coeffs.back());
@@ -88,20 +96,21 @@ struct M {
   double max_log() { return wide() ? 709.782712893383973096 : 88.7228391116729996; }
   double min_log() { return wide() ? -745.1332191019412 : -103.97208; }  // below: 0 even as a subnormal
 
-  // e^x = 2^k e^r, |r| <= ln2/2, with r = x - k ln2 in two parts (exact for |k| < 2^20).
+  // e^x 2^scale = 2^(k+scale) e^r, |r| <= ln2/2, with r = x - k ln2 in two parts (exact for
+  // |k| < 2^20). A negative scale gives e^x / 2^-scale where e^x alone would overflow.
   double ln2_hi() { return wide() ? kLn2Hi : kLn2HiF; }
   double ln2_lo() { return wide() ? kLn2Lo : kLn2LoF; }
 
-  Id exp(Id x) {
+  Id exp(Id x, int scale = 0) {
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r = fma(kf, c(-ln2_lo()), fma(kf, c(-ln2_hi()), x));
     Id p = poly(r, inverse_factorials(wide() ? 15 : 11));
     // Two steps keep each scaling in range when e^r < 1 and k is at the top of the range.
     Id k32 = to_i32(sel(nan(kf), c(0), kf));
     Id half = b().op(spv::OpShiftRightArithmetic, e.u32(), {k32, e.u32c(1)});
-    Id rest = b().op(spv::OpISub, e.u32(), {k32, half});
+    Id rest = b().op(spv::OpIAdd, e.u32(), {b().op(spv::OpISub, e.u32(), {k32, half}), e.u32c(uint32_t(scale))});
     Id v = ldexp(ldexp(p, half), rest);
-    v = sel(gt(x, c(max_log())), c(INFINITY), v);
+    v = sel(gt(x, c(max_log() - scale * 0.69314718055994530942)), c(INFINITY), v);
     v = sel(lt(x, c(min_log())), c(0), v);
     return sel(nan(x), x, v);
   }
@@ -143,8 +152,8 @@ struct M {
 
   Id log1p(Id x) {
     // log(u) * x / (u - 1) with u = 1 + x cancels the rounding of u (Goldberg).
-    Id u = add(c(1), x);
-    Id v = div(mul(log(u), x), sub(u, c(1)));
+    Id u = exact(add(c(1), x));
+    Id v = div(mul(log(u), x), exact(sub(u, c(1))));
     v = sel(eq(u, c(1)), x, v);
     return sel(eq(x, c(INFINITY)), x, v);
   }
@@ -161,11 +170,7 @@ struct M {
     Id near = mul(c(0.5), add(ea, div(c(1), ea)));
     return sel(gt(a, c(22)), half_exp(a), near);
   }
-  // e^a / 2 without overflowing where e^a alone would.
-  Id half_exp(Id a) {
-    Id h = exp(mul(c(0.5), a));
-    return mul(h, mul(c(0.5), h));
-  }
+  Id half_exp(Id a) { return exp(a, -1); }
   Id tanh(Id x) {
     Id a = abs(x);
     Id em = expm1(add(a, a));
@@ -204,9 +209,23 @@ struct M {
     // remainder by the double nearest 2 pi keeps the results in range, not accurate.
     x = sel(gt(abs(x), c(1647099.0)), rem(x, c(6.28318530717958623200)), x);
     Id q = floor(fma(x, c(0.63661977236758134308), c(0.5)));
-    Id r = fma(q, c(-kPio2_1), x);
-    r = fma(q, c(-kPio2_2), r);
-    r = fma(q, c(-kPio2_3), r);
+    Id r;
+    if (wide()) {
+      // fdlibm's 33-bit parts: q p1 is exact in a double, so an unfused Fma (lavapipe) is exact too.
+      r = fma(q, c(-kPio2_1), x);
+      r = fma(q, c(-kPio2_2), r);
+      r = fma(q, c(-kPio2_3), r);
+    } else {
+      // 24-bit parts leave no room for an exact q p1 in a float: Dekker's product makes it
+      // exact, and x - q p1 is then exact by Sterbenz's lemma.
+      const float p1 = float(kPio2Hi);
+      const double tail = (kPio2Hi - double(p1)) + kPio2Lo;
+      const float p2 = float(tail), p3 = float(tail - double(p2));
+      auto [ph, pl] = two_product(q, c(p1));
+      r = exact(sub(exact(sub(x, ph)), pl));
+      r = fma(q, c(-p2), r);
+      r = fma(q, c(-p3), r);
+    }
     // The quadrant from q mod 4 computed in floats (q may exceed 32 bits).
     Id q4 = sub(q, mul(c(4), floor(mul(q, c(0.25)))));
     return {r, b().op(spv::OpConvertFToU, e.u32(), {sel(nan(q4), c(0), q4)})};
@@ -289,10 +308,6 @@ struct M {
   // driver may implement it unfused (lavapipe does), which makes err 0; NoContraction keeps
   // the compiler from fusing these steps either.
   std::pair<Id, Id> two_product(Id x, Id y) {
-    auto exact = [&](Id v) {
-      b().decorate(v, spv::DecorationNoContraction);
-      return v;
-    };
     const double split = wide() ? 134217729.0 : 4097.0;  // 2^27 + 1, 2^12 + 1
     auto halves = [&](Id v) {
       Id p = exact(mul(v, c(split)));

@@ -91,7 +91,9 @@ void check_rows(const ir::Graph& g, int64_t rows, int64_t cols, unsigned seed, b
   auto x = random(size_t(rows * cols), seed);
   RunStats st;
   auto out = exe->run_host({tensor(ir::DType::F32, {rows, cols}, x)}, &st);
-  if (cols > 1) EXPECT_EQ(st.dispatches, 1);  // a 1-wide row is the same index: no row kernel needed
+  if (cols > 1) {  // a 1-wide row is the same index: no row kernel needed
+    EXPECT_EQ(st.dispatches, 1);
+  }
   for (int64_t i = 0; i < rows; ++i) {
     const double* row = &x[size_t(i * cols)];
     double a = 0, b = 0;
