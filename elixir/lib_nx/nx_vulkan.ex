@@ -91,6 +91,12 @@ defmodule Nx.Vulkan do
   @doc "The Vulkan devices, in the runtime's preference order."
   def devices, do: Error.unwrap!(Native.list_devices())
 
+  @doc """
+  Whether the device `opts` select (by default the configured one) has Float64, which
+  f64 graphs need. The name is the earlier nx_vulkan's, which eXMC calls.
+  """
+  def has_f64?(opts \\ []), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.float64
+
   @doc "Bytes of device memory held by live buffers on the device `opts` select."
   def memory_in_use(opts \\ []), do: Device.memory_in_use(opts)
 
