@@ -124,7 +124,7 @@ defmodule Nx.Vulkan do
   @impl true
   def __to_backend__(opts), do: {Nx.Vulkan.Backend, Device.config(opts)}
 
-  # Nx < 0.9 declares __stream__/7, Nx >= 0.10 declares __shard_jit__/6.
+  # Nx <= 0.9 declares __stream__/7, Nx 0.10 neither, Nx >= 0.11 the optional __shard_jit__/6.
   if {:__stream__, 7} in @compiler_callbacks, do: @impl(true)
 
   def __stream__(_key, _input, _acc, _vars, _fun, _args_list, _opts) do

@@ -75,6 +75,17 @@ defmodule Nx.Vulkan.BackendTest do
     assert_close(Nx.take(a, Nx.tensor([2, 0])), Nx.take(dev(a), Nx.tensor([2, 0])))
   end
 
+  test "optional/block calls run as IR ops where the IR has one, else their default eagerly" do
+    # top_k's default sorts, which the IR cannot; logical_not and a rank-2 determinant compile
+    a = Nx.tensor([3.0, 1.0, 2.0, 5.0])
+    {values, indices} = Nx.top_k(dev(a), k: 2)
+    assert %Nx.Tensor{data: %@backend{}} = values
+    assert_close(Nx.top_k(a, k: 2), {values, indices})
+    assert_close(Nx.logical_not(Nx.tensor([0, 1, 2])), Nx.logical_not(dev(Nx.tensor([0, 1, 2]))))
+    m = Nx.tensor([[2.0, 1.0], [1.0, 3.0]])
+    assert_close(Nx.LinAlg.determinant(m), Nx.LinAlg.determinant(dev(m)))
+  end
+
   test "the compiler's backend is this one" do
     assert {@backend, opts} = Nx.Vulkan.__to_backend__([])
     assert Keyword.keys(opts) == [:device, :cache_dir, :timeout]

@@ -134,16 +134,24 @@ defmodule Nx.Vulkan.Backend do
     )
   end
 
-  # Nx < 0.10; later versions call block/4 instead.
+  # Nx <= 0.11; later versions call block/4 instead. A call the IR has an op for runs as
+  # one graph; any other runs its default implementation eagerly, each of its operations
+  # on the device or the host as usual (inlined into one graph it could need ops the IR
+  # lacks: take is gather, top_k a sort).
   if {:optional, 3} in @callbacks do
     @impl true
     def optional(name, args, fun) do
       {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
-      jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+
+      if IR.native_call?(name, tensors) do
+        jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+      else
+        apply(fun, args)
+      end
     end
   end
 
-  # Nx >= 0.10 callbacks
+  # Nx >= 0.8 declares stack/3 and the pointer callbacks, Nx >= 0.12 block/4.
   if {:stack, 3} in @callbacks do
     @impl true
     def stack(out, tensors, axis) do
@@ -152,11 +160,17 @@ defmodule Nx.Vulkan.Backend do
     end
   end
 
+  # As optional/3.
   if {:block, 4} in @callbacks do
     @impl true
     def block(struct, _output, args, fun) do
       {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
-      jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+
+      if IR.native_call?(struct, tensors) do
+        jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
+      else
+        apply(fun, [struct | args])
+      end
     end
   end
 

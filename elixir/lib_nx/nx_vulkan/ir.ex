@@ -9,9 +9,10 @@ defmodule Nx.Vulkan.IR do
   `while` bodies and conditions become regions whose parameters are the loop
   state; `cond` branches become regions that receive, as captured arguments,
   the values they share with the enclosing scope (`Nx.Defn.Tree.scope_ids/1`)
-  or with a sibling branch; `optional` emits the default implementation it
-  carries, with its parameters bound to the call's arguments; `metadata` is
-  unwrapped.
+  or with a sibling branch; `optional` (Nx <= 0.11) and `block` (Nx >= 0.12) become
+  the IR op where there is one (see `native_call?/2`), else the default
+  implementation they carry, with its parameters bound to the call's arguments;
+  `metadata` and hooks that do not run are unwrapped.
   """
 
   alias Nx.Defn.{Composite, Expr, Tree}
@@ -37,12 +38,27 @@ defmodule Nx.Vulkan.IR do
 
   @reductions [:sum, :product, :reduce_max, :reduce_min, :all, :any]
 
+  # Hook nodes of Nx 0.13 (`hook`) and of Nx's main branch (`io_call`).
+  @hook_ops [:hook, :io_call]
+
   # `optional` calls that are IR ops themselves (tensor arguments only).
   @native_optionals [:logical_not]
 
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
   # matrices): their defaults need gather/scatter and loops.
   @inline_linalg [:solve, :determinant, :cholesky]
+
+  @doc """
+  Whether an `optional` call named `name` (Nx <= 0.11), or a `block` with struct `name`
+  (Nx >= 0.12), on `tensors` becomes IR ops of its own rather than its default
+  implementation inlined.
+  """
+  def native_call?(%_{} = struct, tensors), do: native_call?(block_name(struct), tensors)
+
+  def native_call?(name, tensors) do
+    (name in @native_optionals and match?([_], tensors)) or
+      (name in @inline_linalg and tensors != [] and Nx.Vulkan.LinAlg.supported?(hd(tensors)))
+  end
 
   @doc "The IR ops the serialiser emits for Expr ops of the same name."
   def elementwise_ops, do: @unary ++ @binary ++ [:select, :clip]
@@ -58,7 +74,7 @@ defmodule Nx.Vulkan.IR do
   def build(outputs, opts \\ []) do
     hooks = Keyword.get(opts, :hooks, %{})
 
-    if Tree.has_hooks?(outputs, hooks) do
+    if runs_hooks?(outputs, hooks) do
       raise ArgumentError,
             "Nx.Vulkan does not run hooks (Nx.Defn.Kernel.hook/3, print_value/2 and " <>
               "token callbacks): remove them or compile with Nx.Defn.Evaluator"
@@ -74,6 +90,37 @@ defmodule Nx.Vulkan.IR do
     {ids, [region]} = flatten_values(values, [region])
     graph = finish(region, ids) |> Map.put(:version, 1) |> Map.put(:name, opts[:name] || "defn")
     {graph, Enum.reverse(region.input_order)}
+  end
+
+  # Nx <= 0.12 carries hooks in tokens, which Tree.has_hooks?/2 inspects; Nx 0.13 has
+  # `hook` nodes instead (`io_call` after it), and no has_hooks?.
+  if Code.ensure_loaded?(Tree) and function_exported?(Tree, :has_hooks?, 2) do
+    defp runs_hooks?(outputs, hooks), do: Tree.has_hooks?(outputs, hooks)
+  else
+    defp runs_hooks?(outputs, hooks) do
+      Composite.reduce(outputs, %{}, &find_running_hook(&1, &2, hooks))
+      false
+    catch
+      :runs_hook -> true
+    end
+
+    defp find_running_hook(%T{data: %Expr{id: id, op: op, args: args}} = t, seen, hooks) do
+      cond do
+        Map.has_key?(seen, id) ->
+          seen
+
+        op in @hook_ops and hook_runs?(Enum.at(args, 1), hooks) ->
+          throw(:runs_hook)
+
+        true ->
+          {_, seen} = Tree.apply_args(t, Map.put(seen, id, true), &{&1, find_running_hook(&1, &2, hooks)})
+          seen
+      end
+    end
+
+    defp hook_runs?({:named, name, callback}, hooks), do: (hooks[name] || callback) != nil
+    defp hook_runs?({:fn, _callback}, _hooks), do: true
+    defp hook_runs?({:token_hook, _hooked, spec}, hooks), do: hook_runs?(spec, hooks)
   end
 
   ## Regions
@@ -308,7 +355,19 @@ defmodule Nx.Vulkan.IR do
   defp node(%T{data: %Expr{op: op, args: [x, opts]}} = t, stack) when op in @reductions do
     {id, stack} = recur(x, stack)
     attrs = %{axes: opts[:axes], keep_axes: opts[:keep_axes] || false}
-    emit(stack, Atom.to_string(op), [id], tensor_type(t), attrs)
+
+    case {op, x.type, t.type} do
+      # The IR sums and multiplies integers in 64 bits, as Nx < 0.9 does; Nx >= 0.9 gives
+      # the result 32 bits below s64 (and s64 for u64). Converting the 64-bit result wraps
+      # it to what Nx computes.
+      {op, {kind, _}, type} when op in [:sum, :product] and kind in [:s, :u] and type != {kind, 64} ->
+        {_, shape} = tensor_type(t)
+        {id, stack} = emit(stack, Atom.to_string(op), [id], {type_name({kind, 64}), shape}, attrs)
+        emit(stack, "as_type", [id], tensor_type(t))
+
+      _ ->
+        emit(stack, Atom.to_string(op), [id], tensor_type(t), attrs)
+    end
   end
 
   defp node(%T{data: %Expr{op: op, args: [x, opts]}} = t, stack) when op in [:argmax, :argmin] do
@@ -334,22 +393,13 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :attach_token, args: [_token, x]}}, stack), do: recur(x, stack)
 
+  # Nx >= 0.13: a hook passes its value on (build/2 has rejected hooks that would run).
+  defp node(%T{data: %Expr{op: op, args: [x | _]}}, stack) when op in @hook_ops, do: recur_container(x, stack)
+
   defp node(%T{data: %Expr{op: :optional, args: [call, default, _fun]}} = t, stack) do
     %T{data: %Expr{op: name, args: call_args}} = call
     {tensors, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
-
-    cond do
-      name in @native_optionals and length(tensors) == length(call_args) ->
-        {ids, stack} = recur_all(tensors, stack)
-        emit(stack, Atom.to_string(name), ids, tensor_type(t))
-
-      name in @inline_linalg and Nx.Vulkan.LinAlg.supported?(hd(tensors)) ->
-        args = Enum.map(tensors, &Nx.as_type(&1, t.type))
-        recur(apply(Nx.Vulkan.LinAlg, name, args), stack)
-
-      true ->
-        inline_default(tensors, default, stack)
-    end
+    call_node(name, tensors, default, t, stack)
   end
 
   defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
@@ -362,27 +412,11 @@ defmodule Nx.Vulkan.IR do
     end
   end
 
-  # Nx 0.10+: `block(struct, in_args, default, fun)` replaces `optional`.
-  # The block's struct names the operation (`%Nx.Block.LogicalNot{}`, ...): the IR op, or
-  # the Nx.Vulkan.LinAlg version, where there is one; else its default, inlined.
+  # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
+  # names the operation (`%Nx.Block.LogicalNot{}`, ...).
   defp node(%T{data: %Expr{op: :block, args: [struct, in_args, default, _fun]}} = t, stack) do
     {tensors, _opts} = Enum.split_while(in_args, &(not is_list(&1)))
-
-    case {block_name(struct), tensors} do
-      {:logical_not, [x]} ->
-        {id, stack} = recur(x, stack)
-        emit(stack, "logical_not", [id], tensor_type(t))
-
-      {name, [first | _]} when name in @inline_linalg ->
-        if Nx.Vulkan.LinAlg.supported?(first) do
-          recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)
-        else
-          inline_default(tensors, default, stack)
-        end
-
-      _ ->
-        inline_default(tensors, default, stack)
-    end
+    call_node(block_name(struct), tensors, default, t, stack)
   end
 
   defp node(%T{data: %Expr{op: :while, args: [initial, arg, condition, body]}}, stack) do
@@ -455,6 +489,22 @@ defmodule Nx.Vulkan.IR do
     params = values |> Enum.with_index(fn v, i -> {i, v} end) |> Map.new()
     {value, [r2 | outer]} = recur_container(default, [%{r | frame: {:any, params}} | outer])
     {value, [%{r2 | frame: r.frame} | outer]}
+  end
+
+  # An optional/block call: the IR op, or the Nx.Vulkan.LinAlg version, where there is
+  # one; else its default, inlined.
+  defp call_node(name, tensors, default, t, stack) do
+    cond do
+      not native_call?(name, tensors) ->
+        inline_default(tensors, default, stack)
+
+      name in @native_optionals ->
+        {ids, stack} = recur_all(tensors, stack)
+        emit(stack, Atom.to_string(name), ids, tensor_type(t))
+
+      true ->
+        recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)
+    end
   end
 
   # Preds are u8 scalars in the IR; Nx accepts any scalar (nonzero is true).
