@@ -13,17 +13,26 @@ uint32_t next_memo_tag() {
   static std::atomic<uint32_t> tag{0xFFFFFFFFu};
   return tag--;
 }
+
+// Key on whichever form of the index is known; equal forms give equal ids because index
+// arithmetic is value-numbered.
+spirv::Words memo_key(uint32_t tag, const ir::Node& node, const Index& index) {
+  spirv::Words key{tag, uint32_t(node.id), index.linear ? 1u : 0u};
+  if (index.linear) key.push_back(index.linear);
+  else key.insert(key.end(), index.dims.begin(), index.dims.end());
+  return key;
+}
 }  // namespace
 
 Emitter::Emitter(spirv::Builder& builder, const DeviceCaps& c, const ir::Graph& body)
     : b(builder), caps(c), body_(body), memo_tag_(next_memo_tag()) {}
 
+void Emitter::provide(const ir::Node& node, const Index& index, Id v) {
+  b.memo_put(memo_key(memo_tag_, node, index), v, b.level());
+}
+
 Id Emitter::value(const ir::Node& node, Index index) {
-  // Key on whichever form of the index is known; equal forms give equal ids
-  // because index arithmetic is value-numbered.
-  spirv::Words key{memo_tag_, uint32_t(node.id), index.linear ? 1u : 0u};
-  if (index.linear) key.push_back(index.linear);
-  else key.insert(key.end(), index.dims.begin(), index.dims.end());
+  spirv::Words key = memo_key(memo_tag_, node, index);
   if (const Id* hit = b.memo_find(key)) return *hit;
   Id v;
   try {

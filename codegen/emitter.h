@@ -65,6 +65,9 @@ class Emitter {
 
   // The register value of `node` at `index` (index.shape == node's shape).
   Id value(const ir::Node& node, Index index);
+  // Makes value(node, index) return v (a value the caller computed another way, such as a
+  // load from shared memory) at the current level of control flow.
+  void provide(const ir::Node& node, const Index& index, Id v);
   // Converts a register value to storage form and writes it to element `linear`.
   void store(const BufferRef& buf, Id linear, Id value);
 

@@ -3,7 +3,9 @@
 #include "codegen/kernel.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
@@ -105,7 +107,9 @@ std::optional<RowSplit> row_split(const ir::Node& kernel) {
 // touch a different cache line. Visiting the output in 32x32 tiles (lanes along a tile
 // row, successive warps down the tile) makes the lines one warp misses the ones the
 // next warps hit, so the reads coalesce through the cache without shared memory.
-constexpr int64_t kTile = 32;
+// Where the transposed value is a kernel argument, the tile is staged through shared
+// memory instead (staged_transposes): reads and writes then both coalesce.
+constexpr int64_t kTile = kTransposeTile;
 
 bool wants_tiles(const ir::Graph& body, const ir::Shape& out) {
   if (out.size() < 2 || out[out.size() - 1] % kTile || out[out.size() - 2] % kTile) return false;
@@ -115,6 +119,102 @@ bool wants_tiles(const ir::Graph& body, const ir::Shape& out) {
     if (!axes.empty() && axes.back() != int64_t(axes.size()) - 1) return true;
   }
   return false;
+}
+
+// Nodes evaluated only at the output position: the output, and nodes all of whose users
+// are such nodes, elementwise and of the same shape (operand_at passes their index on).
+std::set<ir::NodeId> at_output_position(const ir::Graph& body) {
+  std::map<ir::NodeId, std::vector<const ir::Node*>> users;
+  for (const auto& n : body.nodes)
+    for (ir::NodeId a : n.args) users[a].push_back(&n);
+  std::set<ir::NodeId> aligned{body.outputs.at(0)};
+  for (auto it = body.nodes.rbegin(); it != body.nodes.rend(); ++it) {
+    if (aligned.count(it->id) || it->is_tuple() || users[it->id].empty()) continue;
+    bool all = true;
+    for (const ir::Node* u : users[it->id])
+      all = all && aligned.count(u->id) && ir::is_elementwise(ir::op_family(u->op)) && u->type().shape == it->type().shape;
+    if (all) aligned.insert(it->id);
+  }
+  return aligned;
+}
+
+// Transposes of a kernel argument that swap its two innermost axes, in a kernel whose one
+// result is tiled and which evaluates them only at the output position: each tile of them
+// can be loaded into shared memory along the argument's rows, then read across.
+std::vector<const ir::Node*> staged_transposes(const ir::Graph& body, const ir::Node& kernel) {
+  std::vector<const ir::Node*> staged;
+  if (kernel.results.size() != 1) return staged;
+  const ir::Shape& out = kernel.results[0].shape;
+  const size_t r = out.size();
+  if (r < 2 || out[r - 1] % kTile || out[r - 2] % kTile) return staged;
+  const auto aligned = at_output_position(body);
+  for (const auto& n : body.nodes) {
+    if (n.op != "transpose" || n.args.size() != 1 || !aligned.count(n.id) || n.type().shape != out) continue;
+    if (body.node(n.args[0]).op != "parameter") continue;
+    std::vector<int64_t> swap(r);
+    for (size_t k = 0; k < r; ++k) swap[k] = int64_t(k);
+    std::swap(swap[r - 1], swap[r - 2]);
+    if (n.attrs.value("axes", std::vector<int64_t>{}) == swap) staged.push_back(&n);
+  }
+  return staged;
+}
+
+// Workgroup g takes tiles g, g + groups, ...: the staged arguments' tiles go to shared
+// memory along their rows (coalesced), then each output element of the tile is computed
+// with the staged transposes read from there, and stored along the output's rows.
+void emit_staged_tiles(const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& inputs, const BufferRef& output,
+                       const LaunchConfig& launch, const ir::Shape& out, const std::vector<const ir::Node*>& staged,
+                       uint64_t* shared_bytes) {
+  spirv::Builder& b = e.b;
+  const int64_t rows = out[out.size() - 2], cols = out.back();
+  const int64_t tiles = ir::num_elements(out) / (kTile * kTile), tiles_per_row = cols / kTile;
+  const uint32_t wg = launch.workgroup_size, per = uint32_t(kTile * kTile / wg), pitch = uint32_t(kTile + 1);  // +1: no bank conflicts
+  auto u = [&](spv::Op op, Id a, Id c) { return b.op(op, e.u32(), {a, c}); };
+  std::vector<std::pair<Id, Id>> arrays;  // (array, element type) per staged transpose
+  for (const ir::Node* t : staged) {
+    Id elem = e.reg_type(t->type().dtype);
+    arrays.push_back({b.workgroup_array(elem, uint32_t(kTile) * pitch), elem});
+    *shared_bytes += uint64_t(b.type_bytes(elem)) * uint64_t(kTile) * pitch;
+  }
+  auto slot = [&](size_t k, Id at) {
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, arrays[k].second), {arrays[k].first, at});
+  };
+  Id local = b.builtin_x(spv::BuiltInLocalInvocationId);
+  b.loop(
+      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)},
+      [&](const spirv::Builder::Values& t) { return b.op(spv::OpULessThan, e.boolean(), {t[0], e.u32c(tiles)}); },
+      [&](const spirv::Builder::Values& t) {
+        // Rows of all batches are counted together: a tile never spans two (rows % kTile == 0).
+        Id row0 = u(spv::OpIMul, u(spv::OpUDiv, t[0], e.u32c(tiles_per_row)), e.u32c(kTile));
+        Id col0 = u(spv::OpIMul, u(spv::OpUMod, t[0], e.u32c(tiles_per_row)), e.u32c(kTile));
+        // The argument is [.., cols, rows]: its tile starts at batch (row0 / rows), row col0, column row0 % rows.
+        Id arg0 = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpUDiv, row0, e.u32c(rows)), e.u32c(rows * cols)),
+                    u(spv::OpIAdd, u(spv::OpIMul, col0, e.u32c(rows)), u(spv::OpUMod, row0, e.u32c(rows))));
+        for (uint32_t k = 0; k < per; ++k) {
+          Id l = u(spv::OpIAdd, local, e.u32c(uint64_t(k) * wg));
+          Id a = u(spv::OpUDiv, l, e.u32c(kTile)), c = u(spv::OpUMod, l, e.u32c(kTile));
+          Id from = u(spv::OpIAdd, arg0, u(spv::OpIAdd, u(spv::OpIMul, a, e.u32c(rows)), c));
+          Id to = u(spv::OpIAdd, u(spv::OpIMul, a, e.u32c(pitch)), c);
+          for (size_t s = 0; s < staged.size(); ++s) {
+            const int64_t param = body.node(staged[s]->args[0]).attrs.value("index", int64_t(-1));
+            b.op_void(spv::OpStore, {slot(s, to), e.load(inputs.at(size_t(param)), from)});
+          }
+        }
+        b.workgroup_barrier();
+        for (uint32_t k = 0; k < per; ++k) {
+          Id l = u(spv::OpIAdd, local, e.u32c(uint64_t(k) * wg));
+          Id i = u(spv::OpUDiv, l, e.u32c(kTile)), j = u(spv::OpUMod, l, e.u32c(kTile));
+          Index idx;
+          idx.shape = out;
+          idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, row0, i), e.u32c(cols)), u(spv::OpIAdd, col0, j));
+          Id from = u(spv::OpIAdd, u(spv::OpIMul, j, e.u32c(pitch)), i);
+          for (size_t s = 0; s < staged.size(); ++s)
+            e.provide(*staged[s], idx, b.op_in_place(spv::OpLoad, arrays[s].second, {slot(s, from)}));
+          e.store(output, idx.linear, e.value(body.node(body.outputs[0]), idx));
+        }
+        b.workgroup_barrier();  // the arrays are refilled for the next tile
+        return spirv::Builder::Values{u(spv::OpIAdd, t[0], e.u32c(launch.group_count))};
+      });
 }
 
 // The output position of tile-order counter s (a bijection when both trailing dims are
@@ -186,6 +286,12 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
     declare_float_controls(b, caps);
     b.end_main(launch.workgroup_size);
     *shared_bytes = e.shared_bytes();
+    return b.finish();
+  }
+  if (launch.tiles) {
+    emit_staged_tiles(body, e, inputs, outputs.at(0), launch, kernel.results[0].shape, staged_transposes(body, kernel), shared_bytes);
+    declare_float_controls(b, caps);
+    b.end_main(launch.workgroup_size);
     return b.finish();
   }
   const bool tiles = kernel.results.size() == 1 && tile_transposes(caps) && wants_tiles(body, kernel.results[0].shape);
@@ -277,7 +383,9 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body)};
-  LaunchConfig launch = choose_launch(caps, shape);
+  LaunchConfig launch = !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
+                            ? launch_tiles(caps, items / (kTile * kTile))
+                            : choose_launch(caps, shape);
   uint64_t shared_bytes = 0;
   out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
   if (shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output

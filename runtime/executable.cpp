@@ -82,7 +82,8 @@ class ExecutableImpl : public Executable {
     }
     for (ir::NodeId id : lowered_.outputs) outputs_.push_back(lowered_.node(id).type());
 
-    const auto& caps = dev_->info().caps;
+    codegen::DeviceCaps caps = dev_->info().caps;
+    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
     for (const auto& n : lowered_.nodes) {
       if (n.op == "kernel") {
         KernelStep step{&n, codegen::compile_kernel(n, lowered_, caps), nullptr};
@@ -305,6 +306,7 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   if (!dev) throw Error(Error::Kind::InvalidArgument, "Executable::compile needs a device from Device::open");
   std::string key = ir::write_graph(graph);
   for (const auto& p : opts.pipeline) key += "\n" + p;
+  key += "\nvendor " + std::to_string(opts.as_vendor);
   key = content_hash(key.data(), key.size(), dev->info().name + dev->options().device);
   // Compiled executables are shared: compiling the same graph twice pays only a lookup.
   static std::mutex m;

@@ -78,6 +78,9 @@ class Device {
 
 struct CompileOptions {
   std::vector<std::string> pipeline;  // pass names; empty → passes::default_pipeline()
+  // Generates code as for this PCI vendor's devices (launch shapes, tiling) on whatever
+  // device runs it: tests run the NVIDIA and AMD code paths on lavapipe. 0: the device's own.
+  uint32_t as_vendor = 0;
 };
 
 struct RunStats {

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <random>
 
+#include "ir/interpreter.h"
 #include "ir/json.h"
+#include "ir/literal.h"
 #include "runtime/runtime.h"
 #include "test_graphs.h"
 
@@ -125,35 +127,63 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
     check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
 }
 
-// Transposes that move the innermost axis run in 32x32 tile order on GPUs (the plain order
-// on lavapipe); every element must land where a plain loop puts it (batched, non-square,
-// and a shape that is not tiled).
-TEST(RuntimeFusion, TransposesInTileOrderMatchTheReference) {
-  for (auto [shape, axes] : std::vector<std::pair<ir::Shape, std::vector<int64_t>>>{
-           {{64, 96}, {1, 0}}, {{3, 32, 64}, {0, 2, 1}}, {{32, 2, 64}, {2, 1, 0}}, {{33, 65}, {1, 0}}}) {
-    ir::Shape out;
-    for (int64_t a : axes) out.push_back(shape[a]);
-    std::string ax = "[";
-    for (size_t i = 0; i < axes.size(); ++i) ax += (i ? "," : "") + std::to_string(axes[i]);
-    auto g = ir::parse_graph(R"({"version": 1, "name": "t", "nodes": [
-      {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json(shape) + R"(, "attrs": {"index": 0}},
-      {"id": 1, "op": "transpose", "args": [0], "type": "f32", "shape": )" + shape_json(out) + R"(, "attrs": {"axes": )" + ax + R"(]}},
-      {"id": 2, "op": "negate", "args": [1], "type": "f32", "shape": )" + shape_json(out) + R"(}], "outputs": [2]})");
-    auto x = random(size_t(ir::num_elements(shape)), 17);
-    auto got = Executable::compile(Device::open(), g)->run_host({tensor(ir::DType::F32, shape, x)});
-    // Reference: walk the output row-major, read the input at the permuted position.
-    std::vector<int64_t> idx(out.size(), 0);
-    for (int64_t lin = 0; lin < ir::num_elements(out); ++lin) {
-      int64_t src = 0;
-      std::vector<int64_t> in_idx(shape.size());
-      for (size_t k = 0; k < axes.size(); ++k) in_idx[axes[k]] = idx[k];
-      for (size_t k = 0; k < shape.size(); ++k) src = src * shape[k] + in_idx[k];
-      ASSERT_EQ(at(got[0], size_t(lin)), -x[size_t(src)]) << shape_json(shape) << " at " << lin;
-      for (size_t k = out.size(); k-- > 0;)
-        if (++idx[k] < out[k]) break;
-        else idx[k] = 0;
+// Transposes that move the innermost axis run in 32x32 tiles on GPUs (staged through
+// shared memory when they transpose a kernel argument's two innermost axes, else in tile
+// order), in plain order on lavapipe: both code paths run here (as_vendor), and every
+// element must land where a plain loop puts it (batched, non-square, not tiled, f64 and
+// u8, a transpose added to a second argument, one also read at other positions).
+TEST(RuntimeFusion, TransposesInTilesMatchTheReference) {
+  struct Case {
+    ir::Shape shape;
+    std::vector<int64_t> axes;
+    std::string type;
+    std::string consumer;  // elementwise op over the transposed value and a second argument
+  };
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (const Case& c : std::vector<Case>{{{64, 96}, {1, 0}, "f32", "subtract"},
+                                           {{3, 32, 64}, {0, 2, 1}, "f32", "subtract"},
+                                           {{64, 32}, {1, 0}, "f64", "subtract"},
+                                           {{96, 32}, {1, 0}, "u8", "max"},
+                                           {{32, 2, 64}, {2, 1, 0}, "f32", "subtract"},
+                                           {{33, 65}, {1, 0}, "f32", "subtract"}}) {
+      ir::Shape out;
+      for (int64_t a : c.axes) out.push_back(c.shape[size_t(a)]);
+      std::string ax = "[";
+      for (size_t i = 0; i < c.axes.size(); ++i) ax += (i ? "," : "") + std::to_string(c.axes[i]);
+      const std::string in_t = R"(", "shape": )" + shape_json(c.shape), out_t = R"(", "shape": )" + shape_json(out);
+      // Output 0: consumer(transpose(x), y); where output 1 is there too, the transpose is
+      // also read reversed, so not at the output position only.
+      for (const std::string outputs : {"[3]", "[3, 5]"}) {
+      auto g = ir::parse_graph(R"({"version": 1, "name": "t", "nodes": [
+        {"id": 0, "op": "parameter", "type": ")" + c.type + in_t + R"(, "attrs": {"index": 0}},
+        {"id": 1, "op": "parameter", "type": ")" + c.type + out_t + R"(, "attrs": {"index": 1}},
+        {"id": 2, "op": "transpose", "args": [0], "type": ")" + c.type + out_t + R"(, "attrs": {"axes": )" + ax + R"(]}},
+        {"id": 3, "op": ")" + c.consumer + R"(", "args": [2, 1], "type": ")" + c.type + out_t + R"(},
+        {"id": 4, "op": "reverse", "args": [2], "type": ")" + c.type + out_t + R"(, "attrs": {"axes": [0]}},
+        {"id": 5, "op": "add", "args": [2, 4], "type": ")" + c.type + out_t + R"(}], "outputs": )" + outputs + "}");
+      const ir::DType t = ir::parse_dtype(c.type);
+      std::vector<ir::Literal> in;
+      for (const ir::Shape& s : {c.shape, out}) {
+        ir::Literal lit{{t, s}, std::vector<uint8_t>(size_t(ir::num_elements(s)) * size_t(ir::dtype_bytes(t)))};
+        std::mt19937 rng(unsigned(ir::num_elements(s)));
+        for (int64_t k = 0; k < ir::num_elements(s); ++k) {
+          ir::Scalar v;
+          v.i = int64_t(rng() % 100);
+          v.f = double(v.i) / 7;
+          v.is_integer = !ir::is_float(t);
+          ir::set_element(lit, k, v);
+        }
+        in.push_back(std::move(lit));
+      }
+      CompileOptions opts;
+      opts.as_vendor = vendor;
+      auto got = Executable::compile(Device::open(), g, opts)->run_host(in);
+      auto want = ir::interpret(g, in);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        EXPECT_EQ(got[k].data, want[k].data) << c.type << shape_json(c.shape) << outputs << " vendor " << vendor << " output " << k;
+      }
     }
-  }
 }
 
 // Shared intermediate buffers (plan-buffers) change nothing in the results: the chain of

@@ -16,7 +16,12 @@ struct LaunchConfig {
   bool cooperative = false;
   // Plain launches: positions each invocation computes per loop iteration (see kernel.cpp).
   uint32_t unroll = 1;
+  // Each workgroup computes kTransposeTile x kTransposeTile output tiles, staging transposed
+  // arguments through shared memory (kernel.cpp). workgroup_size divides the tile.
+  bool tiles = false;
 };
+
+constexpr int64_t kTransposeTile = 32;
 
 struct KernelShape {
   int64_t items;      // output elements the kernel's outer loop covers
@@ -24,6 +29,9 @@ struct KernelShape {
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
+
+// For `tiles` transposed tiles: one workgroup per tile up to the device's group limit.
+LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles);
 
 // Whether kernels that transpose the innermost axis should visit the output in tiles
 // (codegen/kernel.cpp): a GPU's caches then coalesce the reads; a CPU's do not need it.
