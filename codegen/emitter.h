@@ -60,6 +60,13 @@ class Emitter {
   // The buffers that body parameter i reads (by attrs.index).
   void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
   void set_cooperation(const Cooperation& c) { coop_ = c; }
+  // In cooperative code, the position `offset` past this invocation's first: every
+  // straight-line fold and element loop names position k the same (value-numbered) id, so
+  // what one loaded or computed there the next reuses.
+  Id lane(uint64_t offset);
+  // Cooperative folds and row loops over at most this many positions per invocation are
+  // straight-line code: a row then stays in registers between its passes.
+  static constexpr int64_t kMaxUnrolledPositions = 32;
   // Workgroup (shared) memory the cooperative reductions use.
   uint64_t shared_bytes() const { return shared_bytes_; }
 

@@ -46,10 +46,28 @@ Id Emitter::shared_array(Id type, size_t slot, int bytes) {
 // Each invocation folds every size-th r, then a tree over shared memory
 // combines the partials; every invocation gets the result. Runs in uniform
 // control flow (the level of the per-output code), as barriers require.
+Id Emitter::lane(uint64_t offset) { return offset == 0 ? coop_->local_id : b.op(spv::OpIAdd, u32(), {coop_->local_id, u32c(offset)}); }
+
 Values Emitter::fold_cooperative(const Fold& f) {
   const Id lid = coop_->local_id;
   const uint32_t size = coop_->size;
-  Values partial = strided_loop(*this, f, b.op(spv::OpIAdd, u32(), {lid, u32c(f.begin)}), size);
+  Values partial;
+  if (f.count - f.begin <= int64_t(size) * kMaxUnrolledPositions) {
+    partial = f.init;
+    for (int64_t first = f.begin; first < f.count; first += size) {
+      if (first + size <= f.count) {
+        partial = f.step(partial, lane(uint64_t(first)));
+        continue;
+      }
+      // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
+      Id r = lane(uint64_t(first));
+      Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
+      Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
+      for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);
+    }
+  } else {
+    partial = strided_loop(*this, f, b.op(spv::OpIAdd, u32(), {lid, u32c(f.begin)}), size);
+  }
   auto slot_ptr = [&](size_t i, Id index) {
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, f.types[i]),
                 {shared_array(f.types[i], i, b.type_bytes(f.types[i])), index});
@@ -62,6 +80,27 @@ Values Emitter::fold_cooperative(const Fold& f) {
   auto store_all = [&](Id index, const Values& v) {
     for (size_t i = 0; i < v.size(); ++i) b.op_void(spv::OpStore, {slot_ptr(i, index), v[i]});
   };
+  const uint32_t sg = caps.subgroup_size;
+  if (caps.subgroup_shuffle && sg >= 2 && sg < size && size % sg == 0) {
+    // Butterflies within each subgroup leave its total in every lane; lane 0 of each
+    // subgroup publishes it, and every invocation combines the few totals: two barriers
+    // instead of one per halving.
+    b.capability(spv::CapabilityGroupNonUniform);
+    b.capability(spv::CapabilityGroupNonUniformShuffle);
+    for (uint32_t off = sg / 2; off > 0; off /= 2) {
+      Values other;
+      for (size_t i = 0; i < partial.size(); ++i)
+        other.push_back(b.op_in_place(spv::OpGroupNonUniformShuffleXor, f.types[i], {u32c(spv::ScopeSubgroup), partial[i], u32c(off)}));
+      partial = f.combine(partial, other);
+    }
+    Id lane0 = b.op(spv::OpIEqual, boolean(), {b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId), u32c(0)});
+    b.if_then(lane0, [&] { store_all(b.builtin_u32(spv::BuiltInSubgroupId), partial); });
+    b.workgroup_barrier();
+    Values result = load_all(u32c(0));
+    for (uint32_t k = 1; k < size / sg; ++k) result = f.combine(result, load_all(u32c(k)));
+    b.workgroup_barrier();  // the arrays are reused by the next fold
+    return result;
+  }
   store_all(lid, partial);
   b.workgroup_barrier();
   for (uint32_t half = size / 2; half > 0; half /= 2) {

@@ -245,6 +245,27 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
         Index row{rs.outer, {}, r[0]};
         std::vector<Id> row_dims = e.dims(row);
         Id base = b.op(spv::OpIMul, e.u32(), {r[0], e.u32c(rs.cols())});
+        const uint32_t wg = launch.workgroup_size;
+        if (launch.cooperative && rs.cols() <= int64_t(wg) * Emitter::kMaxUnrolledPositions) {
+          // Straight-line, at the positions the row's folds used: values are keyed by their
+          // dims there, so the row's elements (and what was computed from them) are reused.
+          for (int64_t first = 0; first < rs.cols(); first += wg) {
+            Id c = e.lane(uint64_t(first));
+            auto store = [&] {
+              Index col{rs.inner, {}, c};
+              Index idx;
+              idx.shape = kernel.results[0].shape;
+              idx.dims = row_dims;
+              for (Id d : e.dims(col)) idx.dims.push_back(d);
+              Id linear = b.op(spv::OpIAdd, e.u32(), {base, c});
+              for (size_t k = 0; k < kernel.results.size(); ++k)
+                e.store(outputs[k], linear, e.value(body.node(body.outputs[k]), idx));
+            };
+            if (first + wg <= rs.cols()) store();
+            else b.if_then(b.op(spv::OpULessThan, e.boolean(), {c, e.u32c(rs.cols())}), store);
+          }
+          return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(stride)})};
+        }
         Id c0 = launch.cooperative ? local : e.u32c(0);
         const uint64_t step = launch.cooperative ? launch.workgroup_size : 1;
         b.loop(

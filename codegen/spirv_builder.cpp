@@ -172,6 +172,17 @@ Id Builder::builtin_x(spv::BuiltIn builtin) {
   return x;
 }
 
+Id Builder::builtin_u32(spv::BuiltIn builtin) {
+  if (auto it = builtins_.find(uint32_t(builtin)); it != builtins_.end()) return it->second;
+  Id u32 = type_int(32);
+  Id var = global_variable(type_pointer(spv::StorageClassInput, u32), spv::StorageClassInput);
+  decorate(var, spv::DecorationBuiltIn, {uint32_t(builtin)});
+  interface_.push_back(var);
+  Id x = op(spv::OpLoad, u32, {var});
+  builtins_.emplace(uint32_t(builtin), x);
+  return x;
+}
+
 Id Builder::type_array(Id elem, uint32_t length) {
   return declare_type(spv::OpTypeArray, {elem, const_int(32, length)});
 }

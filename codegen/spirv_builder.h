@@ -75,6 +75,8 @@ class Builder {
   // The x component of a uvec3 compute built-in (GlobalInvocationId, LocalInvocationId,
   // WorkgroupId), loaded once in the entry block.
   Id builtin_x(spv::BuiltIn builtin);
+  // A scalar u32 built-in (SubgroupId, SubgroupLocalInvocationId).
+  Id builtin_u32(spv::BuiltIn builtin);
   Id type_array(Id elem, uint32_t length);
   // An array in Workgroup storage (shared memory), one per call.
   Id workgroup_array(Id elem, uint32_t length);

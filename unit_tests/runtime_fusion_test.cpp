@@ -87,9 +87,13 @@ ir::Graph layer_norm(int64_t rows, int64_t cols) {
     {"id": 11, "op": "multiply", "args": [4, 10], "type": "f32", "shape": )" + x + R"(}], "outputs": [11]})");
 }
 
-void check_rows(const ir::Graph& g, int64_t rows, int64_t cols, unsigned seed, bool norm) {
-  SCOPED_TRACE(g.name + " " + std::to_string(rows) + "x" + std::to_string(cols));
-  auto exe = Executable::compile(Device::open(), g);
+// Also compiled as for NVIDIA (as_vendor): few long rows then get a workgroup each, their
+// folds and element loops straight-line up to 32 positions per invocation.
+void check_rows(const ir::Graph& g, int64_t rows, int64_t cols, unsigned seed, bool norm, uint32_t vendor = 0) {
+  SCOPED_TRACE(g.name + " " + std::to_string(rows) + "x" + std::to_string(cols) + " vendor " + std::to_string(vendor));
+  CompileOptions opts;
+  opts.as_vendor = vendor;
+  auto exe = Executable::compile(Device::open(), g, opts);
   auto x = random(size_t(rows * cols), seed);
   RunStats st;
   auto out = exe->run_host({tensor(ir::DType::F32, {rows, cols}, x)}, &st);
@@ -118,13 +122,15 @@ void check_rows(const ir::Graph& g, int64_t rows, int64_t cols, unsigned seed, b
 }
 
 TEST(RuntimeFusion, SoftmaxIsOneRowKernel) {
-  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 255}, {5, 257}, {257, 31}, {4, 2053}, {2, 8192}})
-    check_rows(softmax(r, c), r, c, unsigned(r * 7 + c), false);
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 255}, {5, 257}, {257, 31}, {4, 2053}, {2, 8192}, {3, 9000}})
+      check_rows(softmax(r, c), r, c, unsigned(r * 7 + c), false, vendor);
 }
 
 TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
-  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {7, 256}, {2, 4099}, {129, 17}})
-    check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true);
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {7, 256}, {2, 4099}, {129, 17}})
+      check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true, vendor);
 }
 
 // Transposes that move the innermost axis run in 32x32 tiles on GPUs (staged through
