@@ -32,6 +32,7 @@ struct DeviceCaps {
   uint32_t max_workgroup_invocations = 256;
   uint32_t max_workgroup_count_x = 65535;
   uint32_t max_shared_memory_bytes = 16384;
+  uint32_t max_storage_buffers = 31;  // per kernel: maxPerStageDescriptorStorageBuffers
   uint64_t max_storage_buffer_range = 1ull << 27;
 };
 

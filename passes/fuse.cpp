@@ -11,7 +11,9 @@
 // long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
 // shape that share work are then merged into one multi-output kernel.
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/ops.h"
@@ -79,6 +81,8 @@ class Fuse : public Pass {
       }
       merge_siblings(g, regions);
       auto costly = costly_duplicates(g, regions, materialised);
+      for (const auto& r : regions)
+        if (auto m = narrowing_split(g, r)) costly.push_back(*m);
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
     }
@@ -129,10 +133,13 @@ class Fuse : public Pass {
           if (a == c || !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users))) continue;
           Region& rc = regions[c];
           const Region& ra = regions[a];
+          std::set<NodeId> inputs = rc.inputs;
+          inputs.insert(ra.inputs.begin(), ra.inputs.end());
+          for (NodeId root : ra.roots) inputs.erase(root);
+          for (NodeId root : rc.roots) inputs.erase(root);
+          if (inputs.size() + rc.roots.size() > kMaxKernelBindings) continue;
           rc.members.insert(ra.members.begin(), ra.members.end());
-          rc.inputs.insert(ra.inputs.begin(), ra.inputs.end());
-          for (NodeId root : ra.roots) rc.inputs.erase(root);
-          for (NodeId root : rc.roots) rc.inputs.erase(root);
+          rc.inputs = std::move(inputs);
           if (!frame->reduction) rc.row_split = *p;
           regions.erase(regions.begin() + a);
           changed = true;
@@ -254,6 +261,33 @@ class Fuse : public Pass {
     return picked;
   }
 
+  static size_t bindings(const Region& r) { return r.inputs.size() + r.roots.size(); }
+
+  // A region that reads more buffers than a kernel can bind: the member whose inlined cone
+  // reads the most of its inputs while still fitting a kernel of its own. Materialising it
+  // replaces those inputs by one. Nothing when the region fits (or no member helps).
+  std::optional<NodeId> narrowing_split(const Graph& g, const Region& r) {
+    if (bindings(r) <= kMaxKernelBindings) return std::nullopt;
+    std::map<NodeId, std::set<NodeId>> reads;
+    std::function<const std::set<NodeId>&(NodeId)> cone = [&](NodeId m) -> const std::set<NodeId>& {
+      if (auto it = reads.find(m); it != reads.end()) return it->second;
+      std::set<NodeId> s;
+      for (NodeId a : g.node(m).args) {
+        if (!r.members.count(a)) s.insert(a);
+        else if (g.node(a).op != "constant") s.merge(std::set<NodeId>(cone(a)));
+      }
+      return reads[m] = std::move(s);
+    };
+    std::optional<NodeId> best;
+    size_t most = 1;
+    for (NodeId m : r.members) {
+      if (g.node(m).op == "constant" || std::find(r.roots.begin(), r.roots.end(), m) != r.roots.end()) continue;
+      const size_t n = cone(m).size();
+      if (n > most && n < kMaxKernelBindings) most = n, best = m;
+    }
+    return best;
+  }
+
   // Elementwise regions of one output shape that share inlined work, or where one reads the
   // other's result at the same element (the next leapfrog half-step reads the position just
   // updated), become one kernel with several results: the value read is then a register.
@@ -278,6 +312,11 @@ class Fuse : public Pass {
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
+    std::set<NodeId> inputs = a.inputs;
+    inputs.insert(b.inputs.begin(), b.inputs.end());
+    for (NodeId root : a.roots) inputs.erase(root);
+    for (NodeId root : b.roots) inputs.erase(root);
+    if (inputs.size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
     if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region

@@ -91,6 +91,7 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   c.max_workgroup_count_x = p.limits.maxComputeWorkGroupCount[0];
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
+  c.max_storage_buffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
   return info;
 }

@@ -130,6 +130,51 @@ TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
   EXPECT_THROW(exe->run_host({f32_tensor(random_floats(8, 1))}), Error);
 }
 
+// Wider than a kernel may bind (lavapipe crashed past 32 buffers): the default pipeline
+// splits the concatenate and the 40-input sum into kernels that fit; lowered one op per
+// kernel instead, compiling fails with an error that names the kernel and the limit.
+TEST(Runtime, GraphsWiderThanAKernelsBindingsRunOrFailCleanly) {
+  const int n = 40;
+  std::string nodes;
+  for (int i = 0; i < n; ++i)
+    nodes += R"({"id": )" + std::to_string(i) + R"(, "op": "parameter", "type": "f32", "shape": [2], "attrs": {"index": )" +
+             std::to_string(i) + "}},";
+  std::string args;
+  for (int i = 0; i < n; ++i) args += (i ? ", " : "") + std::to_string(i);
+  nodes += R"({"id": 40, "op": "concatenate", "args": [)" + args + R"(], "type": "f32", "shape": [80], "attrs": {"axis": 0}})";
+  int acc = 0;
+  for (int i = 1; i < n; ++i) {
+    nodes += R"(, {"id": )" + std::to_string(40 + i) + R"(, "op": "add", "args": [)" + std::to_string(acc) + ", " +
+             std::to_string(i) + R"(], "type": "f32", "shape": [2]})";
+    acc = 40 + i;
+  }
+  auto g = ir::parse_graph(R"({"version": 1, "name": "wide", "nodes": [)" + nodes + R"(], "outputs": [40, )" +
+                           std::to_string(acc) + "]}");
+  std::vector<ir::Literal> in;
+  std::vector<float> all;
+  for (int i = 0; i < n; ++i) {
+    auto x = random_floats(2, unsigned(i));
+    all.insert(all.end(), x.begin(), x.end());
+    in.push_back(f32_tensor(x));
+  }
+  auto out = Executable::compile(Device::open(), g)->run_host(in);
+  EXPECT_EQ(floats(out[0]), all);
+  for (int j = 0; j < 2; ++j) {
+    float sum = all[size_t(j)];
+    for (int i = 1; i < n; ++i) sum += all[size_t(2 * i + j)];
+    EXPECT_EQ(floats(out[1])[size_t(j)], sum);  // the same additions in the same order
+  }
+  CompileOptions one_op;
+  one_op.pipeline = {"lower-to-kernels"};
+  try {
+    Executable::compile(Device::open(), g, one_op);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("storage buffers"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 40"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runtime, PoolReusesMemoryAcrossRuns) {
   auto dev = Device::open();
   auto exe = Executable::compile(dev, exp_mul_add(4096));

@@ -1,0 +1,73 @@
+// narrow-operands: a concatenate or stack of more values than a kernel can bind becomes a
+// tree of them, at most kMaxNodeOperands wide. Both are associative along their axis:
+// concatenating (or stacking) groups and concatenating the groups' results along the same
+// axis gives the same tensor. Every kernel then fits the device's storage-buffer limit
+// (see kMaxKernelBindings), which fuse keeps for the regions it forms.
+#include <map>
+
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+
+namespace nxv::passes {
+namespace {
+
+using ir::Node;
+using ir::NodeId;
+
+// Leaves room in a kernel for the result and for a few more inputs fused in beside.
+constexpr size_t kMaxNodeOperands = kMaxKernelBindings / 2;
+
+class NarrowOperands : public Pass {
+ public:
+  std::string name() const override { return "narrow-operands"; }
+
+  void run(ir::Graph& g) override {
+    std::vector<Node> out;
+    NodeId next = g.next_id();
+    for (Node n : g.nodes) {  // copies: the groups' operand types are looked up in g
+      if ((n.op != "concatenate" && n.op != "stack") || n.args.size() <= kMaxNodeOperands) {
+        out.push_back(std::move(n));
+        continue;
+      }
+      const int64_t axis = n.attrs.value("axis", int64_t(0));
+      std::vector<NodeId> level = n.args;
+      std::map<NodeId, ir::Shape> shapes;
+      for (NodeId a : level) shapes[a] = g.node(a).type().shape;
+      bool stacked = n.op == "stack";
+      while (level.size() > kMaxNodeOperands) {
+        std::vector<NodeId> groups;
+        for (size_t i = 0; i < level.size(); i += kMaxNodeOperands) {
+          std::vector<NodeId> args(level.begin() + i, level.begin() + std::min(level.size(), i + kMaxNodeOperands));
+          ir::Shape s = shapes[args[0]];
+          if (stacked) {
+            s.insert(s.begin() + axis, int64_t(args.size()));
+          } else {
+            s[size_t(axis)] = 0;
+            for (NodeId a : args) s[size_t(axis)] += shapes[a][size_t(axis)];
+          }
+          Node m;
+          m.id = next++;
+          m.op = stacked ? "stack" : "concatenate";
+          m.args = std::move(args);
+          m.results = {{n.type().dtype, s}};
+          m.attrs = {{"axis", axis}};
+          shapes[m.id] = s;
+          groups.push_back(m.id);
+          out.push_back(std::move(m));
+        }
+        level = std::move(groups);
+        stacked = false;  // the groups are joined along the axis they now have
+      }
+      n.op = stacked ? "stack" : "concatenate";
+      n.args = std::move(level);
+      out.push_back(std::move(n));
+    }
+    g.nodes = std::move(out);
+    g.reindex();
+  }
+};
+
+NXV_REGISTER_PASS(NarrowOperands, "narrow-operands");
+
+}  // namespace
+}  // namespace nxv::passes
