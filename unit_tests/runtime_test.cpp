@@ -132,7 +132,8 @@ TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
 
 // Wider than a kernel may bind (lavapipe crashed past 32 buffers): the default pipeline
 // splits the concatenate and the 40-input sum into kernels that fit; lowered one op per
-// kernel instead, compiling fails with an error that names the kernel and the limit.
+// kernel instead, compiling fails with an error that names the kernel and the limit
+// (where the device allows fewer than its 41 buffers).
 TEST(Runtime, GraphsWiderThanAKernelsBindingsRunOrFailCleanly) {
   const int n = 40;
   std::string nodes;
@@ -166,6 +167,10 @@ TEST(Runtime, GraphsWiderThanAKernelsBindingsRunOrFailCleanly) {
   }
   CompileOptions one_op;
   one_op.pipeline = {"lower-to-kernels"};
+  if (Device::open()->info().caps.max_storage_buffers > 41) {  // NVIDIA: the wide kernel fits
+    EXPECT_EQ(floats(Executable::compile(Device::open(), g, one_op)->run_host(in)[0]), all);
+    return;
+  }
   try {
     Executable::compile(Device::open(), g, one_op);
     FAIL() << "expected an error";
