@@ -133,10 +133,7 @@ class Fuse : public Pass {
           if (a == c || !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users))) continue;
           Region& rc = regions[c];
           const Region& ra = regions[a];
-          std::set<NodeId> inputs = rc.inputs;
-          inputs.insert(ra.inputs.begin(), ra.inputs.end());
-          for (NodeId root : ra.roots) inputs.erase(root);
-          for (NodeId root : rc.roots) inputs.erase(root);
+          std::set<NodeId> inputs = joined_inputs(rc, ra);
           if (inputs.size() + rc.roots.size() > kMaxKernelBindings) continue;
           rc.members.insert(ra.members.begin(), ra.members.end());
           rc.inputs = std::move(inputs);
@@ -263,6 +260,15 @@ class Fuse : public Pass {
 
   static size_t bindings(const Region& r) { return r.inputs.size() + r.roots.size(); }
 
+  // What one kernel made of a and b reads from outside: neither's roots.
+  static std::set<NodeId> joined_inputs(const Region& a, const Region& b) {
+    std::set<NodeId> inputs = a.inputs;
+    inputs.insert(b.inputs.begin(), b.inputs.end());
+    for (const Region* r : {&a, &b})
+      for (NodeId root : r->roots) inputs.erase(root);
+    return inputs;
+  }
+
   // A region that reads more buffers than a kernel can bind: the member whose inlined cone
   // reads the most of its inputs while still fitting a kernel of its own. Materialising it
   // replaces those inputs by one. Nothing when the region fits (or no member helps).
@@ -298,8 +304,7 @@ class Fuse : public Pass {
         if (mergeable(g, a, b, regions)) {
           a.roots.insert(a.roots.end(), b.roots.begin(), b.roots.end());
           a.members.insert(b.members.begin(), b.members.end());
-          a.inputs.insert(b.inputs.begin(), b.inputs.end());
-          for (NodeId root : a.roots) a.inputs.erase(root);
+          a.inputs = joined_inputs(a, b);
           regions.erase(regions.begin() + j);
           j = i + 1;  // the grown region may now absorb one it could not before
         } else {
@@ -312,11 +317,7 @@ class Fuse : public Pass {
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
-    std::set<NodeId> inputs = a.inputs;
-    inputs.insert(b.inputs.begin(), b.inputs.end());
-    for (NodeId root : a.roots) inputs.erase(root);
-    for (NodeId root : b.roots) inputs.erase(root);
-    if (inputs.size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
+    if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
     if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region
