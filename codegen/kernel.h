@@ -37,4 +37,19 @@ std::string disassemble(const std::vector<uint32_t>& spirv);
 // GLSL view through SPIRV-Cross (for the explorer only).
 std::string to_glsl(const std::vector<uint32_t>& spirv);
 
+// What a module built elsewhere declares (SPIRV-Cross reflection): the runtime checks it
+// against the buffers, push constants and device features it has before a driver sees it.
+struct ModuleInterface {
+  bool compute_main = false;  // an entry point "main" of the GLCompute model
+  uint32_t workgroup_size[3] = {1, 1, 1};
+  struct Slot {
+    uint32_t set, binding;
+  };
+  std::vector<Slot> storage_buffers;
+  size_t other_resources = 0;  // uniform buffers, images, samplers: nothing the runtime binds
+  uint32_t push_constant_bytes = 0;
+  std::vector<uint32_t> capabilities;  // spv::Capability values
+};
+ModuleInterface reflect(const std::vector<uint32_t>& spirv);
+
 }  // namespace nxv::codegen

@@ -2,6 +2,7 @@
 #include <spirv-tools/libspirv.hpp>
 #include <spirv_cross/spirv_cross_c.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "codegen/kernel.h"
@@ -36,7 +37,10 @@ std::string disassemble(const std::vector<uint32_t>& spirv) {
   return text;
 }
 
-std::string to_glsl(const std::vector<uint32_t>& spirv) {
+namespace {
+// Runs `use` on a SPIRV-Cross compiler for `spirv`; SPIRV-Cross's errors become exceptions.
+template <typename F>
+auto with_cross_compiler(const std::vector<uint32_t>& spirv, spvc_backend backend, F use) {
   spvc_context ctx = nullptr;
   if (spvc_context_create(&ctx) != SPVC_SUCCESS) throw std::runtime_error("spirv-cross: cannot create a context");
   struct Guard {
@@ -49,16 +53,66 @@ std::string to_glsl(const std::vector<uint32_t>& spirv) {
   spvc_parsed_ir ir = nullptr;
   check(spvc_context_parse_spirv(ctx, spirv.data(), spirv.size(), &ir));
   spvc_compiler compiler = nullptr;
-  check(spvc_context_create_compiler(ctx, SPVC_BACKEND_GLSL, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler));
-  spvc_compiler_options options = nullptr;
-  check(spvc_compiler_create_compiler_options(compiler, &options));
-  check(spvc_compiler_options_set_uint(options, SPVC_COMPILER_OPTION_GLSL_VERSION, 450));
-  check(spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_ES, SPVC_FALSE));
-  check(spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_VULKAN_SEMANTICS, SPVC_TRUE));
-  check(spvc_compiler_install_compiler_options(compiler, options));
-  const char* source = nullptr;
-  check(spvc_compiler_compile(compiler, &source));
-  return source;
+  check(spvc_context_create_compiler(ctx, backend, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler));
+  return use(compiler, check);
+}
+}  // namespace
+
+std::string to_glsl(const std::vector<uint32_t>& spirv) {
+  return with_cross_compiler(spirv, SPVC_BACKEND_GLSL, [](spvc_compiler compiler, auto check) {
+    spvc_compiler_options options = nullptr;
+    check(spvc_compiler_create_compiler_options(compiler, &options));
+    check(spvc_compiler_options_set_uint(options, SPVC_COMPILER_OPTION_GLSL_VERSION, 450));
+    check(spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_ES, SPVC_FALSE));
+    check(spvc_compiler_options_set_bool(options, SPVC_COMPILER_OPTION_GLSL_VULKAN_SEMANTICS, SPVC_TRUE));
+    check(spvc_compiler_install_compiler_options(compiler, options));
+    const char* source = nullptr;
+    check(spvc_compiler_compile(compiler, &source));
+    return std::string(source);
+  });
+}
+
+ModuleInterface reflect(const std::vector<uint32_t>& spirv) {
+  return with_cross_compiler(spirv, SPVC_BACKEND_NONE, [](spvc_compiler compiler, auto check) {
+    ModuleInterface m;
+    const spvc_entry_point* entries = nullptr;
+    size_t n = 0;
+    check(spvc_compiler_get_entry_points(compiler, &entries, &n));
+    for (size_t i = 0; i < n; ++i)
+      m.compute_main = m.compute_main ||
+                       (std::string(entries[i].name) == "main" && entries[i].execution_model == SpvExecutionModelGLCompute);
+    if (m.compute_main) {
+      check(spvc_compiler_set_entry_point(compiler, "main", SpvExecutionModelGLCompute));
+      for (uint32_t d = 0; d < 3; ++d)
+        m.workgroup_size[d] = spvc_compiler_get_execution_mode_argument_by_index(compiler, SpvExecutionModeLocalSize, d);
+    }
+    spvc_resources resources = nullptr;
+    check(spvc_compiler_create_shader_resources(compiler, &resources));
+    auto list = [&](spvc_resource_type type) {
+      const spvc_reflected_resource* rs = nullptr;
+      size_t count = 0;
+      check(spvc_resources_get_resource_list_for_type(resources, type, &rs, &count));
+      return std::vector<spvc_reflected_resource>(rs, rs + count);
+    };
+    for (const auto& r : list(SPVC_RESOURCE_TYPE_STORAGE_BUFFER))
+      m.storage_buffers.push_back({spvc_compiler_get_decoration(compiler, r.id, SpvDecorationDescriptorSet),
+                                   spvc_compiler_get_decoration(compiler, r.id, SpvDecorationBinding)});
+    for (auto type : {SPVC_RESOURCE_TYPE_UNIFORM_BUFFER, SPVC_RESOURCE_TYPE_STORAGE_IMAGE, SPVC_RESOURCE_TYPE_SAMPLED_IMAGE,
+                      SPVC_RESOURCE_TYPE_SEPARATE_IMAGE, SPVC_RESOURCE_TYPE_SEPARATE_SAMPLERS,
+                      SPVC_RESOURCE_TYPE_ACCELERATION_STRUCTURE})
+      m.other_resources += list(type).size();
+    for (const auto& r : list(SPVC_RESOURCE_TYPE_PUSH_CONSTANT)) {
+      size_t bytes = 0;
+      check(spvc_compiler_get_declared_struct_size(compiler, spvc_compiler_get_type_handle(compiler, r.base_type_id),
+                                                   &bytes));
+      m.push_constant_bytes = std::max<uint32_t>(m.push_constant_bytes, uint32_t(bytes));
+    }
+    const SpvCapability* caps = nullptr;
+    size_t ncaps = 0;
+    check(spvc_compiler_get_declared_capabilities(compiler, &caps, &ncaps));
+    m.capabilities.assign(caps, caps + ncaps);
+    return m;
+  });
 }
 
 }  // namespace nxv::codegen

@@ -42,13 +42,16 @@ ERL_NIF_TERM list_devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   });
 }
 
-// open_device(device, cache_dir, timeout_ms)
+// open_device(device, cache_dir, timeout_ms, robust_buffer_access)
 ERL_NIF_TERM open_device(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     runtime::RuntimeOptions opts;
     opts.device = get_string(env, argv[0], "device");
     opts.cache_dir = get_string(env, argv[1], "cache_dir");
     opts.timeout_ms = get_u64(env, argv[2], "timeout");
+    opts.robust_buffer_access = enif_is_identical(argv[3], atom(env, "true"));
+    if (!opts.robust_buffer_access && !enif_is_identical(argv[3], atom(env, "false")))
+      throw BadArg("robust_buffer_access: expected a boolean");
     auto resource = std::make_unique<DeviceResource>(DeviceResource{runtime::Device::open(opts)});
     return ok(env, make_resource(env, std::move(resource)));
   });

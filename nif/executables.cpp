@@ -3,6 +3,8 @@
 #include "nif/terms.h"
 #include "nif/transfers.h"
 
+#include <cstring>
+
 #include "ir/json.h"
 
 namespace nxv::nif {
@@ -14,36 +16,6 @@ ERL_NIF_TERM make_type_list(ErlNifEnv* env, const std::vector<ir::TensorType>& t
   return enif_make_list_from_array(env, terms.data(), static_cast<unsigned>(terms.size()));
 }
 
-// A buffer of another device (opened with other options) goes through the host.
-runtime::BufferPtr on_device(const BufferResource& input, const std::shared_ptr<runtime::Device>& device) {
-  runtime::BufferPtr buffer = input.get();
-  if (input.device() == device) return buffer;
-  std::vector<uint8_t> host(static_cast<size_t>(input.type().byte_size()));
-  input.device()->download(*buffer, host.data(), host.size());
-  return device->upload(input.type(), host.data(), host.size());
-}
-
-// An input is a buffer resource or {type, shape, binary}.
-runtime::BufferPtr get_input(ErlNifEnv* env, ERL_NIF_TERM term, const std::shared_ptr<runtime::Device>& device,
-                             const ir::TensorType& expected, size_t i) {
-  std::string what = "input " + std::to_string(i);
-  auto check = [&](const ir::TensorType& got) {
-    if (!(got == expected))
-      throw BadArg(what + ": expected " + ir::to_string(expected) + ", got " + ir::to_string(got));
-  };
-  int arity;
-  const ERL_NIF_TERM* parts;
-  if (const BufferResource* resource = find_resource<BufferResource>(env, term)) {
-    check(resource->type());
-    return on_device(*resource, device);
-  }
-  if (enif_get_tuple(env, term, &arity, &parts) && arity == 3) {
-    ir::TensorType type = get_tensor_type(env, parts[0], parts[1], what.c_str());
-    check(type);
-    return upload_binary(env, *device, type, parts[2], what);
-  }
-  throw BadArg(what + ": expected a buffer or {type, shape, binary}");
-}
 }  // namespace
 
 // compile(device, json, pipeline)
@@ -87,41 +59,86 @@ ERL_NIF_TERM kernel_sources(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   });
 }
 
+namespace {
+bool binaries_mode(ErlNifEnv* env, ERL_NIF_TERM mode) {
+  bool binaries = enif_is_identical(mode, atom(env, "binaries"));
+  if (!binaries && !enif_is_identical(mode, atom(env, "buffers"))) throw BadArg("mode must be :buffers or :binaries");
+  return binaries;
+}
+
+// {:ok, {outputs, stats}}, the outputs as binaries or buffer resources.
+ERL_NIF_TERM run_result(ErlNifEnv* env, const std::shared_ptr<runtime::Device>& device,
+                        std::vector<runtime::BufferPtr> outputs, bool binaries, const runtime::RunStats& stats) {
+  std::vector<ERL_NIF_TERM> results;
+  for (auto& out : outputs) {
+    if (binaries)
+      results.push_back(download_binary(env, *device, *out));
+    else
+      results.push_back(make_resource(env, std::make_unique<BufferResource>(device, std::move(out))));
+  }
+  ERL_NIF_TERM stats_map = make_map(env, {
+                                             {"wall_ms", enif_make_double(env, stats.wall_ms)},
+                                             {"device_ms", enif_make_double(env, stats.device_ms)},
+                                             {"dispatches", enif_make_int(env, stats.dispatches)},
+                                             {"submits", enif_make_int(env, stats.submits)},
+                                         });
+  ERL_NIF_TERM list = enif_make_list_from_array(env, results.data(), static_cast<unsigned>(results.size()));
+  return ok(env, enif_make_tuple2(env, list, stats_map));
+}
+}  // namespace
+
 // run(executable, inputs, :buffers | :binaries)
 ERL_NIF_TERM run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     auto& exe = *get_resource<ExecutableResource>(env, argv[0], "executable").executable;
     const auto device = exe.device();
-    bool binaries = enif_is_identical(argv[2], atom(env, "binaries"));
-    if (!binaries && !enif_is_identical(argv[2], atom(env, "buffers")))
-      throw BadArg("run: mode must be :buffers or :binaries");
-
+    const bool binaries = binaries_mode(env, argv[2]);
     std::vector<ERL_NIF_TERM> terms = get_list(env, argv[1], "inputs");
     const auto& expected = exe.input_types();
     if (terms.size() != expected.size())
       throw BadArg("run: the executable takes " + std::to_string(expected.size()) + " inputs, got " +
                    std::to_string(terms.size()));
     std::vector<runtime::BufferPtr> inputs;
-    for (size_t i = 0; i < terms.size(); ++i) inputs.push_back(get_input(env, terms[i], device, expected[i], i));
-
+    for (size_t i = 0; i < terms.size(); ++i) inputs.push_back(get_input(env, terms[i], device, &expected[i], i));
     runtime::RunStats stats;
-    std::vector<runtime::BufferPtr> outputs = exe.run(inputs, &stats);
+    auto outputs = exe.run(inputs, &stats);
+    return run_result(env, device, std::move(outputs), binaries, stats);
+  });
+}
 
-    std::vector<ERL_NIF_TERM> results;
-    for (auto& out : outputs) {
-      if (binaries)
-        results.push_back(download_binary(env, *device, *out));
-      else
-        results.push_back(make_resource(env, std::make_unique<BufferResource>(device, std::move(out))));
+// run_spirv(device, spirv, inputs, [{type, shape}], push_constants, {x, y, z}, :buffers | :binaries)
+ERL_NIF_TERM run_spirv(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return guarded(env, [&] {
+    auto& device = get_resource<DeviceResource>(env, argv[0], "device").device;
+    ErlNifBinary module = get_binary(env, argv[1], "spirv");
+    if (module.size == 0 || module.size % 4) throw BadArg("spirv: a SPIR-V module is a non-empty whole number of 32-bit words");
+    std::vector<uint32_t> words(module.size / 4);
+    std::memcpy(words.data(), module.data, module.size);
+    std::vector<runtime::BufferPtr> inputs;
+    std::vector<ERL_NIF_TERM> input_terms = get_list(env, argv[2], "inputs");
+    for (size_t i = 0; i < input_terms.size(); ++i) inputs.push_back(get_input(env, input_terms[i], device, nullptr, i));
+    std::vector<ir::TensorType> outputs;
+    for (ERL_NIF_TERM t : get_list(env, argv[3], "outputs")) {
+      int arity;
+      const ERL_NIF_TERM* parts;
+      if (!enif_get_tuple(env, t, &arity, &parts) || arity != 2) throw BadArg("outputs: each must be {type, shape}");
+      outputs.push_back(get_tensor_type(env, parts[0], parts[1], "output"));
     }
-    ERL_NIF_TERM stats_map = make_map(env, {
-                                               {"wall_ms", enif_make_double(env, stats.wall_ms)},
-                                               {"device_ms", enif_make_double(env, stats.device_ms)},
-                                               {"dispatches", enif_make_int(env, stats.dispatches)},
-                                               {"submits", enif_make_int(env, stats.submits)},
-                                           });
-    ERL_NIF_TERM list = enif_make_list_from_array(env, results.data(), static_cast<unsigned>(results.size()));
-    return ok(env, enif_make_tuple2(env, list, stats_map));
+    runtime::SpirvLaunch launch;
+    ErlNifBinary push = get_binary(env, argv[4], "push_constants");
+    launch.push_constants.assign(push.data, push.data + push.size);
+    int arity;
+    const ERL_NIF_TERM* groups;
+    if (!enif_get_tuple(env, argv[5], &arity, &groups) || arity != 3) throw BadArg("groups: expected {x, y, z}");
+    for (int d = 0; d < 3; ++d) {
+      uint64_t g = get_u64(env, groups[d], "group count");
+      if (g > UINT32_MAX) throw BadArg("groups: " + std::to_string(g) + " is not a 32-bit count");
+      launch.group_count[d] = uint32_t(g);
+    }
+    const bool binaries = binaries_mode(env, argv[6]);
+    runtime::RunStats stats;
+    auto results = runtime::run_spirv(device, words, inputs, outputs, launch, &stats);
+    return run_result(env, device, std::move(results), binaries, stats);
   });
 }
 

@@ -13,7 +13,7 @@ constexpr unsigned kIo = ERL_NIF_DIRTY_JOB_IO_BOUND;
 
 ErlNifFunc nif_functions[] = {
     {"list_devices", 0, list_devices, kIo},
-    {"open_device", 3, open_device, kIo},
+    {"open_device", 4, open_device, kIo},
     {"device_info", 1, device_info, 0},
     {"bytes_in_use", 1, bytes_in_use, 0},
     {"trim", 1, trim, kIo},
@@ -21,6 +21,7 @@ ErlNifFunc nif_functions[] = {
     {"executable_info", 1, executable_info, 0},
     {"kernel_sources", 2, kernel_sources, kCpu},
     {"run", 3, run, kIo},
+    {"run_spirv", 7, run_spirv, kIo},
     {"explore", 3, explore, kCpu},
     {"upload", 4, upload, kIo},
     {"download", 1, download, kIo},

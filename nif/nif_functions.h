@@ -24,6 +24,7 @@ ERL_NIF_TERM compile(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM executable_info(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM kernel_sources(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM run(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM run_spirv(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 
 // explore.cpp
 ERL_NIF_TERM explore(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

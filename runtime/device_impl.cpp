@@ -1,4 +1,5 @@
 // A logical device: queue, pooled memory, transfers, pipelines and submission.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,14 @@ namespace fs = std::filesystem;
 namespace {
 // Size classes keep the pool's free lists short and make reuse likely across runs whose
 // tensors differ slightly in size.
+bool has_device_extension(VkPhysicalDevice phys, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
+  return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
 uint64_t size_class(uint64_t bytes) {
   uint64_t c = 256;
   while (c < bytes) c <<= 1;
@@ -51,6 +60,25 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   feats.features.shaderFloat64 = c.float64;
   feats.features.shaderInt64 = c.int64;
   feats.features.shaderInt16 = c.int16;
+  // Modules built elsewhere (run_spirv) cannot be proven to stay in bounds, so they run
+  // bounds-checked: per pipeline where VK_EXT_pipeline_robustness allows it, else
+  // device-wide when the options ask for it.
+  VkPhysicalDevicePipelineRobustnessFeaturesEXT robustness{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT};
+  std::vector<const char*> extensions;
+  if (has_device_extension(phys_, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME)) {
+    VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &robustness};
+    vkGetPhysicalDeviceFeatures2(phys_, &query);
+  }
+  VkPhysicalDeviceFeatures supported;
+  vkGetPhysicalDeviceFeatures(phys_, &supported);
+  if (robustness.pipelineRobustness) {
+    extensions.push_back(VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME);
+    f12.pNext = &robustness;
+    robust_ = Robustness::PerPipeline;
+  } else if (opts_.robust_buffer_access && supported.robustBufferAccess) {
+    feats.features.robustBufferAccess = VK_TRUE;
+    robust_ = Robustness::DeviceWide;
+  }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
@@ -59,6 +87,8 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &feats};
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = uint32_t(extensions.size());
+  dci.ppEnabledExtensionNames = extensions.data();
   vk_check(vkCreateDevice(phys_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
@@ -286,8 +316,13 @@ void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
   free_raw(staging);
 }
 
-const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k) {
-  std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size());
+const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& o) {
+  if (o.bounds_checked && robust_ == Robustness::None)
+    throw Error(Error::Kind::Unsupported,
+                info_.name + " cannot bounds-check " + k.name + " alone: open the device with robust_buffer_access" +
+                    " (Nx.Vulkan.NativeV does)");
+  std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size()) + "," +
+                     std::to_string(o.push_constant_bytes) + (o.bounds_checked ? ",checked" : "");
   std::string key = content_hash(k.spirv.data(), k.spirv.size() * 4, salt);
   std::lock_guard<std::mutex> lock(pipeline_mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) {
@@ -308,6 +343,12 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k) {
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pl.setLayoutCount = 1;
   pl.pSetLayouts = &p.set_layout;
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, o.push_constant_bytes};
+  if (o.push_constant_bytes) {
+    pl.pushConstantRangeCount = 1;
+    pl.pPushConstantRanges = &push;
+  }
+  p.push_constant_bytes = o.push_constant_bytes;
   vk_check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sm.codeSize = k.spirv.size() * 4;
@@ -318,11 +359,42 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k) {
   cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, module, "main",
               nullptr};
   cp.layout = p.layout;
+  VkPipelineRobustnessCreateInfoEXT checked{VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT};
+  checked.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT;
+  if (o.bounds_checked && robust_ == Robustness::PerPipeline) cp.pNext = &checked;
   VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
   save_pipeline_cache();
   return pipelines_.emplace(key, p).first->second;
+}
+
+void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p,
+                                 const std::vector<const Buffer*>& buffers, const uint32_t group_count[3],
+                                 const std::vector<uint8_t>& push_constants) {
+  VkDescriptorSet set = ctx.allocate_set(p.set_layout);
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    infos[b] = {static_cast<const BufferImpl&>(*buffers[b]).alloc().buffer, 0, VK_WHOLE_SIZE};
+    writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[b].dstSet = set;
+    writes[b].dstBinding = uint32_t(b);
+    writes[b].descriptorCount = 1;
+    writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].pBufferInfo = &infos[b];
+  }
+  vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (!push_constants.empty())
+    vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_constants.size()), push_constants.data());
+  vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
 }
 
 VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {

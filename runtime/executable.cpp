@@ -244,32 +244,11 @@ class ExecutableImpl : public Executable {
                 RunStats& stats) {
     stats.device_ms += dev_->submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
       for (const auto* step : steps) {
-        VkDescriptorSet set = ctx.allocate_set(step->pipeline->set_layout);
-        std::vector<VkDescriptorBufferInfo> infos(step->binary.bindings.size());
-        std::vector<VkWriteDescriptorSet> writes(infos.size());
-        for (size_t b = 0; b < infos.size(); ++b) {
-          const auto& bnd = step->binary.bindings[b];
-          const BufferPtr& buf = bnd.kind == codegen::Binding::Kind::Input ? values.at(step->node->args.at(bnd.index)).at(0)
-                                                                           : values.at(step->node->id).at(bnd.index);
-          infos[b] = {static_cast<BufferImpl&>(*buf).alloc().buffer, 0, VK_WHOLE_SIZE};
-          writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-          writes[b].dstSet = set;
-          writes[b].dstBinding = uint32_t(b);
-          writes[b].descriptorCount = 1;
-          writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-          writes[b].pBufferInfo = &infos[b];
-        }
-        vkUpdateDescriptorSets(dev_->device(), uint32_t(writes.size()), writes.data(), 0, nullptr);
-        const auto& k = step->binary;
-        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, step->pipeline->pipeline);
-        vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, step->pipeline->layout, 0, 1, &set, 0, nullptr);
-        vkCmdDispatch(cb, k.group_count[0], k.group_count[1], k.group_count[2]);
-        // Later kernels read what this one wrote.
-        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
-        vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
-                             nullptr, 0, nullptr);
+        std::vector<const Buffer*> buffers;
+        for (const auto& bnd : step->binary.bindings)
+          buffers.push_back(bnd.kind == codegen::Binding::Kind::Input ? values.at(step->node->args.at(bnd.index)).at(0).get()
+                                                                      : values.at(step->node->id).at(bnd.index).get());
+        dev_->record_dispatch(cb, ctx, *step->pipeline, buffers, step->binary.group_count);
       }
     });
     stats.dispatches += int(steps.size());

@@ -43,6 +43,10 @@ struct RuntimeOptions {
   // "" → $NXV_CACHE_DIR → $XDG_CACHE_HOME/nx_vulkan → ~/.cache/nx_vulkan. "none" disables the disk cache.
   std::string cache_dir;
   uint64_t timeout_ms = 120000;  // fence wait limit per submit
+  // Bounds-check every kernel, on devices that cannot bounds-check just the modules built
+  // elsewhere (run_spirv) — lavapipe, where an unchecked write lands in the host's memory.
+  // It roughly halves lavapipe's speed, so it is opt-in, for the device run_spirv uses.
+  bool robust_buffer_access = false;
 };
 
 class Device;
@@ -110,5 +114,22 @@ class Executable {
   virtual std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats = nullptr) = 0;
   std::vector<HostTensor> run_host(const std::vector<HostTensor>& inputs, RunStats* stats = nullptr);
 };
+
+// A compute module built outside this compiler: eXMC synthesises its leapfrog shaders as
+// GLSL and compiles them itself, and calls them through the earlier nx_vulkan's API.
+// Its storage buffers are descriptor set 0, bindings 0..n-1: the inputs, then the outputs.
+struct SpirvLaunch {
+  std::vector<uint8_t> push_constants;  // at most kMaxPushConstantBytes
+  uint32_t group_count[3] = {1, 1, 1};
+};
+constexpr size_t kMaxPushConstantBytes = 128;  // what every Vulkan device allows
+
+// Validates the module, checks its entry point, bindings, push-constant block and
+// capabilities against what it is given and what the device has (errors name the mismatch),
+// then runs it bounds-checked in one submit. Outputs are new buffers of `outputs`' types;
+// what the module does not write in them is unspecified.
+std::vector<BufferPtr> run_spirv(const std::shared_ptr<Device>& device, const std::vector<uint32_t>& spirv,
+                                 const std::vector<BufferPtr>& inputs, const std::vector<ir::TensorType>& outputs,
+                                 const SpirvLaunch& launch, RunStats* stats = nullptr);
 
 }  // namespace nxv::runtime

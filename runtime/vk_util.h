@@ -23,6 +23,12 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindings = 0;
+  uint32_t push_constant_bytes = 0;
+};
+
+struct PipelineOptions {
+  uint32_t push_constant_bytes = 0;
+  bool bounds_checked = false;  // robust buffer access: for modules this compiler did not generate
 };
 
 struct Allocation {
@@ -81,9 +87,14 @@ class DeviceImpl : public Device {
 
   // Pipelines are cached by a hash of the module and its launch; creation goes through
   // the persisted VkPipelineCache.
-  const Pipeline& pipeline(const codegen::KernelBinary& k);
+  const Pipeline& pipeline(const codegen::KernelBinary& k, const PipelineOptions& options = {});
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
+
+  // Records a dispatch of `p` with buffers[i] at binding i, then a barrier that makes its
+  // writes visible to later dispatches and transfers.
+  void record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p, const std::vector<const Buffer*>& buffers,
+                       const uint32_t group_count[3], const std::vector<uint8_t>& push_constants = {});
 
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
   // Returns device time in ms (0 when the queue has no timestamps).
@@ -113,6 +124,7 @@ class DeviceImpl : public Device {
   bool timestamps_ = false;
   VkPhysicalDeviceMemoryProperties mem_props_{};
   bool unified_ = false;  // device-local memory is host-visible: no staging needed
+  enum class Robustness { None, PerPipeline, DeviceWide } robust_ = Robustness::None;
 
   std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation
   std::mutex pool_mutex_;

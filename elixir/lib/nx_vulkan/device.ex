@@ -8,15 +8,20 @@ defmodule Nx.Vulkan.Device do
     * `:cache_dir` - where compiled pipelines persist (`""`: the runtime's default,
       `"none"`: no disk cache)
     * `:timeout` - milliseconds a single submit may run
+
+  and, not from the environment, `:robust_buffer_access` (default `false`): bounds-check every
+  kernel where the device cannot bounds-check only the modules `Nx.Vulkan.NativeV` runs.
   """
 
   @keys [:device, :cache_dir, :timeout]
 
   @doc "The configuration `opts` select, as a keyword list usable as a cache key."
   def config(opts) do
-    for key <- @keys do
-      {key, Keyword.get_lazy(opts, key, fn -> Application.fetch_env!(:nx_vulkan, key) end)}
-    end
+    env =
+      for key <- @keys,
+          do: {key, Keyword.get_lazy(opts, key, fn -> Application.fetch_env!(:nx_vulkan, key) end)}
+
+    env ++ [robust_buffer_access: Keyword.get(opts, :robust_buffer_access, false)]
   end
 
   @doc "The device handle for `opts` (opened once per configuration)."
@@ -25,8 +30,13 @@ defmodule Nx.Vulkan.Device do
 
     case :persistent_term.get({__MODULE__, config}, nil) do
       nil ->
-        [device: device, cache_dir: cache_dir, timeout: timeout] = config
-        ref = Nx.Vulkan.Error.unwrap!(Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout))
+        [device: device, cache_dir: cache_dir, timeout: timeout, robust_buffer_access: robust] = config
+
+        ref =
+          Nx.Vulkan.Error.unwrap!(
+            Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust)
+          )
+
         :persistent_term.put({__MODULE__, config}, ref)
         ref
 

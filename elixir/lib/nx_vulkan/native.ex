@@ -22,8 +22,12 @@ defmodule Nx.Vulkan.Native do
   @doc "Devices in preference order, as maps."
   def list_devices, do: :erlang.nif_error(:not_loaded)
 
-  @doc "Opens the device for `(device, cache_dir, timeout_ms)`; see `runtime::RuntimeOptions`."
-  def open_device(_device, _cache_dir, _timeout_ms), do: :erlang.nif_error(:not_loaded)
+  @doc """
+  Opens the device for `(device, cache_dir, timeout_ms, robust_buffer_access)`; see
+  `runtime::RuntimeOptions`.
+  """
+  def open_device(device, cache_dir, timeout_ms, robust_buffer_access \\ false)
+  def open_device(_device, _cache_dir, _timeout_ms, _robust_buffer_access), do: :erlang.nif_error(:not_loaded)
 
   @doc "The opened device's description (as in `list_devices/0`)."
   def device_info(_device), do: :erlang.nif_error(:not_loaded)
@@ -56,6 +60,17 @@ defmodule Nx.Vulkan.Native do
   `mode` is `:buffers` or `:binaries`. Returns `{:ok, {outputs, stats}}`.
   """
   def run(_executable, _inputs, _mode), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Runs a SPIR-V compute module built elsewhere, bounds-checked, once: `spirv` is the module's
+  bytes; its storage buffers (set 0, bindings 0..) are `inputs` (buffers or
+  `{type, shape, binary}`), then new buffers of `outputs` (`[{type, shape}]`);
+  `push_constants` is a binary of at most 128 bytes; `groups` is `{x, y, z}`. The module is
+  validated and its interface checked against all of these first. Returns
+  `{:ok, {outputs, stats}}` as `run/3` does.
+  """
+  def run_spirv(_device, _spirv, _inputs, _outputs, _push_constants, _groups, _mode),
+    do: :erlang.nif_error(:not_loaded)
 
   @doc "Copies a binary to a new device buffer of the given type and shape."
   def upload(_device, _type, _shape, _binary), do: :erlang.nif_error(:not_loaded)
