@@ -29,6 +29,21 @@ namespace {
 constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.90821492927058770002e-10;
 constexpr double kLn2HiF = 6.9313812256e-01, kLn2LoF = 9.0580006145e-06;
 constexpr double kLog2e = 1.44269504088896338700e+00;
+// (e^r - 1) / r on |r| <= ln2/2: Chebyshev fits (mpmath.chebyfit), relative error of r Q(r)
+// 2.4e-17 (f64) and 1.2e-8 (f32) with these coefficients rounded to double.
+const std::vector<double> kExpm1Q64 = {1.0,
+                                       0.5000000000000006,
+                                       0.1666666666666667,
+                                       0.041666666666573066,
+                                       0.008333333333326136,
+                                       0.001388888893251478,
+                                       0.00019841269874820627,
+                                       2.480150431378554e-05,
+                                       2.7557255400206422e-06,
+                                       2.7626371065696354e-07,
+                                       2.5105217004720745e-08};
+const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
+                                       0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
 // pi/2 as a double-double.
 constexpr double kPio2Hi = 1.57079632679489655800e+00, kPio2Lo = 6.12323399573676603587e-17;
 constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
@@ -95,33 +110,61 @@ struct M {
   }
   double max_log() { return wide() ? 709.782712893383973096 : 88.7228391116729996; }
   double min_log() { return wide() ? -745.1332191019412 : -103.97208; }  // below: 0 even as a subnormal
-
-  // e^x 2^scale = 2^(k+scale) e^r, |r| <= ln2/2, with r = x - k ln2 in two parts (exact for
-  // |k| < 2^20). A negative scale gives e^x / 2^-scale where e^x alone would overflow.
   double ln2_hi() { return wide() ? kLn2Hi : kLn2HiF; }
   double ln2_lo() { return wide() ? kLn2Lo : kLn2LoF; }
 
-  Id exp(Id x, int scale = 0) {
+  // x = k ln2 + r, |r| <= ln2/2, r in two parts (exact for |k| < 2^20), and e^r - 1 = r Q(r)
+  // kept apart from the 1 so that expm1 does not lose it to cancellation.
+  struct Reduced {
+    Id k;   // 32-bit; clamped where x is out of range (its result is replaced there)
+    Id em;  // e^r - 1
+  };
+  Reduced reduce_exp(Id x) {
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r = fma(kf, c(-ln2_lo()), fma(kf, c(-ln2_hi()), x));
-    Id p = poly(r, inverse_factorials(wide() ? 15 : 11));
-    // Two steps keep each scaling in range when e^r < 1 and k is at the top of the range.
-    Id k32 = to_i32(sel(nan(kf), c(0), kf));
+    kf = b().ext(GLSLstd450FClamp, rt(), {sel(nan(kf), c(0), kf), c(-2000), c(2000)});
+    return {to_i32(kf), mul(r, poly(r, wide() ? kExpm1Q64 : kExpm1Q32))};
+  }
+  // 2^n, for n in the normal exponent range: the exponent field alone (no ldexp, which
+  // drivers expand into range checks).
+  Id pow2(Id n32) {
+    Id n = wide() ? b().op(spv::OpSConvert, it(), {n32}) : n32;
+    const int mant = wide() ? 52 : 23, bias = wide() ? 1023 : 127;
+    return from_bits(b().op(spv::OpShiftLeftLogical, it(), {b().op(spv::OpIAdd, it(), {n, k(uint64_t(bias))}), k(uint64_t(mant))}));
+  }
+  Id i32(int32_t v) { return e.u32c(uint32_t(v)); }
+  Id iadd(Id a, Id x) { return b().op(spv::OpIAdd, e.u32(), {a, x}); }
+  // v 2^(k + extra) in two steps, each factor normal, so that a subnormal result is rounded once.
+  Id scale2(Id v, Id k32, int extra) {
     Id half = b().op(spv::OpShiftRightArithmetic, e.u32(), {k32, e.u32c(1)});
-    Id rest = b().op(spv::OpIAdd, e.u32(), {b().op(spv::OpISub, e.u32(), {k32, half}), e.u32c(uint32_t(scale))});
-    Id v = ldexp(ldexp(p, half), rest);
+    Id rest = iadd(b().op(spv::OpISub, e.u32(), {k32, half}), i32(extra));
+    return mul(mul(v, pow2(half)), pow2(rest));
+  }
+  // Where the reduction does not hold: overflow, underflow, NaN.
+  Id exp_special(Id x, Id v, int scale) {
     v = sel(gt(x, c(max_log() - scale * 0.69314718055994530942)), c(INFINITY), v);
     v = sel(lt(x, c(min_log())), c(0), v);
     return sel(nan(x), x, v);
   }
 
+  // e^x 2^scale: a negative scale gives e^x / 2^-scale where e^x alone would overflow.
+  Id exp(Id x, int scale = 0) {
+    Reduced red = reduce_exp(x);
+    return exp_special(x, scale2(add(c(1), red.em), red.k, scale), scale);
+  }
+
+  // e^x - 1 = 2^k (e^r - 1 - (2^-k - 1)): where 2^-k - 1 is exact (-1 <= k <= significand bits)
+  // the only rounding is that difference's (fdlibm's s_expm1), and -0 stays -0 at k = 0;
+  // elsewhere e^x - 1 loses nothing.
   Id expm1(Id x) {
-    // Near 0 the series keeps the relative accuracy exp(x) - 1 would cancel away.
-    std::vector<double> coeffs = inverse_factorials(wide() ? 23 : 13);
-    coeffs.erase(coeffs.begin());  // x (1 + x/2 + x^2/6 + ...)
-    Id series = mul(x, poly(x, coeffs));
-    Id far = sub(exp(x), c(1));
-    return sel(lt(abs(x), c(1)), series, far);
+    Reduced red = reduce_exp(x);
+    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
+    Id near = mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
+    Id far = sub(exp_special(x, scale2(add(c(1), red.em), red.k, 0), 0), c(1));
+    Id in_near = b().op(spv::OpLogicalAnd, e.boolean(),
+                        {b().op(spv::OpSGreaterThanEqual, e.boolean(), {red.k, i32(-1)}),
+                         b().op(spv::OpSLessThanEqual, e.boolean(), {red.k, i32(wide() ? 53 : 24)})});
+    return sel(in_near, near, far);
   }
 
   // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)) as a series.
