@@ -15,7 +15,7 @@ mkdir -p "$out"
 what=${1:-all}
 .gl/bin/nxv devices
 if [[ $what == tests || $what == all ]]; then
-  NXV_TEST_GRAPHS=$PWD/unit_tests/graphs .gl/bin/nxv_unit_tests --gtest_brief=1 2>&1 | tail -25
+  NXV_TEST_DATA=$PWD/unit_tests .gl/bin/nxv_unit_tests --gtest_brief=1 2>&1 | tail -25
 fi
 if [[ $what == bench || $what == all ]]; then
   .gl/bin/nxv_bench --size full --runs 30 --json "$out/nxv.json"

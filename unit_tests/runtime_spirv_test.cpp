@@ -10,12 +10,13 @@
 #include <sstream>
 
 #include "runtime/runtime.h"
+#include "test_graphs.h"
 
 namespace nxv::runtime {
 namespace {
 
 std::vector<uint32_t> assemble(const std::string& fixture) {
-  std::ifstream f(std::string(NXV_TEST_SPIRV) + "/" + fixture);
+  std::ifstream f(test_data_path("spirv/" + fixture));
   std::stringstream text;
   text << f.rdbuf();
   spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_2);
