@@ -42,12 +42,6 @@ const std::vector<double> kExpm1Q64 = {1.0,
                                        2.7557255400206422e-06,
                                        2.7626371065696354e-07,
                                        2.5105217004720745e-08};
-// (tanh(x)/x - 1)/x^2 as a polynomial in x^2 on |x| < 0.55 (a Chebyshev fit as above):
-// relative error of tanh 5.1e-18. f64 only: f32 tanh is the driver's.
-const std::vector<double> kTanhP64 = {-0.3333333333333333,    0.13333333333332714,    -0.053968253967434016,
-                                      0.021869488493666944,   -0.008863234397814355,  0.003592110378689024,
-                                      -0.001455661830100716,  0.0005889360520074057,  -0.0002346347410887237,
-                                      8.511313685577672e-05,  -2.060276537636634e-05};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
 // pi/2 as a double-double.
@@ -222,14 +216,11 @@ struct M {
     return sel(gt(a, c(22)), half_exp(a), near);
   }
   Id half_exp(Id a) { return exp(a, -1); }
-  // Near 0 an odd polynomial; from |x| = 0.55, where tanh >= 1/2, 1 - 2/(e^2|x| + 1) loses
-  // at most exp's error (e^2|x| overflowing to Inf gives 1, NaN stays NaN).
   Id tanh(Id x) {
     Id a = abs(x);
-    Id s = mul(a, a);
-    Id near = fma(mul(a, s), poly(s, kTanhP64), a);
-    Id far = sub(c(1), div(c(2), add(exp(add(a, a)), c(1))));
-    return copysign(sel(lt(a, c(0.55)), near, far), x);
+    Id em = expm1(add(a, a));
+    Id v = div(em, add(em, c(2)));
+    return copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x);
   }
   Id sigmoid(Id x) { return div(c(1), add(c(1), exp(neg(x)))); }
 
