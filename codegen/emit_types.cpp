@@ -115,10 +115,29 @@ Id Emitter::from_bits(Id bits, DType t) {
   }
 }
 
-Id Emitter::load(const BufferRef& buf, Id linear) {
+Id Emitter::buffer_entry_type(const BufferRef& buf) {
   Id st = storage_type(buf.dtype);
-  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, st), {buf.variable, u32c(0), linear});
-  Id raw = b.op(spv::OpLoad, st, {ptr});
+  return buf.lanes > 1 ? b.type_vector(st, buf.lanes) : st;
+}
+
+// In an array of vectors, element `linear` is a component of one: reads at other than the
+// output position (a broadcast, a reversal) stay scalar.
+Id Emitter::element_pointer(const BufferRef& buf, Id linear) {
+  Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, storage_type(buf.dtype));
+  if (buf.lanes == 1) return b.op(spv::OpAccessChain, ptr, {buf.variable, u32c(0), linear});
+  Id entry = b.op(spv::OpUDiv, u32(), {linear, u32c(buf.lanes)});
+  Id lane = b.op(spv::OpUMod, u32(), {linear, u32c(buf.lanes)});
+  return b.op(spv::OpAccessChain, ptr, {buf.variable, u32c(0), entry, lane});
+}
+
+Id Emitter::entry_pointer(const BufferRef& buf, Id at) {
+  return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, buffer_entry_type(buf)),
+              {buf.variable, u32c(0), at});
+}
+
+Id Emitter::load(const BufferRef& buf, Id linear) {
+  Id ptr = element_pointer(buf, linear);
+  Id raw = b.op(spv::OpLoad, storage_type(buf.dtype), {ptr});
   if (ir::dtype_bits(buf.dtype) >= 32) return raw;
   return from_bits(b.op(spv::OpUConvert, u32(), {raw}), buf.dtype);
 }
@@ -126,8 +145,16 @@ Id Emitter::load(const BufferRef& buf, Id linear) {
 void Emitter::store(const BufferRef& buf, Id linear, Id value) {
   Id st = storage_type(buf.dtype);
   Id v = ir::dtype_bits(buf.dtype) >= 32 ? value : b.op(spv::OpUConvert, st, {to_bits(value, buf.dtype)});
-  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, st), {buf.variable, u32c(0), linear});
-  b.op_void(spv::OpStore, {ptr, v});
+  b.op_void(spv::OpStore, {element_pointer(buf, linear), v});
+}
+
+Id Emitter::load_vector(const BufferRef& buf, Id at) {
+  Id ptr = entry_pointer(buf, at);
+  return b.op(spv::OpLoad, buffer_entry_type(buf), {ptr});
+}
+
+void Emitter::store_vector(const BufferRef& buf, Id at, Id vector) {
+  b.op_void(spv::OpStore, {entry_pointer(buf, at), vector});
 }
 
 Id Emitter::normalize(Id v, DType t) {

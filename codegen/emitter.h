@@ -33,6 +33,9 @@ struct Index {
 struct BufferRef {
   Id variable;
   ir::DType dtype;
+  // Elements per entry of the declared array: above 1 an array of vectors (32- and 64-bit
+  // types only), which the plain loop reads and writes a vector at a time.
+  uint32_t lanes = 1;
 };
 
 // Set when all invocations of a workgroup compute each output element
@@ -92,7 +95,12 @@ class Emitter {
   Id u32();
   Id u32c(uint64_t v) { return b.const_int(32, v); }
   Id boolean();
+  // The type of one entry of buf's declared array: its storage type, or a vector of buf.lanes.
+  Id buffer_entry_type(const BufferRef& buf);
   Id load(const BufferRef& buf, Id linear);
+  // Entry `at` of a vector buffer: elements at * lanes, ..., as declared (storage form).
+  Id load_vector(const BufferRef& buf, Id at);
+  void store_vector(const BufferRef& buf, Id at, Id vector);
   // The value's bit pattern in an integer register of its register width, and back.
   Id to_bits(Id v, ir::DType t);
   Id from_bits(Id bits, ir::DType t);
@@ -129,6 +137,8 @@ class Emitter {
   Id emit_repeat_result(const ir::Node& elem, Index& index);  // elem of a `repeat` (emit_repeat.cpp)
 
   const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }
+  Id element_pointer(const BufferRef& buf, Id linear);
+  Id entry_pointer(const BufferRef& buf, Id at);
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);

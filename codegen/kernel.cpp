@@ -121,8 +121,15 @@ bool wants_tiles(const ir::Graph& body, const ir::Shape& out) {
   return false;
 }
 
+// Whether `user` reads `operand` at its own linear position, under the same memo key:
+// elementwise ops of one shape pass their index on (operand_at), reshapes its linear form.
+bool reads_at_own_position(const ir::Node& user, const ir::Node& operand) {
+  if (user.op == "reshape" || user.op == "squeeze" || user.op == "metadata") return true;
+  return ir::is_elementwise(ir::op_family(user.op)) && user.type().shape == operand.type().shape;
+}
+
 // Nodes evaluated only at the output position: the output, and nodes all of whose users
-// are such nodes, elementwise and of the same shape (operand_at passes their index on).
+// are such nodes and read them there.
 std::set<ir::NodeId> at_output_position(const ir::Graph& body) {
   std::map<ir::NodeId, std::vector<const ir::Node*>> users;
   for (const auto& n : body.nodes)
@@ -131,11 +138,58 @@ std::set<ir::NodeId> at_output_position(const ir::Graph& body) {
   for (auto it = body.nodes.rbegin(); it != body.nodes.rend(); ++it) {
     if (aligned.count(it->id) || it->is_tuple() || users[it->id].empty()) continue;
     bool all = true;
-    for (const ir::Node* u : users[it->id])
-      all = all && aligned.count(u->id) && ir::is_elementwise(ir::op_family(u->op)) && u->type().shape == it->type().shape;
+    for (const ir::Node* u : users[it->id]) all = all && aligned.count(u->id) && reads_at_own_position(*u, *it);
     if (all) aligned.insert(it->id);
   }
   return aligned;
+}
+
+// Parameters read at the output position of some result (maybe elsewhere too).
+std::vector<const ir::Node*> params_read_at_output_position(const ir::Graph& body) {
+  std::set<ir::NodeId> reached(body.outputs.begin(), body.outputs.end());
+  for (auto it = body.nodes.rbegin(); it != body.nodes.rend(); ++it) {
+    if (!reached.count(it->id)) continue;
+    for (ir::NodeId a : it->args)
+      if (reads_at_own_position(*it, body.node(a))) reached.insert(a);
+  }
+  std::vector<const ir::Node*> params;
+  for (const auto& n : body.nodes)
+    if (n.op == "parameter" && reached.count(n.id)) params.push_back(&n);
+  return params;
+}
+
+// Whether every element of the body is computed from single elements of its operands: no
+// loop over a reduced extent or a repeat's steps, which a vectorised kernel would repeat
+// per lane.
+bool computes_per_element(const ir::Graph& body) {
+  for (const auto& n : body.nodes) {
+    const auto f = ir::op_family(n.op);
+    if (!ir::is_elementwise(f) && f != ir::OpFamily::Source && f != ir::OpFamily::IndexMap &&
+        f != ir::OpFamily::PutSlice && f != ir::OpFamily::Metadata)
+      return false;
+  }
+  return true;
+}
+
+// Whether the plain loop visits the output in tile order (see wants_tiles).
+bool in_tile_order(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps) {
+  return kernel.results.size() == 1 && tile_transposes(caps) && wants_tiles(body, kernel.results[0].shape);
+}
+
+// The widest element of the buffers the plain loop would access as vectors (the results and
+// the parameters read at the output position), or 0 where it cannot compute consecutive
+// elements together: in tile order, for results of different sizes, and with buffers of
+// 8- or 16-bit elements (whose vectors would need repacking).
+int64_t vector_element_bytes(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps) {
+  if (kernel.results.empty() || in_tile_order(kernel, body, caps) || !computes_per_element(body)) return 0;
+  std::vector<ir::TensorType> vectors(kernel.results.begin(), kernel.results.end());
+  for (const ir::Node* p : params_read_at_output_position(body)) vectors.push_back(p->type());
+  int64_t widest = 0;
+  for (const auto& t : vectors) {
+    if (t.num_elements() != kernel.results[0].num_elements() || ir::dtype_bits(t.dtype) < 32) return 0;
+    widest = std::max<int64_t>(widest, ir::dtype_bytes(t.dtype));
+  }
+  return widest;
 }
 
 // Transposes of a kernel argument that swap its two innermost axes, in a kernel whose one
@@ -285,21 +339,69 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
       });
 }
 
+// One storage buffer per binding. With lanes > 1 the results and the arguments of
+// `vector_params` are arrays of vectors; any other reads of those arguments take a component.
+void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t lanes,
+                      const std::vector<const ir::Node*>& vector_params, std::vector<BufferRef>* inputs,
+                      std::vector<BufferRef>* outputs) {
+  auto read_as_vectors = [&](int arg) {
+    return std::any_of(vector_params.begin(), vector_params.end(),
+                       [&](const ir::Node* p) { return p->attrs.value("index", int64_t(-1)) == arg; });
+  };
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const auto& bnd = bindings[i];
+    bool in = bnd.kind == Binding::Kind::Input;
+    BufferRef buf{0, bnd.dtype, !in || read_as_vectors(bnd.index) ? lanes : 1};
+    buf.variable = e.b.storage_buffer(e.buffer_entry_type(buf), ir::dtype_bytes(bnd.dtype) * buf.lanes, uint32_t(i), in);
+    e.b.name(buf.variable, (in ? "arg" : "result") + std::to_string(bnd.index));
+    (in ? inputs : outputs)->push_back(buf);
+  }
+}
+
+// A parameter read a vector at a time in a vectorised loop.
+struct VectorRead {
+  const ir::Node* param;
+  BufferRef buf;
+};
+
+// The linear index of lane l of vector `at`.
+Index lane_index(Emitter& e, const ir::Shape& shape, Id at, uint32_t lanes, uint32_t l) {
+  Index idx;
+  idx.shape = shape;
+  idx.linear = e.b.op(spv::OpIMul, e.u32(), {at, e.u32c(lanes)});
+  if (l > 0) idx.linear = e.b.op(spv::OpIAdd, e.u32(), {idx.linear, e.u32c(l)});
+  return idx;
+}
+
+// Elements at * lanes, ... of `node` as one vector. The body's scalar code runs once per
+// lane; the parameters read there come from one vector load each, handed to it lane by lane.
+Id vector_at(Emitter& e, const ir::Node& node, Id at, uint32_t lanes, const std::vector<VectorRead>& reads) {
+  spirv::Builder& b = e.b;
+  for (const auto& r : reads) {
+    Id v = e.load_vector(r.buf, at);
+    for (uint32_t l = 0; l < lanes; ++l)
+      e.provide(*r.param, lane_index(e, r.param->type().shape, at, lanes, l),
+                b.op(spv::OpCompositeExtract, e.reg_type(r.buf.dtype), {v}, {l}));
+  }
+  std::vector<Id> elems;
+  for (uint32_t l = 0; l < lanes; ++l) elems.push_back(e.value(node, lane_index(e, node.type().shape, at, lanes, l)));
+  return b.op(spv::OpCompositeConstruct, b.type_vector(e.reg_type(node.type().dtype), lanes), elems);
+}
+
 std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
                                   const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items,
                                   uint64_t* shared_bytes) {
   spirv::Builder b;
   Emitter e(b, caps, body);
   check_types(kernel, body, caps, e, bindings);
+  const uint32_t lanes = launch.vector_width;
+  const auto vector_params = lanes > 1 ? params_read_at_output_position(body) : std::vector<const ir::Node*>{};
   std::vector<BufferRef> inputs, outputs;
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    const auto& bnd = bindings[i];
-    bool in = bnd.kind == Binding::Kind::Input;
-    Id var = b.storage_buffer(e.storage_type(bnd.dtype), ir::dtype_bytes(bnd.dtype), uint32_t(i), in);
-    b.name(var, (in ? "arg" : "result") + std::to_string(bnd.index));
-    (in ? inputs : outputs).push_back({var, bnd.dtype});
-  }
+  declare_bindings(e, bindings, lanes, vector_params, &inputs, &outputs);
   e.set_inputs(inputs);
+  std::vector<VectorRead> vector_reads;
+  for (const ir::Node* p : vector_params)
+    vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
 
   b.begin_main();
   if (auto rs = row_split(kernel); rs && items > 0) {
@@ -315,14 +417,16 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
     b.end_main(launch.workgroup_size);
     return b.finish();
   }
-  const bool tiles = kernel.results.size() == 1 && tile_transposes(caps) && wants_tiles(body, kernel.results[0].shape);
-  // Plain: invocation i computes elements i, i + stride, ...  Cooperative: workgroup g
-  // computes elements g, g + groups, ... together and invocation 0 stores them.
+  const bool tiles = in_tile_order(kernel, body, caps);
+  // Plain: invocation i computes positions i, i + stride, ...  Cooperative: workgroup g
+  // computes positions g, g + groups, ... together and invocation 0 stores them. A position
+  // is an element, or in a vectorised loop `lanes` consecutive ones.
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
   const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
   Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
+  const int64_t positions = items / lanes;
   b.loop(
-      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(items)}); },
+      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(positions)}); },
       [&](const spirv::Builder::Values& s) {
         if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
         // With unrolling, an invocation computes positions s, s + stride, ... in one
@@ -332,31 +436,39 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
         const uint32_t unroll = launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll);
         struct Pending {
           size_t k;
-          Id pos, linear, v;
+          Id pos, linear, v;  // linear: where v goes (a vector's index when vectorised)
         };
         std::vector<Pending> pending;
         for (uint32_t j = 0; j < unroll; ++j) {
           Id pos = j == 0 ? s[0] : b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(j) * stride)});
           for (size_t k = 0; k < kernel.results.size(); ++k) {
-            const int64_t n = kernel.results[k].num_elements();
+            const int64_t n = kernel.results[k].num_elements() / lanes;
             if (n == 0) continue;
+            const ir::Node& out = body.node(body.outputs[k]);
+            Id at = n == positions && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
+            if (lanes > 1) {
+              pending.push_back({k, pos, at, vector_at(e, out, at, lanes, vector_reads)});
+              continue;
+            }
             Index idx;
             idx.shape = kernel.results[k].shape;
-            Id at = n == items && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
             idx.linear = tiles ? tiled_linear(e, at, idx.shape) : at;
-            pending.push_back({k, pos, idx.linear, e.value(body.node(body.outputs[k]), idx)});
+            pending.push_back({k, pos, idx.linear, e.value(out, idx)});
           }
         }
         for (const auto& p : pending) {
-          const int64_t n = kernel.results[p.k].num_elements();
+          const int64_t n = kernel.results[p.k].num_elements() / lanes;
           std::vector<Id> guards;
-          if (n != items || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
+          if (n != positions || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
           if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
-          auto store = [&] { e.store(outputs[p.k], p.linear, p.v); };
+          auto store = [&] {
+            if (lanes > 1) e.store_vector(outputs[p.k], p.linear, p.v);
+            else e.store(outputs[p.k], p.linear, p.v);
+          };
           if (guards.empty()) store();
           else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
         }
-        // items + unroll * stride < 2^32: items < 2^31 and unroll * stride is far below.
+        // positions + unroll * stride < 2^32: items < 2^31 and unroll * stride is far below.
         return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(unroll) * stride)})};
       });
   declare_float_controls(b, caps);
@@ -407,7 +519,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
-                               : KernelShape{items, longest_reduction(body)};
+                               : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps)};
   LaunchConfig launch = !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);

@@ -1,5 +1,5 @@
 // compile_kernel as a whole: fused bodies, several outputs, determinism,
-// device capabilities and malformed kernels.
+// device capabilities, vectorised elementwise kernels and malformed kernels.
 #include <gtest/gtest.h>
 
 #include "codegen_testing.h"
@@ -8,13 +8,8 @@ namespace nxv::codegen {
 namespace {
 
 using ir::DType;
+using cgtest::count;
 using cgtest::KernelBuilder;
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
 
 ir::Graph diamond() {
   KernelBuilder k;
@@ -125,6 +120,82 @@ TEST(CodegenKernel, MissingDeviceFeaturesAreNamed) {
   auto isn = kr.add("is_nan", {f}, DType::U8, {4});
   auto g2 = kr.finish({kr.add("select", {isn, f, f}, DType::F32, {4})});
   EXPECT_NO_THROW(cgtest::compile(g2, caps));
+}
+
+DeviceCaps nvidia_caps() {
+  auto caps = generic_caps();
+  caps.vendor_id = 0x10DE;
+  return caps;
+}
+
+// As for NVIDIA, x + y over 1024 f32 is one 16-byte load per argument and one store per
+// position, no scalar access left; the generic target keeps scalar code.
+TEST(CodegenKernel, ElementwiseKernelsReadAndWriteVectors) {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {1024}), y = k.param(DType::F32, {1024});
+  auto g = k.finish({k.add("add", {x, y}, DType::F32, {1024})});
+  auto kb = cgtest::compile(g, nvidia_caps());
+  auto text = disassemble(kb.spirv);
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+  EXPECT_EQ(count(text, "OpLoad %v4float"), 2u) << text;
+  EXPECT_EQ(count(text, "OpLoad %float"), 0u) << text;
+  EXPECT_EQ(count(text, "OpStore"), 1u) << text;
+  EXPECT_EQ(count(text, "OpFAdd %float"), 4u) << text;
+  EXPECT_EQ(count(disassemble(cgtest::compile(g).spirv), "v4float"), 0u);
+}
+
+// Results of one size but different shapes are vectors alike (one a reshape of the other).
+TEST(CodegenKernel, ResultsOfOneSizeAndTwoShapesAreVectorised) {
+  KernelBuilder k;
+  auto x = k.param(DType::S32, {32, 32});
+  auto n = k.add("negate", {x}, DType::S32, {32, 32});
+  auto kb = cgtest::compile(k.finish({n, k.add("reshape", {n}, DType::S32, {1024})}), nvidia_caps());
+  auto text = disassemble(kb.spirv);
+  EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "") << text;
+  EXPECT_EQ(count(text, "OpLoad %v4uint"), 1u) << text;
+  EXPECT_EQ(count(text, "OpStore"), 2u) << text;
+}
+
+// Where lanes could not share an invocation's code, or vectors would need repacking, the
+// kernel stays scalar: results of different sizes, a reduction, 16- and 8-bit buffers, a
+// transpose visited in tiles.
+TEST(CodegenKernel, KernelsThatCannotBeVectorisedStayScalar) {
+  std::vector<ir::Graph> graphs;
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {8, 4});
+    auto sum = k.add("sum", {x}, DType::F32, {8}, {{"axes", {1}}});
+    graphs.push_back(k.finish({k.add("negate", {x}, DType::F32, {8, 4}), sum}));
+  }
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {8, 4});
+    graphs.push_back(k.finish({k.add("sum", {x}, DType::F32, {8}, {{"axes", {1}}})}, "reduce"));
+  }
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F16, {64});
+    graphs.push_back(k.finish({k.add("add", {x, x}, DType::F16, {64})}));
+  }
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {64});
+    graphs.push_back(k.finish({k.add("greater", {x, x}, DType::U8, {64})}));
+  }
+  {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {64, 64});
+    auto t = k.add("transpose", {x}, DType::F32, {64, 64}, {{"axes", {1, 0}}});
+    graphs.push_back(k.finish({k.add("add", {t, x}, DType::F32, {64, 64})}));
+  }
+  for (const auto& g : graphs) {
+    auto kb = cgtest::compile(g, nvidia_caps());
+    auto text = disassemble(kb.spirv);
+    EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "") << text;
+    EXPECT_EQ(count(text, "OpTypeVector %float"), 0u) << text;
+    EXPECT_EQ(count(text, "OpTypeVector %ushort"), 0u) << text;
+    EXPECT_EQ(count(text, "OpTypeVector %uchar"), 0u) << text;
+  }
 }
 
 TEST(CodegenKernel, MalformedKernelsAreRejectedWithTheNode) {

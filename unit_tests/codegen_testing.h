@@ -68,6 +68,13 @@ class KernelBuilder {
 
 inline const ir::Node& kernel_of(const ir::Graph& g) { return g.nodes.back(); }
 
+// Occurrences of `what` in `text` (instructions in a disassembly).
+inline size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 inline KernelBinary compile(const ir::Graph& g, const DeviceCaps& caps = generic_caps()) {
   return compile_kernel(kernel_of(g), g, caps);
 }

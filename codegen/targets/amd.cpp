@@ -1,11 +1,13 @@
-// AMD: wavefronts of 64 (RDNA can run 32); 256-invocation groups are 4 waves.
+// AMD: wavefronts of 64 (RDNA can run 32); 256-invocation groups are 4 waves. Elementwise
+// kernels read and write 16 bytes per access where they can, as on NVIDIA (not yet measured
+// on AMD hardware).
 #include "codegen/targets/launch.h"
 
 namespace nxv::codegen {
 
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k) {
   if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, 256, 65535);
-  return cover(caps, k.items, 256, 65535);
+  return cover(caps, k.items, 256, 65535, 1, vector_lanes(k, 16));
 }
 
 }  // namespace nxv::codegen

@@ -5,12 +5,21 @@
 namespace nxv::codegen {
 
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,
-                   uint32_t unroll) {
+                   uint32_t unroll, uint32_t lanes) {
   uint32_t wg = std::max<uint32_t>(1, std::min(workgroup_size, caps.max_workgroup_invocations));
-  const int64_t per_group = int64_t(wg) * unroll;
+  const int64_t per_group = int64_t(wg) * unroll * lanes;
   int64_t groups = (std::max<int64_t>(items, 1) + per_group - 1) / per_group;
   groups = std::min<int64_t>({groups, max_groups, caps.max_workgroup_count_x});
-  return {wg, uint32_t(std::max<int64_t>(groups, 1)), false, unroll};
+  LaunchConfig c{wg, uint32_t(std::max<int64_t>(groups, 1)), false, unroll};
+  c.vector_width = lanes;
+  return c;
+}
+
+uint32_t vector_lanes(const KernelShape& k, uint32_t bytes) {
+  uint32_t lanes = 1;
+  if (k.vector_element_bytes == 0 || k.items == 0) return lanes;
+  while (lanes < 4 && int64_t(lanes) * 2 * k.vector_element_bytes <= bytes && k.items % (lanes * 2) == 0) lanes *= 2;
+  return lanes;
 }
 
 LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups) {

@@ -16,6 +16,9 @@ struct LaunchConfig {
   bool cooperative = false;
   // Plain launches: positions each invocation computes per loop iteration (see kernel.cpp).
   uint32_t unroll = 1;
+  // Plain launches: consecutive elements per position, read and written as one vector
+  // (kernel.cpp); 1, or a power of two that divides the items.
+  uint32_t vector_width = 1;
   // Each workgroup computes kTransposeTile x kTransposeTile output tiles, staging transposed
   // arguments through shared memory (kernel.cpp). workgroup_size divides the tile.
   bool tiles = false;
@@ -26,6 +29,9 @@ constexpr int64_t kTransposeTile = 32;
 struct KernelShape {
   int64_t items;      // output elements the kernel's outer loop covers
   int64_t reduction;  // the longest reduction (or dot contraction) in the body; 0 if none
+  // The widest element of the buffers the kernel would access as vectors; 0 where it
+  // cannot compute consecutive elements together (kernel.cpp decides).
+  int64_t vector_element_bytes = 0;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
@@ -43,9 +49,12 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
 
-// One invocation per `unroll` items: enough groups to cover them, capped at max_groups.
+// One invocation per `unroll` * `lanes` items: enough groups to cover them, capped at max_groups.
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,
-                   uint32_t unroll = 1);
+                   uint32_t unroll = 1, uint32_t lanes = 1);
+// Elements per vector access of at most `bytes`: the largest power of two up to 4 (SPIR-V's
+// widest vector) that divides the items; 1 where the kernel cannot be vectorised.
+uint32_t vector_lanes(const KernelShape& k, uint32_t bytes);
 // One workgroup per item: the largest power of two <= workgroup_size the device allows.
 LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
 

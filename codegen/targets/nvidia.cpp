@@ -1,14 +1,21 @@
 // NVIDIA: warps of 32; 256-invocation groups keep occupancy high, and a
 // bounded grid with a stride loop avoids tail groups on very large tensors. Large
-// elementwise kernels compute 4 positions per iteration: one load in flight per
+// elementwise kernels compute 4 elements per iteration: one load in flight per
 // invocation does not cover HBM latency (x + y reached 54% of a copy's bandwidth).
+// Where the kernel allows, those are 16-byte vector accesses (4 f32, 2 f64, as XLA
+// vectorises): with 4-byte ones f32 x + y reached 59% of copy, index math and one load
+// instruction per element the suspects (vectors not yet measured on an H100).
 #include "codegen/targets/launch.h"
+
+#include <algorithm>
 
 namespace nxv::codegen {
 
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, 256, 65535);
-  return cover(caps, k.items, 256, 65535, k.items >= (1 << 20) && k.reduction == 0 ? 4 : 1);
+  const uint32_t lanes = vector_lanes(k, 16);
+  const uint32_t unroll = k.items >= (1 << 20) && k.reduction == 0 ? std::max<uint32_t>(1, 4 / lanes) : 1;
+  return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
 }  // namespace nxv::codegen
