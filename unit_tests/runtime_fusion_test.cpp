@@ -274,7 +274,9 @@ TEST(RuntimeFusion, LargeElementwiseKernelsCoverEveryPositionOnce) {
   for (int64_t k = 0; k < n; ++k) {
     const float m = float(x[size_t(k)]) * float(y[size_t(k)]);
     ASSERT_EQ(at(out[0], size_t(k)), double(-m)) << k;
-    ASSERT_EQ(at(out[1], size_t(k)), double(m - float(x[size_t(k)]))) << k;
+    // A driver may contract x * y - x into one FMA (NVIDIA does once the loads are vectors).
+    const double want = double(m - float(x[size_t(k)]));
+    ASSERT_NEAR(at(out[1], size_t(k)), want, 1e-6 * (1 + std::fabs(want))) << k;
   }
 }
 
