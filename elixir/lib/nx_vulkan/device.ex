@@ -9,35 +9,35 @@ defmodule Nx.Vulkan.Device do
       `"none"`: no disk cache)
     * `:timeout` - milliseconds a single submit may run
 
-  and, not from the environment, `:robust_buffer_access` (default `false`): bounds-check every
-  kernel where the device cannot bounds-check only the modules `Nx.Vulkan.NativeV` runs.
+  `get!/1` also takes `:robust_buffer_access` (default `false`, not from the environment):
+  bounds-check every kernel where the device cannot bounds-check only the modules
+  `Nx.Vulkan.NativeV` runs. It opens a device of its own and is not part of `config/1`.
   """
 
   @keys [:device, :cache_dir, :timeout]
 
   @doc "The configuration `opts` select, as a keyword list usable as a cache key."
   def config(opts) do
-    env =
-      for key <- @keys,
-          do: {key, Keyword.get_lazy(opts, key, fn -> Application.fetch_env!(:nx_vulkan, key) end)}
-
-    env ++ [robust_buffer_access: Keyword.get(opts, :robust_buffer_access, false)]
+    for key <- @keys do
+      {key, Keyword.get_lazy(opts, key, fn -> Application.fetch_env!(:nx_vulkan, key) end)}
+    end
   end
 
   @doc "The device handle for `opts` (opened once per configuration)."
   def get!(opts \\ []) do
-    config = config(opts)
+    {robust, opts} = Keyword.pop(opts, :robust_buffer_access, false)
+    key = {__MODULE__, config(opts), robust}
 
-    case :persistent_term.get({__MODULE__, config}, nil) do
+    case :persistent_term.get(key, nil) do
       nil ->
-        [device: device, cache_dir: cache_dir, timeout: timeout, robust_buffer_access: robust] = config
+        {_, [device: device, cache_dir: cache_dir, timeout: timeout], _} = key
 
         ref =
           Nx.Vulkan.Error.unwrap!(
             Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust)
           )
 
-        :persistent_term.put({__MODULE__, config}, ref)
+        :persistent_term.put(key, ref)
         ref
 
       ref ->
