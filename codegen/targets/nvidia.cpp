@@ -12,7 +12,9 @@
 namespace nxv::codegen {
 
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
-  if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, 256, 65535);
+  // Rows of 4096 or more take 1024-wide groups: 8192-wide f64 softmax rows then hold 8
+  // positions per invocation instead of 32 (0.662 -> 0.486 ms; f32 0.189 -> 0.199).
+  if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, k.reduction >= 4096 ? 1024 : 256, 65535);
   const uint32_t lanes = vector_lanes(k, 16);
   const uint32_t unroll = k.items >= (1 << 20) && k.reduction == 0 ? std::max<uint32_t>(1, 4 / lanes) : 1;
   return cover(caps, k.items, 256, 65535, unroll, lanes);
