@@ -1,11 +1,16 @@
 // nxv_bench: times whole graphs (compile once, run many) and prints a table.
 //
-//   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--filter SUBSTR]
-//             [--device SEL] [--json FILE]
+//   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
+//             [--filter SUBSTR] [--device SEL] [--json FILE]
 //
 // Inputs live on the device before timing starts, so the figures are the graph's own cost:
 // `device` is GPU time between the first and last dispatch (timestamp queries), `wall` the
 // whole run() call including submission and the fence wait.
+//
+// Warm-up runs for at least --warmup-ms as well as --warmup runs: GPUs drop to their idle
+// clock while the host prepares inputs and take a few hundred ms of load to boost again, and
+// 30 sub-millisecond runs would otherwise all fall in that ramp (on an H100 the SM clock sat
+// at 345 MHz instead of 1980, halving bandwidth, depending on what the process did before).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +33,7 @@ struct Options {
   std::vector<ir::DType> dtypes = {ir::DType::F32, ir::DType::F64};
   int runs = 30;
   int warmup = 3;
+  double warmup_ms = 1500;
   std::string filter;
   std::string device;
   std::string json_path;
@@ -63,6 +69,8 @@ Options parse(int argc, char** argv) {
       o.runs = std::max(1, std::stoi(value()));
     } else if (a == "--warmup") {
       o.warmup = std::max(0, std::stoi(value()));
+    } else if (a == "--warmup-ms") {
+      o.warmup_ms = std::max(0.0, std::stod(value()));
     } else if (a == "--filter") {
       o.filter = value();
     } else if (a == "--device") {
@@ -71,7 +79,7 @@ Options parse(int argc, char** argv) {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--filter SUBSTR] [--device SEL] [--json FILE]");
+                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE]");
       std::exit(0);
     } else {
       usage_error("unknown argument " + a);
@@ -142,7 +150,12 @@ int main(int argc, char** argv) try {
         inputs.push_back(dev->upload(ty, lit.data.data(), lit.data.size()));
       }
       runtime::RunStats st;
-      for (int i = 0; i < o.warmup; ++i) exe->run(inputs, &st);
+      auto w0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.warmup ||
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() <
+                          o.warmup_ms;
+           ++i)
+        exe->run(inputs, &st);
       std::vector<double> wall, device;
       for (int i = 0; i < o.runs; ++i) {
         exe->run(inputs, &st);
