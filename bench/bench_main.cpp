@@ -1,7 +1,10 @@
 // nxv_bench: times whole graphs (compile once, run many) and prints a table.
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
-//             [--filter SUBSTR] [--device SEL] [--json FILE]
+//             [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]
+//
+// --graph times the given IR graphs (random inputs; bandwidth counts each input and output
+// once) instead of the built-in workloads: how to time one op or variant of a kernel.
 //
 // Inputs live on the device before timing starts, so the figures are the graph's own cost:
 // `device` is GPU time between the first and last dispatch (timestamp queries), `wall` the
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "bench/workloads.h"
+#include "ir/json.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -37,6 +42,7 @@ struct Options {
   std::string filter;
   std::string device;
   std::string json_path;
+  std::vector<std::string> graphs;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -75,11 +81,13 @@ Options parse(int argc, char** argv) {
       o.filter = value();
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--graph") {
+      o.graphs.push_back(value());
     } else if (a == "--json") {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE]");
+                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]");
       std::exit(0);
     } else {
       usage_error("unknown argument " + a);
@@ -111,6 +119,17 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+bench::Workload graph_workload(const std::string& path) {
+  ir::Graph g = ir::read_graph_file(path);
+  uint64_t bytes = 0;
+  for (const auto& n : g.nodes)
+    if (n.op == "parameter") bytes += n.type().byte_size();
+  for (auto id : g.outputs) bytes += g.node(id).type().byte_size();
+  std::string name = std::filesystem::path(path).stem().string();
+  ir::DType t = g.node(g.outputs.at(0)).type().dtype;
+  return {name, t, std::move(g), bytes};
+}
+
 struct Row {
   std::string name, dtype;
   int64_t elems;
@@ -127,51 +146,55 @@ int main(int argc, char** argv) try {
   auto dev = runtime::Device::open(ro);
   std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
 
+  std::vector<bench::Workload> workloads;
+  for (const auto& path : o.graphs) workloads.push_back(graph_workload(path));
   // Full size is issue 3's: 64M f32 / 16M f64 flat elements, 8192x8192 squares.
-  std::vector<Row> rows;
-  std::mt19937_64 rng(42);
-  for (ir::DType t : o.dtypes) {
+  for (ir::DType t : o.graphs.empty() ? o.dtypes : std::vector<ir::DType>{}) {
     int64_t flat = o.full ? (t == ir::DType::F64 ? 16 << 20 : 64 << 20) : 1 << 20;
     int64_t side = o.full ? 8192 : 1024;
-    for (auto& w : bench::make_workloads(t, flat, side, {8, 1000})) {
-      if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
-      auto t0 = std::chrono::steady_clock::now();
-      std::shared_ptr<runtime::Executable> exe;
-      try {  // a workload the compiler cannot take yet is reported, and the others still run
-        exe = runtime::Executable::compile(dev, w.graph);
-      } catch (const std::exception& e) {
-        std::printf("%-14s %-4s not compiled: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
-        continue;
-      }
-      double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::vector<runtime::BufferPtr> inputs;
-      for (const auto& ty : exe->input_types()) {
-        auto lit = random_input(ty, rng);
-        inputs.push_back(dev->upload(ty, lit.data.data(), lit.data.size()));
-      }
-      runtime::RunStats st;
-      auto w0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.warmup ||
-                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() <
-                          o.warmup_ms;
-           ++i)
-        exe->run(inputs, &st);
-      std::vector<double> wall, device;
-      for (int i = 0; i < o.runs; ++i) {
-        exe->run(inputs, &st);
-        wall.push_back(st.wall_ms);
-        device.push_back(st.device_ms);
-      }
-      Row r{w.name, ir::dtype_name(t), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
-            median(wall), median(device), 0};
-      double secs = (r.device_ms > 0 ? r.device_ms : r.wall_ms) / 1e3;
-      r.gbps = w.min_bytes / secs / 1e9;
-      rows.push_back(r);
-      std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s\n",
-                  r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
-                  r.wall_ms, r.device_ms, r.gbps);
-      std::fflush(stdout);
+    for (auto& w : bench::make_workloads(t, flat, side, {8, 1000})) workloads.push_back(std::move(w));
+  }
+  std::vector<Row> rows;
+  std::mt19937_64 rng(42);
+  for (auto& w : workloads) {
+    const ir::DType t = w.dtype;
+    if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
+    auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<runtime::Executable> exe;
+    try {  // a workload the compiler cannot take yet is reported, and the others still run
+      exe = runtime::Executable::compile(dev, w.graph);
+    } catch (const std::exception& e) {
+      std::printf("%-14s %-4s not compiled: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
+      continue;
     }
+    double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<runtime::BufferPtr> inputs;
+    for (const auto& ty : exe->input_types()) {
+      auto lit = random_input(ty, rng);
+      inputs.push_back(dev->upload(ty, lit.data.data(), lit.data.size()));
+    }
+    runtime::RunStats st;
+    auto w0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.warmup ||
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() <
+                        o.warmup_ms;
+         ++i)
+      exe->run(inputs, &st);
+    std::vector<double> wall, device;
+    for (int i = 0; i < o.runs; ++i) {
+      exe->run(inputs, &st);
+      wall.push_back(st.wall_ms);
+      device.push_back(st.device_ms);
+    }
+    Row r{w.name, ir::dtype_name(t), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
+          median(wall), median(device), 0};
+    double secs = (r.device_ms > 0 ? r.device_ms : r.wall_ms) / 1e3;
+    r.gbps = w.min_bytes / secs / 1e9;
+    rows.push_back(r);
+    std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s\n",
+                r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
+                r.wall_ms, r.device_ms, r.gbps);
+    std::fflush(stdout);
   }
 
   if (!o.json_path.empty()) {
