@@ -65,6 +65,10 @@ defmodule Nx.Vulkan.BackendTest do
     assert_close(Nx.put_slice(a, [0, 1], Nx.tensor([[9.0]])), Nx.put_slice(da, [0, 1], Nx.tensor([[9.0]])))
     assert_close(Nx.iota({2, 2}), Nx.iota({2, 2}, backend: @backend))
     assert_close(Nx.eye(3), Nx.eye(3, backend: @backend))
+
+    img = Nx.iota({1, 2, 4, 4}, type: :f32)
+    kernel = Nx.iota({3, 2, 2, 2}, type: :f32) |> Nx.sin()
+    assert_close(Nx.conv(img, kernel, strides: 2), Nx.conv(dev(img), dev(kernel), strides: 2))
   end
 
   test "ops the IR lacks run on the host and come back to the device" do

@@ -2,7 +2,7 @@ defmodule Nx.Vulkan.ControlFlowTest do
   # `while`, `cond`, Nx.Random (threefry loops) and Nx.LinAlg against Nx.Defn.Evaluator.
   #
   # `while`/`cond` run host-driven in the C++ runtime (runtime/executable.cpp). Nx.LinAlg
-  # solve/determinant/cholesky and triangular_solve of rank-2 matrices compile without
+  # solve/determinant/cholesky/lu and triangular_solve of rank-2 matrices compile without
   # loops (Nx.Vulkan.LinAlg unrolls them). Nx.Random.normal goes through erf_inv, which
   # Nx evaluates to single precision even in f64 (see OpsTest): f64 normals agree to 1e-6.
   use Nx.Vulkan.Case, async: true
@@ -192,5 +192,54 @@ defmodule Nx.Vulkan.ControlFlowTest do
       atol: 1.0e-4,
       rtol: 1.0e-5
     )
+
+    # a zero column: a zero pivot with nothing to swap in (0, not 0/0)
+    zero_column =
+      Nx.tensor([[0.0, 1.0, 2.0, 3.0], [0.0, 2.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0], [0.0, 5.0, 1.0, 2.0]])
+
+    assert_matches_evaluator(&Nx.LinAlg.determinant/1, [zero_column])
+  end
+
+  # Nx <= 0.10 has an `lu` op that Nx.BinaryBackend computes by ordering the rows first,
+  # then eliminating; Nx >= 0.11 a default implementation that pivots while eliminating.
+  # Nx.Vulkan.LinAlg has both, so P matches whichever Nx runs here (the third matrix is
+  # pivoted differently by the two). Singular matrices give Nx's infinities and NaN.
+  # Tolerances: f32 1e-4, f64 1e-10 (relative, and absolute for entries near zero).
+  test "Nx.LinAlg.lu: P, L and U as Nx computes them (f32 and f64)" do
+    for type <- [:f32, :f64] do
+      tol = if type == :f32, do: [atol: 1.0e-4, rtol: 1.0e-4], else: [atol: 1.0e-10, rtol: 1.0e-10]
+
+      for a <- [
+            [[1.0, 2.0], [3.0, 4.0]],
+            [[1.0, 5.0, 0.0], [4.0, 1.0, 9.0], [2.0, 2.0, 2.0]],
+            [[4.0, 4.0, 0.0], [2.0, 3.0, 0.0], [1.0, 2.5, 1.0]],
+            [[3.0]],
+            [[0.0, 1.0], [0.0, 2.0]],
+            [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]
+          ] do
+        assert_matches_evaluator(&Nx.LinAlg.lu/1, [Nx.tensor(a, type: type)], tol)
+      end
+
+      # (sin(0.37 k^2) over the flat index k: full rank, unlike sin of an affine k)
+      general = {6, 6} |> Nx.iota(type: type) |> Nx.pow(2) |> Nx.multiply(0.37) |> Nx.sin()
+      assert_matches_evaluator(&Nx.LinAlg.lu/1, [general], tol)
+      assert_matches_evaluator(&Nx.LinAlg.lu/1, [spd(5, type)], tol)
+    end
+
+    # P keeps the integer type, L and U are f32 (the types are compared too)
+    assert_matches_evaluator(&Nx.LinAlg.lu/1, [Nx.tensor([[1, 2, 0], [3, 1, 1], [0, 4, 2]])], atol: 1.0e-5)
+  end
+
+  test "Nx.LinAlg.lu of a batch: Nx's default where it has one (Nx >= 0.11), else an error" do
+    batch = Nx.iota({2, 3, 3}, type: :f32)
+
+    if Code.ensure_loaded?(Nx.Block.LinAlg.LU) do
+      refute Nx.Vulkan.IR.native_call?(struct(Nx.Block.LinAlg.LU), [batch])
+      assert Nx.Vulkan.IR.native_call?(struct(Nx.Block.LinAlg.LU), [batch[0]])
+    else
+      assert_raise ArgumentError, ~r/lu of rank-2 matrices only, got \{2, 3, 3\}/, fn ->
+        Nx.Defn.jit_apply(&Nx.LinAlg.lu/1, [batch], compiler: Nx.Vulkan)
+      end
+    end
   end
 end

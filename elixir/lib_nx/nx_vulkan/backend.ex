@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.Backend do
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
-  op for (gather, sort, convolution, windows, FFT, ...) run on `Nx.BinaryBackend`
+  op for (gather, sort, windows, FFT, ...) run on `Nx.BinaryBackend`
   and their results are copied back to the device.
   """
 
@@ -209,6 +209,7 @@ defmodule Nx.Vulkan.Backend do
       {:pad, [:tensor, :pad_value, :padding_config], [:tensor, :pad_value]},
       {:reverse, [:tensor, :axes], [:tensor]},
       {:dot, [:left, :c1, :b1, :right, :c2, :b2], [:left, :right]},
+      {:conv, [:tensor, :kernel, :opts], [:tensor, :kernel]},
       {:clip, [:tensor, :min, :max], [:tensor, :min, :max]},
       {:select, [:pred, :on_true, :on_false], [:pred, :on_true, :on_false]},
       {:all, [:tensor, :opts], [:tensor]},
@@ -246,7 +247,6 @@ defmodule Nx.Vulkan.Backend do
     take_along_axis: 3,
     gather: 2,
     gather: 3,
-    conv: 3,
     reduce: 4,
     window_reduce: 5,
     window_sum: 3,

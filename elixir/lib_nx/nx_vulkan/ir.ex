@@ -46,7 +46,7 @@ defmodule Nx.Vulkan.IR do
 
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
   # matrices): their defaults need gather/scatter and loops.
-  @inline_linalg [:solve, :determinant, :cholesky]
+  @inline_linalg [:solve, :determinant, :cholesky, :lu]
 
   @doc """
   Whether an `optional` call named `name` (Nx <= 0.11), or a `block` with struct `name`
@@ -412,6 +412,18 @@ defmodule Nx.Vulkan.IR do
     end
   end
 
+  defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
+    do: recur(Nx.Vulkan.Conv.conv(t, input, kernel, opts), stack)
+
+  # Nx <= 0.10: the backend computes it; Nx.BinaryBackend's factorisation is the reference.
+  defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack) do
+    if Nx.Vulkan.LinAlg.supported?(a) do
+      recur_container(Nx.Vulkan.LinAlg.lu_prepivoted(a, opts[:eps]), stack)
+    else
+      raise ArgumentError, "Nx.Vulkan compiles Nx.LinAlg.lu of rank-2 matrices only, got #{inspect(a.shape)}"
+    end
+  end
+
   # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).
   defp node(%T{data: %Expr{op: :block, args: [struct, in_args, default, _fun]}} = t, stack) do
@@ -466,7 +478,7 @@ defmodule Nx.Vulkan.IR do
 
   ## Helpers
 
-  @block_names %{"LogicalNot" => :logical_not, "Solve" => :solve, "Determinant" => :determinant, "Cholesky" => :cholesky}
+  @block_names %{"LogicalNot" => :logical_not, "Solve" => :solve, "Determinant" => :determinant, "Cholesky" => :cholesky, "LU" => :lu}
 
   defp block_name(%module{}), do: Map.get(@block_names, module |> Module.split() |> List.last())
   defp block_name(_other), do: nil
@@ -501,6 +513,10 @@ defmodule Nx.Vulkan.IR do
       name in @native_optionals ->
         {ids, stack} = recur_all(tensors, stack)
         emit(stack, Atom.to_string(name), ids, tensor_type(t))
+
+      # P keeps the input's type, L and U have its floating type
+      name == :lu ->
+        recur_container(Nx.Vulkan.LinAlg.lu(hd(tensors)), stack)
 
       true ->
         recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)

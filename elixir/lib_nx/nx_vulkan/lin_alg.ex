@@ -1,9 +1,9 @@
 defmodule Nx.Vulkan.LinAlg do
   @moduledoc false
   # Linear algebra the IR has no op for, written with ops it has, for the serialiser
-  # (Nx.Vulkan.IR) to inline in place of `triangular_solve` and of the default
-  # implementations `Nx.LinAlg.solve/2`, `determinant/1` and `cholesky/1` carry (which
-  # need gather, scatter and loops). Every function takes and returns `Nx.Defn.Expr`
+  # (Nx.Vulkan.IR) to inline in place of `triangular_solve` and `lu` (Nx <= 0.10) and of
+  # the default implementations `Nx.LinAlg.solve/2`, `determinant/1`, `cholesky/1` and
+  # `lu/1` (Nx >= 0.11) carry (which need gather, scatter and loops). Every function takes and returns `Nx.Defn.Expr`
   # tensors: applying Nx functions to them builds the expression. Matrices are rank 2
   # with a static size n; the algorithms are unrolled over n (O(n) nodes), which suits
   # the small systems a GPU graph solves inline.
@@ -78,10 +78,10 @@ defmodule Nx.Vulkan.LinAlg do
     {n, n} = a.shape
     vector? = Nx.rank(b) == 1
     b2 = if vector?, do: Nx.reshape(b, {n, 1}), else: b
-    {aug, _sign} = eliminate(Nx.concatenate([a, b2], axis: 1), n)
-    cols = elem(aug.shape, 1)
-    u = slice(aug, [0, 0], [n, n])
-    y = slice(aug, [0, n], [n, cols - n])
+    {lu, _rows, _sign} = eliminate(Nx.concatenate([a, b2], axis: 1), n)
+    cols = elem(lu.shape, 1)
+    u = slice(lu, [0, 0], [n, n])
+    y = slice(lu, [0, n], [n, cols - n])
     x = left_solve(u, y, false)
     if vector?, do: Nx.reshape(x, {n}), else: x
   end
@@ -89,38 +89,130 @@ defmodule Nx.Vulkan.LinAlg do
   @doc "Nx.LinAlg.determinant/1: the product of the pivots of the elimination, with its sign."
   def determinant(a) do
     {n, n} = a.shape
-    {u, sign} = eliminate(a, n)
-    diagonal = Nx.sum(Nx.multiply(u, Nx.eye(n, type: u.type)), axes: [1])
+    {lu, _rows, sign} = eliminate(a, n)
+    diagonal = Nx.sum(Nx.multiply(lu, Nx.eye(n, type: lu.type)), axes: [1])
     Nx.multiply(Nx.product(diagonal), sign)
   end
 
-  # Row-reduces the first n columns of `m` ({n, c}) to upper triangular form with partial
-  # pivoting. Returns the reduced matrix and the permutation's sign (+1/-1).
+  @doc """
+  Nx.LinAlg.lu/1 as Nx >= 0.11 computes it (its default implementation, `Nx.LinAlg.LU`,
+  which the evaluator runs): Gaussian elimination with partial pivoting. Returns
+  `{p, l, u}` with `a = p l u`; `p` has the type of `a`, `l` and `u` its floating type.
+  """
+  def lu(a) do
+    {n, n} = a.shape
+    {lu, rows, _sign} = a |> Nx.as_type(Nx.Type.to_floating(a.type)) |> eliminate(n)
+    factors(lu, rows, a.type)
+  end
+
+  @doc """
+  Nx.LinAlg.lu/2 as Nx.BinaryBackend of Nx <= 0.10 computes it, so that `p` matches: the
+  rows of `a` are ordered by the same pivot choice applied to `a` itself, before any
+  elimination; Doolittle's elimination follows without pivoting, setting entries of L and
+  U smaller than `eps` in magnitude to zero, and making a multiplier of a zero pivot an
+  infinity (+ for an entry >= 0).
+  """
+  def lu_prepivoted(a, eps) do
+    {n, n} = a.shape
+    type = Nx.Type.to_floating(a.type)
+
+    {m, rows} =
+      Enum.reduce(0..(n - 2)//1, {Nx.as_type(a, type), Nx.eye(n, type: type)}, fn k, {m, rows} ->
+        {m, swap, _p} = pivot(m, k)
+        {m, Nx.dot(swap, rows)}
+      end)
+
+    lu =
+      Enum.reduce(0..(n - 1)//1, m, fn k, m ->
+        m |> zero_small_in_row(k, eps) |> eliminate_column(k, &doolittle_multipliers(&1, &2, eps))
+      end)
+
+    factors(lu, rows, a.type)
+  end
+
+  # Row-reduces the first n columns of `m` ({n, c}) with partial pivoting, in place: U on
+  # and above the diagonal, L's multipliers below it, the other columns reduced along.
+  # Returns that matrix, the row permutation applied (as a matrix `rows`: rows · m is what
+  # was reduced) and its sign (+1/-1).
   defp eliminate(m, n) do
     type = m.type
-    rows = Nx.iota({n}, type: :s64)
-    eye = Nx.eye(n, type: type)
-    cols = elem(m.shape, 1)
 
-    Enum.reduce(0..(n - 1)//1, {m, Nx.tensor(1, type: type)}, fn k, {m, sign} ->
-      column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
-      # the largest |value| at or below row k (NaN-free inputs; -1 never wins)
-      candidates = Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: type))
-      p = Nx.argmax(candidates, tie_break: :low)
-      ek = Nx.as_type(Nx.equal(rows, k), type)
-      ep = Nx.as_type(Nx.equal(rows, p), type)
-      swap = eye |> Nx.subtract(Nx.outer(ek, ek)) |> Nx.subtract(Nx.outer(ep, ep))
-      swap = swap |> Nx.add(Nx.outer(ek, ep)) |> Nx.add(Nx.outer(ep, ek))
-      # (when p == k the outer products cancel and swap is the identity)
-      m = Nx.dot(swap, m)
+    Enum.reduce(0..(n - 1)//1, {m, Nx.eye(n, type: type), Nx.tensor(1, type: type)}, fn k, {m, rows, sign} ->
+      {m, swap, p} = pivot(m, k)
       sign = Nx.select(Nx.equal(p, k), sign, Nx.negate(sign))
-
-      pivot_row = slice(m, [k, 0], [1, cols])
-      pivot = slice(m, [k, k], [1, 1]) |> Nx.reshape({})
-      column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
-      factors = Nx.select(Nx.greater(rows, k), Nx.divide(column, pivot), Nx.tensor(0, type: type))
-      {Nx.subtract(m, Nx.outer(factors, Nx.reshape(pivot_row, {cols}))), sign}
+      {eliminate_column(m, k, &multipliers/2), Nx.dot(swap, rows), sign}
     end)
+  end
+
+  # Swaps row k with the row at or below it holding the largest |m[row, k]| (the first of
+  # equal ones, as Nx). Returns the swapped matrix, the permutation matrix that swapped
+  # it, and the row chosen.
+  defp pivot(m, k) do
+    {n, _} = m.shape
+    type = m.type
+    rows = Nx.iota({n}, type: :s64)
+    column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
+    # (-1 never wins; a NaN does, as in Nx.LinAlg.LU)
+    candidates = Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: type))
+    p = Nx.argmax(candidates, tie_break: :low)
+    ek = Nx.as_type(Nx.equal(rows, k), type)
+    ep = Nx.as_type(Nx.equal(rows, p), type)
+    swap = Nx.eye(n, type: type) |> Nx.subtract(Nx.outer(ek, ek)) |> Nx.subtract(Nx.outer(ep, ep))
+    swap = swap |> Nx.add(Nx.outer(ek, ep)) |> Nx.add(Nx.outer(ep, ek))
+    # (when p == k the outer products cancel and swap is the identity)
+    {Nx.dot(swap, m), swap, p}
+  end
+
+  # Step k of the elimination: the entries below the pivot become L's multipliers
+  # (`multipliers` of column k and the pivot), and the rows below k lose multiplier times
+  # row k right of column k.
+  defp eliminate_column(m, k, multipliers) do
+    {n, cols} = m.shape
+    column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
+    pivot = Nx.reshape(slice(m, [k, k], [1, 1]), {})
+    l = multipliers.(column, pivot)
+    pivot_row = Nx.reshape(slice(m, [k, 0], [1, cols]), {cols})
+    below = Nx.greater(Nx.iota({n, 1}), k)
+    columns = Nx.iota({1, cols})
+    m = Nx.select(Nx.logical_and(below, Nx.greater(columns, k)), Nx.subtract(m, Nx.outer(l, pivot_row)), m)
+    Nx.select(Nx.logical_and(below, Nx.equal(columns, k)), Nx.reshape(l, {n, 1}), m)
+  end
+
+  # Nx.LinAlg.LU leaves a column with a zero pivot as it is (all zeros below the pivot,
+  # which is the largest in magnitude), so a singular matrix yields no NaN.
+  defp multipliers(column, pivot) do
+    Nx.select(Nx.equal(pivot, 0), column, Nx.divide(column, pivot))
+  end
+
+  # Nx.BinaryBackend's (Nx <= 0.10), see lu_prepivoted/2.
+  defp doolittle_multipliers(column, pivot, eps) do
+    type = column.type
+
+    infinity =
+      Nx.select(Nx.greater_equal(column, 0), Nx.Constants.infinity(type), Nx.Constants.neg_infinity(type))
+
+    Nx.select(Nx.equal(pivot, 0), infinity, Nx.divide(column, pivot)) |> zero_small(eps)
+  end
+
+  # Row k of U, on and right of the diagonal, as Nx.BinaryBackend's Doolittle stores it.
+  defp zero_small_in_row(m, k, eps) do
+    {n, cols} = m.shape
+    in_row = Nx.logical_and(Nx.equal(Nx.iota({n, 1}), k), Nx.greater_equal(Nx.iota({1, cols}), k))
+    Nx.select(in_row, zero_small(m, eps), m)
+  end
+
+  defp zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), Nx.tensor(0, type: x.type), x)
+
+  # {p, l, u} from the in-place factorisation (`rows` · a = l u, so p is its transpose).
+  defp factors(lu, rows, p_type) do
+    {n, n} = lu.shape
+    row = Nx.iota({n, 1})
+    column = Nx.iota({1, n})
+    l = Nx.select(Nx.greater(row, column), lu, Nx.eye(n, type: lu.type))
+    u = Nx.select(Nx.less_equal(row, column), lu, Nx.tensor(0, type: lu.type))
+    # (a 1x1 matrix needs no swap: `rows` is then the identity as a tensor, not an expression)
+    p = rows |> Nx.transpose() |> Nx.as_type(p_type) |> Nx.Defn.Expr.tensor()
+    {p, l, u}
   end
 
   @doc "Nx.LinAlg.cholesky/1: Cholesky–Banachiewicz, one column of L at a time."

@@ -1,0 +1,177 @@
+defmodule Nx.Vulkan.Conv do
+  @moduledoc false
+  # Nx.conv/3 written with ops the IR has, for the serialiser (Nx.Vulkan.IR) to inline in
+  # place of the `conv` node: im2col. The input, permuted to [batch, channels, spatial...],
+  # is padded (input dilation is interior padding), a strided slice of it is taken per
+  # kernel tap or per output position (whichever are fewer, so a weight gradient, whose
+  # "kernel" is a whole image, stays a few slices), and one `dot` contracts the stacked
+  # slices with the kernel over input channels and taps, with the feature or batch groups
+  # as its batch axis. The slices, their stack, the pad and the transposes are index maps
+  # fused into one kernel that writes the patches the dot reads (the fuse pass gives dot
+  # operands buffers); reshapes of the dot's result are read in place by its consumers.
+  # Takes and returns `Nx.Defn.Expr` tensors, as Nx.Vulkan.LinAlg does.
+
+  @doc """
+  The `conv` node `out` (its type and shape) of `input` and `kernel`, with the options
+  Nx.conv/3 normalised and passed to the backend (lists per spatial axis, explicit
+  padding, full permutations).
+  """
+  def conv(out, input, kernel, opts) do
+    strides = opts[:strides]
+    dilation = opts[:kernel_dilation]
+    # Nx allows one kind of group at a time; the other count is 1
+    groups = {opts[:feature_group_size], opts[:batch_group_size]}
+
+    x =
+      input
+      |> Nx.as_type(out.type)
+      |> Nx.transpose(axes: opts[:input_permutation])
+      |> pad(opts[:padding], opts[:input_dilation])
+      |> group_input(groups)
+
+    k = kernel |> Nx.as_type(out.type) |> Nx.transpose(axes: opts[:kernel_permutation])
+    taps = k.shape |> Tuple.to_list() |> Enum.drop(2)
+    windows = window_counts(x, taps, dilation, strides)
+
+    x
+    |> patches(taps, windows, dilation, strides)
+    |> contract(k, groups, windows)
+    |> gap_nan(x, input.type, taps, windows, dilation, strides)
+    |> ungroup(windows)
+    |> Nx.transpose(axes: inverse(opts[:output_permutation]))
+  end
+
+  # Edge padding as given (negative crops), input dilation as interior zeros: the zeros
+  # are multiplied by the kernel as Nx.BinaryBackend does (an infinite weight gives NaN).
+  defp pad(x, padding, input_dilation) do
+    spatial = Enum.zip_with(padding, input_dilation, fn {lo, hi}, d -> {lo, hi, d - 1} end)
+    Nx.pad(x, Nx.tensor(0, type: x.type), [{0, 0, 0}, {0, 0, 0} | spatial])
+  end
+
+  # [batch, channels, spatial...] -> [groups, batch per group, channels per group, spatial...]:
+  # batch group j holds batch items j*b..(j+1)*b-1, feature group j channels j*c..(j+1)*c-1
+  # (Nx.BinaryBackend's split_into_batch_groups and split_into_feature_groups).
+  defp group_input(x, {feature_groups, batch_groups}) do
+    [batch, channels | spatial] = Tuple.to_list(x.shape)
+    b = div(batch, batch_groups)
+    c = div(channels, feature_groups)
+
+    x
+    |> Nx.reshape(List.to_tuple([batch_groups, b, feature_groups, c | spatial]))
+    |> Nx.transpose(axes: [0, 2, 1 | Enum.to_list(3..(3 + length(spatial)))])
+    |> Nx.reshape(List.to_tuple([batch_groups * feature_groups, b, c | spatial]))
+  end
+
+  # Output positions per spatial axis (Nx.Shape.conv's formula; Nx rejects empty outputs).
+  defp window_counts(x, taps, dilation, strides) do
+    [x.shape |> Tuple.to_list() |> Enum.drop(3), taps, dilation, strides]
+    |> Enum.zip_with(fn [size, k, d, s] -> div(size - extent(k, d), s) + 1 end)
+  end
+
+  defp extent(taps, dilation), do: (taps - 1) * dilation + 1
+
+  # The grouped input's values under every window and tap, and the axes that hold the
+  # channels and taps (contracted with the kernel's). One slice per tap, strided over the
+  # windows, gives [g, b, c, windows..., taps...]; one per window, strided over the taps,
+  # gives [g, b, windows (flattened), c, taps...].
+  defp patches(x, taps, windows, dilation, strides) do
+    [groups, batch, channels | _] = Tuple.to_list(x.shape)
+    d = length(taps)
+
+    if Enum.product(taps) <= Enum.product(windows) do
+      lengths = Enum.zip_with(windows, strides, &((&1 - 1) * &2 + 1))
+
+      patches =
+        for tap <- positions(taps) do
+          start = Enum.zip_with(tap, dilation, &(&1 * &2))
+          Nx.slice(x, [0, 0, 0 | start], [groups, batch, channels | lengths], strides: [1, 1, 1 | strides])
+        end
+
+      shape = List.to_tuple([groups, batch, channels | windows] ++ taps)
+      {patches |> Nx.stack(axis: 3 + d) |> Nx.reshape(shape), [2 | Enum.to_list((3 + d)..(2 + 2 * d))]}
+    else
+      lengths = Enum.zip_with(taps, dilation, &extent/2)
+
+      patches =
+        for window <- positions(windows) do
+          start = Enum.zip_with(window, strides, &(&1 * &2))
+          Nx.slice(x, [0, 0, 0 | start], [groups, batch, channels | lengths], strides: [1, 1, 1 | dilation])
+        end
+
+      {Nx.stack(patches, axis: 2), Enum.to_list(3..(3 + d))}
+    end
+  end
+
+  # Every index into an array of `sizes`, in row-major order (the order reshape flattens in).
+  defp positions(sizes) do
+    Enum.reduce(Enum.reverse(sizes), [[]], fn size, inner ->
+      for i <- 0..(size - 1), rest <- inner, do: [i | rest]
+    end)
+  end
+
+  # -> [groups, batch, windows..., out channels per group]. With one group the kernel is
+  # read as it is (the dot reads its operands from buffers, so a reshape would be a copy);
+  # groups split its output channels into consecutive chunks, the dot's batch axis.
+  defp contract({patches, patches_contract}, k, {feature_groups, batch_groups}, windows) do
+    [out, in_channels | taps] = Tuple.to_list(k.shape)
+    groups = feature_groups * batch_groups
+    batch = elem(patches.shape, 1)
+    k_contract = Enum.to_list(1..(length(taps) + 1))
+
+    result =
+      if groups == 1 do
+        Nx.dot(patches, patches_contract, [], k, k_contract, [])
+      else
+        k = Nx.reshape(k, List.to_tuple([groups, div(out, groups), in_channels | taps]))
+        Nx.dot(patches, patches_contract, [0], k, Enum.map(k_contract, &(&1 + 1)), [0])
+      end
+
+    Nx.reshape(result, List.to_tuple([groups, batch | windows] ++ [div(out, groups)]))
+  end
+
+  # Nx.BinaryBackend dilates the kernel with zeros and multiplies the input under those
+  # gaps by them, so an infinity or NaN there makes the output NaN, though the dot skips
+  # the gaps. A gap holds one where a window has more non-finite inputs than its taps see.
+  # The counts are window sums, separable per axis: a few slices per axis, not one per tap.
+  defp gap_nan(result, x, input_type, taps, windows, dilation, strides) do
+    if Nx.Type.float?(input_type) and Enum.any?(dilation, &(&1 > 1)) do
+      counts = Nx.sum(Nx.logical_or(Nx.is_nan(x), Nx.is_infinity(x)), axes: [2])
+      axes = Enum.zip([Enum.to_list(2..(1 + length(taps))), taps, dilation, strides, windows])
+      {gapped, plain} = Enum.split_with(axes, fn {_axis, _k, d, _s, _w} -> d > 1 end)
+      counts = Enum.reduce(plain, counts, fn {a, k, _d, s, w}, acc -> window_sum(acc, a, k, 1, s, w) end)
+
+      span =
+        Enum.reduce(gapped, counts, fn {a, k, d, s, w}, acc -> window_sum(acc, a, extent(k, d), 1, s, w) end)
+
+      seen = Enum.reduce(gapped, counts, fn {a, k, d, s, w}, acc -> window_sum(acc, a, k, d, s, w) end)
+      gapped? = Nx.broadcast(Nx.new_axis(Nx.greater(span, seen), -1), result.shape)
+      Nx.select(gapped?, Nx.tensor(:nan, type: result.type), result)
+    else
+      result
+    end
+  end
+
+  # Along `axis`: per window, the sum of `taps` elements `step` apart.
+  defp window_sum(counts, axis, taps, step, stride, windows) do
+    length = (windows - 1) * stride + 1
+
+    0..(taps - 1)
+    |> Enum.map(&Nx.slice_along_axis(counts, &1 * step, length, axis: axis, strides: stride))
+    |> Enum.reduce(&Nx.add/2)
+  end
+
+  # [groups, batch, windows..., out per group] -> [batch, groups * out per group, windows...]
+  defp ungroup(result, windows) do
+    [groups, batch | rest] = Tuple.to_list(result.shape)
+    out = List.last(rest)
+    d = length(windows)
+
+    result
+    |> Nx.transpose(axes: [1, 0, 2 + d | Enum.to_list(2..(1 + d))])
+    |> Nx.reshape(List.to_tuple([batch, groups * out | windows]))
+  end
+
+  defp inverse(permutation) do
+    permutation |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
+  end
+end

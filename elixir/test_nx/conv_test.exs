@@ -1,0 +1,179 @@
+defmodule Nx.Vulkan.ConvTest do
+  # Nx.conv through Nx.Vulkan.Conv (im2col: slices of the padded input, one dot) against
+  # Nx.Defn.Evaluator, i.e. Nx.BinaryBackend's direct convolution, which sums in Elixir
+  # floats (f64) before rounding to the output type. Tolerances: f32 1e-4 relative, f64
+  # 1e-10 relative, each with the same absolute tolerance for outputs near zero (the
+  # inputs are of order 1, the outputs sums of up to ~50 signed products).
+  use Nx.Vulkan.Case, async: true
+
+  @tolerance %{{:f, 32} => [rtol: 1.0e-4, atol: 1.0e-4], {:f, 64} => [rtol: 1.0e-10, atol: 1.0e-10]}
+
+  # Values of order 1 without structure (no two taps see the same pattern).
+  defp data(shape, type, scale) do
+    shape |> Nx.iota(type: type) |> Nx.multiply(scale) |> Nx.sin()
+  end
+
+  defp check(input_shape, kernel_shape, opts, type) do
+    x = data(input_shape, type, 0.37)
+    k = data(kernel_shape, type, 0.91)
+    assert_matches_evaluator(&Nx.conv(&1, &2, opts), [x, k], @tolerance[Nx.Type.normalize!(type)])
+  end
+
+  # {input shape, kernel shape, options}: 2-D, each option alone.
+  @single [
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, []},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, strides: [2, 3]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, strides: 2},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, padding: :same},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, padding: [{2, 1}, {0, 3}]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, padding: [{-1, 2}, {1, -1}]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, input_dilation: [2, 1]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, input_dilation: 3},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, kernel_dilation: [1, 2]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, kernel_dilation: 2},
+    {{2, 6, 5, 5}, {6, 2, 3, 3}, feature_group_size: 3},
+    {{4, 3, 5, 5}, {6, 3, 2, 2}, batch_group_size: 2},
+    # channels last: [batch, height, width, channels]
+    {{2, 7, 6, 3}, {4, 3, 3, 2}, input_permutation: [0, 3, 1, 2]},
+    # [height, width, in, out]
+    {{2, 3, 7, 6}, {3, 2, 3, 4}, kernel_permutation: [3, 2, 0, 1]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, output_permutation: [0, 2, 3, 1]},
+    # more taps than windows: one slice per window
+    {{1, 2, 6, 5}, {3, 2, 5, 4}, []}
+  ]
+
+  # Options combined, and 1-D and 3-D.
+  @combined [
+    {{2, 4, 9, 8}, {2, 6, 3, 2},
+     strides: [2, 1],
+     padding: [{1, 2}, {2, 0}],
+     input_dilation: [1, 2],
+     kernel_dilation: [2, 1],
+     feature_group_size: 2,
+     input_permutation: [0, 1, 3, 2],
+     kernel_permutation: [1, 0, 2, 3],
+     output_permutation: [3, 1, 0, 2]},
+    {{6, 3, 6, 7}, {4, 3, 2, 3},
+     strides: [1, 2], padding: :same, kernel_dilation: 2, input_dilation: [2, 1], batch_group_size: 2},
+    {{1, 2, 6, 5}, {3, 2, 5, 4}, kernel_dilation: [1, 2], padding: [{2, 2}, {3, 3}], strides: 3},
+    {{2, 3, 11}, {4, 3, 3}, strides: [2], padding: :same, kernel_dilation: [2], input_dilation: [2]},
+    {{3, 11, 2}, {3, 2, 4}, input_permutation: [0, 2, 1], kernel_permutation: [0, 1, 2], padding: [{-1, 3}]},
+    {{1, 4, 5, 4, 6}, {4, 2, 2, 3, 2},
+     strides: [1, 2, 1], padding: [{1, 0}, {0, 1}, {1, 1}], kernel_dilation: [2, 1, 1], feature_group_size: 2},
+    {{2, 2, 3, 4, 3}, {2, 2, 2, 2, 2}, input_dilation: 2, output_permutation: [4, 3, 2, 1, 0]}
+  ]
+
+  @gradients [
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, []},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, strides: [2, 3], padding: [{2, 1}, {0, 3}]},
+    {{2, 3, 7, 6}, {4, 3, 3, 2}, input_dilation: 3, kernel_dilation: [1, 2]},
+    {{2, 6, 5, 5}, {6, 2, 3, 3}, feature_group_size: 3, padding: :same},
+    {{4, 3, 5, 5}, {6, 3, 2, 2}, batch_group_size: 2, strides: 2},
+    {{2, 7, 6, 3}, {3, 2, 3, 4},
+     input_permutation: [0, 3, 1, 2], kernel_permutation: [3, 2, 0, 1], output_permutation: [0, 2, 3, 1]},
+    {{2, 3, 11}, {4, 3, 3}, strides: [2], padding: :same, kernel_dilation: [2], input_dilation: [2]},
+    {{1, 4, 5, 4, 6}, {4, 2, 2, 3, 2},
+     strides: [1, 2, 1], padding: [{1, 0}, {0, 1}, {1, 1}], feature_group_size: 2},
+    hd(@combined)
+  ]
+
+  for type <- [:f32, :f64] do
+    test "each option alone (#{type})" do
+      for {input, kernel, opts} <- @single, do: check(input, kernel, opts, unquote(type))
+    end
+
+    test "options combined, 1-D and 3-D (#{type})" do
+      for {input, kernel, opts} <- @combined, do: check(input, kernel, opts, unquote(type))
+    end
+
+    # Nx's gradients of conv are convs with the strides as dilations, the dilations as
+    # strides, swapped permutations and groups: every option, at other values.
+    test "gradients with respect to input and kernel (#{type})" do
+      type = unquote(type)
+
+      for {input, kernel, opts} <- @gradients do
+        grads = &Nx.Defn.grad({&1, &2}, fn {x, k} -> Nx.sum(Nx.sin(Nx.conv(x, k, opts))) end)
+        args = [data(input, type, 0.37), data(kernel, type, 0.91)]
+        assert_matches_evaluator(grads, args, @tolerance[Nx.Type.normalize!(type)])
+      end
+    end
+  end
+
+  # (assert_matches_evaluator also compares types: Nx makes a conv of integers a float)
+  test "integer inputs convolve in the floating type Nx gives the result" do
+    ints = fn shape, type -> shape |> Nx.iota(type: type) |> Nx.remainder(7) |> Nx.subtract(3) end
+    x = ints.({2, 3, 6, 5}, :s32)
+    k = ints.({4, 3, 3, 2}, :s32)
+
+    # (small integers: the f32 sums are exact)
+    assert_matches_evaluator(&Nx.conv(&1, &2, padding: :same), [x, k], rtol: 0, atol: 0)
+
+    opts = [strides: 2, kernel_dilation: [1, 2]]
+    u = Nx.as_type(Nx.abs(x), :u8)
+    assert_matches_evaluator(&Nx.conv(&1, &2, opts), [u, Nx.as_type(k, :s8)], rtol: 0, atol: 0)
+
+    args = [Nx.as_type(x, :s64), data({4, 3, 3, 2}, :f64, 0.5)]
+    assert_matches_evaluator(&Nx.conv(&1, &2, opts), args, @tolerance[{:f, 64}])
+  end
+
+  # Nx.BinaryBackend pads and dilates with zeros that it multiplies: an infinity in the
+  # kernel over padding gives NaN, and so does an infinity or NaN in the input under a gap
+  # of a dilated kernel (the rewrite adds that back, since its dot skips the gaps).
+  test "NaN and infinities propagate as in Nx.BinaryBackend" do
+    for type <- [:f32, :f64] do
+      x =
+        data({2, 4, 7, 6}, type, 0.37)
+        |> Nx.put_slice([0, 1, 2, 3], Nx.tensor([[[[:nan]]]], type: type))
+        |> Nx.put_slice([1, 2, 4, 1], Nx.tensor([[[[:infinity, :neg_infinity]]]], type: type))
+        |> Nx.put_slice([0, 3, 6, 0], Nx.tensor([[[[:infinity]]]], type: type))
+
+      tol = @tolerance[Nx.Type.normalize!(type)]
+
+      for {kernel, opts} <- [
+            {{4, 4, 3, 2}, []},
+            {{4, 4, 3, 2}, kernel_dilation: [2, 3]},
+            {{4, 4, 3, 2}, kernel_dilation: [1, 2], strides: [2, 1], padding: :same},
+            {{4, 2, 3, 2}, kernel_dilation: 2, feature_group_size: 2},
+            {{4, 4, 3, 2}, kernel_dilation: [2, 1], input_dilation: 2, padding: [{1, 1}, {2, 0}]}
+          ] do
+        assert_matches_evaluator(&Nx.conv(&1, &2, opts), [x, data(kernel, type, 0.91)], tol)
+      end
+
+      k_inf =
+        Nx.put_slice(data({4, 4, 3, 2}, type, 0.91), [1, 0, 0, 1], Nx.tensor([[[[:infinity]]]], type: type))
+
+      assert_matches_evaluator(
+        &Nx.conv(&1, &2, padding: [{1, 0}, {0, 2}]),
+        [data({2, 4, 7, 6}, type, 0.37), k_inf],
+        tol
+      )
+
+      assert_matches_evaluator(
+        &Nx.conv(&1, &2, input_dilation: 2),
+        [data({2, 4, 7, 6}, type, 0.37), k_inf],
+        tol
+      )
+    end
+  end
+
+  test "the conv becomes slices, a stack and one dot: three dispatches" do
+    x = data({2, 3, 8, 8}, :f32, 0.37)
+    k = data({4, 3, 3, 3}, :f32, 0.91)
+    fun = &Nx.conv(&1, &2, padding: :same, strides: [1, 2])
+    {graph, _} = graph(fun, [x, k])
+    ops = graph |> assert_well_formed() |> all_nodes() |> Enum.map(& &1.op)
+    assert Enum.count(ops, &(&1 == "dot")) == 1
+    refute "conv" in ops
+
+    # the patches (pad, slices, stack), the dot, the result in the output's layout
+    assert Nx.Vulkan.explain(fun, [x, k]).dispatches == 3
+  end
+
+  test "complex tensors are refused by name" do
+    x = Nx.as_type(data({1, 1, 4}, :f32, 0.3), :c64)
+
+    assert_raise ArgumentError, ~r/complex/, fn ->
+      Nx.Defn.jit_apply(&Nx.conv/2, [x, x], compiler: Nx.Vulkan)
+    end
+  end
+end
