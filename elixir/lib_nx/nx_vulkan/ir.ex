@@ -415,6 +415,12 @@ defmodule Nx.Vulkan.IR do
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
     do: recur(Nx.Vulkan.Conv.conv(t, input, kernel, opts), stack)
 
+  defp node(%T{data: %Expr{op: :map, args: [x, _opts, fun]}} = t, stack),
+    do: recur(Nx.Vulkan.Funs.map(t, x, fun), stack)
+
+  defp node(%T{data: %Expr{op: :reduce, args: [x, acc, opts, fun]}} = t, stack),
+    do: recur(Nx.Vulkan.Funs.reduce(t, x, acc, opts, fun), stack)
+
   # Nx <= 0.10: the backend computes it; Nx.BinaryBackend's factorisation is the reference.
   defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack) do
     if Nx.Vulkan.LinAlg.supported?(a) do

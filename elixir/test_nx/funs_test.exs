@@ -1,0 +1,75 @@
+defmodule Nx.Vulkan.FunsTest do
+  # Nx.map and Nx.reduce with functions (Nx.Vulkan.Funs: the traced body re-applied to
+  # whole tensors; reduce as a tree over halves) against Nx.Defn.Evaluator, whose
+  # BinaryBackend applies the function per element and folds in order. Tolerances: the
+  # types' defaults (Nx.Vulkan.Case.tolerance/1); f32 sums of 7-35 terms in a different
+  # order stay within them, integers are exact.
+  use Nx.Vulkan.Case, async: true
+
+  defp data(shape, type) do
+    shape |> Nx.iota(type: :f64) |> Nx.multiply(0.77) |> Nx.sin() |> Nx.multiply(5) |> Nx.as_type(type)
+  end
+
+  # Nx 0.8 removed Nx.map.
+  if function_exported?(Nx, :map, 3) do
+    describe "map" do
+      for type <- [:f32, :f64, :s32, :u8] do
+        test "polynomial body, #{type}" do
+          x = data({3, 4}, unquote(type))
+          assert_matches_evaluator(&Nx.map(&1, fn a -> Nx.add(Nx.multiply(a, a), 3) end), [x])
+        end
+      end
+
+      test "a :type option is the result type; the body sees the input's elements" do
+        # 0.33 > 0 is true for the f32 element even though the result is s32
+        x = Nx.tensor([[-1.5, 0.33], [0.0, 2.0]])
+        assert_matches_evaluator(&Nx.map(&1, [type: :s32], fn a -> Nx.greater(a, 0) end), [x])
+      end
+
+      test "constant and select bodies" do
+        x = data({5}, :f64)
+        assert_matches_evaluator(&Nx.map(&1, fn _ -> Nx.tensor(2.5, type: :f64) end), [x])
+
+        assert_matches_evaluator(&Nx.map(&1, fn a -> Nx.select(Nx.less(a, 0), Nx.negate(a), Nx.exp(a)) end), [
+          x
+        ])
+      end
+    end
+  end
+
+  describe "reduce" do
+    for type <- [:f32, :f64, :s64] do
+      test "sums with a non-neutral accumulator over each axis set, #{type}" do
+        x = data({3, 5, 7}, unquote(type))
+
+        for opts <- [[], [axes: [0]], [axes: [1]], [axes: [2]], [axes: [0, 2]], [axes: [1], keep_axes: true]] do
+          assert_matches_evaluator(&Nx.reduce(&1, 10, opts, fn a, b -> Nx.add(a, b) end), [x])
+        end
+      end
+    end
+
+    test "max, min and product" do
+      x = data({4, 6}, :f32)
+      assert_matches_evaluator(&Nx.reduce(&1, -100.0, [axes: [1]], fn a, b -> Nx.max(a, b) end), [x])
+      assert_matches_evaluator(&Nx.reduce(&1, 100.0, [axes: [0]], fn a, b -> Nx.min(a, b) end), [x])
+
+      assert_matches_evaluator(&Nx.reduce(&1, 1, [axes: [0]], fn a, b -> Nx.multiply(a, b) end), [
+        Nx.add(Nx.iota({3, 5}), 1)
+      ])
+    end
+
+    test "NaN and infinities propagate as in the ordered fold" do
+      x = Nx.tensor([[1.0, :nan, 2.0], [:infinity, 1.0, 0.0], [:neg_infinity, :infinity, 1.0]])
+      assert_matches_evaluator(&Nx.reduce(&1, 0.0, [axes: [1]], fn a, b -> Nx.add(a, b) end), [x])
+    end
+
+    test "a function that is not element-wise is an ArgumentError naming the op" do
+      x = data({4}, :f32)
+      fun = &Nx.reduce(&1, 0.0, fn a, b -> Nx.add(Nx.sum(Nx.reshape(a, {1})), b) end)
+
+      assert_raise ArgumentError, ~r/element-wise; this one uses :(sum|reshape)/, fn ->
+        Nx.Vulkan.jit(fun).(x)
+      end
+    end
+  end
+end
