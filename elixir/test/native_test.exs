@@ -5,6 +5,7 @@ defmodule Nx.Vulkan.NativeTest do
   use ExUnit.Case, async: false
 
   alias Nx.Vulkan.{Device, JSON, Native}
+  import Nx.Vulkan.Eventually
 
   setup_all do
     %{device: Device.get!()}
@@ -54,7 +55,9 @@ defmodule Nx.Vulkan.NativeTest do
 
   test "compiles IR and runs it on binaries and on buffers", %{device: device} do
     assert {:ok, exe} = Native.compile(device, add_graph(4), [])
-    assert {:ok, %{inputs: [{"f32", [4]}, {"f32", [4]}], outputs: [{"f32", [4]}]}} = Native.executable_info(exe)
+
+    assert {:ok, %{inputs: [{"f32", [4]}, {"f32", [4]}], outputs: [{"f32", [4]}]}} =
+             Native.executable_info(exe)
 
     a = [1.5, -2.0, 0.25, 1.0e10]
     b = [2.25, 2.0, -0.5, 1.0]
@@ -74,9 +77,14 @@ defmodule Nx.Vulkan.NativeTest do
     assert from_f32(twice) == from_f32(f32(Enum.map(expected, &(&1 * 2))))
   end
 
-  test "explore shows the graph as read, after each pass, the kernels and the dispatch count", %{device: device} do
+  test "explore shows the graph as read, after each pass, the kernels and the dispatch count", %{
+    device: device
+  } do
     assert {:ok, info} = Native.explore(device, add_graph(4), [])
-    assert %{source: source, passes: [_ | _] = passes, lowered: lowered, kernels: [kernel | _], dispatches: n} = info
+
+    assert %{source: source, passes: [_ | _] = passes, lowered: lowered, kernels: [kernel | _], dispatches: n} =
+             info
+
     assert source =~ ~s("add")
     assert {_, ^lowered} = List.last(passes)
     assert lowered =~ ~s("kernel")
@@ -86,7 +94,9 @@ defmodule Nx.Vulkan.NativeTest do
 
     # the same dispatches as a run of the compiled executable
     {:ok, exe} = Native.compile(device, add_graph(4), [])
-    {:ok, {_, %{dispatches: ^n}}} = Native.run(exe, [{"f32", [4], f32([1, 2, 3, 4])}, {"f32", [4], f32([1, 2, 3, 4])}], :binaries)
+
+    {:ok, {_, %{dispatches: ^n}}} =
+      Native.run(exe, [{"f32", [4], f32([1, 2, 3, 4])}, {"f32", [4], f32([1, 2, 3, 4])}], :binaries)
 
     # one named pass
     {first, _} = hd(passes)
@@ -148,7 +158,10 @@ defmodule Nx.Vulkan.NativeTest do
 
     # the VM and the device are still fine
     {:ok, exe} = Native.compile(device, add_graph(1), [])
-    assert {:ok, {[out], _}} = Native.run(exe, [{"f32", [1], f32([1.0])}, {"f32", [1], f32([2.0])}], :binaries)
+
+    assert {:ok, {[out], _}} =
+             Native.run(exe, [{"f32", [1], f32([1.0])}, {"f32", [1], f32([2.0])}], :binaries)
+
     assert from_f32(out) == [3.0]
   end
 
@@ -174,7 +187,7 @@ defmodule Nx.Vulkan.NativeTest do
 
     assert Task.await(task) >= before + 1024 * 1024
     :erlang.garbage_collect()
-    assert eventually(fn -> Native.bytes_in_use(device) == {:ok, before} end)
+    assert eventually(fn -> Native.bytes_in_use(device) == {:ok, before} end, 1000)
   end
 
   test "allocating past device memory is an error and the VM stays up", %{device: device} do
@@ -218,20 +231,5 @@ defmodule Nx.Vulkan.NativeTest do
       |> Enum.map(fn {:ok, ok?} -> ok? end)
 
     assert Enum.all?(results)
-  end
-
-  defp eventually(fun, tries \\ 50) do
-    cond do
-      fun.() ->
-        true
-
-      tries == 0 ->
-        false
-
-      true ->
-        Process.sleep(20)
-        :erlang.garbage_collect()
-        eventually(fun, tries - 1)
-    end
   end
 end

@@ -5,4 +5,5 @@ unless Code.ensure_loaded?(Nx) do
   """)
 end
 
+Code.require_file("support/eventually.ex", __DIR__)
 ExUnit.start()
