@@ -5,24 +5,10 @@ defmodule Nx.Vulkan.ReliabilityTest do
   use Nx.Vulkan.Case, async: false
 
   alias Nx.Vulkan.{Device, Native}
+  import Nx.Vulkan.Eventually
 
   # A device configuration no other test uses, so its bytes-in-use count is ours.
   @private [device: "", cache_dir: "none", timeout: 119_999]
-
-  defp eventually(fun, tries \\ 200) do
-    cond do
-      fun.() ->
-        true
-
-      tries == 0 ->
-        false
-
-      true ->
-        Process.sleep(25)
-        :erlang.garbage_collect()
-        eventually(fun, tries - 1)
-    end
-  end
 
   test "100 concurrent processes running several jitted functions get correct results" do
     fs = [
@@ -91,7 +77,7 @@ defmodule Nx.Vulkan.ReliabilityTest do
     Enum.each(pids, &Process.exit(&1, :kill))
     for ref <- refs, do: assert_receive({:DOWN, ^ref, :process, _, :killed}, 60_000)
 
-    assert eventually(fn -> Device.memory_in_use(@private) <= baseline end),
+    assert eventually(fn -> Device.memory_in_use(@private) <= baseline end, 5000),
            "device memory in use #{Device.memory_in_use(@private)}, baseline #{baseline}"
 
     # and the device still computes
@@ -113,7 +99,7 @@ defmodule Nx.Vulkan.ReliabilityTest do
       assert error.kind == :out_of_memory
     end
 
-    assert eventually(fn -> Device.memory_in_use(@private) == baseline end)
+    assert eventually(fn -> Device.memory_in_use(@private) == baseline end, 5000)
     assert Nx.to_flat_list(Nx.Vulkan.jit(&Nx.add(&1, 1), @private).(Nx.tensor([1]))) == [2]
   end
 
