@@ -57,21 +57,28 @@ Id Emitter::linear(Index& idx) {
   return idx.linear;
 }
 
+// In the register width of t (narrow integers are extended there, so the bound need not fit t).
+Id Emitter::clamped_index(Id v, DType t, int64_t hi) {
+  const int bits = register_bits(t);
+  Id rt = reg_type(t), top = b.const_int(bits, uint64_t(hi));
+  if (ir::is_signed_int(t)) v = b.ext(GLSLstd450SClamp, rt, {v, b.const_int(bits, 0), top});
+  else v = b.ext(GLSLstd450UMin, rt, {v, top});
+  return bits == 64 ? b.op(spv::OpUConvert, u32(), {v}) : v;
+}
+
+Id Emitter::all_true(const std::vector<Id>& conds) {
+  Id acc = 0;
+  for (Id x : conds) acc = acc ? b.op(spv::OpLogicalAnd, boolean(), {acc, x}) : x;
+  return acc ? acc : b.const_bool(true);
+}
+
 namespace {
 struct IndexOps {
   Emitter& e;
   const ir::Node& node;
   std::function<const ir::Node&(size_t)> arg;
 
-  spirv::Builder& b() { return e.b; }
-  Id u32() { return e.u32(); }
   Id c(int64_t v) { return e.u32c(uint64_t(v)); }
-  Id bool_t() { return e.boolean(); }
-  Id all(const std::vector<Id>& conds) {
-    Id acc = 0;
-    for (Id x : conds) acc = acc ? b().op(spv::OpLogicalAnd, bool_t(), {acc, x}) : x;
-    return acc ? acc : b().const_bool(true);
-  }
   // A scalar integer argument (a dynamic start) clamped to [0, hi], as u32.
   Id dynamic_start(const nlohmann::json& spec, int64_t hi) {
     if (spec.is_number_integer()) return c(std::clamp<int64_t>(spec.get<int64_t>(), 0, hi));
@@ -80,11 +87,7 @@ struct IndexOps {
     DType t = s.type().dtype;
     if (!ir::is_integer(t) || !s.type().shape.empty())
       throw ir::IrError(node, "dynamic start must be a scalar integer, got " + ir::to_string(s.type()));
-    Id v = e.value(s, e.index_from_dims({}, {}));
-    Id rt = e.reg_type(t);
-    if (ir::is_signed_int(t)) v = b().ext(GLSLstd450SClamp, rt, {v, e.constant_int(t, 0), e.constant_int(t, hi)});
-    else v = b().ext(GLSLstd450UMin, rt, {v, e.constant_int(t, hi)});
-    return Emitter::register_bits(t) == 64 ? b().op(spv::OpUConvert, u32(), {v}) : v;
+    return e.clamped_index(e.value(s, e.index_from_dims({}, {})), t, hi);
   }
 };
 }  // namespace
@@ -203,7 +206,7 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       ud.push_back(b.ext(GLSLstd450UMin, u32(), {rel, u32c(us[i] - 1)}));
     }
     Id from_update = convert(value(upd, index_from_dims(us, ud)), upd.type().dtype, t);
-    return select(t, ix.all(inside), from_update, read(index));
+    return select(t, all_true(inside), from_update, read(index));
   }
   if (op == "pad") {
     const auto& config = node.attrs.at("config");
@@ -223,7 +226,7 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     }
     Id pad_value = convert(value(pv, index_from_dims({}, {})), pv.type().dtype, t);
     if (ir::num_elements(in) == 0) return pad_value;
-    return select(t, ix.all(valid), read(index_from_dims(in, id)), pad_value);
+    return select(t, all_true(valid), read(index_from_dims(in, id)), pad_value);
   }
   if (op == "concatenate" || op == "stack") {
     const int64_t axis = node.attrs.at("axis").get<int64_t>();

@@ -71,6 +71,8 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
     case ir::OpFamily::Convert: return emit_misc_elementwise(node, index);
     case ir::OpFamily::IndexMap:
     case ir::OpFamily::PutSlice: return emit_index_op(node, index);
+    case ir::OpFamily::Gather: return emit_gather(node, index);
+    case ir::OpFamily::Scatter: return emit_indexed(node, index);
     case ir::OpFamily::Reduction: return emit_reduction(node, index);
     case ir::OpFamily::ArgReduction: return emit_argreduce(node, index);
     default: break;

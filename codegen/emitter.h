@@ -119,6 +119,9 @@ class Emitter {
   std::vector<Id> dims(Index& idx);
   Id linear(Index& idx);
   Index index_from_dims(const ir::Shape& shape, std::vector<Id> dims);
+  // An integer register value of type t as a u32 position clamped to [0, hi] (hi >= 0).
+  Id clamped_index(Id v, ir::DType t, int64_t hi);
+  Id all_true(const std::vector<Id>& conds);  // true when empty
 
  private:
   Id compute(const ir::Node& node, Index& index);
@@ -131,6 +134,8 @@ class Emitter {
   Id emit_compare(const ir::Node& node, Index& index);
   Id emit_misc_elementwise(const ir::Node& node, Index& index);  // select clip as_type bitcast
   Id emit_index_op(const ir::Node& node, Index& index);          // broadcast, slice, pad, ...
+  Id emit_gather(const ir::Node& node, Index& index);            // emit_gather.cpp
+  Id emit_indexed(const ir::Node& node, Index& index);           // indexed_add indexed_put (emit_gather.cpp)
   Id emit_reduction(const ir::Node& node, Index& index);
   Id emit_argreduce(const ir::Node& node, Index& index);
   Id emit_dot(const ir::Node& node, Index& index);

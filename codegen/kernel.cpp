@@ -48,17 +48,20 @@ void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps) {
   }
 }
 
-// The longest reduced (or contracted) extent of any node in the body.
+// The longest reduced (or contracted) extent of any node in the body; for indexed_add/put,
+// the number of updates.
 int64_t longest_reduction(const ir::Graph& body) {
   int64_t longest = 0;
   for (const auto& n : body.nodes) {
     if (n.args.empty() || n.is_tuple()) continue;
     const auto f = ir::op_family(n.op);
     const bool reduces = f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction || f == ir::OpFamily::Dot;
-    if (!reduces) continue;
+    if (!reduces && f != ir::OpFamily::Scatter) continue;
     const ir::Shape& in = body.node(n.args[0]).type().shape;
     int64_t extent = 1;
-    if (n.op == "dot") {
+    if (f == ir::OpFamily::Scatter) {
+      extent = body.node(n.args.at(1)).type().shape.at(0);  // every element folds over the updates
+    } else if (n.op == "dot") {
       for (int64_t a : n.attrs.value("contract_axes1", std::vector<int64_t>{})) extent *= in.at(a);
     } else {
       extent = ir::num_elements(in) / std::max<int64_t>(n.type().num_elements(), 1);
@@ -165,7 +168,7 @@ bool computes_per_element(const ir::Graph& body) {
   for (const auto& n : body.nodes) {
     const auto f = ir::op_family(n.op);
     if (!ir::is_elementwise(f) && f != ir::OpFamily::Source && f != ir::OpFamily::IndexMap &&
-        f != ir::OpFamily::PutSlice && f != ir::OpFamily::Metadata)
+        f != ir::OpFamily::PutSlice && f != ir::OpFamily::Gather && f != ir::OpFamily::Metadata)
       return false;
   }
   return true;

@@ -107,6 +107,11 @@ bool truthy(const Literal& lit, int64_t i) {
   return is_float(lit.type.dtype) ? get_f64(lit, i) != 0.0 : get_i64(lit, i) != 0;
 }
 
+int64_t index_at(const Literal& lit, int64_t i) {
+  const int64_t v = get_i64(lit, i);
+  return is_unsigned_int(lit.type.dtype) && v < 0 ? std::numeric_limits<int64_t>::max() : v;
+}
+
 std::vector<int64_t> row_major_strides(const Shape& shape) {
   std::vector<int64_t> s(shape.size());
   int64_t acc = 1;
@@ -267,6 +272,12 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
     case OpFamily::IndexMap:
     case OpFamily::PutSlice:
       out.push_back(eval_shape(node, args));
+      break;
+    case OpFamily::Gather:
+      out.push_back(eval_gather(node, args));
+      break;
+    case OpFamily::Scatter:
+      out.push_back(eval_indexed(node, args));
       break;
     case OpFamily::Reduction:
     case OpFamily::ArgReduction:

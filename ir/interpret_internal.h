@@ -32,6 +32,9 @@ int64_t wrap(int64_t v, DType t);
 void convert_element(const Literal& src, int64_t si, Literal& dst, int64_t di);
 Literal convert(const Literal& src, DType to);
 bool truthy(const Literal& lit, int64_t i);  // nonzero; NaN counts as true
+// Element i of an integer literal as a position: a u64 above INT64_MAX reads as INT64_MAX
+// (not as a negative number), so that it is out of range at the top like any large index.
+int64_t index_at(const Literal& lit, int64_t i);
 
 std::vector<int64_t> row_major_strides(const Shape& shape);
 
@@ -72,5 +75,7 @@ Literal eval_elementwise(const Node& n, const Args& args);
 Literal eval_shape(const Node& n, const Args& args);
 Literal eval_reduce(const Node& n, const Args& args);
 Literal eval_dot(const Node& n, const Args& args);
+Literal eval_gather(const Node& n, const Args& args);
+Literal eval_indexed(const Node& n, const Args& args);
 
 }  // namespace nxv::ir::interp

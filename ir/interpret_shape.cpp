@@ -1,7 +1,6 @@
 // Sources and the data-movement ops: each output element is read from one operand element
 // (or is padding), so every op here is a walk over the output with operand strides.
 #include <algorithm>
-#include <limits>
 
 #include "ir/interpret_internal.h"
 
@@ -32,9 +31,7 @@ int64_t start_at(const Node& n, const Args& args, size_t k, int64_t dim, int64_t
     const int64_t a = s["arg"].get<int64_t>();
     if (a < 0 || size_t(a) >= args.size() || args[a]->type.num_elements() != 1 || !is_integer(args[a]->type.dtype))
       throw IrError(n, "start " + s.dump() + " does not name a scalar integer argument");
-    v = get_i64(*args[a], 0);
-    // A huge u64 start reads as negative; it clamps to the top like any large start.
-    if (is_unsigned_int(args[a]->type.dtype) && v < 0) v = std::numeric_limits<int64_t>::max();
+    v = index_at(*args[a], 0);
   } else {
     throw IrError(n, "a start must be an integer or {\"arg\": k}, got " + s.dump());
   }

@@ -1,5 +1,6 @@
 #include "ir/ops.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace nxv::ir {
@@ -27,6 +28,8 @@ OpFamily op_family(const std::string& op) {
     add(F::IndexMap, {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice", "pad", "concatenate",
                       "stack"});
     add(F::PutSlice, {"put_slice"});
+    add(F::Gather, {"gather"});
+    add(F::Scatter, {"indexed_add", "indexed_put"});
     add(F::Reduction, {"sum", "product", "reduce_max", "reduce_min", "all", "any"});
     add(F::ArgReduction, {"argmax", "argmin"});
     add(F::Dot, {"dot"});
@@ -54,6 +57,29 @@ bool is_elementwise(OpFamily f) {
     default:
       return false;
   }
+}
+
+IndexedAxes indexed_axes(const Node& n, size_t rank, int64_t depth) {
+  if (depth < 0 || depth > int64_t(rank))
+    throw IrError(n, "an index has " + std::to_string(depth) + " components, more than the operand's rank " + std::to_string(rank));
+  IndexedAxes a;
+  const bool given = n.attrs.contains("axes") && !n.attrs["axes"].is_null();
+  if (!given) {
+    for (int64_t k = 0; k < depth; ++k) a.indexed.push_back(k);
+  } else {
+    const auto& axes = n.attrs["axes"];
+    if (!axes.is_array() || int64_t(axes.size()) != depth)
+      throw IrError(n, "attrs.axes must list " + std::to_string(depth) + " axes, one per index component, got " + axes.dump());
+    for (const auto& v : axes) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= int64_t(rank) ||
+          (!a.indexed.empty() && v.get<int64_t>() <= a.indexed.back()))
+        throw IrError(n, "attrs.axes must be increasing axes of a rank-" + std::to_string(rank) + " operand, got " + axes.dump());
+      a.indexed.push_back(v.get<int64_t>());
+    }
+  }
+  for (size_t k = 0; k < rank; ++k)
+    if (!std::count(a.indexed.begin(), a.indexed.end(), int64_t(k))) a.rest.push_back(int64_t(k));
+  return a;
 }
 
 }  // namespace nxv::ir

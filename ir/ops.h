@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "ir/ir.h"
 
 namespace nxv::ir {
 
@@ -18,6 +21,8 @@ enum class OpFamily {
   Convert,     // as_type bitcast
   IndexMap,    // reshape squeeze broadcast transpose reverse slice pad concatenate stack
   PutSlice,
+  Gather,      // gather: elementwise in the output, reading the source where the indices point
+  Scatter,     // indexed_add indexed_put: each output element folds the updates aimed at it
   Reduction,   // sum product reduce_max reduce_min all any
   ArgReduction,
   Dot,
@@ -33,5 +38,14 @@ OpFamily op_family(const std::string& op);
 inline bool is_known_op(const std::string& op) { return op_family(op) != OpFamily::Unknown; }
 // Computed per element from the same element of its operands (with broadcasting).
 bool is_elementwise(OpFamily f);
+
+// The Gather and Scatter ops' attrs.axes (Nx's :axes option): the axes of a rank-`rank`
+// operand that the `depth` components of an index address, increasing; the leading `depth`
+// axes when absent. Throws IrError naming the node when malformed.
+struct IndexedAxes {
+  std::vector<int64_t> indexed;
+  std::vector<int64_t> rest;  // the other axes, in order: a gathered or updated window's
+};
+IndexedAxes indexed_axes(const Node& n, size_t rank, int64_t depth);
 
 }  // namespace nxv::ir

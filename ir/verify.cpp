@@ -220,6 +220,8 @@ class Verifier {
         expect_shape(n, x.shape);
         return expect_type(n, merged(n, {0, 1}));
       }
+      case OpFamily::Gather: return gather(n);
+      case OpFamily::Scatter: return indexed(n);
       case OpFamily::Reduction: return reduction(n);
       case OpFamily::ArgReduction: return arg_reduction(n);
       case OpFamily::Dot: return dot(n);
@@ -411,6 +413,44 @@ class Verifier {
       unique_axes(n, int_list(n, "axes"), x);
       expect_shape(n, x.shape);
     }
+  }
+
+  static void integer_indices(const Node& n, const TensorType& indices) {
+    if (!is_integer(indices.dtype)) throw IrError(n, "indices must be integers, got " + to_string(indices));
+  }
+
+  // Nx.gather: the result is the indices' shape without its last axis, then the axes of x
+  // that are not indexed.
+  void gather(const Node& n) {
+    arity(n, 2);
+    const TensorType &x = arg_type(n, 0), &indices = arg_type(n, 1);
+    integer_indices(n, indices);
+    if (indices.shape.empty()) throw IrError(n, "indices must have a rank of at least 1, got " + to_string(indices));
+    const auto axes = indexed_axes(n, x.shape.size(), indices.shape.back());
+    Shape out(indices.shape.begin(), indices.shape.end() - 1);
+    for (int64_t k : axes.rest) out.push_back(x.shape[k]);
+    expect_shape(n, out);
+    expect_type(n, {x.dtype});
+    for (int64_t k : axes.indexed)
+      if (x.shape[k] == 0 && num_elements(out) > 0) throw IrError(n, "gathers from the empty axis " + std::to_string(k) + " of " + to_string(x));
+  }
+
+  // Nx.indexed_add / indexed_put: indices {count, depth}; updates {count, window...} with
+  // one window axis per axis of the target that is not indexed, each at most that long.
+  void indexed(const Node& n) {
+    arity(n, 3);
+    const TensorType &target = arg_type(n, 0), &indices = arg_type(n, 1), &updates = arg_type(n, 2);
+    integer_indices(n, indices);
+    if (indices.shape.size() != 2) throw IrError(n, "indices must have rank 2 ({count, depth}), got " + to_string(indices));
+    auto rest = indexed_axes(n, target.shape.size(), indices.shape[1]).rest;
+    if (updates.shape.size() != rest.size() + 1 || updates.shape[0] != indices.shape[0])
+      throw IrError(n, "updates " + to_string(updates) + " must have shape {" + std::to_string(indices.shape[0]) + ", ...} with one axis per axis of " +
+                           to_string(target) + " that indices " + to_string(indices) + " do not address");
+    for (size_t k = 0; k < rest.size(); ++k)
+      if (updates.shape[k + 1] > target.shape[rest[k]])
+        throw IrError(n, "axis " + std::to_string(k + 1) + " of updates " + to_string(updates) + " is longer than axis " + std::to_string(rest[k]) + " of " + to_string(target));
+    expect_shape(n, target.shape);
+    expect_type(n, merged(n, {0, 2}));
   }
 
   std::vector<int64_t> reduced_axes(const Node& n, const TensorType& x, const char* key) {

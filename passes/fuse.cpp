@@ -31,17 +31,21 @@ bool is_reduction(const Node& n) {
   const auto f = ir::op_family(n.op);
   return f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction;
 }
+// indexed_add/put: each element loops over all the updates, so like a reduction its result
+// gets a buffer rather than being recomputed wherever it is read.
+bool is_indexed_update(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scatter; }
 // Inlinable: computed per element from its operands' elements. Slices with dynamic starts
-// read scalars from other values, which the emitter supports, so slices qualify too.
+// read scalars from other values, which the emitter supports, so slices qualify too; so does
+// gather, an index map whose index comes from its indices operand (one element each).
 bool inlinable(const Node& n) {
   if (n.is_tuple()) return false;
   const auto f = ir::op_family(n.op);
   if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
-  return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap;
+  return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Gather;
 }
-// Can root a region: anything inlinable, and reductions (their producers are evaluated
-// inside the reduction loop).
-bool can_root(const Node& n) { return inlinable(n) || is_reduction(n); }
+// Can root a region: anything inlinable, reductions and indexed updates (their producers are
+// evaluated inside their loops).
+bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n); }
 
 // A producer inlined into several kernels is recomputed in each; beyond this many ops in
 // its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element
@@ -384,6 +388,7 @@ class Fuse : public Pass {
     if (n.op == "parameter") return "graph input";
     if (n.op == "tensor") return "literal tensor";
     if (is_reduction(n)) return "reduction result";
+    if (is_indexed_update(n)) return n.op + " result";
     if (!inlinable(n)) return n.op + " is computed by a kernel of its own";
     if (outputs.count(n.id)) return "graph output";
     if (forced.count(n.id)) return "shared by kernels of different shapes and too costly to recompute";
@@ -432,6 +437,7 @@ class Fuse : public Pass {
     const Node& first = g.node(r.roots[0]);
     k.attrs = {{"kind", first.op == "argmax" || first.op == "argmin" ? "argreduce"
                         : is_reduction(first)                       ? "reduce"
+                        : is_indexed_update(first)                  ? "indexed"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
     if (r.row_split >= 0) k.attrs["row_split"] = r.row_split;

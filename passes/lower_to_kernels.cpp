@@ -21,6 +21,7 @@ std::string kind_of(const std::string& op) {
     case ir::OpFamily::Reduction: return "reduce";
     case ir::OpFamily::ArgReduction: return "argreduce";
     case ir::OpFamily::Dot: return "dot";
+    case ir::OpFamily::Scatter: return "indexed";
     default: return "elementwise";
   }
 }

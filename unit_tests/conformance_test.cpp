@@ -15,6 +15,7 @@
 // computed in f32 and follows f32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -150,8 +151,8 @@ Tolerance tolerance(const std::string& op, DType t) {
   return {64 * eps, 64 * eps, false};
 }
 
-// Runs `g` on the device and in the interpreter; reports the first disagreement.
-void check(const ir::Graph& g, const std::vector<Literal>& inputs, const Tolerance& tol) {
+// Runs `g` on the device (compiled with `opts`) and in the interpreter; reports the first disagreement.
+void check(const ir::Graph& g, const std::vector<Literal>& inputs, const Tolerance& tol, const runtime::CompileOptions& opts = {}) {
   std::vector<Literal> want;
   try {
     want = ir::interpret(g, inputs);
@@ -161,7 +162,7 @@ void check(const ir::Graph& g, const std::vector<Literal>& inputs, const Toleran
   }
   std::vector<Literal> got;
   try {
-    got = runtime::Executable::compile(device(), g)->run_host(inputs);
+    got = runtime::Executable::compile(device(), g, opts)->run_host(inputs);
   } catch (const std::exception& e) {
     ADD_FAILURE() << g.name << ": device: " << e.what();
     return;
@@ -390,6 +391,128 @@ TEST(Conformance, DotContractionsAndBatches) {
     dot("vector", {257}, {257}, {}, R"({"contract_axes1": [0], "contract_axes2": [0]})");
     dot("outer", {4}, {3}, {4, 3}, R"({"contract_axes1": [], "contract_axes2": []})");
     dot("transposed", {13, 7}, {5, 13}, {7, 5}, R"({"contract_axes1": [0], "contract_axes2": [1]})");
+  }
+}
+
+// Indices in [lo, hi]: a range a little wider than the axes they address, so that some are
+// negative or past the end (gather clamps them, indexed_* skip them: docs/ir.md) and, with
+// more indices than positions, many repeat.
+Literal indices(DType t, const ir::Shape& s, unsigned seed, int64_t lo, int64_t hi) {
+  Literal lit{{t, s}, std::vector<uint8_t>(ir::TensorType{t, s}.byte_size())};
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  for (int64_t k = 0; k < lit.type.num_elements(); ++k) {
+    ir::Scalar v;
+    v.i = d(rng);
+    v.is_integer = true;
+    ir::set_element(lit, k, v);
+  }
+  return lit;
+}
+
+// Values for sums compared with an f64 reference: the edge values but the huge finite ones,
+// whose f32 partial sums may overflow where the reference's (in double) do not.
+Literal summands(const ir::TensorType& t, unsigned seed) {
+  Literal lit = input(t, seed);
+  if (!ir::is_float(t.dtype)) return lit;
+  for (int64_t k = 0; k < t.num_elements(); ++k)
+    if (std::isfinite(ir::get_f64(lit, k)) && std::fabs(ir::get_f64(lit, k)) > 1e6) ir::set_element(lit, k, ir::parse_scalar(-3.25));
+  return lit;
+}
+
+const std::vector<DType> kIndexedData = {DType::F32, DType::F64, DType::S32};
+
+TEST(Conformance, GatherClampsIndicesRanksOneToThree) {
+  struct Case {
+    ir::Shape x, indices, out;
+    std::string axes;  // "" for the default (leading axes)
+  };
+  const std::vector<Case> cases = {
+      {{7}, {5, 1}, {5}, ""},
+      {{4, 6}, {3, 2}, {3}, ""},
+      {{4, 6}, {5, 1}, {5, 6}, ""},
+      {{4, 6}, {2, 3, 1}, {2, 3, 4}, "[1]"},
+      {{3, 4, 5}, {2, 2}, {2, 4}, "[0, 2]"},
+      {{3, 4, 5}, {6, 1}, {6, 3, 5}, "[1]"},
+      {{3, 4, 5}, {2, 2, 3}, {2, 2}, "[0, 1, 2]"},
+      {{257, 3}, {1009, 1}, {1009, 3}, ""},
+  };
+  for (DType t : kIndexedData) {
+    if (!supported(t)) continue;
+    for (DType it : {DType::S32, DType::S64, DType::U8, DType::S8}) {
+      if (!supported(it)) continue;
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const auto& k = cases[c];
+        const std::string attrs = k.axes.empty() ? "{}" : R"({"axes": )" + k.axes + "}";
+        auto g = one_op("gather_" + std::string(ir::dtype_name(t)) + "_" + ir::dtype_name(it) + "_" + std::to_string(c),
+                        {{t, k.x}, {it, k.indices}}, "gather", {t, k.out}, attrs);
+        const int64_t longest = *std::max_element(k.x.begin(), k.x.end());
+        check(g, {input({t, k.x}, unsigned(c) + 3), indices(it, k.indices, unsigned(c) * 7 + unsigned(it), ir::is_unsigned_int(it) ? 0 : -3, longest + 2)}, {});
+      }
+    }
+  }
+}
+
+TEST(Conformance, IndexedAddAndPutWithRepeatedAndOutOfRangeIndices) {
+  struct Case {
+    ir::Shape target, indices, updates;
+    std::string axes;
+  };
+  const std::vector<Case> cases = {
+      {{7}, {9, 1}, {9}, ""},
+      {{4, 6}, {5, 2}, {5}, ""},
+      {{4, 6}, {5, 1}, {5, 6}, ""},
+      {{4, 6}, {5, 1}, {5, 4}, "[1]"},
+      {{4, 6}, {3, 1}, {3, 2}, ""},          // a window narrower than the target's axis 1
+      {{3, 4, 5}, {6, 2}, {6, 4}, "[0, 2]"},
+      {{3, 4, 5}, {4, 3}, {4}, ""},
+      {{3, 4, 5}, {5, 1}, {5, 3, 5}, "[1]"},
+      {{3, 4, 5}, {2, 1}, {2, 2, 3}, ""},    // narrower on two axes
+      {{257, 3}, {300, 1}, {300, 3}, ""},
+  };
+  for (const std::string op : {"indexed_add", "indexed_put"}) {
+    for (DType t : kIndexedData) {
+      if (!supported(t)) continue;
+      // f64 sums in the reference's order (exact); f32 ones in f32 rather than double.
+      const Tolerance tol = op == "indexed_add" && t == DType::F32 ? Tolerance{1e-6, 1e-5, false} : Tolerance{};
+      for (DType it : {DType::S32, DType::S64, DType::U8}) {
+        if (!supported(it)) continue;
+        for (size_t c = 0; c < cases.size(); ++c) {
+          const auto& k = cases[c];
+          const std::string attrs = k.axes.empty() ? "{}" : R"({"axes": )" + k.axes + "}";
+          auto g = one_op(op + "_" + ir::dtype_name(t) + "_" + ir::dtype_name(it) + "_" + std::to_string(c),
+                          {{t, k.target}, {it, k.indices}, {t, k.updates}}, op, {t, k.target}, attrs);
+          const int64_t longest = *std::max_element(k.target.begin(), k.target.end());
+          check(g, {input({t, k.target}, unsigned(c) + 5), indices(it, k.indices, unsigned(c) * 5 + unsigned(it), ir::is_unsigned_int(it) ? 0 : -2, longest + 1),
+                    summands({t, k.updates}, unsigned(c) + 11)},
+                tol);
+        }
+      }
+    }
+  }
+}
+
+// Few outputs with thousands of updates: every output element's fold is split over a
+// workgroup (with subgroup shuffles as for NVIDIA), whose partial results must combine to
+// the sum, and to the last matching update for indexed_put; an integer target with float
+// updates gives a float result.
+TEST(Conformance, IndexedOpsOverManyUpdatesCooperate) {
+  for (uint32_t vendor : {0u, 0x10DEu}) {
+    runtime::CompileOptions opts;
+    opts.as_vendor = vendor;
+    for (const std::string op : {"indexed_add", "indexed_put"}) {
+      for (DType t : kIndexedData) {
+        if (!supported(t)) continue;
+        const Tolerance tol = op == "indexed_add" && ir::is_float(t) ? Tolerance{1e-5, 1e-3, false} : Tolerance{};
+        auto g = one_op(op + "_many_" + ir::dtype_name(t) + std::to_string(vendor), {{t, {3, 2}}, {DType::S32, {5000, 1}}, {t, {5000, 2}}}, op,
+                        {t, {3, 2}});
+        check(g, {input({t, {3, 2}}, 1), indices(DType::S32, {5000, 1}, 2, -1, 3), summands({t, {5000, 2}}, 3)}, tol, opts);
+      }
+      auto mixed = one_op(op + "_s32_into_f32" + std::to_string(vendor), {{DType::S32, {3}}, {DType::S64, {2000, 1}}, {DType::F32, {2000}}}, op,
+                          {DType::F32, {3}});
+      check(mixed, {input({DType::S32, {3}}, 4), indices(DType::S64, {2000, 1}, 5, 0, 2), summands({DType::F32, {2000}}, 6)},
+            op == "indexed_add" ? Tolerance{1e-5, 1e-3, false} : Tolerance{}, opts);
+    }
   }
 }
 

@@ -380,6 +380,75 @@ TEST(InterpShape, ConcatenateAndStack) {
   EXPECT_EQ(ints(apply("stack", {c, d}, "s32", {2, 2}, {{"axis", 0}})), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
+// ---------------------------------------------------------------- gather and indexed updates
+// Expectations from Nx's documentation examples (what Nx.BinaryBackend prints), and the
+// out-of-range conventions of docs/ir.md worked out by hand.
+
+TEST(InterpIndexed, GatherAsNxDocuments) {
+  Literal m = lit(DType::S64, {2, 2}, {1, 2, 3, 4});
+  EXPECT_EQ(ints(apply("gather", {m, lit(DType::S64, {3, 2}, {1, 1, 0, 1, 1, 0})}, "s64", {3})), (std::vector<int64_t>{4, 2, 3}));
+  Literal rows = lit(DType::S64, {2, 3}, {1, 2, 3, 3, 4, 5});
+  EXPECT_EQ(ints(apply("gather", {rows, lit(DType::S64, {2, 1}, {1, 0})}, "s64", {2, 3})), (std::vector<int64_t>{3, 4, 5, 1, 2, 3}));
+  Literal cols = lit(DType::S64, {2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(ints(apply("gather", {cols, lit(DType::S64, {4, 1}, {1, 0, 2, 1})}, "s64", {4, 2}, {{"axes", {1}}})),
+            (std::vector<int64_t>{2, 5, 1, 4, 3, 6, 2, 5}));
+  // Nx.gather(Nx.iota({2, 1, 3}), Nx.tensor([[[1], [0], [2]]]), axes: [2]): the indices' outer
+  // shape, then the axes not indexed.
+  Literal iota = lit(DType::S64, {2, 1, 3}, {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(ints(apply("gather", {iota, lit(DType::S32, {1, 3, 1}, {1, 0, 2})}, "s64", {1, 3, 2, 1}, {{"axes", {2}}})),
+            (std::vector<int64_t>{1, 4, 0, 3, 2, 5}));
+  // Out of range clamps into the axis (XLA); a u64 beyond INT64_MAX is past the end too.
+  Literal v = lit(DType::F32, {3}, {1, 2, 3});
+  expect_floats(apply("gather", {v, lit(DType::S32, {3, 1}, {-1, 5, 1})}, "f32", {3}), {1, 3, 2});
+  expect_floats(apply("gather", {v, ilit(DType::U64, {1, 1}, {-2})}, "f32", {1}), {3});
+}
+
+TEST(InterpIndexed, IndexedAddAsNxDocuments) {
+  Literal t = lit(DType::S64, {1, 2, 3}, {0, 1, 2, 3, 4, 5});
+  Literal idx = lit(DType::S64, {5, 3}, {0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 2, 0, 1, 2});
+  EXPECT_EQ(ints(apply("indexed_add", {t, idx, lit(DType::S64, {5}, {1, 3, 1, -2, 5})}, "s64", {1, 2, 3})),
+            (std::vector<int64_t>{2, 1, 0, 3, 7, 10}));
+  // Types merge: an integer target with float updates gives floats.
+  expect_floats(apply("indexed_add", {lit(DType::S32, {1}, {1}), lit(DType::S32, {2, 1}, {0, 0}), lit(DType::F32, {2}, {1, 1})}, "f32", {1}), {3});
+  // Out-of-range updates are skipped (XLA's scatter); in range ones add in order.
+  EXPECT_EQ(ints(apply("indexed_add", {lit(DType::S32, {2}, {1, 1}), lit(DType::S32, {3, 1}, {-1, 2, 0}), lit(DType::S32, {3}, {5, 6, 7})}, "s32", {2})),
+            (std::vector<int64_t>{8, 1}));
+  // Nx adds target + (0 + u1 + ...): -0.0 + (0 + -0.0) is +0.0; an element no update aims at
+  // keeps its -0.0. Wrap-around in the result type.
+  expect_floats(apply("indexed_add", {lit(DType::F64, {2}, {-0.0, -0.0}), lit(DType::S32, {1, 1}, {0}), lit(DType::F64, {1}, {-0.0})}, "f64", {2}),
+                {0.0, -0.0});
+  EXPECT_EQ(ints(apply("indexed_add", {lit(DType::S8, {1}, {127}), lit(DType::S32, {2, 1}, {0, 0}), lit(DType::S8, {2}, {1, 1})}, "s8", {1})),
+            (std::vector<int64_t>{-127}));
+}
+
+TEST(InterpIndexed, IndexedPutAsNxDocuments) {
+  Literal t = lit(DType::S64, {1, 2, 3}, {0, 1, 2, 3, 4, 5});
+  // axes: [0, 2]: the updates' second axis runs over the target's axis 1.
+  EXPECT_EQ(ints(apply("indexed_put", {t, lit(DType::S64, {2, 2}, {0, 0, 0, 2}), lit(DType::S64, {2, 2}, {0, 30, 20, 50})}, "s64", {1, 2, 3},
+                       {{"axes", {0, 2}}})),
+            (std::vector<int64_t>{0, 1, 20, 30, 4, 50}));
+  Literal r = lit(DType::S64, {1, 3, 2}, {0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(ints(apply("indexed_put", {r, lit(DType::S64, {2, 2}, {0, 0, 0, 2}), lit(DType::S64, {2, 2}, {0, 10, 40, 50})}, "s64", {1, 3, 2})),
+            (std::vector<int64_t>{0, 10, 2, 3, 40, 50}));
+  // Repeated indices: the last update wins, as Nx.BinaryBackend applies them in order.
+  EXPECT_EQ(ints(apply("indexed_put", {lit(DType::S32, {3}, {0, 0, 0}), lit(DType::S32, {4, 1}, {1, 1, 2, 7}), lit(DType::S32, {4}, {5, 7, 9, 11})}, "s32", {3})),
+            (std::vector<int64_t>{0, 7, 9}));
+}
+
+TEST(InterpIndexed, NarrowWindowsStayInTheirAxes) {
+  // Updates {1, 2} into rows of 4: only the first two columns of row 1 change.
+  Literal t = lit(DType::S32, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  EXPECT_EQ(ints(apply("indexed_add", {t, lit(DType::S32, {1, 1}, {1}), lit(DType::S32, {1, 2}, {10, 20})}, "s32", {3, 4})),
+            (std::vector<int64_t>{0, 1, 2, 3, 14, 25, 6, 7, 8, 9, 10, 11}));
+  // A {2, 2} window of a [3, 4] slice: XLA's window, where Nx.BinaryBackend writes the four
+  // values contiguously (docs/ir.md).
+  Literal c = lit(DType::S32, {2, 3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23});
+  std::vector<int64_t> want(24);
+  for (int k = 0; k < 24; ++k) want[k] = k;
+  want[0] += 10, want[1] += 20, want[4] += 30, want[5] += 40;
+  EXPECT_EQ(ints(apply("indexed_add", {c, lit(DType::S32, {1, 1}, {0}), lit(DType::S32, {1, 2, 2}, {10, 20, 30, 40})}, "s32", {2, 3, 4})), want);
+}
+
 // ---------------------------------------------------------------- reductions and dot
 
 TEST(InterpReduce, SumOverSeveralAxesKeepAxes) {

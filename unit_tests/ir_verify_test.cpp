@@ -98,6 +98,32 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
        "node 0 (tensor): attrs.data must list 3 values for s32[3]"},
       {"missing attribute", kP0 + R"(, {"id": 2, "op": "concatenate", "args": [0, 0], "type": "f32", "shape": [4, 3]})",
        "node 2 (concatenate): attrs.axis must be an integer"},
+      {"gather float indices", kP0 + R"(, {"id": 2, "op": "gather", "args": [0, 0], "type": "f32", "shape": [2]})",
+       "node 2 (gather): indices must be integers, got f32[2,3]"},
+      {"gather deeper than the rank", kP0 + "," + kP1 + R"(, {"id": 2, "op": "gather", "args": [0, 1], "type": "f32", "shape": []})",
+       "node 2 (gather): an index has 3 components, more than the operand's rank 2"},
+      {"gather axes count", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [5, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "gather", "args": [0, 1], "type": "f32", "shape": [5, 2], "attrs": {"axes": [0, 1]}})",
+       "node 2 (gather): attrs.axes must list 1 axes, one per index component, got [0,1]"},
+      {"gather axes order", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [5, 2], "attrs": {"index": 1}},
+                 {"id": 2, "op": "gather", "args": [0, 1], "type": "f32", "shape": [5], "attrs": {"axes": [1, 0]}})",
+       "node 2 (gather): attrs.axes must be increasing axes of a rank-2 operand, got [1,0]"},
+      {"gather shape", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [5, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "gather", "args": [0, 1], "type": "f32", "shape": [5, 3], "attrs": {"axes": [1]}})",
+       "node 2 (gather): shape mismatch: stated [5,3], inferred [5,2]"},
+      {"indexed indices rank", kP0 + "," + kP1 + R"(, {"id": 2, "op": "indexed_add", "args": [0, 1, 0], "type": "f32", "shape": [2, 3]})",
+       "node 2 (indexed_add): indices must have rank 2 ({count, depth}), got s32[3]"},
+      {"indexed updates count", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [4, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "indexed_put", "args": [0, 1, 0], "type": "f32", "shape": [2, 3]})",
+       "node 2 (indexed_put): updates f32[2,3] must have shape {4, ...} with one axis per axis of f32[2,3] that indices s32[4,1] do not address"},
+      {"indexed window", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [2, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "parameter", "type": "f32", "shape": [2, 4], "attrs": {"index": 2}},
+                 {"id": 3, "op": "indexed_add", "args": [0, 1, 2], "type": "f32", "shape": [2, 3]})",
+       "node 3 (indexed_add): axis 1 of updates f32[2,4] is longer than axis 1 of f32[2,3]"},
+      {"indexed type", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [2, 2], "attrs": {"index": 1}},
+                 {"id": 2, "op": "parameter", "type": "f64", "shape": [2], "attrs": {"index": 2}},
+                 {"id": 3, "op": "indexed_add", "args": [0, 1, 2], "type": "f32", "shape": [2, 3]})",
+       "node 3 (indexed_add): type mismatch: stated f32, inferred f64"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
@@ -123,8 +149,16 @@ TEST(IrVerify, AcceptsNxTyping) {
     {"id": 10, "op": "dot", "args": [4, 7], "type": "f32", "shape": [4, 4], "attrs": {"contract_axes1": [0], "batch_axes1": [], "contract_axes2": [0], "batch_axes2": []}},
     {"id": 11, "op": "slice", "args": [4, 5], "type": "f32", "shape": [1, 2], "attrs": {"start": [{"arg": 1}, 1], "lengths": [1, 3], "strides": [1, 2]}},
     {"id": 12, "op": "pad", "args": [4, 3], "type": "f32", "shape": [4, 10], "attrs": {"config": [[1, 0, 1], [-1, 4, 1]]}},
-    {"id": 13, "op": "argmax", "args": [4], "type": "s64", "shape": [2, 1], "attrs": {"axis": 1, "keep_axis": true, "tie_break": "high"}})";
-  EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13")), "");
+    {"id": 13, "op": "argmax", "args": [4], "type": "s64", "shape": [2, 1], "attrs": {"axis": 1, "keep_axis": true, "tie_break": "high"}},
+    {"id": 14, "op": "parameter", "type": "u8", "shape": [3, 5, 1], "attrs": {"index": 2}},
+    {"id": 15, "op": "gather", "args": [4, 14], "type": "f32", "shape": [3, 5, 2], "attrs": {"axes": [1]}},
+    {"id": 16, "op": "gather", "args": [4, 14], "type": "f32", "shape": [3, 5, 4]},
+    {"id": 17, "op": "parameter", "type": "s64", "shape": [6, 1], "attrs": {"index": 3}},
+    {"id": 18, "op": "constant", "type": "f32", "shape": [6, 3], "attrs": {"value": 1.5}},
+    {"id": 19, "op": "indexed_add", "args": [1, 17, 18], "type": "f32", "shape": [2, 4], "attrs": {"axes": [0]}},
+    {"id": 20, "op": "constant", "type": "f32", "shape": [6], "attrs": {"value": 2.5}},
+    {"id": 21, "op": "indexed_put", "args": [0, 17, 20], "type": "f32", "shape": [4], "attrs": {"axes": [0]}})";
+  EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13, 15, 16, 19, 21")), "");
 }
 
 }  // namespace

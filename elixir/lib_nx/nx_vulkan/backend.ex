@@ -11,8 +11,10 @@ defmodule Nx.Vulkan.Backend do
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
-  op for (gather, sort, windows, FFT, ...) run on `Nx.BinaryBackend`
-  and their results are copied back to the device.
+  op for (sort, windows, FFT, ...) run on `Nx.BinaryBackend` and their
+  results are copied back to the device. Indexing follows the IR's conventions
+  (docs/ir.md): an index out of range is clamped (gather, take) or its update skipped
+  (indexed_add/put) where Nx.BinaryBackend raises.
   """
 
   @behaviour Nx.Backend
@@ -224,6 +226,20 @@ defmodule Nx.Vulkan.Backend do
       for(op <- binary_ops, do: {op, [:left, :right], [:left, :right]}) ++
       for(op <- unary_ops, do: {op, [:tensor], [:tensor]})
 
+  # Indexing callbacks, where this Nx declares them (Nx >= 0.12 has take and
+  # take_along_axis as blocks, whose defaults gather).
+  device_callbacks =
+    device_callbacks ++
+      for {name, args, tensor_args} <- [
+            {:gather, [:tensor, :indices, :opts], [:tensor, :indices]},
+            {:take, [:tensor, :indices, :axis], [:tensor, :indices]},
+            {:take_along_axis, [:tensor, :indices, :axis], [:tensor, :indices]},
+            {:indexed_add, [:target, :indices, :updates, :opts], [:target, :indices, :updates]},
+            {:indexed_put, [:target, :indices, :updates, :opts], [:target, :indices, :updates]}
+          ],
+          {name, length(args) + 1} in @callbacks,
+          do: {name, args, tensor_args}
+
   for {name, args, tensor_args} <- device_callbacks do
     args = Enum.map(args, &Macro.var(&1, __MODULE__))
     tensor_args = Enum.map(tensor_args, &Macro.var(&1, __MODULE__))
@@ -243,10 +259,7 @@ defmodule Nx.Vulkan.Backend do
   # Every arity some Nx version (0.7 to 0.13) declares; only those this Nx declares are
   # defined, so that no version warns about a missing or an unknown callback.
   host_callbacks = [
-    take: 3,
-    take_along_axis: 3,
     gather: 2,
-    gather: 3,
     reduce: 4,
     window_reduce: 5,
     window_sum: 3,
@@ -259,9 +272,7 @@ defmodule Nx.Vulkan.Backend do
     window_scatter_max: 5,
     window_scatter_min: 5,
     indexed_add: 3,
-    indexed_add: 4,
     indexed_put: 3,
-    indexed_put: 4,
     lu: 2,
     triangular_solve: 3,
     svd: 2,

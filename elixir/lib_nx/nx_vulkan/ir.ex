@@ -352,6 +352,25 @@ defmodule Nx.Vulkan.IR do
     emit(stack, "dot", ids, tensor_type(t), attrs)
   end
 
+  defp node(%T{data: %Expr{op: :gather, args: [x, indices, opts]}} = t, stack) do
+    {ids, stack} = recur_all([x, indices], stack)
+    emit(stack, "gather", ids, tensor_type(t), %{axes: opts[:axes]})
+  end
+
+  defp node(%T{data: %Expr{op: op, args: [target, indices, updates, opts]}} = t, stack)
+       when op in [:indexed_add, :indexed_put] do
+    {ids, stack} = recur_all([target, indices, updates], stack)
+    emit(stack, Atom.to_string(op), ids, tensor_type(t), %{axes: opts[:axes]})
+  end
+
+  # Nx <= 0.11 traces take and take_along_axis as ops of their own; Nx >= 0.12 as blocks
+  # whose defaults (inlined like any block's) are these gathers.
+  defp node(%T{data: %Expr{op: :take, args: [x, indices, axis]}} = t, stack),
+    do: recur(take_as_gather(x, indices, axis, t.shape), stack)
+
+  defp node(%T{data: %Expr{op: :take_along_axis, args: [x, indices, axis]}}, stack),
+    do: recur(take_along_axis_as_gather(x, indices, axis), stack)
+
   defp node(%T{data: %Expr{op: op, args: [x, opts]}} = t, stack) when op in @reductions do
     {id, stack} = recur(x, stack)
     attrs = %{axes: opts[:axes], keep_axes: opts[:keep_axes] || false}
@@ -527,6 +546,35 @@ defmodule Nx.Vulkan.IR do
       true ->
         recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)
     end
+  end
+
+  # Nx 0.13's Nx.Block.Take default: gather along `axis` with each index as a vector of one
+  # component, then move the indices' axes to where `axis` was.
+  defp take_as_gather(x, indices, axis, out_shape) do
+    rank = Nx.rank(indices)
+    {indices_axes, x_axes} = Enum.split(Nx.axes(out_shape), rank)
+    {leading, trailing} = Enum.split(x_axes, axis)
+
+    x
+    |> Nx.gather(Nx.new_axis(indices, rank), axes: [axis])
+    |> Nx.transpose(axes: leading ++ indices_axes ++ trailing)
+  end
+
+  # Nx 0.13's Nx.Block.TakeAlongAxis default: a full index vector per element, the given
+  # index on `axis` and the element's own position (an iota) on the others.
+  defp take_along_axis_as_gather(x, indices, axis) do
+    shape = List.to_tuple(Tuple.to_list(indices.shape) ++ [1])
+    # The positions in at least 32 bits (u8 indices may address a longer axis than 255).
+    type = Nx.Type.merge(indices.type, {:s, 32})
+
+    indices
+    |> Nx.axes()
+    |> Enum.map(fn
+      ^axis -> Nx.reshape(indices, shape)
+      other -> Nx.iota(shape, axis: other, type: type, backend: Expr)
+    end)
+    |> Nx.concatenate(axis: Nx.rank(indices))
+    |> then(&Nx.gather(x, &1))
   end
 
   # Preds are u8 scalars in the IR; Nx accepts any scalar (nonzero is true).
