@@ -133,9 +133,12 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     idx.shape = in;
     idx.linear = index.linear;
     if (!idx.linear) {
+      // Only the listed axes go: Nx keeps an unlisted axis of size 1.
       auto d = dims(index);
+      auto axes = int_list(node, "axes");
       size_t k = 0;
-      for (int64_t n : in) idx.dims.push_back(n == 1 ? u32c(0) : d.at(k++));
+      for (size_t a = 0; a < in.size(); ++a)
+        idx.dims.push_back(std::ranges::count(axes, int64_t(a)) ? u32c(0) : d.at(k++));
       if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
     }
     return read(idx);

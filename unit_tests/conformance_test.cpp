@@ -308,6 +308,8 @@ TEST(Conformance, ShapeOpsRanksZeroToSix) {
     }
     Literal m = input({t, {4, 1, 6}}, 9);
     check(one_op("squeeze_" + ty, {{t, {4, 1, 6}}}, "squeeze", {t, {4, 6}}, R"({"axes": [1]})"), {m}, {});
+    Literal m1 = input({t, {1, 4, 1, 6}}, 9);
+    check(one_op("squeeze_kept_" + ty, {{t, {1, 4, 1, 6}}}, "squeeze", {t, {4, 1, 6}}, R"({"axes": [0]})"), {m1}, {});
     check(one_op("broadcast_" + ty, {{t, {4, 1, 6}}}, "broadcast", {t, {2, 4, 5, 6}}, R"({"shape": [2, 4, 5, 6], "axes": [1, 2, 3]})"), {m}, {});
     Literal x = input({t, {9, 10}}, 10);
     check(one_op("slice_" + ty, {{t, {9, 10}}}, "slice", {t, {3, 4}}, R"({"start": [1, 2], "lengths": [7, 7], "strides": [3, 2]})"), {x}, {});

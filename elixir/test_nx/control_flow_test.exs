@@ -108,7 +108,11 @@ defmodule Nx.Vulkan.ControlFlowTest do
   test "Nx.Random.normal" do
     key = Nx.Random.key(1234)
     assert_matches_evaluator(&Nx.Random.normal(&1, shape: {2, 3}), [key], rtol: 1.0e-4, atol: 1.0e-5)
-    assert_matches_evaluator(&Nx.Random.normal(&1, 1.0, 2.0, shape: {4}, type: :f64), [key], rtol: 1.0e-6, atol: 1.0e-6)
+
+    assert_matches_evaluator(&Nx.Random.normal(&1, 1.0, 2.0, shape: {4}, type: :f64), [key],
+      rtol: 1.0e-6,
+      atol: 1.0e-6
+    )
   end
 
   ## Nx.LinAlg
@@ -176,6 +180,30 @@ defmodule Nx.Vulkan.ControlFlowTest do
     end
 
     assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2), [Nx.as_type(l, :f64), Nx.as_type(b, :f64)])
+  end
+
+  test "Nx.LinAlg.triangular_solve and solve over a batch, each option" do
+    l = Nx.tensor([[2.0, 0.0, 0.0], [1.0, 3.0, 0.0], [-1.0, 0.5, 1.5]])
+    ls = Nx.stack([l, Nx.multiply(l, 2.0), Nx.add(l, Nx.eye(3))]) |> Nx.reshape({3, 1, 3, 3})
+    us = Nx.transpose(ls, axes: [0, 1, 3, 2])
+    b = Nx.iota({3, 1, 3}, type: :f32) |> Nx.subtract(4.0)
+    bm = Nx.iota({3, 1, 3, 2}, type: :f32) |> Nx.sin()
+
+    for {a, opts} <- [
+          {ls, []},
+          {us, [lower: false]},
+          {ls, [transform_a: :transpose]},
+          {ls, [left_side: false]},
+          {us, [lower: false, left_side: false]}
+        ] do
+      assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b], rtol: 1.0e-5, atol: 1.0e-6)
+      rhs = if opts[:left_side] == false, do: Nx.transpose(bm, axes: [0, 1, 3, 2]), else: bm
+
+      assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, rhs], rtol: 1.0e-5, atol: 1.0e-6)
+    end
+
+    a = Nx.add(Nx.multiply(ls, us), Nx.multiply(Nx.eye(3), 4.0))
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b], rtol: 1.0e-4, atol: 1.0e-5)
   end
 
   test "Nx.LinAlg.determinant: 2x2, 3x3, NxN, singular and integer (f32 and f64)" do

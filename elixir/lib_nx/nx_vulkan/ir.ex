@@ -31,7 +31,8 @@ defmodule Nx.Vulkan.IR do
 
   # Binary ops whose result type Nx computes with scalar literals weakly typed
   # (`Nx.add(s32, 1)` is s32): see weak_constants/2.
-  @arithmetic @binary -- [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] --
+  @arithmetic @binary --
+                [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] --
                 [:logical_and, :logical_or, :logical_xor]
 
   @comparisons [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal]
@@ -190,8 +191,7 @@ defmodule Nx.Vulkan.IR do
         {value, stack}
 
       %{} ->
-        {value, [r | outer]} =
-          if captured?(t, r), do: capture(t, stack), else: node(Nx.devectorize(t), stack)
+        {value, [r | outer]} = if captured?(t, r), do: capture(t, stack), else: node(Nx.devectorize(t), stack)
 
         {value, [%{r | cache: Map.put(r.cache, id, value)} | outer]}
     end
@@ -422,13 +422,7 @@ defmodule Nx.Vulkan.IR do
   end
 
   defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
-    if Nx.Vulkan.LinAlg.supported?(a) and Nx.rank(b) in [1, 2] do
-      a = Nx.as_type(a, t.type)
-      b = Nx.as_type(b, t.type)
-      recur(Nx.Vulkan.LinAlg.triangular_solve(a, b, opts), stack)
-    else
-      raise ArgumentError, "Nx.Vulkan compiles triangular_solve of rank-2 matrices only, got #{inspect(a.shape)}"
-    end
+    recur(Nx.Vulkan.LinAlg.triangular_solve(Nx.as_type(a, t.type), Nx.as_type(b, t.type), opts), stack)
   end
 
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
@@ -503,7 +497,13 @@ defmodule Nx.Vulkan.IR do
 
   ## Helpers
 
-  @block_names %{"LogicalNot" => :logical_not, "Solve" => :solve, "Determinant" => :determinant, "Cholesky" => :cholesky, "LU" => :lu}
+  @block_names %{
+    "LogicalNot" => :logical_not,
+    "Solve" => :solve,
+    "Determinant" => :determinant,
+    "Cholesky" => :cholesky,
+    "LU" => :lu
+  }
 
   defp block_name(%module{}), do: Map.get(@block_names, module |> Module.split() |> List.last())
   defp block_name(_other), do: nil
@@ -649,7 +649,9 @@ defmodule Nx.Vulkan.IR do
   # An integer literal compared with an integer tensor (`x > 1`) is compared in the
   # tensor's type when it fits there: the same result as comparing in the merged type
   # (Nx's s64 for the literal), with no mixed-width comparison on the device.
-  defp comparison_constant(%T{shape: {}, type: {k, _} = type, data: %Expr{op: :constant, args: [v]}} = c, %T{type: {ok, _} = other})
+  defp comparison_constant(%T{shape: {}, type: {k, _} = type, data: %Expr{op: :constant, args: [v]}} = c, %T{
+         type: {ok, _} = other
+       })
        when is_integer(v) and k in [:s, :u] and ok in [:s, :u] and type != other do
     if fits?(v, other), do: with_value(c, v, other), else: c
   end
@@ -659,7 +661,8 @@ defmodule Nx.Vulkan.IR do
   defp fits?(v, {:s, bits}), do: v >= -Integer.pow(2, bits - 1) and v < Integer.pow(2, bits - 1)
   defp fits?(v, {:u, bits}), do: v >= 0 and v < Integer.pow(2, bits)
 
-  defp with_value(c, value, type), do: %{c | type: type, data: %{c.data | id: {value, type, {}}, args: [value]}}
+  defp with_value(c, value, type),
+    do: %{c | type: type, data: %{c.data | id: {value, type, {}}, args: [value]}}
 
   defp round_to(value, {kind, _} = type) when is_float(value) and kind in [:f, :bf] do
     Nx.tensor(value, type: type, backend: Nx.BinaryBackend) |> Nx.to_number()

@@ -14,7 +14,23 @@ defmodule Nx.Vulkan.LinAlg do
   def supported?(%{shape: {n, n}}) when n > 0, do: true
   def supported?(_), do: false
 
-  @doc "Nx.LinAlg.triangular_solve/3 for a rank-2 `a` and a rank-1 or rank-2 `b`."
+  @doc """
+  Nx.LinAlg.triangular_solve/3: `a` of shape {..., n, n}, `b` with the same batch axes.
+  A batch is solved matrix by matrix: each solve is unrolled over the static size.
+  """
+  def triangular_solve(%{shape: shape} = a, b, opts) when tuple_size(shape) > 2 do
+    batch = shape |> Tuple.to_list() |> Enum.drop(-2)
+    count = Enum.product(batch)
+    n = elem(shape, tuple_size(shape) - 1)
+    as = Nx.reshape(a, {count, n, n})
+    bs = Nx.reshape(b, List.to_tuple([count | Enum.drop(Tuple.to_list(b.shape), length(batch))]))
+
+    0..(count - 1)
+    |> Enum.map(&triangular_solve(as[&1], bs[&1], opts))
+    |> Nx.stack()
+    |> Nx.reshape(b.shape)
+  end
+
   def triangular_solve(a, b, opts) do
     lower = Keyword.get(opts, :lower, true)
     left_side = Keyword.get(opts, :left_side, true)
