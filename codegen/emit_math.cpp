@@ -119,10 +119,14 @@ struct M {
     Id k;   // 32-bit; clamped where x is out of range (its result is replaced there)
     Id em;  // e^r - 1
   };
+  // x is clamped to a little beyond where e^x overflows or underflows, where 2^k (1 + e^r - 1)
+  // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
+  // what limits f64 kernels on GPUs). A NaN comes out of the clamp unspecified: callers
+  // restore it.
   Reduced reduce_exp(Id x) {
+    x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r = fma(kf, c(-ln2_lo()), fma(kf, c(-ln2_hi()), x));
-    kf = b().ext(GLSLstd450FClamp, rt(), {sel(nan(kf), c(0), kf), c(-2000), c(2000)});
     return {to_i32(kf), mul(r, poly(r, wide() ? kExpm1Q64 : kExpm1Q32))};
   }
   // 2^n, for n in the normal exponent range: the exponent field alone (no ldexp, which
@@ -142,31 +146,27 @@ struct M {
     Id rest = iadd(b().op(spv::OpISub, e.u32(), {k32, half}), i32(extra));
     return mul(mul(v, pow2(half)), pow2(rest));
   }
-  // Where the reduction does not hold: overflow, underflow, NaN.
-  Id exp_special(Id x, Id v, int scale) {
-    v = sel(gt(x, c(max_log() - scale * 0.69314718055994530942)), c(INFINITY), v);
-    v = sel(lt(x, c(min_log())), c(0), v);
-    return sel(nan(x), x, v);
-  }
-
   // e^x 2^scale: a negative scale gives e^x / 2^-scale where e^x alone would overflow.
   Id exp(Id x, int scale = 0) {
     Reduced red = reduce_exp(x);
-    return exp_special(x, scale2(add(c(1), red.em), red.k, scale), scale);
+    return sel(nan(x), x, scale2(add(c(1), red.em), red.k, scale));
   }
 
   // e^x - 1 = 2^k (e^r - 1 - (2^-k - 1)): where 2^-k - 1 is exact (-1 <= k <= significand bits)
   // the only rounding is that difference's (fdlibm's s_expm1), and -0 stays -0 at k = 0;
   // elsewhere e^x - 1 loses nothing.
+  Id expm1_near(const Reduced& red) {
+    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
+    return mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
+  }
   Id expm1(Id x) {
     Reduced red = reduce_exp(x);
-    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
-    Id near = mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
-    Id far = sub(exp_special(x, scale2(add(c(1), red.em), red.k, 0), 0), c(1));
+    Id near = expm1_near(red);
+    Id far = sub(scale2(add(c(1), red.em), red.k, 0), c(1));
     Id in_near = b().op(spv::OpLogicalAnd, e.boolean(),
                         {b().op(spv::OpSGreaterThanEqual, e.boolean(), {red.k, i32(-1)}),
                          b().op(spv::OpSLessThanEqual, e.boolean(), {red.k, i32(wide() ? 53 : 24)})});
-    return sel(in_near, near, far);
+    return sel(nan(x), x, sel(in_near, near, far));
   }
 
   // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)) as a series.
@@ -218,9 +218,11 @@ struct M {
   Id half_exp(Id a) { return exp(a, -1); }
   Id tanh(Id x) {
     Id a = abs(x);
-    Id em = expm1(add(a, a));
+    // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
+    // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
+    Id em = expm1_near(reduce_exp(add(a, a)));
     Id v = div(em, add(em, c(2)));
-    return copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x);
+    return sel(nan(x), x, copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x));
   }
   Id sigmoid(Id x) { return div(c(1), add(c(1), exp(neg(x)))); }
 

@@ -35,7 +35,9 @@ double ulp(long double v, int mant, int min_exp) {
 std::vector<double> edge_values() {
   return {0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 1e-300, -1e-300, 4.9e-324, 1e-8, -1e-8, 0.999999, -0.999999,
           10.0, -10.0, 30.0, 700.0, -700.0, 710.0, -746.0, 1e300, -1e300, INFINITY, -INFINITY, NAN, 3.14159265358979,
-          1e5, -1e5, 2.4, 2.6, 5.9, 0.3466, -0.3466, 1e-30};
+          1e5, -1e5, 2.4, 2.6, 5.9, 0.3466, -0.3466, 1e-30,
+          // either side of where e^x overflows, underflows (f64), and e^x / 2 overflows
+          709.78, 709.79, -745.1, -745.2, 710.47, 710.48, 22.0, 22.1, -22.1};
 }
 
 void check(const Fn& f, DType t) {

@@ -12,9 +12,11 @@
 namespace nxv::codegen {
 
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
-  // Rows of 4096 or more take 1024-wide groups: 8192-wide f64 softmax rows then hold 8
-  // positions per invocation instead of 32 (0.662 -> 0.486 ms; f32 0.189 -> 0.199).
-  if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, k.reduction >= 4096 ? 1024 : 256, 65535);
+  // Rows of 4096 or more take 512-wide groups: an 8192-wide f64 softmax row then holds 16
+  // positions per invocation, few enough registers for two groups per SM, which overlap one
+  // group's barriers with the other's loads (H100, 8192x8192 softmax, ms: f64 0.605 at 256
+  // wide, 0.478 at 1024, 0.377 at 512 (the copy's bandwidth); f32 0.186, 0.198, 0.186).
+  if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, k.reduction >= 4096 ? 512 : 256, 65535);
   const uint32_t lanes = vector_lanes(k, 16);
   const uint32_t unroll = k.items >= (1 << 20) && k.reduction == 0 ? std::max<uint32_t>(1, 4 / lanes) : 1;
   return cover(caps, k.items, 256, 65535, unroll, lanes);
