@@ -475,8 +475,11 @@ TEST(Conformance, IndexedAddAndPutWithRepeatedAndOutOfRangeIndices) {
   for (const std::string op : {"indexed_add", "indexed_put"}) {
     for (DType t : kIndexedData) {
       if (!supported(t)) continue;
-      // f64 sums in the reference's order (exact); f32 ones in f32 rather than double.
-      const Tolerance tol = op == "indexed_add" && t == DType::F32 ? Tolerance{1e-6, 1e-5, false} : Tolerance{};
+      // f32 sums in f32 rather than double; where a launch splits the fold over the updates
+      // across a workgroup (NVIDIA, few outputs), sums of either width in another order.
+      const Tolerance tol = op != "indexed_add" || !ir::is_float(t) ? Tolerance{}
+                            : t == DType::F32                    ? Tolerance{1e-6, 1e-5, false}
+                                                                 : Tolerance{1e-14, 1e-14, false};
       for (DType it : {DType::S32, DType::S64, DType::U8}) {
         if (!supported(it)) continue;
         for (size_t c = 0; c < cases.size(); ++c) {
