@@ -125,7 +125,7 @@ Id Emitter::float_pow(Id x, Id y, DType t) {
   Id ax = f.abs(x);
   Id y_neg = f.lt(y, f.c(0));
   // |x|^y for the cases GLSL leaves undefined (|x| zero or infinite, y infinite).
-  Id mag = register_bits(t) == 64 ? math_pow_magnitude(ax, y, t) : b.ext(GLSLstd450Pow, reg_type(t), {ax, y});
+  Id mag = math_pow_magnitude(ax, y, t);
   mag = f.sel(f.eq(ax, f.c(0)), f.sel(y_neg, f.c(INFINITY), f.c(0)), mag);
   mag = f.sel(f.inf(ax), f.sel(y_neg, f.c(0), f.c(INFINITY)), mag);
   Id y_inf_mag = f.sel(f.eq(ax, f.c(1)), f.c(1), f.sel(f.lt(ax, f.c(1)), f.sel(y_neg, f.c(INFINITY), f.c(0)),

@@ -434,11 +434,18 @@ struct M {
     return sel(nan(x), x, copysign(y, x));
   }
 
-  // |x|^y for finite x > 0: exact repeated squaring for small integer y, else exp(y log x)
-  // with the product's rounding error carried into the exponential.
+  // |x|^y for finite x > 0: exact repeated squaring for small integer y (x * x is what Nx
+  // users write x ** 2 for; GLSL's Pow is exp2(y log2 x), inexact even for 1.5 ** 2), else
+  // exp(y log x) with the product's rounding error carried into the exponential (f64), or
+  // GLSL's Pow (f32, within its bound of the correctly rounded result).
   Id pow_pos(Id ax, Id y) {
-    auto [p, perr] = two_product(y, log(ax));
-    Id general = mul(exp(p), add(c(1), perr));
+    Id general;
+    if (wide()) {
+      auto [p, perr] = two_product(y, log(ax));
+      general = mul(exp(p), add(c(1), perr));
+    } else {
+      general = b().ext(GLSLstd450Pow, rt(), {ax, y});
+    }
     Id ay = abs(y);
     Id small_int = and_(eq(floor(ay), ay), le(ay, c(64)));
     Id n = b().op(spv::OpConvertFToU, e.u32(), {sel(small_int, ay, c(0))});

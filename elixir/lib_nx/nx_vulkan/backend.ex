@@ -298,8 +298,10 @@ defmodule Nx.Vulkan.Backend do
     config = device_of(args)
     host_args = Enum.map(args, &to_host/1)
 
+    # Functions given to map, reduce and window_reduce make tensors of their own: on the
+    # host too, where Nx.BinaryBackend can read them.
     Nx.BinaryBackend
-    |> apply(name, [out | host_args])
+    |> Nx.with_default_backend(fn -> apply(Nx.BinaryBackend, name, [out | host_args]) end)
     |> from_host(config)
   end
 

@@ -83,10 +83,14 @@ defmodule Nx.Vulkan.IR do
 
     region = new_region(:root, Tree.scope_ids(outputs))
 
+    # Rewrites (Nx.Vulkan.LinAlg, Conv, ...) make constants with Nx.tensor/iota: on the
+    # host, so that Expr takes them in whatever the caller's default backend is.
     {values, [region]} =
-      outputs
-      |> flat()
-      |> Enum.map_reduce([region], &recur/2)
+      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+        outputs
+        |> flat()
+        |> Enum.map_reduce([region], &recur/2)
+      end)
 
     {ids, [region]} = flatten_values(values, [region])
     graph = finish(region, ids) |> Map.put(:version, 1) |> Map.put(:name, opts[:name] || "defn")
@@ -295,7 +299,7 @@ defmodule Nx.Vulkan.IR do
     do: emit(stack, "eye", [], tensor_type(t))
 
   defp node(%T{data: %Expr{op: op, args: args}} = t, stack) when op in @arithmetic do
-    {ids, stack} = args |> Enum.map(&weak_constant(&1, t.type)) |> recur_all(stack)
+    {ids, stack} = args |> Enum.map(&(&1 |> weak_constant(t.type) |> integer_operand(t.type))) |> recur_all(stack)
     emit(stack, Atom.to_string(op), ids, tensor_type(t))
   end
 
@@ -645,6 +649,14 @@ defmodule Nx.Vulkan.IR do
   end
 
   defp weak_constant(arg, _out), do: arg
+
+  # Integer arithmetic happens in the result's type, as in Nx.BinaryBackend. A number
+  # reaches an eager Nx.Vulkan.Backend call as an s64 tensor whose type the result does not
+  # take (`Nx.add(u8, -1)` is s16): converted here, as the IR merges operand types.
+  defp integer_operand(%T{type: type} = arg, {kind, _} = out) when kind in [:s, :u] and type != out,
+    do: Nx.as_type(arg, out)
+
+  defp integer_operand(arg, _out), do: arg
 
   # An integer literal compared with an integer tensor (`x > 1`) is compared in the
   # tensor's type when it fits there: the same result as comparing in the merged type
