@@ -221,7 +221,7 @@ defmodule Nx.Vulkan.CompilerTest do
   end
 
   test "unsupported expressions raise before reaching the device" do
-    assert_raise ArgumentError, ~r/:sort/, fn -> Nx.Vulkan.jit(&Nx.sort/1).(Nx.tensor([2.0, 1.0])) end
+    assert_raise ArgumentError, ~r/:fft/, fn -> Nx.Vulkan.jit(&Nx.fft/1).(Nx.tensor([2.0, 1.0])) end
     assert_raise ArgumentError, ~r/stream/, fn -> Nx.Vulkan.__stream__(nil, nil, nil, [], nil, [], []) end
   end
 

@@ -186,47 +186,26 @@ defmodule Nx.Vulkan.IndexingTest do
       assert_matches_evaluator(fn v, p -> Nx.Random.choice(Nx.Random.key(5), v, p, samples: 6) |> elem(0) end, [v, p])
     end
 
-    test "Nx.Random.shuffle needs argsort, which the IR lacks: a clear error" do
-      v = data({10}, :f32)
-
-      assert_raise ArgumentError, ~r/cannot compile :argsort/, fn ->
-        Nx.Defn.jit_apply(fn v -> Nx.Random.shuffle(Nx.Random.key(3), v) |> elem(0) end, [v], compiler: Nx.Vulkan)
-      end
-    end
-
     # Nx.LinAlg.eigh is an optional op (a block in Nx >= 0.12): Nx.Vulkan inlines its default
-    # implementation, while the evaluator calls Nx.BinaryBackend's own algorithm. Nx <= 0.11's
-    # default (Nx.LinAlg.Eigh, QR iterations to eps 1e-4) run by both compilers must agree to
-    # rounding; against BinaryBackend's algorithm: the same eigenvalues to 1e-4, and
-    # eigenvectors as accurate as its own (the residual |A V - V diag(w)| at most twice the
-    # evaluator's). Nx >= 0.12's default (Nx.LinAlg.BlockEigh) sorts with argsort.
+    # implementation (Nx <= 0.11: Nx.LinAlg.Eigh, QR iterations to eps 1e-4; Nx >= 0.12:
+    # Nx.LinAlg.BlockEigh, Jacobi sweeps, which sort with argsort), while the evaluator may
+    # call Nx.BinaryBackend's own algorithm (Nx 0.7 does). Nx.LinAlg.Eigh run by both
+    # compilers must agree to rounding; Nx.LinAlg.eigh: the same eigenvalues to 1e-4, and
+    # eigenvectors as accurate as the evaluator's (the residual |A V - V diag(w)| at most
+    # twice its own).
     test "Nx.LinAlg.eigh (gathers in its QR sweeps)" do
       a = Nx.tensor([[4.0, 1.0, 0.5, 0.1], [1.0, 3.0, 0.2, 0.0], [0.5, 0.2, 2.0, 0.3], [0.1, 0.0, 0.3, 1.0]])
 
-      if Code.ensure_loaded?(Nx.LinAlg.BlockEigh) do
-        assert_raise ArgumentError, ~r/cannot compile :argsort/, fn ->
-          Nx.Defn.jit_apply(&Nx.LinAlg.eigh/1, [a], compiler: Nx.Vulkan)
-        end
-      else
-        for type <- [:f32, :f64] do
-          a = Nx.as_type(a, type)
-          tol = if type == :f32, do: [atol: 1.0e-4, rtol: 1.0e-4], else: []
-          assert_matches_evaluator(&apply(Nx.LinAlg.Eigh, :eigh, [&1, [eps: 1.0e-4, max_iter: 1_000]]), [a], tol)
+      for type <- [:f32, :f64] do
+        a = Nx.as_type(a, type)
+        tol = if type == :f32, do: [atol: 1.0e-4, rtol: 1.0e-4], else: []
+        assert_matches_evaluator(&apply(Nx.LinAlg.Eigh, :eigh, [&1, [eps: 1.0e-4, max_iter: 1_000]]), [a], tol)
 
-          {w, v} = Nx.Defn.jit_apply(&Nx.LinAlg.eigh/1, [a], compiler: Nx.Vulkan)
-          {ew, ev} = Nx.Defn.jit_apply(&Nx.LinAlg.eigh/1, [a], compiler: Nx.Defn.Evaluator)
-          assert_close(ew, w, atol: 1.0e-4, rtol: 1.0e-4)
-          residual = fn w, v -> Nx.dot(a, v) |> Nx.subtract(Nx.multiply(v, w)) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() end
-          assert residual.(Nx.backend_copy(w, Nx.BinaryBackend), Nx.backend_copy(v, Nx.BinaryBackend)) <= 2 * residual.(ew, ev)
-        end
-      end
-    end
-
-    test "Nx.LinAlg.svd needs argsort, which the IR lacks: a clear error" do
-      a = Nx.tensor([[4.0, 1.0], [1.0, 3.0]])
-
-      assert_raise ArgumentError, ~r/cannot compile :argsort/, fn ->
-        Nx.Defn.jit_apply(&Nx.LinAlg.svd/1, [a], compiler: Nx.Vulkan)
+        {w, v} = Nx.Defn.jit_apply(&Nx.LinAlg.eigh/1, [a], compiler: Nx.Vulkan)
+        {ew, ev} = Nx.Defn.jit_apply(&Nx.LinAlg.eigh/1, [a], compiler: Nx.Defn.Evaluator)
+        assert_close(ew, w, atol: 1.0e-4, rtol: 1.0e-4)
+        residual = fn w, v -> Nx.dot(a, v) |> Nx.subtract(Nx.multiply(v, w)) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number() end
+        assert residual.(Nx.backend_copy(w, Nx.BinaryBackend), Nx.backend_copy(v, Nx.BinaryBackend)) <= 2 * residual.(ew, ev)
       end
     end
 
