@@ -84,7 +84,8 @@ defmodule Nx.Vulkan do
         Enum.map(explore.().kernels, &{&1.name, Map.fetch!(&1, form)})
 
       other ->
-        raise ArgumentError, "unknown :stage #{inspect(other)}, expected :all, :source, :lowered, :spirv or :glsl"
+        raise ArgumentError,
+              "unknown :stage #{inspect(other)}, expected :all, :source, :lowered, :spirv or :glsl"
     end
   end
 

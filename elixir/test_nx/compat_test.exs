@@ -10,7 +10,7 @@ defmodule Nx.Vulkan.CompatTest do
     -Nx.mean(y * Nx.log(p) + (1 - y) * Nx.log(1 - p))
   end
 
-  defn loss_and_grad(w, x, y), do: value_and_grad(w, &logistic_loss(&1, x, y))
+  defn(loss_and_grad(w, x, y), do: value_and_grad(w, &logistic_loss(&1, x, y)))
 
   test "eXMC's detection of Nx.Vulkan succeeds" do
     assert Code.ensure_loaded?(Nx.Vulkan) and function_exported?(Nx.Vulkan, :__info__, 1)
@@ -74,7 +74,10 @@ defmodule Nx.Vulkan.CompatTest do
       assert %Nx.Tensor{data: %Nx.Vulkan.Backend{}} = grad
 
       host = &Nx.backend_copy(&1, Nx.BinaryBackend)
-      expected = Nx.with_default_backend(Nx.BinaryBackend, fn -> loss_and_grad(host.(w), host.(a), host.(y)) end)
+
+      expected =
+        Nx.with_default_backend(Nx.BinaryBackend, fn -> loss_and_grad(host.(w), host.(a), host.(y)) end)
+
       assert_close(expected, {loss, grad})
     after
       Nx.default_backend(previous)

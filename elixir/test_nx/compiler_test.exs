@@ -5,9 +5,9 @@ defmodule Nx.Vulkan.CompilerTest do
 
   import Nx.Defn
 
-  defn softplus(x), do: Nx.log(1 + Nx.exp(x))
+  defn(softplus(x), do: Nx.log(1 + Nx.exp(x)))
 
-  defn containers(%{a: a, b: {b, c}}), do: %{sum: a + b, pair: {c * 2, Nx.sum(a)}}
+  defn(containers(%{a: a, b: {b, c}}), do: %{sum: a + b, pair: {c * 2, Nx.sum(a)}})
 
   setup do
     test_pid = self()
@@ -32,7 +32,10 @@ defmodule Nx.Vulkan.CompilerTest do
     f.(x)
     assert_received {[:nx_vulkan, :compile], %{compile_time: c, eval_time: e, total_time: t}, %{key: _}}
     assert c >= 0 and e >= 0 and t >= c
-    assert_received {[:nx_vulkan, :run], %{dispatches: d, submits: s, total_time: _, wall_ms: _, device_ms: _}, _}
+
+    assert_received {[:nx_vulkan, :run],
+                     %{dispatches: d, submits: s, total_time: _, wall_ms: _, device_ms: _}, _}
+
     assert d >= 1 and s >= 1
 
     for i <- 1..3 do
@@ -173,7 +176,9 @@ defmodule Nx.Vulkan.CompilerTest do
     custom = Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], pipeline: [first])
     assert [{^first, _}] = custom.passes
 
-    assert_raise ArgumentError, ~r/stage/, fn -> Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :x) end
+    assert_raise ArgumentError, ~r/stage/, fn ->
+      Nx.Vulkan.explain(&softplus/1, [Nx.template({3}, :f32)], stage: :x)
+    end
   end
 
   test "100 processes running jitted functions at once" do
@@ -221,7 +226,7 @@ defmodule Nx.Vulkan.CompilerTest do
   end
 
   test "unsupported expressions raise before reaching the device" do
-    assert_raise ArgumentError, ~r/:sort/, fn -> Nx.Vulkan.jit(&Nx.sort/1).(Nx.tensor([2.0, 1.0])) end
+    assert_raise ArgumentError, ~r/:fft/, fn -> Nx.Vulkan.jit(&Nx.fft/1).(Nx.tensor([2.0, 1.0])) end
     assert_raise ArgumentError, ~r/stream/, fn -> Nx.Vulkan.__stream__(nil, nil, nil, [], nil, [], []) end
   end
 
@@ -262,14 +267,20 @@ defmodule Nx.Vulkan.CompilerTest do
         assert Nx.to_flat_list(result) == [3.0]
         assert result.data.device == [device: device, cache_dir: "none", timeout: 30_000]
         # results stay on the device they were computed on, and go back in
-        assert Nx.to_flat_list(Nx.Vulkan.jit(f, device: device, cache_dir: "none", timeout: 30_000).(result)) == [6.0]
+        assert Nx.to_flat_list(Nx.Vulkan.jit(f, device: device, cache_dir: "none", timeout: 30_000).(result)) ==
+                 [6.0]
       end
 
       # a submit running past :timeout fails with :timeout (about 70 MFLOP of matmuls on
       # lavapipe take tens of milliseconds); the device stays usable
       slow = fn a -> Enum.reduce(1..4, a, fn _, acc -> Nx.dot(acc, a) end) end
       a = Nx.iota({256, 256}, type: :f32) |> Nx.divide(1.0e5)
-      error = assert_raise Nx.Vulkan.Error, fn -> Nx.Vulkan.jit(slow, device: "0", timeout: 1, cache_dir: "none").(a) end
+
+      error =
+        assert_raise Nx.Vulkan.Error, fn ->
+          Nx.Vulkan.jit(slow, device: "0", timeout: 1, cache_dir: "none").(a)
+        end
+
       assert error.kind == :timeout
       assert Nx.to_flat_list(Nx.Vulkan.jit(f, device: "0", timeout: 30_000, cache_dir: "none").(x)) == [3.0]
 

@@ -62,7 +62,6 @@ defmodule Nx.Vulkan.OpsTest do
 
   defp moderate(values, _op), do: values
 
-
   ## Values
 
   @float_values [-2.5, -1.0, -0.5, 0.0, -0.0, 0.3, 0.5, 0.9, 1.0, 1.5, 3.0, 10.0] ++

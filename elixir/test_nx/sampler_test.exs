@@ -26,7 +26,7 @@ defmodule Nx.Vulkan.SamplerTest do
       0.5 * Nx.sum(z * z)
   end
 
-  defn standard_normal(q), do: -0.5 * Nx.sum(q * q)
+  defn(standard_normal(q), do: -0.5 * Nx.sum(q * q))
 
   ## The sampler
 

@@ -57,7 +57,9 @@ defmodule Nx.Vulkan.LockedCache do
 
       true ->
         ref = Process.monitor(pid)
-        {:reply, {:compute, ref}, %{state | locks: Map.put(state.locks, key, {ref, []}), keys: Map.put(state.keys, ref, key)}}
+
+        {:reply, {:compute, ref},
+         %{state | locks: Map.put(state.locks, key, {ref, []}), keys: Map.put(state.keys, ref, key)}}
     end
   end
 

@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.Backend do
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
-  op for (sort, windows, FFT, ...) run on `Nx.BinaryBackend` and their
+  op for (windows, FFT, ...) run on `Nx.BinaryBackend` and their
   results are copied back to the device. Indexing follows the IR's conventions
   (docs/ir.md): an index out of range is clamped (gather, take) or its update skipped
   (indexed_add/put) where Nx.BinaryBackend raises.
@@ -212,6 +212,8 @@ defmodule Nx.Vulkan.Backend do
       {:reverse, [:tensor, :axes], [:tensor]},
       {:dot, [:left, :c1, :b1, :right, :c2, :b2], [:left, :right]},
       {:conv, [:tensor, :kernel, :opts], [:tensor, :kernel]},
+      {:sort, [:tensor, :opts], [:tensor]},
+      {:argsort, [:tensor, :opts], [:tensor]},
       {:clip, [:tensor, :min, :max], [:tensor, :min, :max]},
       {:select, [:pred, :on_true, :on_false], [:pred, :on_true, :on_false]},
       {:all, [:tensor, :opts], [:tensor]},
@@ -249,8 +251,17 @@ defmodule Nx.Vulkan.Backend do
 
     def unquote(name)(out, unquote_splicing(args)) do
       out = Nx.to_template(out)
-      expr_fun = fn unquote_splicing(tensor_args) -> Nx.Defn.Expr.unquote(name)(out, unquote_splicing(args)) end
-      jit(expr_fun, [unquote_splicing(tensor_args)], [unquote_splicing(tensor_args)], unquote(backend_options))
+
+      expr_fun = fn unquote_splicing(tensor_args) ->
+        Nx.Defn.Expr.unquote(name)(out, unquote_splicing(args))
+      end
+
+      jit(
+        expr_fun,
+        [unquote_splicing(tensor_args)],
+        [unquote_splicing(tensor_args)],
+        unquote(backend_options)
+      )
     end
   end
 
@@ -267,8 +278,6 @@ defmodule Nx.Vulkan.Backend do
     window_max: 3,
     window_min: 3,
     map: 3,
-    sort: 2,
-    argsort: 2,
     window_scatter_max: 5,
     window_scatter_min: 5,
     indexed_add: 3,
@@ -309,7 +318,9 @@ defmodule Nx.Vulkan.Backend do
   defp to_host(other), do: other
 
   defp from_host(%T{} = t, config), do: Nx.backend_transfer(t, {__MODULE__, config})
-  defp from_host(tuple, config) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&from_host(&1, config)) |> List.to_tuple()
+
+  defp from_host(tuple, config) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> Enum.map(&from_host(&1, config)) |> List.to_tuple()
 
   ## Helpers
 

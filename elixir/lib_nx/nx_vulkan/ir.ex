@@ -83,10 +83,11 @@ defmodule Nx.Vulkan.IR do
 
     region = new_region(:root, Tree.scope_ids(outputs))
 
-    # Rewrites (Nx.Vulkan.LinAlg, Conv, ...) make constants with Nx.tensor/iota: on the
-    # host, so that Expr takes them in whatever the caller's default backend is.
+    # Rewrites (Nx.Vulkan.Sort, Conv, LinAlg, Funs) apply Nx functions to expressions; the
+    # literals those create must be expressions too, as while tracing, whatever the
+    # caller's default backend.
     {values, [region]} =
-      Nx.with_default_backend(Nx.BinaryBackend, fn ->
+      Nx.with_default_backend(Expr, fn ->
         outputs
         |> flat()
         |> Enum.map_reduce([region], &recur/2)
@@ -299,7 +300,9 @@ defmodule Nx.Vulkan.IR do
     do: emit(stack, "eye", [], tensor_type(t))
 
   defp node(%T{data: %Expr{op: op, args: args}} = t, stack) when op in @arithmetic do
-    {ids, stack} = args |> Enum.map(&(&1 |> weak_constant(t.type) |> integer_operand(t.type))) |> recur_all(stack)
+    {ids, stack} =
+      args |> Enum.map(&(&1 |> weak_constant(t.type) |> integer_operand(t.type))) |> recur_all(stack)
+
     emit(stack, Atom.to_string(op), ids, tensor_type(t))
   end
 
@@ -431,6 +434,12 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
     do: recur(Nx.Vulkan.Conv.conv(t, input, kernel, opts), stack)
+
+  defp node(%T{data: %Expr{op: :sort, args: [x, opts]}}, stack),
+    do: recur(Nx.Vulkan.Sort.sort(x, opts), stack)
+
+  defp node(%T{data: %Expr{op: :argsort, args: [x, opts]}} = t, stack),
+    do: recur(Nx.Vulkan.Sort.argsort(t, x, opts), stack)
 
   defp node(%T{data: %Expr{op: :map, args: [x, _opts, fun]}} = t, stack),
     do: recur(Nx.Vulkan.Funs.map(t, x, fun), stack)
@@ -646,6 +655,15 @@ defmodule Nx.Vulkan.IR do
     # constant even when the result is f64), then the result type.
     value = value |> round_to(type) |> convert(out)
     with_value(c, value, out)
+  end
+
+  # A literal combined with a vectorised tensor arrives reshaped to the tensor's rank
+  # (sizes 1); the reshape takes the literal's weak type with it.
+  defp weak_constant(%T{data: %Expr{op: :reshape, args: [%T{shape: {}} = c]} = data} = r, out) do
+    case weak_constant(c, out) do
+      ^c -> r
+      weak -> %{r | type: weak.type, data: %{data | id: {:weak, data.id, weak.type}, args: [weak]}}
+    end
   end
 
   defp weak_constant(arg, _out), do: arg

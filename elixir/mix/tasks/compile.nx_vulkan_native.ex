@@ -73,7 +73,8 @@ defmodule Mix.Tasks.Compile.NxVulkanNative do
 
   # Quiet unless it fails: the whole log is shown then.
   defp cmake!(args) do
-    cmake = System.find_executable("cmake") || Mix.raise("cmake is needed to build the NIF (apt install cmake)")
+    cmake =
+      System.find_executable("cmake") || Mix.raise("cmake is needed to build the NIF (apt install cmake)")
 
     case System.cmd(cmake, args, stderr_to_stdout: true) do
       {_, 0} ->
