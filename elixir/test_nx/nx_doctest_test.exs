@@ -1,6 +1,7 @@
 defmodule Nx.Vulkan.NxDoctestTest do
   # Nx's own doctests (examples nobody here wrote) with every tensor on Nx.Vulkan.Backend:
-  # each eager operation runs on the device as a one-node graph compiled by Nx.Vulkan.
+  # each eager operation runs on the device as a one-node graph compiled by Nx.Vulkan, and
+  # the printed result must be Nx.BinaryBackend's to the last digit.
   use ExUnit.Case, async: false
 
   setup do
@@ -8,5 +9,45 @@ defmodule Nx.Vulkan.NxDoctestTest do
     :ok
   end
 
-  doctest Nx, except: [:moduledoc]
+  # An ulp or two of f32 from the device's transcendental functions (GLSL's, within
+  # Vulkan's stated bounds, or ours), where Nx.BinaryBackend computes in double and rounds
+  # once; test_nx/ops_test.exs checks these ops against the evaluator with tolerances.
+  @rounding [asin: 1, asinh: 1, atan2: 2, atanh: 1, cbrt: 1, cos: 1, cosh: 1, erf_inv: 1, erfc: 1] ++
+              [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1]
+
+  # Examples with complex tensors, which Nx.Vulkan does not have (docs/elixir.md).
+  @complex [as_type: 2, bitcast: 2, complex: 2, conjugate: 1, conv: 3, fft: 2, fft2: 2, ifft: 2] ++
+             [ifft2: 2, imag: 1, is_infinity: 1, is_nan: 1, phase: 1, real: 1, sigil_M: 2] ++
+             [sigil_V: 2, tensor: 2]
+
+  doctest Nx, except: [:moduledoc] ++ @rounding ++ @complex
+end
+
+defmodule Nx.Vulkan.NxLinAlgDoctestTest do
+  # Nx.LinAlg's and Nx.Random's doctests on Nx.Vulkan.Backend, with Nx.Vulkan as the
+  # default defn compiler, so that their defn implementations compile as whole graphs.
+  use ExUnit.Case, async: false
+
+  setup do
+    Nx.default_backend(Nx.Vulkan.Backend)
+    previous = Nx.Defn.default_options(compiler: Nx.Vulkan)
+    on_exit(fn -> Nx.Defn.default_options(previous) end)
+    :ok
+  end
+
+  # Printed results an ulp or more away: rounding in f32 (determinant 629.99988 for 630,
+  # cholesky, lu, matrix_power, least_squares), iterations that stop elsewhere after such
+  # differences (pinv), a degenerate eigenspace's basis (eigh), and Box-Muller/Gumbel
+  # transforms of the same bits (normal, gumbel, multivariate_normal). test_nx/
+  # control_flow_test.exs, sort_test.exs and ops_test.exs check them with tolerances.
+  @rounding [cholesky: 1, determinant: 1, eigh: 2, least_squares: 2, lu: 2, matrix_power: 2] ++
+              [pinv: 2]
+  @random_rounding [gumbel: 2, multivariate_normal: 4, normal: 4]
+
+  # Examples with complex tensors (their functions' other examples go with them).
+  @complex [adjoint: 1, matrix_rank: 2, norm: 2, triangular_solve: 3]
+  @random_complex [uniform: 4]
+
+  doctest Nx.LinAlg, except: @rounding ++ @complex
+  doctest Nx.Random, except: @random_rounding ++ @random_complex
 end

@@ -294,7 +294,11 @@ defmodule Nx.Vulkan.Backend do
     conjugate: 1
   ]
 
-  for {name, arity} <- host_callbacks, {name, arity + 1} in @callbacks do
+  # Only those Nx.BinaryBackend implements (Nx 0.7 declares fft2 but leaves it to Nx's default).
+  Code.ensure_loaded!(Nx.BinaryBackend)
+
+  for {name, arity} <- host_callbacks, {name, arity + 1} in @callbacks,
+      function_exported?(Nx.BinaryBackend, name, arity + 1) do
     args = Macro.generate_arguments(arity, __MODULE__)
 
     @impl true

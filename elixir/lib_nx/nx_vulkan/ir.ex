@@ -32,8 +32,8 @@ defmodule Nx.Vulkan.IR do
   # Binary ops whose result type Nx computes with scalar literals weakly typed
   # (`Nx.add(s32, 1)` is s32): see weak_constants/2.
   @arithmetic @binary --
-                [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] --
-                [:logical_and, :logical_or, :logical_xor]
+                ([:equal, :not_equal, :greater, :less, :less_equal, :greater_equal] ++
+                   [:logical_and, :logical_or, :logical_xor])
 
   @comparisons [:equal, :not_equal, :greater, :less, :less_equal, :greater_equal]
 
@@ -448,13 +448,8 @@ defmodule Nx.Vulkan.IR do
     do: recur(Nx.Vulkan.Funs.reduce(t, x, acc, opts, fun), stack)
 
   # Nx <= 0.10: the backend computes it; Nx.BinaryBackend's factorisation is the reference.
-  defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack) do
-    if Nx.Vulkan.LinAlg.supported?(a) do
-      recur_container(Nx.Vulkan.LinAlg.lu_prepivoted(a, opts[:eps]), stack)
-    else
-      raise ArgumentError, "Nx.Vulkan compiles Nx.LinAlg.lu of rank-2 matrices only, got #{inspect(a.shape)}"
-    end
-  end
+  defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack),
+    do: recur_container(Nx.Vulkan.LinAlg.lu_prepivoted(a, opts[:eps]), stack)
 
   # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).

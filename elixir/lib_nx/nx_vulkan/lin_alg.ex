@@ -18,18 +18,8 @@ defmodule Nx.Vulkan.LinAlg do
   Nx.LinAlg.triangular_solve/3: `a` of shape {..., n, n}, `b` with the same batch axes.
   A batch is solved matrix by matrix: each solve is unrolled over the static size.
   """
-  def triangular_solve(%{shape: shape} = a, b, opts) when tuple_size(shape) > 2 do
-    batch = shape |> Tuple.to_list() |> Enum.drop(-2)
-    count = Enum.product(batch)
-    n = elem(shape, tuple_size(shape) - 1)
-    as = Nx.reshape(a, {count, n, n})
-    bs = Nx.reshape(b, List.to_tuple([count | Enum.drop(Tuple.to_list(b.shape), length(batch))]))
-
-    0..(count - 1)
-    |> Enum.map(&triangular_solve(as[&1], bs[&1], opts))
-    |> Nx.stack()
-    |> Nx.reshape(b.shape)
-  end
+  def triangular_solve(%{shape: shape} = a, b, opts) when tuple_size(shape) > 2,
+    do: over_batch([a, b], &triangular_solve(&1, &2, opts))
 
   def triangular_solve(a, b, opts) do
     lower = Keyword.get(opts, :lower, true)
@@ -128,6 +118,9 @@ defmodule Nx.Vulkan.LinAlg do
   U smaller than `eps` in magnitude to zero, and making a multiplier of a zero pivot an
   infinity (+ for an entry >= 0).
   """
+  def lu_prepivoted(%{shape: shape} = a, eps) when tuple_size(shape) > 2,
+    do: over_batch([a], &lu_prepivoted(&1, eps))
+
   def lu_prepivoted(a, eps) do
     {n, n} = a.shape
     type = Nx.Type.to_floating(a.type)
@@ -253,5 +246,29 @@ defmodule Nx.Vulkan.LinAlg do
 
       Nx.select(Nx.equal(columns, j), Nx.broadcast(Nx.reshape(col, {n, 1}), {n, n}), l)
     end)
+  end
+
+  # `fun` applied to each matrix of a batch (the leading axes `args` share beyond their
+  # last two), its results (a tensor or a tuple of them) stacked back into the batch.
+  defp over_batch([a | _] = args, fun) do
+    batch = a.shape |> Tuple.to_list() |> Enum.drop(-2)
+    count = Enum.product(batch)
+
+    # The leading `drop` axes of `t` replaced by `lead`.
+    relead = fn t, drop, lead ->
+      Nx.reshape(t, List.to_tuple(lead ++ Enum.drop(Tuple.to_list(t.shape), drop)))
+    end
+
+    flat = Enum.map(args, &relead.(&1, length(batch), [count]))
+    results = for i <- 0..(count - 1), do: apply(fun, Enum.map(flat, & &1[i]))
+    unbatch = fn parts -> parts |> Nx.stack() |> relead.(1, batch) end
+
+    case hd(results) do
+      %Nx.Tensor{} ->
+        unbatch.(results)
+
+      tuple ->
+        for(k <- 0..(tuple_size(tuple) - 1), do: unbatch.(Enum.map(results, &elem(&1, k)))) |> List.to_tuple()
+    end
   end
 end
