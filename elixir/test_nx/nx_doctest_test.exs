@@ -12,13 +12,16 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # An ulp or two of f32 from the device's transcendental functions (GLSL's, within
   # Vulkan's stated bounds, or ours), where Nx.BinaryBackend computes in double and rounds
   # once; test_nx/ops_test.exs checks these ops against the evaluator with tolerances.
+  # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.)
   @rounding [asin: 1, asinh: 1, atan2: 2, atanh: 1, cbrt: 1, cos: 1, cosh: 1, erf_inv: 1, erfc: 1] ++
-              [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1]
+              [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1] ++
+              [acos: 1, acosh: 1, atan: 1]
 
-  # Examples with complex tensors, which Nx.Vulkan does not have (docs/elixir.md).
+  # Examples with complex tensors, which Nx.Vulkan does not have (docs/elixir.md), or with
+  # Nx 0.13's 2- and 4-bit integers (bit_size), which it does not have either.
   @complex [as_type: 2, bitcast: 2, complex: 2, conjugate: 1, conv: 3, fft: 2, fft2: 2, ifft: 2] ++
              [ifft2: 2, imag: 1, is_infinity: 1, is_nan: 1, phase: 1, real: 1, sigil_M: 2] ++
-             [sigil_V: 2, tensor: 2]
+             [sigil_V: 2, tensor: 2, rfft: 2, irfft: 2, sigil_MAT: 2, sigil_VEC: 2, bit_size: 1]
 
   doctest Nx, except: [:moduledoc] ++ @rounding ++ @complex
 end
@@ -40,8 +43,9 @@ defmodule Nx.Vulkan.NxLinAlgDoctestTest do
   # differences (pinv), a degenerate eigenspace's basis (eigh), and Box-Muller/Gumbel
   # transforms of the same bits (normal, gumbel, multivariate_normal). test_nx/
   # control_flow_test.exs, sort_test.exs and ops_test.exs check them with tolerances.
+  # (Arities of Nx 0.7 and 0.13 both.)
   @rounding [cholesky: 1, determinant: 1, eigh: 2, least_squares: 2, lu: 2, matrix_power: 2] ++
-              [pinv: 2]
+              [pinv: 2, least_squares: 3, lu: 1, solve: 2]
   @random_rounding [gumbel: 2, multivariate_normal: 4, normal: 4]
 
   # Examples with complex tensors (their functions' other examples go with them).
