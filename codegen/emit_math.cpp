@@ -456,7 +456,8 @@ struct M {
       base = mul(base, base);
     }
     r = sel(sign_bit(y), div(c(1), r), r);
-    // x ** 0.5 is a square root (Nx.LinAlg.norm's): sqrt, as the C library's pow rounds it.
+    // x ** 0.5 is a square root (Nx.LinAlg.norm's): the device's sqrt, exact where it is
+    // correctly rounded, as the C library's pow is.
     general = sel(eq(y, c(0.5)), sqrt(ax), general);
     return sel(small_int, r, general);
   }
