@@ -105,7 +105,7 @@ defmodule Nx.Vulkan.Funs do
 
   defp rebuild_node(%T{data: %Expr{op: op}}, _acc) do
     raise ArgumentError,
-          "Nx.Vulkan compiles the functions given to Nx.map and Nx.reduce when they are " <>
-            "element-wise; this one uses #{inspect(op)}"
+          "Nx.Vulkan compiles the functions given to Nx.map, Nx.reduce and Nx.window_reduce " <>
+            "when they are element-wise; this one uses #{inspect(op)}"
   end
 end
