@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.Backend do
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
-  op for (windows, FFT, ...) run on `Nx.BinaryBackend` and their
+  op for (window_reduce, FFT, ...) run on `Nx.BinaryBackend` and their
   results are copied back to the device. Indexing follows the IR's conventions
   (docs/ir.md): an index out of range is clamped (gather, take) or its update skipped
   (indexed_add/put) where Nx.BinaryBackend raises.
@@ -214,6 +214,14 @@ defmodule Nx.Vulkan.Backend do
       {:conv, [:tensor, :kernel, :opts], [:tensor, :kernel]},
       {:sort, [:tensor, :opts], [:tensor]},
       {:argsort, [:tensor, :opts], [:tensor]},
+      {:window_sum, [:tensor, :window_dimensions, :opts], [:tensor]},
+      {:window_product, [:tensor, :window_dimensions, :opts], [:tensor]},
+      {:window_max, [:tensor, :window_dimensions, :opts], [:tensor]},
+      {:window_min, [:tensor, :window_dimensions, :opts], [:tensor]},
+      {:window_scatter_max, [:tensor, :source, :init_value, :window_dimensions, :opts],
+       [:tensor, :source, :init_value]},
+      {:window_scatter_min, [:tensor, :source, :init_value, :window_dimensions, :opts],
+       [:tensor, :source, :init_value]},
       {:clip, [:tensor, :min, :max], [:tensor, :min, :max]},
       {:select, [:pred, :on_true, :on_false], [:pred, :on_true, :on_false]},
       {:all, [:tensor, :opts], [:tensor]},
@@ -273,13 +281,7 @@ defmodule Nx.Vulkan.Backend do
     gather: 2,
     reduce: 4,
     window_reduce: 5,
-    window_sum: 3,
-    window_product: 3,
-    window_max: 3,
-    window_min: 3,
     map: 3,
-    window_scatter_max: 5,
-    window_scatter_min: 5,
     indexed_add: 3,
     indexed_put: 3,
     lu: 2,
@@ -297,7 +299,8 @@ defmodule Nx.Vulkan.Backend do
   # Only those Nx.BinaryBackend implements (Nx 0.7 declares fft2 but leaves it to Nx's default).
   Code.ensure_loaded!(Nx.BinaryBackend)
 
-  for {name, arity} <- host_callbacks, {name, arity + 1} in @callbacks,
+  for {name, arity} <- host_callbacks,
+      {name, arity + 1} in @callbacks,
       function_exported?(Nx.BinaryBackend, name, arity + 1) do
     args = Macro.generate_arguments(arity, __MODULE__)
 

@@ -102,8 +102,8 @@ defmodule Nx.Vulkan.Conv do
     end
   end
 
-  # Every index into an array of `sizes`, in row-major order (the order reshape flattens in).
-  defp positions(sizes) do
+  @doc "Every index into an array of `sizes`, in row-major order (the order reshape flattens in)."
+  def positions(sizes) do
     Enum.reduce(Enum.reverse(sizes), [[]], fn size, inner ->
       for i <- 0..(size - 1), rest <- inner, do: [i | rest]
     end)

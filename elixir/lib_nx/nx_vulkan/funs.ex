@@ -1,6 +1,7 @@
 defmodule Nx.Vulkan.Funs do
   @moduledoc false
-  # `Nx.map/3` and `Nx.reduce/4` with a function, for the serialiser (Nx.Vulkan.IR).
+  # `Nx.map/3` and `Nx.reduce/4` with a function, for the serialiser (Nx.Vulkan.IR; reduce
+  # also folds the windows of `Nx.window_reduce/5` for Nx.Vulkan.Window).
   # The function arrives as a `:fun` expression traced on scalar parameters; the IR has
   # no function values, so its body is applied again, op by op through Nx's own
   # functions, to whole tensors in place of the scalar parameters. That is exact for
@@ -105,7 +106,7 @@ defmodule Nx.Vulkan.Funs do
 
   defp rebuild_node(%T{data: %Expr{op: op}}, _acc) do
     raise ArgumentError,
-          "Nx.Vulkan compiles the functions given to Nx.map and Nx.reduce when they are " <>
-            "element-wise; this one uses #{inspect(op)}"
+          "Nx.Vulkan compiles the functions given to Nx.map, Nx.reduce and Nx.window_reduce " <>
+            "when they are element-wise; this one uses #{inspect(op)}"
   end
 end

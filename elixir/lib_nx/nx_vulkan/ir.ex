@@ -441,6 +441,17 @@ defmodule Nx.Vulkan.IR do
   defp node(%T{data: %Expr{op: :argsort, args: [x, opts]}} = t, stack),
     do: recur(Nx.Vulkan.Sort.argsort(t, x, opts), stack)
 
+  defp node(%T{data: %Expr{op: op, args: [x, window, opts]}} = t, stack)
+       when op in [:window_sum, :window_product, :window_max, :window_min],
+       do: recur(Nx.Vulkan.Window.aggregate(op, t, x, window, opts), stack)
+
+  defp node(%T{data: %Expr{op: :window_reduce, args: [x, acc, window, opts, fun]}} = t, stack),
+    do: recur(Nx.Vulkan.Window.reduce(t, x, acc, window, opts, fun), stack)
+
+  defp node(%T{data: %Expr{op: op, args: [x, source, init, window, opts]}} = t, stack)
+       when op in [:window_scatter_max, :window_scatter_min],
+       do: recur(Nx.Vulkan.Window.scatter(op, t, x, source, init, window, opts), stack)
+
   defp node(%T{data: %Expr{op: :map, args: [x, _opts, fun]}} = t, stack),
     do: recur(Nx.Vulkan.Funs.map(t, x, fun), stack)
 
