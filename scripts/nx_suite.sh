@@ -15,9 +15,12 @@ files=("$@")
 suite=test_nx/nx_suite
 rm -rf "$suite" && mkdir -p "$suite"
 trap 'rm -rf "$suite"' EXIT
-# Loaded like the test files (which import Nx.Helpers), so that they wait for it.
-cp "$NX_PATH/test/support/helpers.ex" "$suite/nx_helpers_test.exs"
-for f in "${files[@]}"; do cp "$NX_PATH/$f" "$suite/"; done
+# Each test file requires the helpers it imports first (require_file loads a file once,
+# and a second requirer waits for the first).
+cp "$NX_PATH/test/support/helpers.ex" "$suite/"
+for f in "${files[@]}"; do
+  { echo 'Code.require_file("helpers.ex", __DIR__)'; cat "$NX_PATH/$f"; } > "$suite/$(basename "$f")"
+done
 # defn compiles when the tests run, after every file has loaded: this default holds for all.
 echo 'Nx.Defn.global_default_options(compiler: Nx.Vulkan, output: :host)' > "$suite/nx_suite_setup_test.exs"
 mix test "$suite"
