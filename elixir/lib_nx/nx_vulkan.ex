@@ -214,7 +214,8 @@ defmodule Nx.Vulkan do
 
   defp to_input(%T{} = t) do
     t = Nx.devectorize(t)
-    {IR.type_name(t.type), Tuple.to_list(t.shape), Nx.to_binary(t)}
+    {type, dims} = IR.stored_type(t.type, t.shape)
+    {type, dims, Nx.to_binary(t)}
   end
 
   defp to_tensor(template, binary, :host, _config) when is_binary(binary),

@@ -41,7 +41,8 @@ defmodule Nx.Vulkan.Backend do
   def from_binary(%T{type: type, shape: shape} = t, binary, opts) do
     config = Device.config(opts)
     device = Device.get!(config)
-    buffer = Error.unwrap!(Native.upload(device, IR.type_name(type), Tuple.to_list(shape), binary))
+    {type, dims} = IR.stored_type(type, shape)
+    buffer = Error.unwrap!(Native.upload(device, type, dims, binary))
     %{t | data: %__MODULE__{buffer: buffer, device: config}}
   end
 

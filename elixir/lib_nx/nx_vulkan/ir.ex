@@ -177,7 +177,16 @@ defmodule Nx.Vulkan.IR do
   defp result_fields({type, shape}), do: %{type: type, shape: shape}
   defp result_fields(list) when is_list(list), do: %{results: Enum.map(list, &result_fields/1)}
 
-  defp tensor_type(%T{type: type, shape: shape}), do: {type_name(type), Tuple.to_list(shape)}
+  defp tensor_type(%T{type: type, shape: shape}), do: stored_type(type, shape)
+
+  @doc """
+  The IR type name and dimensions a tensor of `type` and `shape` is stored as: its own, or
+  for a complex type its parts' type with a last axis of 2 (`Nx.Vulkan.Complex`).
+  """
+  def stored_type(type, shape) do
+    {type, shape} = Nx.Vulkan.Complex.layout(type, shape)
+    {type_name(type), Tuple.to_list(shape)}
+  end
 
   @doc "The IR name of an Nx type (`{:f, 32}` → `\"f32\"`); raises for types the IR lacks."
   def type_name({:c, _} = type),
@@ -196,7 +205,10 @@ defmodule Nx.Vulkan.IR do
         {value, stack}
 
       %{} ->
-        {value, [r | outer]} = if captured?(t, r), do: capture(t, stack), else: node(Nx.devectorize(t), stack)
+        {value, [r | outer]} =
+          if captured?(t, r),
+            do: capture(t, stack),
+            else: node(Nx.Vulkan.Complex.lower(Nx.devectorize(t)), stack)
 
         {value, [%{r | cache: Map.put(r.cache, id, value)} | outer]}
     end
@@ -416,6 +428,8 @@ defmodule Nx.Vulkan.IR do
   end
 
   defp node(%T{data: %Expr{op: :metadata, args: [x, _metadata]}}, stack), do: recur_container(x, stack)
+
+  defp node(%T{data: %Expr{op: :complex_view, args: [x]}}, stack), do: recur(x, stack)
 
   defp node(%T{data: %Expr{op: :attach_token, args: [_token, x]}}, stack), do: recur(x, stack)
 

@@ -43,6 +43,8 @@ defmodule Nx.Vulkan.Case do
   def tolerance({:f, 32}), do: {1.0e-5, 1.0e-5}
   def tolerance({:f, 16}), do: {1.0e-2, 1.0e-2}
   def tolerance({:bf, 16}), do: {2.0e-2, 2.0e-2}
+  def tolerance({:c, 64}), do: {1.0e-5, 1.0e-5}
+  def tolerance({:c, 128}), do: {1.0e-10, 1.0e-10}
   def tolerance(_integer), do: {0, 0}
 
   @doc """
