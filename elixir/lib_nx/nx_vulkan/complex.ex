@@ -128,7 +128,7 @@ defmodule Nx.Vulkan.Complex do
   ## Shapes: the same op on each part
 
   defp lower(:reshape, t), do: per_part(t, &Nx.reshape(&1, t.shape))
-  defp lower(:squeeze, %T{data: %Expr{args: [_, axes]}} = t), do: per_part(t, &Nx.squeeze(&1, axes: axes))
+  defp lower(:squeeze, t), do: per_part(t, &Nx.reshape(&1, t.shape))
   defp lower(:transpose, %T{data: %Expr{args: [_, axes]}} = t), do: per_part(t, &Nx.transpose(&1, axes: axes))
   defp lower(:reverse, %T{data: %Expr{args: [_, axes]}} = t), do: per_part(t, &Nx.reverse(&1, axes: axes))
 
@@ -193,7 +193,7 @@ defmodule Nx.Vulkan.Complex do
   defp parts(%T{type: {:c, _}} = x, type) do
     view = view(x)
     axis = Nx.rank(x)
-    part = &(view |> Nx.slice_along_axis(&1, 1, axis: axis) |> Nx.squeeze(axes: [axis]))
+    part = &(view |> Nx.slice_along_axis(&1, 1, axis: axis) |> Nx.reshape(x.shape))
     {Nx.as_type(part.(0), part_type(type)), Nx.as_type(part.(1), part_type(type))}
   end
 
@@ -325,7 +325,14 @@ defmodule Nx.Vulkan.Complex do
     part = part_type(type)
     j = Nx.iota({n, n}, axis: 0, type: {:s, 32})
     k = Nx.iota({n, n}, axis: 1, type: {:s, 32})
-    angle = j |> Nx.multiply(k) |> Nx.remainder(n) |> Nx.as_type(part) |> Nx.multiply(2 * :math.pi() / n)
+
+    angle =
+      j
+      |> Nx.multiply(k)
+      |> Nx.remainder(n)
+      |> Nx.as_type(part)
+      |> Nx.multiply(Nx.tensor(2 * :math.pi() / n, type: part))
+
     {cos, sin} = {Nx.cos(angle), Nx.sin(angle)}
     dot = &Nx.dot(&1, [last], &2, [0])
 

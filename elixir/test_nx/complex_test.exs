@@ -1,0 +1,213 @@
+defmodule Nx.Vulkan.ComplexTest.Fns do
+  @moduledoc false
+  import Nx.Defn
+
+  defn rotate_thrice(x) do
+    {_, acc} =
+      while {i = 0, acc = x}, i < 3 do
+        {i + 1, acc * Nx.Constants.i()}
+      end
+
+    acc
+  end
+
+  defn branch(p, x) do
+    if p, do: Nx.conjugate(x), else: -x
+  end
+end
+
+defmodule Nx.Vulkan.ComplexTest do
+  # Complex values lowered to real part pairs (Nx.Vulkan.Complex) against Nx.Defn.Evaluator,
+  # whose Nx.BinaryBackend computes each element in f64 with the Complex library and
+  # rounds to the type. Tolerances (atol = rtol): c64 1e-5 (the types' default,
+  # Nx.Vulkan.Case.tolerance/1), c128 1e-10; FFTs, sums over up to 16 terms of products
+  # with cos/sin tables, c64 1e-4.
+  use Nx.Vulkan.Case, async: true
+
+  alias Nx.Vulkan.ComplexTest.Fns
+
+  @types [c64: {:c, 64}, c128: {:c, 128}]
+
+  # Parts in [-2, 2], none zero in `other/2` (a divisor).
+  defp data(shape, type) do
+    re = shape |> Nx.iota(type: :f64) |> Nx.multiply(0.77) |> Nx.sin() |> Nx.multiply(2)
+    im = shape |> Nx.iota(type: :f64) |> Nx.multiply(1.31) |> Nx.cos() |> Nx.multiply(1.5)
+    Nx.complex(re, im) |> Nx.as_type(type)
+  end
+
+  defp other(shape, type) do
+    re = shape |> Nx.iota(type: :f64) |> Nx.multiply(0.53) |> Nx.cos() |> Nx.add(1.5)
+    im = shape |> Nx.iota(type: :f64) |> Nx.multiply(0.29) |> Nx.sin() |> Nx.subtract(1.2)
+    Nx.complex(re, im) |> Nx.as_type(type)
+  end
+
+  defp fft_tol({:c, 64}), do: [atol: 1.0e-4, rtol: 1.0e-4]
+  defp fft_tol({:c, 128}), do: []
+
+  for {name, type} <- @types do
+    describe "#{name}" do
+      @ctype type
+
+      test "element-wise arithmetic, with complex, real and literal operands" do
+        x = data({2, 3}, @ctype)
+        y = other({2, 3}, @ctype)
+        r = Nx.iota({2, 3}, type: Nx.Type.to_real(@ctype)) |> Nx.add(0.5)
+
+        for fun <- [&Nx.add/2, &Nx.subtract/2, &Nx.multiply/2, &Nx.divide/2] do
+          assert_matches_evaluator(fun, [x, y])
+          assert_matches_evaluator(fun, [x, r])
+          assert_matches_evaluator(fun, [r, y])
+          assert_matches_evaluator(&fun.(&1, 3), [x])
+        end
+
+        assert_matches_evaluator(&Nx.multiply(&1, Complex.new(0.5, -2)), [x])
+        assert_matches_evaluator(&Nx.add(&1, Nx.Constants.i(@ctype)), [x])
+      end
+
+      test "negate, conjugate, real, imag, abs, phase, complex" do
+        x = data({7}, @ctype)
+
+        for fun <- [&Nx.negate/1, &Nx.conjugate/1, &Nx.real/1, &Nx.imag/1, &Nx.abs/1, &Nx.phase/1] do
+          assert_matches_evaluator(fun, [x])
+        end
+
+        r = Nx.iota({7}, type: Nx.Type.to_real(@ctype))
+        assert_matches_evaluator(&Nx.conjugate/1, [r])
+        assert_matches_evaluator(&Nx.complex/2, [r, Nx.negate(r)])
+      end
+
+      test "exp, log, sqrt, sin, cos and pow" do
+        x = data({3, 4}, @ctype)
+
+        for fun <- [&Nx.exp/1, &Nx.log/1, &Nx.sqrt/1, &Nx.sin/1, &Nx.cos/1] do
+          assert_matches_evaluator(fun, [x])
+        end
+
+        for exponent <- [0, 1, 2, 3, -1, -2, 0.5] do
+          assert_matches_evaluator(&Nx.pow(&1, exponent), [x])
+        end
+
+        assert_matches_evaluator(&Nx.pow/2, [x, other({3, 4}, @ctype)])
+      end
+
+      test "sqrt and log at zero, on the negative real axis and on the imaginary axis" do
+        x = Nx.tensor([0, -4, Complex.new(-4, -0.0), Complex.new(0, 9), Complex.new(0, -9), 3], type: @ctype)
+        assert_matches_evaluator(&Nx.sqrt/1, [x])
+        assert_matches_evaluator(&Nx.log/1, [Nx.slice(x, [1], [5])])
+        assert_matches_evaluator(&Nx.abs/1, [x])
+      end
+
+      test "as_type between complex and real types" do
+        x = data({5}, @ctype)
+        assert_matches_evaluator(&Nx.as_type(&1, :f32), [x])
+        assert_matches_evaluator(&Nx.as_type(&1, :f64), [x])
+        assert_matches_evaluator(&Nx.as_type(&1, :s32), [Nx.multiply(x, 3)])
+        assert_matches_evaluator(&Nx.as_type(&1, :c64), [x])
+        assert_matches_evaluator(&Nx.as_type(&1, :c128), [x])
+        assert_matches_evaluator(&Nx.as_type(&1, @ctype), [Nx.iota({5}, type: :s32)])
+      end
+
+      test "equal, not_equal and select" do
+        x = data({6}, @ctype)
+        y = Nx.select(Nx.iota({6}) |> Nx.remainder(2), x, other({6}, @ctype))
+        assert_matches_evaluator(&Nx.equal/2, [x, y])
+        assert_matches_evaluator(&Nx.not_equal/2, [x, y])
+        pred = Nx.tensor([1, 0, 1, 1, 0, 0], type: :u8)
+        assert_matches_evaluator(&Nx.select/3, [pred, x, other({6}, @ctype)])
+        assert_matches_evaluator(&Nx.select(&1, &2, 2.5), [pred, x])
+        assert_matches_evaluator(&Nx.select(Nx.tensor(1, type: :u8), &1, &2), [x, y])
+      end
+
+      test "shape operations" do
+        x = data({2, 3, 4}, @ctype)
+        assert_matches_evaluator(&Nx.reshape(&1, {4, 6}), [x])
+        assert_matches_evaluator(&Nx.transpose(&1, axes: [2, 0, 1]), [x])
+        assert_matches_evaluator(&Nx.reverse(&1, axes: [1]), [x])
+        assert_matches_evaluator(&Nx.squeeze/1, [data({1, 3, 1}, @ctype)])
+        assert_matches_evaluator(&Nx.broadcast(&1, {2, 3, 4}, axes: [1]), [data({3}, @ctype)])
+        assert_matches_evaluator(&Nx.slice(&1, [0, 1, 1], [2, 2, 2], strides: [1, 1, 2]), [x])
+        assert_matches_evaluator(&Nx.slice(&1, [&2, 1, 0], [1, 2, 4]), [x, 1])
+        assert_matches_evaluator(&Nx.put_slice(&1, [1, 0, 2], &2), [x, data({1, 2, 2}, @ctype)])
+        assert_matches_evaluator(&Nx.put_slice(&1, [0, 0, 1], Nx.iota({2, 3, 1}, type: :f32)), [x])
+        assert_matches_evaluator(&Nx.concatenate([&1, &2], axis: 1), [x, x])
+        assert_matches_evaluator(&Nx.stack([&1, &2], axis: 3), [x, Nx.iota({2, 3, 4})])
+        assert_matches_evaluator(&Nx.pad(&1, Complex.new(1, -1), [{1, 0, 0}, {0, 2, 1}, {0, 0, 0}]), [x])
+      end
+
+      test "sum and dot" do
+        x = data({2, 3, 4}, @ctype)
+        assert_matches_evaluator(&Nx.sum/1, [x])
+        assert_matches_evaluator(&Nx.sum(&1, axes: [1], keep_axes: true), [x])
+        assert_matches_evaluator(&Nx.dot/2, [data({3, 4}, @ctype), other({4, 2}, @ctype)])
+        assert_matches_evaluator(&Nx.dot/2, [data({3, 4}, @ctype), Nx.iota({4}, type: :f32)])
+        assert_matches_evaluator(&Nx.dot(&1, [2], [0], &2, [1], [0]), [x, other({2, 4, 5}, @ctype)])
+      end
+
+      test "fft and ifft, with and without :length" do
+        x = data({3, 8}, @ctype)
+        tol = fft_tol(@ctype)
+
+        for fun <- [&Nx.fft/2, &Nx.ifft/2],
+            opts <- [[], [length: 8], [length: 5], [length: 12], [length: :power_of_two]] do
+          assert_matches_evaluator(&fun.(&1, opts), [x], tol)
+          assert_matches_evaluator(&fun.(&1, opts), [data({6}, @ctype)], tol)
+        end
+
+        assert_matches_evaluator(&Nx.fft(&1, axis: 0), [x], tol)
+        assert_matches_evaluator(&Nx.fft/1, [Nx.iota({2, 6}, type: Nx.Type.to_real(@ctype))], tol)
+        assert_matches_evaluator(&Nx.ifft/1, [Nx.iota({7}, type: :s32)], tol)
+      end
+
+      test "ifft(fft(x)) is x" do
+        x = data({4, 16}, @ctype)
+        assert_close(x, Nx.Vulkan.jit(&Nx.ifft(Nx.fft(&1))).(x), fft_tol(@ctype))
+      end
+
+      test "fft2 and ifft2" do
+        x = data({2, 4, 6}, @ctype)
+        tol = fft_tol(@ctype)
+        assert_matches_evaluator(&Nx.fft2/1, [x], tol)
+        assert_matches_evaluator(&Nx.ifft2/1, [x], tol)
+        assert_matches_evaluator(&Nx.fft2(&1, lengths: [3, 8]), [x], tol)
+      end
+    end
+  end
+
+  describe "complex values across the runtime" do
+    test "device-resident results are inputs again; :host results are BinaryBackend tensors" do
+      x = data({2, 3}, {:c, 64})
+      y = Nx.Vulkan.jit(&Nx.multiply(&1, &1)).(x)
+      assert %Nx.Vulkan.Backend{} = y.data
+      assert {y.type, y.shape} == {{:c, 64}, {2, 3}}
+      z = Nx.Vulkan.jit(&Nx.add(&1, 1), output: :host).(y)
+      assert %Nx.BinaryBackend{} = z.data
+      assert_close(Nx.add(Nx.multiply(x, x), 1), z)
+    end
+
+    test "Nx.Vulkan.Backend holds complex tensors and runs their operations" do
+      x = data({4}, {:c, 128})
+      d = Nx.backend_transfer(x, Nx.Vulkan.Backend)
+      assert %Nx.Vulkan.Backend{} = d.data
+      assert Nx.to_binary(d) == Nx.to_binary(x)
+      assert_close(Nx.subtract(x, Nx.conjugate(x)), Nx.subtract(d, Nx.conjugate(d)))
+      assert_close(Nx.fft(x), Nx.fft(d))
+    end
+
+    test "while and cond carry complex state" do
+      x = data({3}, {:c, 64})
+      assert_matches_evaluator(&Fns.rotate_thrice/1, [x])
+      assert_matches_evaluator(&Fns.branch/2, [1, x])
+      assert_matches_evaluator(&Fns.branch/2, [0, x])
+    end
+
+    test "an op without a complex lowering raises naming the op and types" do
+      x = data({3}, {:c, 64})
+
+      assert_raise ArgumentError,
+                   ~r/does not support :tan on complex tensors \(arguments c64, result c64\)/,
+                   fn ->
+                     Nx.Vulkan.jit(&Nx.tan/1).(x)
+                   end
+    end
+  end
+end
