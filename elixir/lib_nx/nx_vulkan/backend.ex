@@ -11,8 +11,10 @@ defmodule Nx.Vulkan.Backend do
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
-  op for (window_reduce, FFT, ...) run on `Nx.BinaryBackend` and their
-  results are copied back to the device. Indexing follows the IR's conventions
+  op for (window_reduce, ...) run on `Nx.BinaryBackend` and their results are
+  copied back to the device; so do the FFTs, where Nx.BinaryBackend's FFT is faster
+  and more exact than the O(n²) DFT they compile to in graphs (`Nx.Vulkan.Complex`).
+  Complex tensors are stored as their parts (`Nx.Vulkan.IR.stored_type/2`). Indexing follows the IR's conventions
   (docs/ir.md): an index out of range is clamped (gather, take) or its update skipped
   (indexed_add/put) where Nx.BinaryBackend raises.
   """
@@ -196,7 +198,7 @@ defmodule Nx.Vulkan.Backend do
     [:exp, :expm1, :log, :log1p, :sigmoid, :cos, :sin, :tan, :cosh, :sinh, :tanh] ++
       [:acos, :asin, :atan, :acosh, :asinh, :atanh, :sqrt, :rsqrt, :cbrt, :is_nan] ++
       [:is_infinity, :erf, :erfc, :erf_inv, :abs, :bitwise_not, :ceil, :floor, :negate] ++
-      [:round, :sign, :count_leading_zeros, :population_count]
+      [:round, :sign, :count_leading_zeros, :population_count, :real, :imag, :conjugate]
 
   # {callback, its arguments after `out`, the tensor arguments among them}
   device_callbacks =
@@ -291,10 +293,7 @@ defmodule Nx.Vulkan.Backend do
     fft: 2,
     ifft: 2,
     fft2: 2,
-    ifft2: 2,
-    real: 1,
-    imag: 1,
-    conjugate: 1
+    ifft2: 2
   ]
 
   # Only those Nx.BinaryBackend implements (Nx 0.7 declares fft2 but leaves it to Nx's default).

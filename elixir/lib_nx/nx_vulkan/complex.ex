@@ -17,12 +17,13 @@ defmodule Nx.Vulkan.Complex do
   alias Nx.Defn.Expr
   alias Nx.Tensor, as: T
 
-  # Ops a complex value passes through unchanged in layout.
+  # Ops a complex value passes through unchanged in layout, and `conv`, whose rewrite
+  # (Nx.Vulkan.Conv) is made of ops lowered here.
   @transparent [:parameter, :tensor, :elem, :metadata, :attach_token, :hook, :io_call] ++
-                 [:while, :cond, :optional, :block, :complex_view]
+                 [:while, :cond, :optional, :block, :complex_view, :conv]
 
   @doc "The real type and shape an Nx type and shape are stored as (complex: parts on a last axis of 2)."
-  def layout({:c, bits}, shape), do: {{:f, div(bits, 2)}, Tuple.append(shape, 2)}
+  def layout({:c, bits}, shape), do: {{:f, div(bits, 2)}, Tuple.insert_at(shape, tuple_size(shape), 2)}
   def layout(type, shape), do: {type, shape}
 
   @doc """
@@ -109,6 +110,13 @@ defmodule Nx.Vulkan.Complex do
   defp lower(:cos, %T{data: %Expr{args: [a]}} = t) do
     {re, im} = parts(a, t.type)
     pack(Nx.multiply(Nx.cos(re), Nx.cosh(im)), Nx.negate(Nx.multiply(Nx.sin(re), Nx.sinh(im))))
+  end
+
+  # Either part, as in Nx.BinaryBackend.
+  defp lower(op, %T{data: %Expr{args: [a]}}) when op in [:is_nan, :is_infinity] do
+    {re, im} = parts(a, a.type)
+    fun = Function.capture(Nx, op, 1)
+    Nx.logical_or(fun.(re), fun.(im))
   end
 
   defp lower(op, %T{data: %Expr{args: [a, b]}}) when op in [:equal, :not_equal] do
