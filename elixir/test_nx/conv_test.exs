@@ -169,11 +169,8 @@ defmodule Nx.Vulkan.ConvTest do
     assert Nx.Vulkan.explain(fun, [x, k]).dispatches == 3
   end
 
-  test "complex tensors are refused by name" do
-    x = Nx.as_type(data({1, 1, 4}, :f32, 0.3), :c64)
-
-    assert_raise ArgumentError, ~r/complex/, fn ->
-      Nx.Defn.jit_apply(&Nx.conv/2, [x, x], compiler: Nx.Vulkan)
-    end
+  test "complex tensors convolve through the complex lowering (Nx.Vulkan.Complex)" do
+    x = data({1, 1, 4}, :f32, 0.3) |> Nx.complex(data({1, 1, 4}, :f32, 0.7))
+    assert_matches_evaluator(&Nx.conv/2, [x, Nx.conjugate(x)])
   end
 end
