@@ -47,6 +47,19 @@ defmodule Nx.Vulkan.IRTest do
     assert %{op: "sum", shape: [2], attrs: %{axes: [1], keep_axes: false}} = nodes[hd(nodes[out].args)]
   end
 
+  test "IR type names, and a clear error for types the IR lacks" do
+    for type <- [s: 8, u: 16, s: 32, u: 64, f: 16, bf: 16, f: 32, f: 64] do
+      assert Nx.Vulkan.IR.type_name(type) == Nx.Type.to_string(type)
+    end
+
+    # Nx 0.13's 8-bit floats and sub-byte integers
+    for type <- [f: 8, u: 2, s: 4] do
+      assert_raise ArgumentError, ~r/does not support type #{Nx.Type.to_string(type)}/, fn ->
+        Nx.Vulkan.IR.type_name(type)
+      end
+    end
+  end
+
   test "only used inputs become parameters, numbered densely" do
     {graph, used} = graph(fn _a, b, _c, d -> Nx.add(d, b) end, Enum.map(1..4, &Nx.tensor(&1 * 1.0)))
     params = for %{op: "parameter"} = n <- graph.nodes, do: n.attrs.index

@@ -188,14 +188,17 @@ defmodule Nx.Vulkan.IR do
     {type_name(type), Tuple.to_list(shape)}
   end
 
-  @doc "The IR name of an Nx type (`{:f, 32}` → `\"f32\"`); raises for types the IR lacks."
-  def type_name({:c, _} = type),
-    do: raise(ArgumentError, "Nx.Vulkan does not support complex tensors, got #{Nx.Type.to_string(type)}")
+  @ir_types [s: 8, s: 16, s: 32, s: 64, u: 8, u: 16, u: 32, u: 64, f: 16, f: 32, f: 64, bf: 16]
 
-  def type_name({kind, size}) when kind in [:s, :u, :f, :bf] and size in [8, 16, 32, 64],
-    do: "#{kind}#{size}"
+  @doc """
+  The IR name of an Nx type (`{:f, 32}` → `\"f32\"`); raises for types the IR lacks (Nx
+  0.13's 2- and 4-bit integers and 8-bit floats). Complex types are stored as their parts
+  (stored_type/2) before they get here.
+  """
+  def type_name({kind, size}) when {kind, size} in @ir_types, do: "#{kind}#{size}"
 
-  def type_name(type), do: raise(ArgumentError, "Nx.Vulkan does not support type #{inspect(type)}")
+  def type_name(type),
+    do: raise(ArgumentError, "Nx.Vulkan does not support type #{Nx.Type.to_string(type)}")
 
   ## Traversal
 
