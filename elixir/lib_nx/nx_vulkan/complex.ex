@@ -17,10 +17,10 @@ defmodule Nx.Vulkan.Complex do
   alias Nx.Defn.Expr
   alias Nx.Tensor, as: T
 
-  # Ops a complex value passes through unchanged in layout, and `conv`, whose rewrite
-  # (Nx.Vulkan.Conv) is made of ops lowered here.
+  # Ops a complex value passes through unchanged in layout, and those whose rewrites in
+  # Nx.Vulkan.IR (Conv; take and take_along_axis as gathers) are made of ops lowered here.
   @transparent [:parameter, :tensor, :elem, :metadata, :attach_token, :hook, :io_call] ++
-                 [:while, :cond, :optional, :block, :complex_view, :conv]
+                 [:while, :cond, :optional, :block, :complex_view, :conv, :take, :take_along_axis]
 
   @doc "The real type and shape an Nx type and shape are stored as (complex: parts on a last axis of 2)."
   def layout({:c, bits}, shape), do: {{:f, div(bits, 2)}, Tuple.insert_at(shape, tuple_size(shape), 2)}
@@ -95,21 +95,46 @@ defmodule Nx.Vulkan.Complex do
 
   defp lower(:exp, %T{data: %Expr{args: [a]}} = t), do: pack_pair(exp(parts(a, t.type)))
 
-  defp lower(:log, %T{data: %Expr{args: [a]}} = t) do
-    {re, im} = z = parts(a, t.type)
-    pack(Nx.log(modulus(z)), Nx.atan2(im, re))
-  end
+  defp lower(:log, %T{data: %Expr{args: [a]}} = t), do: pack_pair(log(parts(a, t.type)))
 
   defp lower(:sqrt, %T{data: %Expr{args: [a]}} = t), do: pack_pair(sqrt(parts(a, t.type)))
 
-  defp lower(:sin, %T{data: %Expr{args: [a]}} = t) do
-    {re, im} = parts(a, t.type)
-    pack(Nx.multiply(Nx.sin(re), Nx.cosh(im)), Nx.multiply(Nx.cos(re), Nx.sinh(im)))
+  defp lower(:sin, %T{data: %Expr{args: [a]}} = t), do: pack_pair(sin(parts(a, t.type)))
+  defp lower(:cos, %T{data: %Expr{args: [a]}} = t), do: pack_pair(cos(parts(a, t.type)))
+
+  # The rest of Nx's unary complex functions, as Nx.Shared.unary_math_funs/0 and the Complex
+  # library compose them.
+  defp lower(:expm1, %T{data: %Expr{args: [a]}} = t) do
+    {re, im} = exp(parts(a, t.type))
+    pack(Nx.subtract(re, 1), im)
   end
 
-  defp lower(:cos, %T{data: %Expr{args: [a]}} = t) do
+  defp lower(:log1p, %T{data: %Expr{args: [a]}} = t) do
     {re, im} = parts(a, t.type)
-    pack(Nx.multiply(Nx.cos(re), Nx.cosh(im)), Nx.negate(Nx.multiply(Nx.sin(re), Nx.sinh(im))))
+    pack_pair(log({Nx.add(re, 1), im}))
+  end
+
+  defp lower(:sigmoid, %T{data: %Expr{args: [a]}} = t) do
+    {re, im} = exp(negate(parts(a, t.type)))
+    pack_pair(divide(one(re), {Nx.add(re, 1), im}))
+  end
+
+  defp lower(:rsqrt, %T{data: %Expr{args: [a]}} = t) do
+    {re, _} = z = sqrt(parts(a, t.type))
+    pack_pair(divide(one(re), z))
+  end
+
+  defp lower(:tan, %T{data: %Expr{args: [a]}} = t) do
+    z = parts(a, t.type)
+    pack_pair(divide(sin(z), cos(z)))
+  end
+
+  defp lower(:sinh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(sinh(parts(a, t.type)))
+  defp lower(:cosh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(cosh(parts(a, t.type)))
+
+  defp lower(:tanh, %T{data: %Expr{args: [a]}} = t) do
+    z = parts(a, t.type)
+    pack_pair(divide(sinh(z), cosh(z)))
   end
 
   # Either part, as in Nx.BinaryBackend.
@@ -185,6 +210,23 @@ defmodule Nx.Vulkan.Complex do
   defp lower(op, %T{data: %Expr{args: [x, opts]}} = t) when op in [:fft, :ifft],
     do: dft(op, x, opts[:axis], opts[:length], opts[:eps], t.type)
 
+  ## Constructors: a real part, a zero imaginary one
+
+  defp lower(:eye, %T{type: type, shape: shape}),
+    do: pack(Nx.eye(shape, type: part_type(type)), zeros(shape, type))
+
+  defp lower(:iota, %T{type: type, shape: shape, data: %Expr{args: [axis]}}),
+    do: pack(Nx.iota(shape, axis: axis, type: part_type(type)), zeros(shape, type))
+
+  ## Indexing: on the layout, whose parts axis comes last and is never indexed
+
+  defp lower(:gather, %T{data: %Expr{args: [x, indices | opts]}} = t),
+    do: apply(Nx, :gather, [layout_of(x, t.type), indices | opts])
+
+  defp lower(op, %T{data: %Expr{args: [target, indices, updates | opts]}} = t)
+       when op in [:indexed_add, :indexed_put],
+       do: apply(Nx, op, [layout_of(target, t.type), indices, layout_of(updates, t.type) | opts])
+
   defp lower(op, %T{type: type, data: %Expr{args: args}}) do
     types = for %T{type: arg_type} <- List.flatten(args), do: Nx.Type.to_string(arg_type)
 
@@ -207,7 +249,7 @@ defmodule Nx.Vulkan.Complex do
 
   defp parts(%T{} = x, type) do
     re = Nx.as_type(x, part_type(type))
-    {re, Nx.broadcast(Nx.tensor(0, type: part_type(type)), x.shape)}
+    {re, zeros(x.shape, type)}
   end
 
   # The layout of a complex expression, as a real expression (see the moduledoc).
@@ -223,6 +265,13 @@ defmodule Nx.Vulkan.Complex do
         data: %Expr{id: {:complex_view, id}, op: :complex_view, args: [x], context: context}
     }
   end
+
+  # `x` (complex, or real with a zero imaginary part) in the layout of `type`.
+  defp layout_of(x, type), do: x |> parts(type) |> pack_pair()
+
+  defp zeros(shape, type), do: Nx.broadcast(Nx.tensor(0, type: part_type(type)), shape)
+  # 1 + 0i in the shape and part type of `like`.
+  defp one(like), do: {Nx.broadcast(Nx.tensor(1, type: like.type), like.shape), zeros(like.shape, like.type)}
 
   defp pack(re, im), do: Nx.stack([re, im], axis: -1)
   defp pack_pair({re, im}), do: pack(re, im)
@@ -246,6 +295,27 @@ defmodule Nx.Vulkan.Complex do
     re = Nx.add(Nx.multiply(ar, br), Nx.multiply(ai, bi))
     im = Nx.subtract(Nx.multiply(ai, br), Nx.multiply(ar, bi))
     {Nx.divide(re, den), Nx.divide(im, den)}
+  end
+
+  defp negate({re, im}), do: {Nx.negate(re), Nx.negate(im)}
+
+  defp log({re, im} = z), do: {Nx.log(modulus(z)), Nx.atan2(im, re)}
+
+  defp sin({re, im}), do: {Nx.multiply(Nx.sin(re), Nx.cosh(im)), Nx.multiply(Nx.cos(re), Nx.sinh(im))}
+
+  defp cos({re, im}),
+    do: {Nx.multiply(Nx.cos(re), Nx.cosh(im)), Nx.negate(Nx.multiply(Nx.sin(re), Nx.sinh(im)))}
+
+  defp sinh(z) do
+    {pr, pi} = exp(z)
+    {nr, ni} = exp(negate(z))
+    {Nx.divide(Nx.subtract(pr, nr), 2), Nx.divide(Nx.subtract(pi, ni), 2)}
+  end
+
+  defp cosh(z) do
+    {pr, pi} = exp(z)
+    {nr, ni} = exp(negate(z))
+    {Nx.divide(Nx.add(pr, nr), 2), Nx.divide(Nx.add(pi, ni), 2)}
   end
 
   defp exp({re, im}) do
