@@ -100,6 +100,22 @@ defmodule Nx.Vulkan.ComplexTest do
         end
       end
 
+      test "product over any axes, cbrt; LU-based solve, determinant and invert" do
+        x = data({3, 4, 5}, @ctype)
+
+        for opts <- [[], [axes: [1]], [axes: [0, 2]], [axes: [2], keep_axes: true]] do
+          assert_matches_evaluator(&Nx.product(&1, opts), [Nx.divide(x, 1.5)])
+        end
+
+        assert_matches_evaluator(&Nx.cbrt/1, [x])
+
+        a = Nx.add(data({3, 3}, @ctype), Nx.multiply(Nx.eye(3), 4))
+        b = other({3}, @ctype)
+        assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b])
+        assert_matches_evaluator(&Nx.LinAlg.determinant/1, [a])
+        assert_matches_evaluator(&Nx.LinAlg.invert/1, [a])
+      end
+
       test "complex eye and iota; gather, indexed_add and indexed_put on complex values" do
         assert_matches_evaluator(fn -> Nx.eye(3, type: @ctype) end, [])
         assert_matches_evaluator(fn -> Nx.iota({2, 3}, axis: 1, type: @ctype) end, [])
@@ -231,9 +247,9 @@ defmodule Nx.Vulkan.ComplexTest do
       x = data({3}, {:c, 64})
 
       assert_raise ArgumentError,
-                   ~r/does not support :cbrt on complex tensors \(arguments c64, result c64\)/,
+                   ~r/does not support :asin on complex tensors \(arguments c64, result c64\)/,
                    fn ->
-                     Nx.Vulkan.jit(&Nx.cbrt/1).(x)
+                     Nx.Vulkan.jit(&Nx.asin/1).(x)
                    end
     end
   end

@@ -129,6 +129,14 @@ defmodule Nx.Vulkan.Complex do
     pack_pair(divide(sin(z), cos(z)))
   end
 
+  # Complex.cbrt/1: the real cube root of the modulus at a third of the phase.
+  defp lower(:cbrt, %T{data: %Expr{args: [a]}} = t) do
+    {re, im} = z = parts(a, t.type)
+    r = Nx.cbrt(modulus(z))
+    theta = Nx.divide(Nx.atan2(im, re), 3)
+    pack(Nx.multiply(r, Nx.cos(theta)), Nx.multiply(r, Nx.sin(theta)))
+  end
+
   defp lower(:sinh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(sinh(parts(a, t.type)))
   defp lower(:cosh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(cosh(parts(a, t.type)))
 
@@ -198,6 +206,20 @@ defmodule Nx.Vulkan.Complex do
     {re, im} = parts(x, t.type)
     opts = [axes: opts[:axes], keep_axes: opts[:keep_axes] || false]
     pack(Nx.sum(re, opts), Nx.sum(im, opts))
+  end
+
+  # The reduced axes moved last and flattened, then halved by complex multiplication
+  # (Nx.BinaryBackend multiplies in order; a tree rounds differently, within the tolerance
+  # of an n-term product).
+  defp lower(:product, %T{shape: shape, data: %Expr{args: [x, opts]}} = t) do
+    all = Nx.axes(x)
+    axes = opts[:axes] || all
+    kept = all -- axes
+    flat = Enum.map(kept, &Nx.axis_size(x, &1)) ++ [Enum.product(Enum.map(axes, &Nx.axis_size(x, &1)))]
+    to_rows = &(&1 |> Nx.transpose(axes: kept ++ axes) |> Nx.reshape(List.to_tuple(flat)))
+    {re, im} = parts(x, t.type)
+    {re, im} = product_tree({to_rows.(re), to_rows.(im)})
+    pack(Nx.reshape(re, shape), Nx.reshape(im, shape))
   end
 
   defp lower(:dot, %T{data: %Expr{args: [a, c1, b1, b, c2, b2]}} = t) do
@@ -295,6 +317,27 @@ defmodule Nx.Vulkan.Complex do
     re = Nx.add(Nx.multiply(ar, br), Nx.multiply(ai, bi))
     im = Nx.subtract(Nx.multiply(ai, br), Nx.multiply(ar, bi))
     {Nx.divide(re, den), Nx.divide(im, den)}
+  end
+
+  # The product along the last axis of a pair, as a tree of halves (an odd length padded
+  # with 1 + 0i).
+  defp product_tree({re, im}) do
+    last = Nx.rank(re) - 1
+
+    case Nx.axis_size(re, last) do
+      1 ->
+        {Nx.squeeze(re, axes: [last]), Nx.squeeze(im, axes: [last])}
+
+      n ->
+        half = div(n + 1, 2)
+
+        pad =
+          &Nx.pad(&1, Nx.tensor(&2, type: re.type), List.duplicate({0, 0, 0}, last) ++ [{0, 2 * half - n, 0}])
+
+        {re, im} = {pad.(re, 1), pad.(im, 0)}
+        take = &{Nx.slice_along_axis(re, &1, half, axis: last), Nx.slice_along_axis(im, &1, half, axis: last)}
+        product_tree(multiply(take.(0), take.(half)))
+    end
   end
 
   defp negate({re, im}), do: {Nx.negate(re), Nx.negate(im)}

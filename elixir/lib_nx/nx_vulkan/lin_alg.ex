@@ -161,8 +161,10 @@ defmodule Nx.Vulkan.LinAlg do
     type = m.type
     rows = Nx.iota({n}, type: :s64)
     column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
-    # (-1 never wins; a NaN does, as in Nx.LinAlg.LU)
-    candidates = Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: type))
+    # (-1 never wins; a NaN does, as in Nx.LinAlg.LU; |.| is real for a complex matrix)
+    candidates =
+      Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: Nx.Type.to_real(type)))
+
     p = Nx.argmax(candidates, tie_break: :low)
     ek = Nx.as_type(Nx.equal(rows, k), type)
     ep = Nx.as_type(Nx.equal(rows, p), type)
@@ -183,7 +185,9 @@ defmodule Nx.Vulkan.LinAlg do
     pivot_row = Nx.reshape(slice(m, [k, 0], [1, cols]), {cols})
     below = Nx.greater(Nx.iota({n, 1}), k)
     columns = Nx.iota({1, cols})
-    m = Nx.select(Nx.logical_and(below, Nx.greater(columns, k)), Nx.subtract(m, Nx.outer(l, pivot_row)), m)
+    # l pivot_rowᵀ without Nx.outer, which conjugates its second argument
+    update = Nx.multiply(Nx.new_axis(l, 1), Nx.new_axis(pivot_row, 0))
+    m = Nx.select(Nx.logical_and(below, Nx.greater(columns, k)), Nx.subtract(m, update), m)
     Nx.select(Nx.logical_and(below, Nx.equal(columns, k)), Nx.reshape(l, {n, 1}), m)
   end
 
