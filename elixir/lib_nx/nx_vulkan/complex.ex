@@ -116,12 +116,12 @@ defmodule Nx.Vulkan.Complex do
 
   defp lower(:sigmoid, %T{data: %Expr{args: [a]}} = t) do
     {re, im} = exp(negate(parts(a, t.type)))
-    pack_pair(divide(one(re), {Nx.add(re, 1), im}))
+    pack_pair(divide(constant(re, 1, 0), {Nx.add(re, 1), im}))
   end
 
   defp lower(:rsqrt, %T{data: %Expr{args: [a]}} = t) do
     {re, _} = z = sqrt(parts(a, t.type))
-    pack_pair(divide(one(re), z))
+    pack_pair(divide(constant(re, 1, 0), z))
   end
 
   defp lower(:tan, %T{data: %Expr{args: [a]}} = t) do
@@ -144,6 +144,9 @@ defmodule Nx.Vulkan.Complex do
     z = parts(a, t.type)
     pack_pair(divide(sinh(z), cosh(z)))
   end
+
+  defp lower(op, %T{data: %Expr{args: [a]}} = t) when op in [:asin, :acos, :atan, :asinh, :acosh, :atanh],
+    do: pack_pair(inverse(op, parts(a, t.type)))
 
   # Either part, as in Nx.BinaryBackend.
   defp lower(op, %T{data: %Expr{args: [a]}}) when op in [:is_nan, :is_infinity] do
@@ -292,8 +295,11 @@ defmodule Nx.Vulkan.Complex do
   defp layout_of(x, type), do: x |> parts(type) |> pack_pair()
 
   defp zeros(shape, type), do: Nx.broadcast(Nx.tensor(0, type: part_type(type)), shape)
-  # 1 + 0i in the shape and part type of `like`.
-  defp one(like), do: {Nx.broadcast(Nx.tensor(1, type: like.type), like.shape), zeros(like.shape, like.type)}
+  # re + im·i in the shape and part type of `like`.
+  defp constant(like, re, im) do
+    broadcast = &Nx.broadcast(Nx.tensor(&1, type: like.type), like.shape)
+    {broadcast.(re), broadcast.(im)}
+  end
 
   defp pack(re, im), do: Nx.stack([re, im], axis: -1)
   defp pack_pair({re, im}), do: pack(re, im)
@@ -339,6 +345,48 @@ defmodule Nx.Vulkan.Complex do
         product_tree(multiply(take.(0), take.(half)))
     end
   end
+
+  # The inverse trigonometric and hyperbolic functions, in the Complex library's forms
+  # (asin and acos of a value with an infinite or NaN part are NaN there).
+  defp inverse(:asin, {re, _} = z) do
+    w = log(add(multiply(constant(re, 0, 1), z), sqrt(subtract(constant(re, 1, 0), multiply(z, z)))))
+    nan_unless_finite(z, multiply(constant(re, 0, -1), w))
+  end
+
+  defp inverse(:acos, {re, _} = z) do
+    w = log(add(z, sqrt(subtract(multiply(z, z), constant(re, 1, 0)))))
+    nan_unless_finite(z, multiply(constant(re, 0, -1), w))
+  end
+
+  defp inverse(:atan, {re, _} = z) do
+    iz = multiply(constant(re, 0, 1), z)
+    one = constant(re, 1, 0)
+    multiply(constant(re, 0, 0.5), subtract(log(subtract(one, iz)), log(add(one, iz))))
+  end
+
+  defp inverse(:asinh, {re, _} = z), do: log(add(z, sqrt(add(multiply(z, z), constant(re, 1, 0)))))
+  defp inverse(:acosh, {re, _} = z), do: log(add(z, sqrt(subtract(multiply(z, z), constant(re, 1, 0)))))
+
+  defp inverse(:atanh, {re, _} = z) do
+    one = constant(re, 1, 0)
+    multiply(constant(re, 0.5, 0), log(divide(add(one, z), subtract(one, z))))
+  end
+
+  defp nan_unless_finite({re, im}, {wr, wi}) do
+    finite =
+      Nx.logical_not(
+        Nx.logical_or(
+          Nx.logical_or(Nx.is_nan(re), Nx.is_infinity(re)),
+          Nx.logical_or(Nx.is_nan(im), Nx.is_infinity(im))
+        )
+      )
+
+    nan = Nx.Constants.nan(wr.type)
+    {Nx.select(finite, wr, nan), Nx.select(finite, wi, nan)}
+  end
+
+  defp add({ar, ai}, {br, bi}), do: {Nx.add(ar, br), Nx.add(ai, bi)}
+  defp subtract({ar, ai}, {br, bi}), do: {Nx.subtract(ar, br), Nx.subtract(ai, bi)}
 
   defp negate({re, im}), do: {Nx.negate(re), Nx.negate(im)}
 
