@@ -14,9 +14,9 @@ defmodule Nx.Vulkan.Backend do
   op for (window_reduce, ...) run on `Nx.BinaryBackend` and their results are
   copied back to the device; so do the FFTs, where Nx.BinaryBackend's FFT is faster
   and more exact than the O(n²) DFT they compile to in graphs (`Nx.Vulkan.Complex`).
-  Complex tensors are stored as their parts (`Nx.Vulkan.IR.stored_type/2`). Indexing follows the IR's conventions
-  (docs/ir.md): an index out of range is clamped (gather, take) or its update skipped
-  (indexed_add/put) where Nx.BinaryBackend raises.
+  Complex tensors are stored as their parts (`Nx.Vulkan.IR.stored_type/2`). Indexing
+  follows the IR's conventions (docs/ir.md): an index out of range is clamped (gather,
+  take) or its update skipped (indexed_add/put) where Nx.BinaryBackend raises.
   """
 
   @behaviour Nx.Backend

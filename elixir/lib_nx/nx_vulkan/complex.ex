@@ -53,12 +53,10 @@ defmodule Nx.Vulkan.Complex do
     pack(Nx.broadcast(Nx.tensor(re, type: part), shape), Nx.broadcast(Nx.tensor(im, type: part), shape))
   end
 
-  defp lower(op, %T{data: %Expr{args: [a, b]}} = t) when op in [:add, :subtract] do
-    {ar, ai} = parts(a, t.type)
-    {br, bi} = parts(b, t.type)
-    fun = Function.capture(Nx, op, 2)
-    pack(fun.(ar, br), fun.(ai, bi))
-  end
+  defp lower(:add, %T{data: %Expr{args: [a, b]}} = t), do: pack_pair(add(parts(a, t.type), parts(b, t.type)))
+
+  defp lower(:subtract, %T{data: %Expr{args: [a, b]}} = t),
+    do: pack_pair(subtract(parts(a, t.type), parts(b, t.type)))
 
   defp lower(:multiply, %T{data: %Expr{args: [a, b]}} = t),
     do: pack_pair(multiply(parts(a, t.type), parts(b, t.type)))
@@ -69,10 +67,7 @@ defmodule Nx.Vulkan.Complex do
   defp lower(:pow, %T{data: %Expr{args: [a, b]}} = t),
     do: pack_pair(pow(parts(a, t.type), parts(b, t.type)))
 
-  defp lower(:negate, %T{data: %Expr{args: [a]}} = t) do
-    {re, im} = parts(a, t.type)
-    pack(Nx.negate(re), Nx.negate(im))
-  end
+  defp lower(:negate, %T{data: %Expr{args: [a]}} = t), do: pack_pair(negate(parts(a, t.type)))
 
   defp lower(:conjugate, %T{data: %Expr{args: [a]}} = t) do
     {re, im} = parts(a, t.type)
@@ -137,12 +132,12 @@ defmodule Nx.Vulkan.Complex do
     pack(Nx.multiply(r, Nx.cos(theta)), Nx.multiply(r, Nx.sin(theta)))
   end
 
-  defp lower(:sinh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(sinh(parts(a, t.type)))
-  defp lower(:cosh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(cosh(parts(a, t.type)))
+  defp lower(:sinh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(elem(sinh_cosh(parts(a, t.type)), 0))
+  defp lower(:cosh, %T{data: %Expr{args: [a]}} = t), do: pack_pair(elem(sinh_cosh(parts(a, t.type)), 1))
 
   defp lower(:tanh, %T{data: %Expr{args: [a]}} = t) do
-    z = parts(a, t.type)
-    pack_pair(divide(sinh(z), cosh(z)))
+    {sinh, cosh} = sinh_cosh(parts(a, t.type))
+    pack_pair(divide(sinh, cosh))
   end
 
   defp lower(op, %T{data: %Expr{args: [a]}} = t) when op in [:asin, :acos, :atan, :asinh, :acosh, :atanh],
@@ -397,16 +392,12 @@ defmodule Nx.Vulkan.Complex do
   defp cos({re, im}),
     do: {Nx.multiply(Nx.cos(re), Nx.cosh(im)), Nx.negate(Nx.multiply(Nx.sin(re), Nx.sinh(im)))}
 
-  defp sinh(z) do
-    {pr, pi} = exp(z)
-    {nr, ni} = exp(negate(z))
-    {Nx.divide(Nx.subtract(pr, nr), 2), Nx.divide(Nx.subtract(pi, ni), 2)}
-  end
-
-  defp cosh(z) do
-    {pr, pi} = exp(z)
-    {nr, ni} = exp(negate(z))
-    {Nx.divide(Nx.add(pr, nr), 2), Nx.divide(Nx.add(pi, ni), 2)}
+  # (e^z - e^-z) / 2 and (e^z + e^-z) / 2 from one pair of exponentials.
+  defp sinh_cosh(z) do
+    ez = exp(z)
+    e_z = exp(negate(z))
+    half = fn {re, im} -> {Nx.divide(re, 2), Nx.divide(im, 2)} end
+    {half.(subtract(ez, e_z)), half.(add(ez, e_z))}
   end
 
   defp exp({re, im}) do
