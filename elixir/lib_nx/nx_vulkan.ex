@@ -123,8 +123,12 @@ defmodule Nx.Vulkan do
   @impl true
   def __partitions_options__(opts), do: [opts]
 
+  # The backend of the tensors a jit returns: Nx.Defn.to_backend/1 and libraries (Axon,
+  # Nx.Random) create tensors there to match them.
   @impl true
-  def __to_backend__(opts), do: {Nx.Vulkan.Backend, Device.config(opts)}
+  def __to_backend__(opts) do
+    if Keyword.get(opts, :output) == :host, do: {Nx.BinaryBackend, []}, else: {Nx.Vulkan.Backend, Device.config(opts)}
+  end
 
   # Nx <= 0.9 declares __stream__/7, Nx 0.10 neither, Nx >= 0.11 the optional __shard_jit__/6.
   if {:__stream__, 7} in @compiler_callbacks, do: @impl(true)
