@@ -29,7 +29,7 @@ defmodule Nx.Vulkan do
 
   alias Nx.Defn.Composite
   alias Nx.Tensor, as: T
-  alias Nx.Vulkan.{Device, Error, IR, JSON, LockedCache, Native}
+  alias Nx.Vulkan.{Device, Error, Hooks, IR, JSON, LockedCache, Native}
 
   @compiler_callbacks Nx.Defn.Compiler.behaviour_info(:callbacks)
 
@@ -62,7 +62,8 @@ defmodule Nx.Vulkan do
   """
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
-    {graph, _used} = IR.build(expr, name: opts[:name] || "explain", hooks: opts[:hooks] || %{})
+    {_callbacks, hook_values} = Hooks.split(expr, opts[:hooks] || %{})
+    {graph, _used} = IR.build(List.to_tuple([expr | hook_values]), name: opts[:name] || "explain")
     json = JSON.encode(graph)
     explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts))) end
 
@@ -122,8 +123,12 @@ defmodule Nx.Vulkan do
   @impl true
   def __partitions_options__(opts), do: [opts]
 
+  # The backend of the tensors a jit returns: Nx.Defn.to_backend/1 and libraries (Axon,
+  # Nx.Random) create tensors there to match them.
   @impl true
-  def __to_backend__(opts), do: {Nx.Vulkan.Backend, Device.config(opts)}
+  def __to_backend__(opts) do
+    if Keyword.get(opts, :output) == :host, do: {Nx.BinaryBackend, []}, else: {Nx.Vulkan.Backend, Device.config(opts)}
+  end
 
   # Nx <= 0.9 declares __stream__/7, Nx 0.10 neither, Nx >= 0.11 the optional __shard_jit__/6.
   if {:__stream__, 7} in @compiler_callbacks, do: @impl(true)
@@ -161,11 +166,12 @@ defmodule Nx.Vulkan do
   end
 
   defp compile_expr(key, vars, fun, hooks, config, pipeline) do
-    {eval_time, {expr, graph, used}} =
+    {eval_time, {expr, graph, used, hooks}} =
       :timer.tc(fn ->
         expr = fun.(vars)
-        {graph, used} = IR.build(expr, name: graph_name(key), hooks: hooks)
-        {expr, graph, used}
+        {callbacks, hook_values} = Hooks.split(expr, hooks)
+        {graph, used} = IR.build(List.to_tuple([expr | hook_values]), name: graph_name(key))
+        {expr, graph, used, Enum.zip(callbacks, Enum.map(hook_values, &Nx.to_template/1))}
       end)
 
     {compile_time, exe} =
@@ -179,7 +185,7 @@ defmodule Nx.Vulkan do
 
     measurements = %{eval_time: eval_time, compile_time: compile_time, total_time: eval_time + compile_time}
     :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
-    %{exe: exe, used: used, template: Nx.to_template(expr)}
+    %{exe: exe, used: used, template: Nx.to_template(expr), hooks: hooks}
   end
 
   defp graph_name(fun) when is_function(fun) do
@@ -193,7 +199,7 @@ defmodule Nx.Vulkan do
 
   defp run(%{exe: nil, template: template}, _args, _key, _config, _output), do: template
 
-  defp run(%{exe: exe, used: used, template: template}, args, key, config, output) do
+  defp run(%{exe: exe, used: used, template: template, hooks: hooks}, args, key, config, output) do
     args = List.to_tuple(args)
     inputs = Enum.map(used, &to_input(elem(args, &1)))
     mode = if output == :host, do: :binaries, else: :buffers
@@ -201,12 +207,21 @@ defmodule Nx.Vulkan do
     {time, {results, stats}} = :timer.tc(fn -> Error.unwrap!(Native.run(exe, inputs, mode)) end)
     :telemetry.execute([:nx_vulkan, :run], Map.put(stats, :total_time, time), %{key: key})
 
-    {container, []} =
-      Composite.traverse(template, results, fn t, [result | rest] ->
-        {to_tensor(t, result, output, config), rest}
-      end)
+    {container, results} = fill(template, results, output, config)
+
+    Enum.reduce(hooks, results, fn {callback, hook_template}, results ->
+      {value, results} = fill(hook_template, results, output, config)
+      callback.(value)
+      results
+    end)
 
     container
+  end
+
+  defp fill(template, results, output, config) do
+    Composite.traverse(template, results, fn t, [result | rest] ->
+      {to_tensor(t, result, output, config), rest}
+    end)
   end
 
   defp to_input(fun) when is_function(fun, 0), do: to_input(fun.())

@@ -111,8 +111,11 @@ defmodule Nx.Vulkan.BackendTest do
     assert_close(Nx.LinAlg.determinant(m), Nx.LinAlg.determinant(dev(m)))
   end
 
-  test "the compiler's backend is this one" do
+  test "the compiler's backend is this one, or Nx.BinaryBackend for output: :host" do
     assert {@backend, opts} = Nx.Vulkan.__to_backend__([])
     assert Keyword.keys(opts) == [:device, :cache_dir, :timeout]
+    assert Nx.Vulkan.__to_backend__(output: :host) == {Nx.BinaryBackend, []}
+    host = Nx.Defn.jit(&Nx.add(&1, 1), compiler: Nx.Vulkan, output: :host).(Nx.tensor([1.0]))
+    assert host.data.__struct__ == elem(Nx.Defn.to_backend(compiler: Nx.Vulkan, output: :host), 0)
   end
 end

@@ -12,7 +12,7 @@ defmodule Nx.Vulkan.IR do
   or with a sibling branch; `optional` (Nx <= 0.11) and `block` (Nx >= 0.12) become
   the IR op where there is one (see `native_call?/2`), else the default
   implementation they carry, with its parameters bound to the call's arguments;
-  `metadata` and hooks that do not run are unwrapped.
+  `metadata`, tokens and hooks are unwrapped (`Nx.Vulkan.Hooks` runs callbacks).
   """
 
   alias Nx.Defn.{Composite, Expr, Tree}
@@ -69,18 +69,10 @@ defmodule Nx.Vulkan.IR do
 
   Returns `{graph, used_inputs}`: `graph` is the IR as a map for
   `Nx.Vulkan.JSON.encode/1`; graph parameter `i` is the function's flattened
-  input number `Enum.at(used_inputs, i)`. Options: `:name`, `:hooks` (the
-  defn `:hooks` option; hooks that would run are an error).
+  input number `Enum.at(used_inputs, i)`. Options: `:name`. Hooks pass their
+  value on: the caller runs their callbacks (`Nx.Vulkan.Hooks`).
   """
   def build(outputs, opts \\ []) do
-    hooks = Keyword.get(opts, :hooks, %{})
-
-    if runs_hooks?(outputs, hooks) do
-      raise ArgumentError,
-            "Nx.Vulkan does not run hooks (Nx.Defn.Kernel.hook/3, print_value/2 and " <>
-              "token callbacks): remove them or compile with Nx.Defn.Evaluator"
-    end
-
     region = new_region(:root, Tree.scope_ids(outputs))
 
     # Rewrites (Nx.Vulkan.Sort, Conv, LinAlg, Funs) apply Nx functions to expressions; the
@@ -96,37 +88,6 @@ defmodule Nx.Vulkan.IR do
     {ids, [region]} = flatten_values(values, [region])
     graph = finish(region, ids) |> Map.put(:version, 1) |> Map.put(:name, opts[:name] || "defn")
     {graph, Enum.reverse(region.input_order)}
-  end
-
-  # Nx <= 0.12 carries hooks in tokens, which Tree.has_hooks?/2 inspects; Nx 0.13 has
-  # `hook` nodes instead (`io_call` after it), and no has_hooks?.
-  if Code.ensure_loaded?(Tree) and function_exported?(Tree, :has_hooks?, 2) do
-    defp runs_hooks?(outputs, hooks), do: Tree.has_hooks?(outputs, hooks)
-  else
-    defp runs_hooks?(outputs, hooks) do
-      Composite.reduce(outputs, %{}, &find_running_hook(&1, &2, hooks))
-      false
-    catch
-      :runs_hook -> true
-    end
-
-    defp find_running_hook(%T{data: %Expr{id: id, op: op, args: args}} = t, seen, hooks) do
-      cond do
-        Map.has_key?(seen, id) ->
-          seen
-
-        op in @hook_ops and hook_runs?(Enum.at(args, 1), hooks) ->
-          throw(:runs_hook)
-
-        true ->
-          {_, seen} = Tree.apply_args(t, Map.put(seen, id, true), &{&1, find_running_hook(&1, &2, hooks)})
-          seen
-      end
-    end
-
-    defp hook_runs?({:named, name, callback}, hooks), do: (hooks[name] || callback) != nil
-    defp hook_runs?({:fn, _callback}, _hooks), do: true
-    defp hook_runs?({:token_hook, _hooked, spec}, hooks), do: hook_runs?(spec, hooks)
   end
 
   ## Regions
@@ -436,7 +397,7 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :attach_token, args: [_token, x]}}, stack), do: recur(x, stack)
 
-  # Nx >= 0.13: a hook passes its value on (build/2 has rejected hooks that would run).
+  # Nx >= 0.13: a hook passes its value on (Nx.Vulkan.Hooks runs its callback).
   defp node(%T{data: %Expr{op: op, args: [x | _]}}, stack) when op in @hook_ops, do: recur_container(x, stack)
 
   defp node(%T{data: %Expr{op: :optional, args: [call, default, _fun]}} = t, stack) do
