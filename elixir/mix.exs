@@ -18,7 +18,10 @@ defmodule NxVulkan.MixProject do
       # and its tests build and run on machines where Nx cannot be fetched.
       elixirc_paths: if(nx?, do: ["lib", "lib_nx"], else: ["lib"]),
       test_paths: if(nx?, do: ["test", "test_nx"], else: ["test"]),
-      deps: nx_deps()
+      deps: nx_deps(),
+      # As Nx's own: containers that tests define (Nx's suite, scripts/nx_suite.sh) need
+      # protocols that are not consolidated.
+      consolidate_protocols: Mix.env() != :test
     ]
   end
 

@@ -6,13 +6,33 @@ defmodule Nx.Vulkan.FunsTest do
   # order stay within them, integers are exact.
   use Nx.Vulkan.Case, async: true
 
+  import Nx.Defn
+
+  # Branches in a body are selects per element.
+  defn reduce_max_by_if(t), do: Nx.reduce(t, -100.0, [axes: [1]], fn x, acc -> if x > acc, do: x, else: acc end)
+
   defp data(shape, type) do
     shape |> Nx.iota(type: :f64) |> Nx.multiply(0.77) |> Nx.sin() |> Nx.multiply(5) |> Nx.as_type(type)
   end
 
   # Nx 0.8 removed Nx.map.
   if function_exported?(Nx, :map, 3) do
+    defn map_by_cond(t) do
+      Nx.map(t, fn x ->
+        cond do
+          x < -1 -> -x
+          x > 2 -> Nx.exp(x)
+          true -> x + 1
+        end
+      end)
+    end
+
     describe "map" do
+      test "a body with cond: each element takes its first true branch; NaN takes the last" do
+        x = Nx.concatenate([data({9}, :f32), Nx.tensor([:nan, :infinity, :neg_infinity], type: :f32)])
+        assert_matches_evaluator(&map_by_cond/1, [x])
+      end
+
       for type <- [:f32, :f64, :s32, :u8] do
         test "polynomial body, #{type}" do
           x = data({3, 4}, unquote(type))
@@ -56,6 +76,10 @@ defmodule Nx.Vulkan.FunsTest do
       assert_matches_evaluator(&Nx.reduce(&1, 1, [axes: [0]], fn a, b -> Nx.multiply(a, b) end), [
         Nx.add(Nx.iota({3, 5}), 1)
       ])
+    end
+
+    test "a body with if" do
+      assert_matches_evaluator(&reduce_max_by_if/1, [data({4, 6}, :f32)])
     end
 
     test "NaN and infinities propagate as in the ordered fold" do

@@ -104,7 +104,29 @@ defmodule Nx.Vulkan.Funs do
     {Nx.as_type(apply(Nx, op, args), t.type), acc}
   end
 
-  defp rebuild_node(%T{data: %Expr{op: op}}, _acc) do
+  # A `cond` on scalars is a select per element: every branch is computed (bodies are
+  # element-wise, without side effects) and the first true predicate's value is taken.
+  defp rebuild_node(%T{data: %Expr{op: :cond, args: [clauses, %T{} = last]}} = t, acc) do
+    if Enum.all?(clauses, &match?({_, %T{}}, &1)) do
+      {last, acc} = rebuild(last, acc)
+
+      {clauses, acc} =
+        Enum.map_reduce(clauses, acc, fn {pred, body}, acc ->
+          {pred, acc} = rebuild(pred, acc)
+          {body, acc} = rebuild(body, acc)
+          {{pred, body}, acc}
+        end)
+
+      value = List.foldr(clauses, last, fn {pred, body}, otherwise -> Nx.select(pred, body, otherwise) end)
+      {Nx.as_type(value, t.type), acc}
+    else
+      unsupported!(:cond)
+    end
+  end
+
+  defp rebuild_node(%T{data: %Expr{op: op}}, _acc), do: unsupported!(op)
+
+  defp unsupported!(op) do
     raise ArgumentError,
           "Nx.Vulkan compiles the functions given to Nx.map, Nx.reduce and Nx.window_reduce " <>
             "when they are element-wise; this one uses #{inspect(op)}"
