@@ -166,26 +166,41 @@ defmodule Nx.Vulkan do
   end
 
   defp compile_expr(key, vars, fun, hooks, config, pipeline) do
-    {eval_time, {expr, graph, used, hooks}} =
+    {eval_time, traced} =
       :timer.tc(fn ->
         expr = fun.(vars)
-        {callbacks, hook_values} = Hooks.split(expr, hooks)
-        {graph, used} = IR.build(List.to_tuple([expr | hook_values]), name: graph_name(key))
-        {expr, graph, used, Enum.zip(callbacks, Enum.map(hook_values, &Nx.to_template/1))}
-      end)
 
-    {compile_time, exe} =
-      :timer.tc(fn ->
-        if graph.outputs == [] do
-          nil
-        else
-          Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline))
+        case Hooks.split(expr, hooks) do
+          :host_driven ->
+            :host_driven
+
+          {callbacks, hook_values} ->
+            {graph, used} = IR.build(List.to_tuple([expr | hook_values]), name: graph_name(key))
+            {expr, graph, used, Enum.zip(callbacks, Enum.map(hook_values, &Nx.to_template/1))}
         end
       end)
 
-    measurements = %{eval_time: eval_time, compile_time: compile_time, total_time: eval_time + compile_time}
-    :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
-    %{exe: exe, used: used, template: Nx.to_template(expr), hooks: hooks}
+    case traced do
+      # Hooks run per iteration or per branch taken: the host drives the loop, each op a
+      # cached one-op graph on the device (Nx.Vulkan.Backend) under Nx's own Evaluator.
+      :host_driven ->
+        traced = fn vars -> vars |> fun.() |> Hooks.on_host() end
+        %{host_driven: Nx.Defn.Evaluator.__compile__(key, vars, traced, hooks: Hooks.on_host_hooks(hooks))}
+
+      {expr, graph, used, hooks} ->
+        {compile_time, exe} =
+          :timer.tc(fn ->
+            if graph.outputs == [] do
+              nil
+            else
+              Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline))
+            end
+          end)
+
+        measurements = %{eval_time: eval_time, compile_time: compile_time, total_time: eval_time + compile_time}
+        :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
+        %{exe: exe, used: used, template: Nx.to_template(expr), hooks: hooks}
+    end
   end
 
   defp graph_name(fun) when is_function(fun) do
@@ -199,6 +214,12 @@ defmodule Nx.Vulkan do
 
   defp run(%{exe: nil, template: template}, _args, _key, _config, _output), do: template
 
+  defp run(%{host_driven: evaluate}, args, _key, config, output) do
+    params = Enum.map(args, fn arg -> fn -> to_device(arg, config) end end)
+    [result] = evaluate.([params])
+    if output == :host, do: Nx.backend_transfer(result, Nx.BinaryBackend), else: result
+  end
+
   defp run(%{exe: exe, used: used, template: template, hooks: hooks}, args, key, config, output) do
     args = List.to_tuple(args)
     inputs = Enum.map(used, &to_input(elem(args, &1)))
@@ -211,7 +232,8 @@ defmodule Nx.Vulkan do
 
     Enum.reduce(hooks, results, fn {callback, hook_template}, results ->
       {value, results} = fill(hook_template, results, output, config)
-      callback.(value)
+      # a copy: a hook's value may be an output's buffer too
+      callback.(Nx.backend_copy(value, Nx.BinaryBackend))
       results
     end)
 
@@ -223,6 +245,10 @@ defmodule Nx.Vulkan do
       {to_tensor(t, result, output, config), rest}
     end)
   end
+
+  defp to_device(fun, config) when is_function(fun, 0), do: to_device(fun.(), config)
+  defp to_device(%T{data: %Nx.Vulkan.Backend{}} = t, _config), do: t
+  defp to_device(%T{} = t, config), do: Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
 
   defp to_input(fun) when is_function(fun, 0), do: to_input(fun.())
   defp to_input(%T{data: %Nx.Vulkan.Backend{buffer: buffer}}), do: buffer

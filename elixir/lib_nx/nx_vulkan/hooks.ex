@@ -4,9 +4,9 @@ defmodule Nx.Vulkan.Hooks do
   # after the graph: the values they receive become extra graph outputs. A callback's
   # result is discarded and cannot change the graph's results, so running it after the
   # submit instead of mid-graph differs only in when it is called, as with EXLA's
-  # outfeed. A hook inside a `while` body or a `cond` branch would run once per
-  # iteration or only when its branch is taken: that needs the host to drive the
-  # control flow, so such hooks are an error.
+  # outfeed; callbacks get their values on the host, as from EXLA. A hook inside a `while` body or a `cond` branch runs once per iteration or
+  # only when its branch is taken: the host has to drive that control flow (`split/2`
+  # says so, and Nx.Vulkan evaluates the function op by op on the device).
   #
   # Nx <= 0.12 carries hooks in `token` nodes; Nx 0.13 has `hook` nodes, Nx's main
   # branch `io_call` nodes, whose second argument is the callback spec.
@@ -18,13 +18,52 @@ defmodule Nx.Vulkan.Hooks do
 
   @doc """
   Returns `{callbacks, values}` for the hooks of `outputs` that run, in the order the
-  Evaluator runs them: callback `i` receives the value of container `values[i]`.
+  Evaluator runs them: callback `i` receives the value of container `values[i]`; or
+  `:host_driven` where a hook that runs is inside a `while` body or a `cond` branch.
   `hooks` is the defn `:hooks` option (callbacks by hook name).
   """
   def split(outputs, hooks) do
     {_seen, calls} = Composite.reduce(outputs, {%{}, []}, &visit(&1, &2, hooks))
     calls |> Enum.reverse() |> Enum.unzip()
+  catch
+    :host_driven -> :host_driven
   end
+
+  @doc """
+  `expr` with every hook callback wrapped to receive its value on the host
+  (Nx.BinaryBackend), as EXLA's outfeed gives it: for Nx.Defn.Evaluator over device
+  tensors. Nodes keep their ids.
+  """
+  def on_host(expr) do
+    {expr, _cache} = Composite.traverse(expr, %{}, &host_node/2)
+    expr
+  end
+
+  @doc "The defn `:hooks` option with its callbacks wrapped as by `on_host/1`."
+  def on_host_hooks(hooks), do: Map.new(hooks, fn {name, fun} -> {name, host(fun)} end)
+
+  defp host_node(%T{data: %Expr{id: id} = data} = t, cache) do
+    case cache do
+      %{^id => t} ->
+        {t, cache}
+
+      %{} ->
+        {args, cache} = Tree.apply_args(t, :all, cache, &host_node/2)
+        t = %{t | data: %{data | args: host_args(data.op, args)}}
+        {t, Map.put(cache, id, t)}
+    end
+  end
+
+  defp host_args(:token, [token]), do: [%{token | hooks: Enum.map(token.hooks, &%{&1 | callback: host(&1.callback)})}]
+  defp host_args(op, [value, spec | rest]) when op in @hook_ops, do: [value, host_spec(spec) | rest]
+  defp host_args(_op, args), do: args
+
+  defp host_spec({:token_hook, hooked, inner}), do: {:token_hook, hooked, host_spec(inner)}
+  defp host_spec({:named, name, callback}), do: {:named, name, host(callback)}
+  defp host_spec({:fn, callback}), do: {:fn, host(callback)}
+
+  defp host(nil), do: nil
+  defp host(fun), do: fn value -> fun.(Nx.backend_copy(value, Nx.BinaryBackend)) end
 
   defp visit(%T{data: %Expr{id: id}} = t, {seen, calls}, hooks) do
     if Map.has_key?(seen, id), do: {seen, calls}, else: visit_new(t, {Map.put(seen, id, true), calls}, hooks)
@@ -53,15 +92,16 @@ defmodule Nx.Vulkan.Hooks do
     end
   end
 
-  defp visit_new(%T{data: %Expr{op: :while, args: [initial, _arg, pred, body]}} = t, acc, hooks) do
-    reject_nested!(t, [pred, body], hooks)
+  defp visit_new(%T{data: %Expr{op: :while, args: [initial, _arg, pred, body]}}, acc, hooks) do
+    if runs_hooks?([pred, body], hooks), do: throw(:host_driven)
     Composite.reduce(initial, acc, &visit(&1, &2, hooks))
   end
 
   # Branch bodies are not in the enclosing scope (Tree.apply_args visits them all), and
   # the predicates after the first run only when the ones before are false.
-  defp visit_new(%T{data: %Expr{op: :cond, args: [[{pred, _} | _] = clauses, last]}} = t, acc, hooks) do
-    reject_nested!(t, [last | Enum.map(clauses, &elem(&1, 1)) ++ Enum.map(tl(clauses), &elem(&1, 0))], hooks)
+  defp visit_new(%T{data: %Expr{op: :cond, args: [[{pred, _} | _] = clauses, last]}}, acc, hooks) do
+    branches = [last | Enum.map(clauses, &elem(&1, 1)) ++ Enum.map(tl(clauses), &elem(&1, 0))]
+    if runs_hooks?(branches, hooks), do: throw(:host_driven)
     visit(pred, acc, hooks)
   end
 
@@ -75,15 +115,6 @@ defmodule Nx.Vulkan.Hooks do
 
   defp resolve({:named, name, callback}, hooks), do: hooks[name] || callback
   defp resolve({:fn, callback}, _hooks), do: callback
-
-  defp reject_nested!(%T{data: %Expr{op: op}}, inner, hooks) do
-    if runs_hooks?(inner, hooks) do
-      raise ArgumentError,
-            "Nx.Vulkan runs hooks (Nx.Defn.Kernel.hook/3, print_value/2, token callbacks) " <>
-              "only outside while loops and cond branches, and this #{op} has one inside: " <>
-              "move the hook out, or compile with Nx.Defn.Evaluator"
-    end
-  end
 
   # Whether any hook in the containers `exprs` (at any depth) has a callback.
   defp runs_hooks?(exprs, hooks) do
