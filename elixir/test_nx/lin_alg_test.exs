@@ -43,7 +43,8 @@ defmodule Nx.Vulkan.LinAlgTest do
     Nx.multiply(actual, Nx.select(Nx.less(dots, 0), -1, 1))
   end
 
-  defp assert_columns_close(expected, actual, tol), do: assert_close(expected, align_columns(expected, actual), tol)
+  defp assert_columns_close(expected, actual, tol),
+    do: assert_close(expected, align_columns(expected, actual), tol)
 
   describe "Nx.LinAlg.svd" do
     test "U, S and V as the evaluator's (columns up to sign), f32 and f64" do
@@ -93,17 +94,16 @@ defmodule Nx.Vulkan.LinAlgTest do
     # the 4x3 matrix above), a diagonal one (no reflector applies), a 2x2, a 1x1, zero, and
     # an integer one (f32 results).
     test "eigenvalues and eigenvectors (up to sign) as the evaluator's, f32 and f64" do
-      inputs =
-        [
-          Nx.tensor([[4.643, 4.405, 5.103], [4.405, 6.22, 5.909], [5.103, 5.909, 8.677]]),
-          Nx.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]),
-          symmetric(data({4, 4}, 0.23)),
-          symmetric(data({5, 5}, 0.37)),
-            Nx.tensor([[1.0, 0.0, 0.0], [0.0, -2.0, 0.0], [0.0, 0.0, 3.0]]),
-            Nx.tensor([[2.0, 5.0], [5.0, 6.0]]),
-            Nx.tensor([[-3.0]]),
-            Nx.broadcast(0.0, {2, 2})
-          ]
+      inputs = [
+        Nx.tensor([[4.643, 4.405, 5.103], [4.405, 6.22, 5.909], [5.103, 5.909, 8.677]]),
+        Nx.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]),
+        symmetric(data({4, 4}, 0.23)),
+        symmetric(data({5, 5}, 0.37)),
+        Nx.tensor([[1.0, 0.0, 0.0], [0.0, -2.0, 0.0], [0.0, 0.0, 3.0]]),
+        Nx.tensor([[2.0, 5.0], [5.0, 6.0]]),
+        Nx.tensor([[-3.0]]),
+        Nx.broadcast(0.0, {2, 2})
+      ]
 
       for a <- inputs, type <- [:f32, :f64] do
         tol = @tolerance[type]
@@ -133,7 +133,11 @@ defmodule Nx.Vulkan.LinAlgTest do
       {ew, ev} = Nx.LinAlg.eigh(a)
       # (the default backend too: Nx 0.13's evaluator, running the default eagerly, mixes
       # the argument's backend and the default one)
-      {w, v} = Nx.with_default_backend(Nx.Vulkan.Backend, fn -> Nx.LinAlg.eigh(Nx.backend_transfer(a, Nx.Vulkan.Backend)) end)
+      {w, v} =
+        Nx.with_default_backend(Nx.Vulkan.Backend, fn ->
+          Nx.LinAlg.eigh(Nx.backend_transfer(a, Nx.Vulkan.Backend))
+        end)
+
       assert %Nx.Tensor{data: %Nx.Vulkan.Backend{}} = w
       assert_close(ew, w, @tolerance.f32)
       assert_columns_close(ev, Nx.backend_copy(v, Nx.BinaryBackend), @tolerance.f32)
