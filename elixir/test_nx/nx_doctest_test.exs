@@ -37,10 +37,10 @@ defmodule Nx.Vulkan.NxLinAlgDoctestTest do
   end
 
   # Printed results an ulp or more away: rounding in f32 (determinant 629.99988 for 630,
-  # cholesky, lu, matrix_power, least_squares), iterations that stop elsewhere after such
-  # differences (pinv), a degenerate eigenspace's basis (eigh), and Box-Muller/Gumbel
-  # transforms of the same bits (normal, gumbel, multivariate_normal). test_nx/
-  # control_flow_test.exs, sort_test.exs and ops_test.exs check them with tolerances.
+  # cholesky, lu, matrix_power, least_squares; eigh and so pinv, which Nx.BinaryBackend of
+  # Nx <= 0.11 computes in f64), and Box-Muller/Gumbel transforms of the same bits
+  # (normal, gumbel, multivariate_normal). test_nx/control_flow_test.exs, lin_alg_test.exs
+  # and ops_test.exs check them with tolerances.
   # (Arities of Nx 0.7 and 0.13 both.)
   @rounding [cholesky: 1, determinant: 1, eigh: 2, least_squares: 2, lu: 2, matrix_power: 2] ++
               [pinv: 2, least_squares: 3, lu: 1, solve: 2]

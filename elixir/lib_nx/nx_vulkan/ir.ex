@@ -58,7 +58,8 @@ defmodule Nx.Vulkan.IR do
 
   def native_call?(name, tensors) do
     (name in @native_optionals and match?([_], tensors)) or
-      (name in @inline_linalg and tensors != [] and Nx.Vulkan.LinAlg.supported?(hd(tensors)))
+      (name in @inline_linalg and tensors != [] and Nx.Vulkan.LinAlg.supported?(hd(tensors))) or
+      (name == :eigh and Nx.Vulkan.Eigh.supported?(tensors))
   end
 
   @doc "The IR ops the serialiser emits for Expr ops of the same name."
@@ -402,8 +403,8 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :optional, args: [call, default, _fun]}} = t, stack) do
     %T{data: %Expr{op: name, args: call_args}} = call
-    {tensors, _opts} = Enum.split_while(call_args, &(not is_list(&1)))
-    call_node(name, tensors, default, t, stack)
+    {tensors, opts} = Enum.split_while(call_args, &(not is_list(&1)))
+    call_node(name, tensors, opts, default, t, stack)
   end
 
   defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
@@ -443,8 +444,8 @@ defmodule Nx.Vulkan.IR do
   # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).
   defp node(%T{data: %Expr{op: :block, args: [struct, in_args, default, _fun]}} = t, stack) do
-    {tensors, _opts} = Enum.split_while(in_args, &(not is_list(&1)))
-    call_node(block_name(struct), tensors, default, t, stack)
+    {tensors, opts} = Enum.split_while(in_args, &(not is_list(&1)))
+    call_node(block_name(struct), tensors, opts, default, t, stack)
   end
 
   defp node(%T{data: %Expr{op: :while, args: [initial, arg, condition, body]}}, stack) do
@@ -525,9 +526,9 @@ defmodule Nx.Vulkan.IR do
     {value, [%{r2 | frame: r.frame} | outer]}
   end
 
-  # An optional/block call: the IR op, or the Nx.Vulkan.LinAlg version, where there is
-  # one; else its default, inlined.
-  defp call_node(name, tensors, default, t, stack) do
+  # An optional/block call: the IR op, or the Nx.Vulkan.LinAlg or Nx.Vulkan.Eigh version,
+  # where there is one; else its default, inlined.
+  defp call_node(name, tensors, opts, default, t, stack) do
     cond do
       not native_call?(name, tensors) ->
         inline_default(tensors, default, stack)
@@ -535,6 +536,9 @@ defmodule Nx.Vulkan.IR do
       name in @native_optionals ->
         {ids, stack} = recur_all(tensors, stack)
         emit(stack, Atom.to_string(name), ids, tensor_type(t))
+
+      name == :eigh ->
+        inline_default(tensors, Nx.Vulkan.Eigh.expr(hd(tensors), List.flatten(opts)), stack)
 
       # P keeps the input's type, L and U have its floating type
       name == :lu ->

@@ -1,0 +1,153 @@
+defmodule Nx.Vulkan.LinAlgTest do
+  # Nx.LinAlg's iterative factorisations (qr, eigh, svd and pinv, which is built on svd)
+  # against Nx.Defn.Evaluator, in f32 and f64.
+  #
+  # Nx <= 0.11's evaluator computes eigh with Nx.BinaryBackend's QR iteration, which
+  # Nx.Vulkan.Eigh reproduces; Nx >= 0.12's runs the default (Jacobi sweeps) under both
+  # compilers. SVD takes V from eigh, so before Nx.Vulkan.Eigh its V and pinv differed
+  # from the evaluator's in the second digit. The iterations stop at a tolerance (eigh at
+  # 1e-4), and the backend's eigh computes in f64 where this computes in f32, so f32
+  # results agree to 2e-5 absolute plus 1e-4 relative (the largest differences seen are
+  # ~5e-6); f64 results, computed in f64 by both, to 1e-9.
+  use Nx.Vulkan.Case, async: true
+
+  @tolerance %{f32: [atol: 2.0e-5, rtol: 1.0e-4], f64: [atol: 1.0e-9, rtol: 1.0e-9]}
+
+  defp data(shape, scale), do: shape |> Nx.iota(type: :f64) |> Nx.pow(2) |> Nx.multiply(scale) |> Nx.sin()
+
+  # Tall (reduced to square by QR first), square, wide (factored transposed), and rank 1.
+  @rank_one [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]
+
+  defp matrices do
+    [
+      Nx.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.5], [7.0, 8.0, 9.0], [1.0, 0.0, 2.0]]),
+      Nx.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]),
+      data({6, 3}, 0.37),
+      data({3, 5}, 0.61),
+      data({4, 4}, 0.23)
+    ]
+  end
+
+  defp symmetric(a), do: Nx.add(a, Nx.LinAlg.adjoint(a))
+
+  defp both(fun, args) do
+    expected = Nx.Defn.jit_apply(fun, args, compiler: Nx.Defn.Evaluator)
+    actual = Nx.Defn.jit_apply(fun, args, compiler: Nx.Vulkan)
+    {expected, Nx.Defn.Composite.traverse(actual, &Nx.backend_copy(&1, Nx.BinaryBackend))}
+  end
+
+  # `actual` with each column's sign flipped where it points away from the evaluator's
+  # (singular vectors and eigenvectors are defined up to sign).
+  defp align_columns(expected, actual) do
+    dots = Nx.sum(Nx.multiply(expected, actual), axes: [-2], keep_axes: true)
+    Nx.multiply(actual, Nx.select(Nx.less(dots, 0), -1, 1))
+  end
+
+  defp assert_columns_close(expected, actual, tol),
+    do: assert_close(expected, align_columns(expected, actual), tol)
+
+  describe "Nx.LinAlg.svd" do
+    test "U, S and V as the evaluator's (columns up to sign), f32 and f64" do
+      for a <- matrices(), type <- [:f32, :f64] do
+        a = Nx.as_type(a, type)
+        tol = @tolerance[type]
+        {{eu, es, evt}, {u, s, vt}} = both(&Nx.LinAlg.svd/1, [a])
+        assert_close(es, s, tol)
+        assert_columns_close(eu, u, tol)
+        assert_columns_close(Nx.transpose(evt), Nx.transpose(vt), tol)
+      end
+    end
+
+    # The columns of U past the rank span the null space of a^T in any basis: compared
+    # are S, V and the first column of U.
+    test "a rank-one matrix: S, V and the range of U" do
+      for type <- [:f32, :f64] do
+        tol = @tolerance[type]
+        {{eu, es, evt}, {u, s, vt}} = both(&Nx.LinAlg.svd/1, [Nx.tensor(@rank_one, type: type)])
+        assert_close(es, s, tol)
+        assert_columns_close(Nx.transpose(evt), Nx.transpose(vt), tol)
+        assert_columns_close(eu[[.., 0..0]], u[[.., 0..0]], tol)
+      end
+    end
+
+    test "a batch, matrix by matrix" do
+      batch = Nx.stack([data({3, 3}, 0.37), data({3, 3}, 0.53)])
+
+      for type <- [:f32, :f64] do
+        tol = @tolerance[type]
+        {{eu, es, evt}, {u, s, vt}} = both(&Nx.LinAlg.svd/1, [Nx.as_type(batch, type)])
+        assert_close(es, s, tol)
+        assert_columns_close(eu, u, tol)
+        assert_columns_close(Nx.LinAlg.adjoint(evt), Nx.LinAlg.adjoint(vt), tol)
+      end
+    end
+  end
+
+  test "Nx.LinAlg.pinv, f32 and f64" do
+    for a <- matrices(), type <- [:f32, :f64] do
+      assert_matches_evaluator(&Nx.LinAlg.pinv/1, [Nx.as_type(a, type)], @tolerance[type])
+    end
+  end
+
+  describe "Nx.LinAlg.eigh" do
+    # Symmetric matrices with distinct eigenvalues (the first is the one SVD factors for
+    # the 4x3 matrix above), a diagonal one (no reflector applies), a 2x2, a 1x1, zero, and
+    # an integer one (f32 results).
+    test "eigenvalues and eigenvectors (up to sign) as the evaluator's, f32 and f64" do
+      inputs = [
+        Nx.tensor([[4.643, 4.405, 5.103], [4.405, 6.22, 5.909], [5.103, 5.909, 8.677]]),
+        Nx.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]]),
+        symmetric(data({4, 4}, 0.23)),
+        symmetric(data({5, 5}, 0.37)),
+        Nx.tensor([[1.0, 0.0, 0.0], [0.0, -2.0, 0.0], [0.0, 0.0, 3.0]]),
+        Nx.tensor([[2.0, 5.0], [5.0, 6.0]]),
+        Nx.tensor([[-3.0]]),
+        Nx.broadcast(0.0, {2, 2})
+      ]
+
+      for a <- inputs, type <- [:f32, :f64] do
+        tol = @tolerance[type]
+        {{ew, ev}, {w, v}} = both(&Nx.LinAlg.eigh/1, [Nx.as_type(a, type)])
+        assert_close(ew, w, tol)
+        assert_columns_close(ev, v, tol)
+      end
+
+      {{ew, ev}, {w, v}} = both(&Nx.LinAlg.eigh/1, [Nx.tensor([[2, 1, 0], [1, 3, 1], [0, 1, 4]])])
+      assert_close(ew, w, @tolerance.f32)
+      assert_columns_close(ev, v, @tolerance.f32)
+    end
+
+    test "options and a batch (each matrix iterates to its own convergence)" do
+      batch = Nx.stack([symmetric(data({4, 4}, 0.37)), Nx.eye(4), symmetric(data({4, 4}, 0.71))])
+
+      for type <- [:f32, :f64], opts <- [[], [eps: 1.0e-6, max_iter: 50], [max_iter: 2]] do
+        tol = @tolerance[type]
+        {{ew, ev}, {w, v}} = both(&Nx.LinAlg.eigh(&1, opts), [Nx.as_type(batch, type)])
+        assert_close(ew, w, tol)
+        assert_columns_close(ev, v, tol)
+      end
+    end
+
+    test "eagerly on Nx.Vulkan.Backend tensors" do
+      a = symmetric(data({4, 4}, 0.37))
+      {ew, ev} = Nx.LinAlg.eigh(a)
+      # (the default backend too: Nx 0.13's evaluator, running the default eagerly, mixes
+      # the argument's backend and the default one)
+      {w, v} =
+        Nx.with_default_backend(Nx.Vulkan.Backend, fn ->
+          Nx.LinAlg.eigh(Nx.backend_transfer(a, Nx.Vulkan.Backend))
+        end)
+
+      assert %Nx.Tensor{data: %Nx.Vulkan.Backend{}} = w
+      assert_close(ew, w, @tolerance.f32)
+      assert_columns_close(ev, Nx.backend_copy(v, Nx.BinaryBackend), @tolerance.f32)
+    end
+  end
+
+  # Nx's default under both compilers: its results agree to rounding.
+  test "Nx.LinAlg.qr, reduced and complete, f32 and f64" do
+    for a <- matrices() ++ [Nx.tensor(@rank_one)], type <- [:f32, :f64], mode <- [:reduced, :complete] do
+      assert_matches_evaluator(&Nx.LinAlg.qr(&1, mode: mode), [Nx.as_type(a, type)], @tolerance[type])
+    end
+  end
+end
