@@ -31,9 +31,6 @@ defmodule Nx.Vulkan.Eigh do
   def supported?([%{type: type} | _]), do: @backend_eigh and not Nx.Type.complex?(type)
   def supported?(_), do: false
 
-  @doc "The expression of `eigh/2` for a tensor shaped as `a`: its parameter 0 stands for `a`."
-  def expr(a, opts), do: Nx.Defn.debug_expr_apply(&eigh(&1, opts), [Nx.to_template(a)])
-
   defn eigh(a, opts \\ []) do
     opts = keyword!(opts, eps: 1.0e-4, max_iter: 1_000)
     out_type = Nx.Type.to_floating(Nx.type(a))

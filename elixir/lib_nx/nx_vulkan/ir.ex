@@ -408,7 +408,8 @@ defmodule Nx.Vulkan.IR do
   end
 
   defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
-    recur(Nx.Vulkan.LinAlg.triangular_solve(Nx.as_type(a, t.type), Nx.as_type(b, t.type), opts), stack)
+    tensors = [Nx.as_type(a, t.type), Nx.as_type(b, t.type)]
+    inline_rewrite(tensors, &Nx.Vulkan.LinAlg.triangular_solve(&1, &2, opts), stack)
   end
 
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
@@ -439,7 +440,7 @@ defmodule Nx.Vulkan.IR do
 
   # Nx <= 0.10: the backend computes it; Nx.BinaryBackend's factorisation is the reference.
   defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack),
-    do: recur_container(Nx.Vulkan.LinAlg.lu_prepivoted(a, opts[:eps]), stack)
+    do: inline_rewrite([a], &Nx.Vulkan.LinAlg.lu_prepivoted(&1, opts[:eps]), stack)
 
   # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).
@@ -538,15 +539,24 @@ defmodule Nx.Vulkan.IR do
         emit(stack, Atom.to_string(name), ids, tensor_type(t))
 
       name == :eigh ->
-        inline_default(tensors, Nx.Vulkan.Eigh.expr(hd(tensors), List.flatten(opts)), stack)
+        inline_rewrite(tensors, &Nx.Vulkan.Eigh.eigh(&1, List.flatten(opts)), stack)
 
       # P keeps the input's type, L and U have its floating type
       name == :lu ->
-        recur_container(Nx.Vulkan.LinAlg.lu(hd(tensors)), stack)
+        inline_rewrite(tensors, &Nx.Vulkan.LinAlg.lu/1, stack)
 
       true ->
-        recur(apply(Nx.Vulkan.LinAlg, name, Enum.map(tensors, &Nx.as_type(&1, t.type))), stack)
+        tensors = Enum.map(tensors, &Nx.as_type(&1, t.type))
+        inline_rewrite(tensors, Function.capture(Nx.Vulkan.LinAlg, name, length(tensors)), stack)
     end
+  end
+
+  # A rewrite (Nx.Vulkan.LinAlg, Nx.Vulkan.Eigh) traced over the arguments' templates and
+  # inlined with its parameters bound to them: they build `while` loops, which only a
+  # trace can.
+  defp inline_rewrite(tensors, fun, stack) do
+    expr = Nx.Defn.debug_expr_apply(fun, Enum.map(tensors, &Nx.to_template/1))
+    inline_default(tensors, expr, stack)
   end
 
   # Nx 0.13's Nx.Block.Take default: gather along `axis` with each index as a vector of one

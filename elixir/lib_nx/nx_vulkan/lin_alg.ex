@@ -4,11 +4,22 @@ defmodule Nx.Vulkan.LinAlg do
   # (Nx.Vulkan.IR) to inline in place of `triangular_solve` and `lu` (Nx <= 0.10) and of
   # the default implementations `Nx.LinAlg.solve/2`, `determinant/1`, `cholesky/1` and
   # `lu/1` (Nx >= 0.11) carry (which need gather, scatter and loops). Every function takes and returns `Nx.Defn.Expr`
-  # tensors: applying Nx functions to them builds the expression. Matrices are rank 2
-  # with a static size n; the algorithms are unrolled over n (O(n) nodes), which suits
-  # the small systems a GPU graph solves inline.
+  # tensors: applying Nx functions to them builds the expression. The serialiser calls
+  # them inside a trace (`Nx.Defn.debug_expr_apply/2`), since the large forms build `while`
+  # loops, which only a trace can.
+  #
+  # Matrices are rank 2 with a static size n. Each algorithm is a sequence of steps over a
+  # row or column index k, written once for a k that is an integer or a scalar tensor:
+  # up to @unroll_max steps they are unrolled (O(n) nodes, no loop: the fastest to run for
+  # the small systems of MCMC models), beyond it they are the body of one `while` over k,
+  # whose size, and so the compile time, does not grow with n.
 
+  import Nx.Defn
   import Nx, only: [slice: 3]
+
+  # Measured on lavapipe (docs/elixir.md, bench/linalg_bench.exs): up to this many steps
+  # the unrolled form compiles in well under a second and runs faster than a loop.
+  @unroll_max 16
 
   @doc "Whether the inline versions handle these arguments (rank-2 square matrices)."
   def supported?(%{shape: {n, n}}) when n > 0, do: true
@@ -55,27 +66,16 @@ defmodule Nx.Vulkan.LinAlg do
     b = if vector?, do: Nx.reshape(b, {n, 1}), else: b
     m = elem(b.shape, 1)
 
-    rows =
-      Enum.reduce(0..(n - 1), [], fn i, rows ->
-        bi = slice(b, [i, 0], [1, m])
-        aii = slice(a, [i, i], [1, 1])
-
-        xi =
-          case rows do
-            [] ->
-              Nx.divide(bi, aii)
-
-            _ ->
-              Nx.divide(
-                Nx.subtract(bi, Nx.dot(slice(a, [i, 0], [1, i]), Nx.concatenate(Enum.reverse(rows)))),
-                aii
-              )
-          end
-
-        [xi | rows]
+    # x_i = (b_i - a_i,<i · x_<i) / a_ii; the rows of x from i on are still zero, and the
+    # entries of a from the diagonal on are masked out, so that an infinity or NaN there
+    # (which the backend never reads) does not reach x.
+    x =
+      steps(Nx.broadcast(Nx.tensor(0, type: b.type), b.shape), {a, b}, n - 1, fn x, {a, b}, i ->
+        left = Nx.select(Nx.less(Nx.iota({1, n}), i), slice(a, [i, 0], [1, n]), Nx.tensor(0, type: a.type))
+        xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), Nx.dot(left, x)), slice(a, [i, i], [1, 1]))
+        Nx.select(Nx.equal(Nx.iota({n, m}, axis: 0), i), xi, x)
       end)
 
-    x = Nx.concatenate(Enum.reverse(rows))
     if vector?, do: Nx.reshape(x, {n}), else: x
   end
 
@@ -84,7 +84,7 @@ defmodule Nx.Vulkan.LinAlg do
     {n, n} = a.shape
     vector? = Nx.rank(b) == 1
     b2 = if vector?, do: Nx.reshape(b, {n, 1}), else: b
-    {lu, _rows, _sign} = eliminate(Nx.concatenate([a, b2], axis: 1), n)
+    {lu, _order, _sign} = eliminate(Nx.concatenate([a, b2], axis: 1), n)
     cols = elem(lu.shape, 1)
     u = slice(lu, [0, 0], [n, n])
     y = slice(lu, [0, n], [n, cols - n])
@@ -95,7 +95,7 @@ defmodule Nx.Vulkan.LinAlg do
   @doc "Nx.LinAlg.determinant/1: the product of the pivots of the elimination, with its sign."
   def determinant(a) do
     {n, n} = a.shape
-    {lu, _rows, sign} = eliminate(a, n)
+    {lu, _order, sign} = eliminate(a, n)
     diagonal = Nx.sum(Nx.multiply(lu, Nx.eye(n, type: lu.type)), axes: [1])
     Nx.multiply(Nx.product(diagonal), sign)
   end
@@ -107,8 +107,8 @@ defmodule Nx.Vulkan.LinAlg do
   """
   def lu(a) do
     {n, n} = a.shape
-    {lu, rows, _sign} = a |> Nx.as_type(Nx.Type.to_floating(a.type)) |> eliminate(n)
-    factors(lu, rows, a.type)
+    {lu, order, _sign} = a |> Nx.as_type(Nx.Type.to_floating(a.type)) |> eliminate(n)
+    factors(lu, order, a.type)
   end
 
   @doc """
@@ -125,53 +125,56 @@ defmodule Nx.Vulkan.LinAlg do
     {n, n} = a.shape
     type = Nx.Type.to_floating(a.type)
 
-    {m, rows} =
-      Enum.reduce(0..(n - 2)//1, {Nx.as_type(a, type), Nx.eye(n, type: type)}, fn k, {m, rows} ->
-        {m, swap, _p} = pivot(m, k)
-        {m, Nx.dot(swap, rows)}
+    {m, order} =
+      steps({Nx.as_type(a, type), Nx.iota({n}, type: :s64)}, {}, n - 2, fn {m, order}, {}, k ->
+        {m, p} = pivot(m, k)
+        {m, swap_rows(order, k, p)}
       end)
 
     lu =
-      Enum.reduce(0..(n - 1)//1, m, fn k, m ->
+      steps(m, {}, n - 1, fn m, {}, k ->
         m |> zero_small_in_row(k, eps) |> eliminate_column(k, &doolittle_multipliers(&1, &2, eps))
       end)
 
-    factors(lu, rows, a.type)
+    factors(lu, order, a.type)
   end
 
   # Row-reduces the first n columns of `m` ({n, c}) with partial pivoting, in place: U on
   # and above the diagonal, L's multipliers below it, the other columns reduced along.
-  # Returns that matrix, the row permutation applied (as a matrix `rows`: rows · m is what
-  # was reduced) and its sign (+1/-1).
+  # Returns that matrix, the row order it ends in (`order[i]`: the row of `m` now at i)
+  # and the permutation's sign (+1/-1).
   defp eliminate(m, n) do
     type = m.type
 
-    Enum.reduce(0..(n - 1)//1, {m, Nx.eye(n, type: type), Nx.tensor(1, type: type)}, fn k, {m, rows, sign} ->
-      {m, swap, p} = pivot(m, k)
+    steps({m, Nx.iota({n}, type: :s64), Nx.tensor(1, type: type)}, {}, n - 1, fn {m, order, sign}, {}, k ->
+      {m, p} = pivot(m, k)
       sign = Nx.select(Nx.equal(p, k), sign, Nx.negate(sign))
-      {eliminate_column(m, k, &multipliers/2), Nx.dot(swap, rows), sign}
+      {eliminate_column(m, k, &multipliers/2), swap_rows(order, k, p), sign}
     end)
   end
 
   # Swaps row k with the row at or below it holding the largest |m[row, k]| (the first of
-  # equal ones, as Nx). Returns the swapped matrix, the permutation matrix that swapped
-  # it, and the row chosen.
+  # equal ones, as Nx). Returns the swapped matrix and the row chosen.
   defp pivot(m, k) do
     {n, _} = m.shape
-    type = m.type
     rows = Nx.iota({n}, type: :s64)
     column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
     # (-1 never wins; a NaN does, as in Nx.LinAlg.LU; |.| is real for a complex matrix)
     candidates =
-      Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: Nx.Type.to_real(type)))
+      Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: Nx.Type.to_real(m.type)))
 
     p = Nx.argmax(candidates, tie_break: :low)
-    ek = Nx.as_type(Nx.equal(rows, k), type)
-    ep = Nx.as_type(Nx.equal(rows, p), type)
-    swap = Nx.eye(n, type: type) |> Nx.subtract(Nx.outer(ek, ek)) |> Nx.subtract(Nx.outer(ep, ep))
-    swap = swap |> Nx.add(Nx.outer(ek, ep)) |> Nx.add(Nx.outer(ep, ek))
-    # (when p == k the outer products cancel and swap is the identity)
-    {Nx.dot(swap, m), swap, p}
+    {swap_rows(m, k, p), p}
+  end
+
+  # `t` with its entries (rank 1) or rows (rank 2) k and p exchanged: selected, not
+  # computed, so that values move unchanged as the backend moves them (a permutation
+  # matrix product would turn an infinity into NaNs in every row).
+  defp swap_rows(t, k, p) do
+    [_n | rest] = Tuple.to_list(t.shape)
+    row = fn i -> slice(t, [i | Enum.map(rest, fn _ -> 0 end)], [1 | rest]) end
+    rows = Nx.iota(t.shape, axis: 0)
+    Nx.select(Nx.equal(rows, k), row.(p), Nx.select(Nx.equal(rows, p), row.(k), t))
   end
 
   # Step k of the elimination: the entries below the pivot become L's multipliers
@@ -216,15 +219,15 @@ defmodule Nx.Vulkan.LinAlg do
 
   defp zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), Nx.tensor(0, type: x.type), x)
 
-  # {p, l, u} from the in-place factorisation (`rows` · a = l u, so p is its transpose).
-  defp factors(lu, rows, p_type) do
+  # {p, l, u} from the in-place factorisation and its row order (row i of l u is row
+  # order[i] of a, so p[i][j] = (order[j] == i)).
+  defp factors(lu, order, p_type) do
     {n, n} = lu.shape
     row = Nx.iota({n, 1})
     column = Nx.iota({1, n})
     l = Nx.select(Nx.greater(row, column), lu, Nx.eye(n, type: lu.type))
     u = Nx.select(Nx.less_equal(row, column), lu, Nx.tensor(0, type: lu.type))
-    # (a 1x1 matrix needs no swap: `rows` is then the identity as a tensor, not an expression)
-    p = rows |> Nx.transpose() |> Nx.as_type(p_type) |> Nx.Defn.Expr.tensor()
+    p = row |> Nx.equal(Nx.reshape(order, {1, n})) |> Nx.as_type(p_type)
     {p, l, u}
   end
 
@@ -232,10 +235,9 @@ defmodule Nx.Vulkan.LinAlg do
   def cholesky(a) do
     {n, n} = a.shape
     type = a.type
-    rows = Nx.iota({n}, type: :s64)
-    columns = Nx.iota({n, n}, axis: 1, type: :s64)
 
-    Enum.reduce(0..(n - 1), Nx.broadcast(Nx.tensor(0, type: type), {n, n}), fn j, l ->
+    steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n - 1, fn l, {a}, j ->
+      rows = Nx.iota({n})
       # c_i = a_ij - sum_{k<j} l_ik l_jk (columns j.. of l are still zero)
       lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n})
       c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.dot(l, lj))
@@ -248,8 +250,27 @@ defmodule Nx.Vulkan.LinAlg do
           Nx.select(Nx.equal(rows, j), d, Nx.tensor(0, type: type))
         )
 
-      Nx.select(Nx.equal(columns, j), Nx.broadcast(Nx.reshape(col, {n, 1}), {n, n}), l)
+      Nx.select(Nx.equal(Nx.iota({n, n}, axis: 1), j), Nx.broadcast(Nx.reshape(col, {n, 1}), {n, n}), l)
     end)
+  end
+
+  # `step.(state, inputs, k)` applied for k = 0..last in order, `inputs` being what the
+  # steps read besides the state: unrolled up to @unroll_max steps, else as one `while`
+  # loop over k, which carries `inputs` (a loop body reads only its state).
+  defp steps(state, inputs, last, step) when last < @unroll_max,
+    do: Enum.reduce(0..last//1, state, &step.(&2, inputs, &1))
+
+  defp steps(state, inputs, last, step), do: step_loop(state, inputs, last: last, step: step)
+
+  defnp step_loop(state, inputs, opts) do
+    step = opts[:step]
+
+    {state, _} =
+      while {state, inputs}, k <- 0..opts[:last]//1 do
+        {step.(state, inputs, k), inputs}
+      end
+
+    state
   end
 
   # `fun` applied to each matrix of a batch (the leading axes `args` share beyond their
