@@ -1,4 +1,5 @@
 // Executable: the pass pipeline + codegen at compile time; one command buffer per run.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -7,6 +8,7 @@
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
+#include "runtime/host_loop.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
@@ -26,6 +28,14 @@ struct Step {
   const ir::Node* node;
   std::optional<KernelStep> kernel;
   std::map<std::string, std::shared_ptr<ExecutableImpl>> regions;
+  std::optional<HostLoop> host_loop;  // a `while` whose condition the host follows
+};
+
+// A kernel with its buffers bound, waiting for the submit that runs it. It holds the
+// buffers until then: one freed earlier could go to another thread's run meanwhile.
+struct Pending {
+  const KernelStep* kernel;
+  std::vector<BufferPtr> buffers;
 };
 
 // A while loop's body followed by its condition on the new state: outputs are the new
@@ -58,11 +68,33 @@ bool truthy(DeviceImpl& dev, const BufferPtr& b) {
   return false;
 }
 
+ir::Literal download_literal(DeviceImpl& dev, const BufferPtr& b) {
+  ir::Literal lit{b->type(), std::vector<uint8_t>(b->bytes())};
+  dev.download(*b, lit.data.data(), lit.data.size());
+  return lit;
+}
+
 void add_stats(RunStats* into, const RunStats& s) {
   if (!into) return;
   into->dispatches += s.dispatches;
   into->submits += s.submits;
   into->device_ms += s.device_ms;
+}
+
+// Runs the pending kernels in order in one command buffer.
+void submit(DeviceImpl& dev, std::vector<Pending>& batch, RunStats& stats) {
+  if (batch.empty()) return;
+  stats.device_ms += dev.submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
+    std::vector<const Buffer*> buffers;
+    for (const auto& p : batch) {
+      buffers.clear();
+      for (const auto& b : p.buffers) buffers.push_back(b.get());
+      dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count);
+    }
+  });
+  stats.dispatches += int(batch.size());
+  stats.submits += 1;
+  batch.clear();
 }
 
 class ExecutableImpl : public Executable {
@@ -122,6 +154,21 @@ class ExecutableImpl : public Executable {
 
   std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats) override {
     auto t0 = std::chrono::steady_clock::now();
+    RunStats local;
+    std::vector<Pending> batch;
+    auto outs = record(inputs, batch, local);
+    submit(*dev_, batch, local);
+    if (stats) {
+      *stats = local;
+      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return outs;
+  }
+
+  // Appends the graph's kernels to `batch` with their buffers bound, and returns its
+  // outputs, which hold their values once the batch is submitted. Control flow submits
+  // the batch first, because the host must see the values it branches on.
+  std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats) {
     if (inputs.size() != inputs_.size())
       throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "' takes " + std::to_string(inputs_.size()) +
                                                     " inputs, got " + std::to_string(inputs.size()));
@@ -131,21 +178,12 @@ class ExecutableImpl : public Executable {
                     "parameter " + std::to_string(i) + " expects " + ir::to_string(inputs_[i]) + ", got " +
                         (inputs[i] ? ir::to_string(inputs[i]->type()) : std::string("no buffer")));
     }
-    RunStats local;
     // Every value's buffers: parameters, literals, kernel and control-flow results, and the elems naming them.
     std::map<ir::NodeId, std::vector<BufferPtr>> values;
     for (const auto* p : lowered_.parameters()) values[p->id] = {inputs.at(p->attrs.value("index", 0))};
     for (const auto& [id, buf] : constants_) values[id] = {buf};
     // Intermediates share the buffers plan-buffers assigned (allocated for this run only).
     std::vector<BufferPtr> slots(slot_bytes_.size());
-    // Kernels run in batches, one submit each; control flow ends a batch because the host
-    // must see its predicate.
-    std::vector<const KernelStep*> batch;
-    auto flush = [&] {
-      if (batch.empty()) return;
-      dispatch(batch, values, local);
-      batch.clear();
-    };
     for (const auto& step : steps_) {
       const ir::Node& n = *step.node;
       if (step.kernel) {
@@ -159,41 +197,65 @@ class ExecutableImpl : public Executable {
           if (!slots[slot]) slots[slot] = dev_->allocate({ir::DType::U8, {int64_t(slot_bytes_[slot])}});
           rs.push_back(slots[slot]);
         }
-        batch.push_back(&*step.kernel);
+        Pending p{&*step.kernel, {}};
+        for (const auto& bnd : step.kernel->binary.bindings)
+          p.buffers.push_back(bnd.kind == codegen::Binding::Kind::Input ? values.at(n.args.at(bnd.index)).at(0)
+                                                                        : rs.at(bnd.index));
+        batch.push_back(std::move(p));
         continue;
       }
-      if (n.op == "elem") {  // a kernel's buffers exist before it runs, so no flush
+      if (n.op == "elem") {  // a kernel's buffers exist before it runs, so no submit
         values[n.id] = {values.at(n.args.at(0)).at(n.attrs.value("index", 0))};
         continue;
       }
-      flush();
+      submit(*dev_, batch, stats);
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
-      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local) : run_cond(step, args, local);
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), stats) : run_cond(step, args, stats);
     }
-    flush();
 
     // Tensors are immutable, so an output that is an input or a constant shares its buffer.
     std::vector<BufferPtr> outs;
     for (ir::NodeId id : lowered_.outputs) outs.push_back(values.at(id).at(0));
-    if (stats) {
-      *stats = local;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    }
     return outs;
   }
 
+  // Device memory one run allocates (its kernels' results).
+  uint64_t bytes_per_run() const {
+    uint64_t bytes = 0;
+    for (uint64_t b : slot_bytes_) bytes += b;
+    for (const auto& step : steps_)
+      if (step.kernel)
+        for (size_t i = 0; i < step.node->results.size(); ++i)
+          if (buffer_slot(*step.node, i) < 0) bytes += step.node->results[i].byte_size();
+    return bytes;
+  }
+
  private:
+  // A `while` whose condition the host follows needs only its body; another, its condition
+  // (run once) and its body followed by its condition (once per iteration).
   Step control_step(const ir::Node& n, const CompileOptions& opts) {
-    Step step{&n, std::nullopt, {}};
+    Step step{&n, std::nullopt, {}, std::nullopt};
     std::vector<ir::TensorType> arg_types;
     for (ir::NodeId a : n.args) arg_types.push_back(lowered_.node(a).type());
     // cond branches receive the captured values that follow the predicates.
     const size_t skip = n.op == "cond" ? n.regions.size() - 1 : 0;
     std::vector<ir::TensorType> region_inputs(arg_types.begin() + skip, arg_types.end());
-    for (const auto& [name, region] : n.regions) {
+    std::map<std::string, ir::Graph> regions;
+    if (n.op == "while") {
+      const ir::Graph& condition = *n.regions.at("condition");
+      const ir::Graph& body = *n.regions.at("body");
+      step.host_loop = HostLoop::of(condition, body);
+      if (step.host_loop)
+        regions.emplace("body", body);
+      else
+        regions = {{"condition", condition}, {"iteration", body_then_condition(body, condition)}};
+    } else {
+      for (const auto& [name, region] : n.regions) regions.emplace(name, *region);
+    }
+    for (const auto& [name, region] : regions) {
       try {
-        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, *region, region_inputs, opts);
+        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, region, region_inputs, opts);
       } catch (const ir::IrError& e) {
         throw ir::IrError(n, "in region '" + name + "': " + e.what());
       } catch (const Error& e) {
@@ -202,9 +264,6 @@ class ExecutableImpl : public Executable {
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
-    if (n.op == "while")  // one submit per iteration: the body, then the condition on its result
-      step.regions["iteration"] = std::make_shared<ExecutableImpl>(
-          dev_, body_then_condition(*n.regions.at("body"), *n.regions.at("condition")), region_inputs, opts);
     return step;
   }
 
@@ -214,6 +273,7 @@ class ExecutableImpl : public Executable {
   }
 
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
+    if (step.host_loop) return run_host_loop(*step.host_loop, *step.regions.at("body"), std::move(state), stats);
     RunStats s;
     auto c = step.regions.at("condition")->run(state, &s);
     add_stats(&stats, s);
@@ -228,6 +288,31 @@ class ExecutableImpl : public Executable {
     return state;
   }
 
+  // The host evaluates the condition on its copy of the followed entries while the body's
+  // iterations are recorded back to back, several per submit: one iteration alone first,
+  // to measure, then as many as iterations_per_submit allows.
+  std::vector<BufferPtr> run_host_loop(const HostLoop& loop, ExecutableImpl& body, std::vector<BufferPtr> state,
+                                       RunStats& stats) {
+    std::vector<ir::Literal> followed;
+    for (size_t i : loop.followed()) followed.push_back(download_literal(*dev_, state.at(i)));
+    std::vector<Pending> batch;
+    size_t per_submit = 1, recorded = 0;
+    auto start = std::chrono::steady_clock::now();
+    while (loop.continues(followed)) {
+      followed = loop.next(followed);
+      state = body.record(state, batch, stats);
+      if (++recorded < per_submit) continue;
+      submit(*dev_, batch, stats);
+      const auto now = std::chrono::steady_clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - start).count();
+      per_submit = iterations_per_submit(ms / double(recorded), body.bytes_per_run());
+      recorded = 0;
+      start = now;
+    }
+    submit(*dev_, batch, stats);
+    return state;
+  }
+
   std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
     const size_t preds = step.regions.size() - 1;
     size_t taken = preds;
@@ -238,21 +323,6 @@ class ExecutableImpl : public Executable {
     auto out = step.regions.at("branch" + std::to_string(taken))->run(captured, &s);
     add_stats(&stats, s);
     return out;
-  }
-
-  void dispatch(const std::vector<const KernelStep*>& steps, const std::map<ir::NodeId, std::vector<BufferPtr>>& values,
-                RunStats& stats) {
-    stats.device_ms += dev_->submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
-      for (const auto* step : steps) {
-        std::vector<const Buffer*> buffers;
-        for (const auto& bnd : step->binary.bindings)
-          buffers.push_back(bnd.kind == codegen::Binding::Kind::Input ? values.at(step->node->args.at(bnd.index)).at(0).get()
-                                                                      : values.at(step->node->id).at(bnd.index).get());
-        dev_->record_dispatch(cb, ctx, *step->pipeline, buffers, step->binary.group_count);
-      }
-    });
-    stats.dispatches += int(steps.size());
-    stats.submits += 1;
   }
 
   std::shared_ptr<DeviceImpl> dev_;

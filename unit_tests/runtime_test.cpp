@@ -298,7 +298,9 @@ TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
 }
 
 // A counter loop squaring a vector five times, then a cond on the final count: the
-// runtime drives both from the host, each region compiled as an executable of its own.
+// runtime drives both from the host, each region compiled as an executable of its own;
+// the host follows the loop's counter itself (HostLoop), so the device never evaluates
+// the loop's condition.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
   auto dev = Device::open();
   auto exe = Executable::compile(dev, test_graph("while_cond.json"));
@@ -314,9 +316,9 @@ TEST(Runtime, RunsWhileAndCondFromTheHost) {
     for (int i = 0; i < 5; ++i) want *= want;
     EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
   }
-  // The condition once, then one submit per iteration (body and condition together): five;
-  // the kernels before the loop, the predicate of the cond and its branch: nine in all.
-  EXPECT_EQ(st.submits, 9);
+  // The initial count, two kernels (count and vector) per iteration, the cond's predicate
+  // and its branch. (How many submits they take depends on the iterations' speed.)
+  EXPECT_EQ(st.dispatches, 1 + 2 * 5 + 1 + 1);
 }
 
 }  // namespace

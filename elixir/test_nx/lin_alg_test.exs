@@ -10,6 +10,7 @@ defmodule Nx.Vulkan.LinAlgTest do
   # results agree to 2e-5 absolute plus 1e-4 relative (the largest differences seen are
   # ~5e-6); f64 results, computed in f64 by both, to 1e-9.
   use Nx.Vulkan.Case, async: true
+  import Nx.Defn
 
   @tolerance %{f32: [atol: 2.0e-5, rtol: 1.0e-4], f64: [atol: 1.0e-9, rtol: 1.0e-9]}
 
@@ -26,6 +27,15 @@ defmodule Nx.Vulkan.LinAlgTest do
       data({3, 5}, 0.61),
       data({4, 4}, 0.23)
     ]
+  end
+
+  defn iterated_solve(a, b) do
+    {_a, x, log_det, _i} =
+      while {a, x = b, log_det = Nx.tensor(0, type: Nx.type(b)), i = 0}, i < 3 do
+        {a, Nx.LinAlg.solve(a, x), log_det + Nx.log(Nx.abs(Nx.LinAlg.determinant(a))), i + 1}
+      end
+
+    {x, log_det}
   end
 
   defp symmetric(a), do: Nx.add(a, Nx.LinAlg.adjoint(a))
@@ -148,6 +158,122 @@ defmodule Nx.Vulkan.LinAlgTest do
   test "Nx.LinAlg.qr, reduced and complete, f32 and f64" do
     for a <- matrices() ++ [Nx.tensor(@rank_one)], type <- [:f32, :f64], mode <- [:reduced, :complete] do
       assert_matches_evaluator(&Nx.LinAlg.qr(&1, mode: mode), [Nx.as_type(a, type)], @tolerance[type])
+    end
+  end
+
+  describe "matrices beyond Nx.Vulkan.LinAlg's unrolling limit (16): one while loop over the steps" do
+    # General matrices: sin(0.37 k^2) over the flat index plus 2I (full rank, pivoting on
+    # every column); SPD ones: g g^T + I. Tolerances: f32 1e-4 relative and absolute
+    # (elimination over up to 40 columns in single precision), f64 1e-10.
+    @large_tolerance %{f32: [atol: 1.0e-4, rtol: 1.0e-4], f64: [atol: 1.0e-10, rtol: 1.0e-10]}
+
+    defp general(n, type) do
+      a = Nx.iota({n, n}, type: :f64) |> Nx.pow(2) |> Nx.multiply(0.37) |> Nx.sin()
+      a |> Nx.add(Nx.multiply(Nx.eye(n, type: :f64), 2.0)) |> Nx.as_type(type)
+    end
+
+    defp spd_matrix(n, type) do
+      g = general(n, :f64)
+      g |> Nx.dot([1], g, [1]) |> Nx.add(Nx.eye(n, type: :f64)) |> Nx.as_type(type)
+    end
+
+    defp lower(n, type), do: Nx.select(Nx.greater_equal(Nx.iota({n, 1}), Nx.iota({1, n})), general(n, type), 0)
+
+    defp rhs(shape, type), do: shape |> Nx.iota(type: :f64) |> Nx.cos() |> Nx.as_type(type)
+
+    test "the graph is unrolled up to 16 and a loop of a size independent of n beyond" do
+      size = fn n ->
+        {graph, _} = graph(&Nx.LinAlg.solve/2, [general(n, :f32), rhs({n}, :f32)])
+        nodes = all_nodes(graph)
+        {Enum.count(nodes, &(&1.op == "while")), length(nodes)}
+      end
+
+      assert {0, unrolled} = size.(16)
+      assert {2, looped} = size.(17)
+      assert size.(48) == {2, looped}
+      assert looped < unrolled / 4
+    end
+
+    test "solve and determinant as the evaluator's, either side of the limit, f32 and f64" do
+      for n <- [16, 17, 32], type <- [:f32, :f64] do
+        tol = @large_tolerance[type]
+        a = general(n, type)
+        assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, rhs({n}, type)], tol)
+        assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, rhs({n, 3}, type)], tol)
+        assert_matches_evaluator(&Nx.LinAlg.determinant/1, [a], tol)
+      end
+    end
+
+    test "cholesky and lu as the evaluator's (P exactly: the same pivots), f32 and f64" do
+      for n <- [17, 32], type <- [:f32, :f64] do
+        tol = @large_tolerance[type]
+        assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [spd_matrix(n, type)], tol)
+        assert_matches_evaluator(&Nx.LinAlg.lu/1, [general(n, type)], tol)
+      end
+    end
+
+    test "triangular_solve with every option, either side of the limit, f32 and f64" do
+      for type <- [:f32, :f64] do
+        n = 17
+        l = lower(n, type)
+        u = Nx.transpose(l)
+
+        for {a, opts} <- [
+              {l, []},
+              {u, [lower: false]},
+              {l, [transform_a: :transpose]},
+              {u, [lower: false, transform_a: :transpose]},
+              {l, [left_side: false]},
+              {u, [lower: false, left_side: false]}
+            ] do
+          b = if opts[:left_side] == false, do: rhs({2, n}, type), else: rhs({n, 2}, type)
+          assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b], @large_tolerance[type])
+          assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, rhs({n}, type)], @large_tolerance[type])
+        end
+      end
+    end
+
+    test "a batch: triangular_solve and the lu op (Nx <= 0.10) matrix by matrix, Nx's defaults otherwise" do
+      for type <- [:f32, :f64] do
+        tol = @large_tolerance[type]
+        ls = Nx.stack([lower(20, type), Nx.multiply(lower(20, type), 0.5)])
+        assert_matches_evaluator(&Nx.LinAlg.triangular_solve/2, [ls, rhs({2, 20, 3}, type)], tol)
+        as = Nx.stack([general(20, type), Nx.transpose(general(20, type))])
+        assert_matches_evaluator(&Nx.LinAlg.lu/1, [as], tol)
+        assert_matches_evaluator(&Nx.LinAlg.determinant/1, [as], tol)
+      end
+    end
+
+    # Nx.BinaryBackend raises for a singular triangular system (so the evaluator's solve
+    # does), which a graph cannot: those are left out.
+    test "singular and non-finite matrices: zeros, infinities and NaNs where the evaluator has them" do
+      for n <- [8, 20], type <- [:f32, :f64] do
+        tol = @large_tolerance[type]
+        a = general(n, type)
+        b = rhs({n}, type)
+        put = fn m, at, value -> Nx.put_slice(m, at, Nx.broadcast(Nx.tensor(value, type: type), {1, 1})) end
+        zero_column = Nx.put_slice(a, [0, 3], Nx.broadcast(Nx.tensor(0, type: type), {n, 1}))
+        repeated_row = Nx.put_slice(a, [5, 0], a[2..2])
+
+        for m <- [zero_column, repeated_row, put.(a, [4, 7], :infinity), put.(a, [n - 1, 2], :nan)] do
+          assert_matches_evaluator(&Nx.LinAlg.determinant/1, [m], tol)
+          assert_matches_evaluator(&Nx.LinAlg.lu/1, [m], tol)
+        end
+
+        for m <- [put.(a, [4, 7], :infinity), put.(a, [n - 1, 2], :nan)] do
+          assert_matches_evaluator(&Nx.LinAlg.solve/2, [m, b], tol)
+          assert_matches_evaluator(&Nx.LinAlg.triangular_solve/2, [m, b], tol)
+        end
+
+        assert_matches_evaluator(&Nx.LinAlg.triangular_solve/2, [repeated_row, b], tol)
+      end
+    end
+
+    # As Scholar's BayesianRidgeRegression: a solve and a determinant in a loop's body.
+    test "inside a while loop's body, f32 and f64" do
+      for n <- [8, 20], type <- [:f32, :f64] do
+        assert_matches_evaluator(&iterated_solve/2, [general(n, type), rhs({n}, type)], @large_tolerance[type])
+      end
     end
   end
 end

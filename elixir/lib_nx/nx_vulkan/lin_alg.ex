@@ -10,15 +10,15 @@ defmodule Nx.Vulkan.LinAlg do
   #
   # Matrices are rank 2 with a static size n. Each algorithm is a sequence of steps over a
   # row or column index k, written once for a k that is an integer or a scalar tensor:
-  # up to @unroll_max steps they are unrolled (O(n) nodes, no loop: the fastest to run for
+  # up to @unroll_max they are unrolled (O(n) nodes, no loop: the fastest to run for
   # the small systems of MCMC models), beyond it they are the body of one `while` over k,
   # whose size, and so the compile time, does not grow with n.
 
   import Nx.Defn
   import Nx, only: [slice: 3]
 
-  # Measured on lavapipe (docs/elixir.md, bench/linalg_bench.exs): up to this many steps
-  # the unrolled form compiles in well under a second and runs faster than a loop.
+  # Measured on lavapipe (docs/elixir.md, bench/linalg_bench.exs): up to this size the
+  # unrolled form compiles in well under a second and runs faster than a loop.
   @unroll_max 16
 
   @doc "Whether the inline versions handle these arguments (rank-2 square matrices)."
@@ -70,7 +70,7 @@ defmodule Nx.Vulkan.LinAlg do
     # entries of a from the diagonal on are masked out, so that an infinity or NaN there
     # (which the backend never reads) does not reach x.
     x =
-      steps(Nx.broadcast(Nx.tensor(0, type: b.type), b.shape), {a, b}, n - 1, fn x, {a, b}, i ->
+      steps(Nx.broadcast(Nx.tensor(0, type: b.type), b.shape), {a, b}, n, fn x, {a, b}, i ->
         left = Nx.select(Nx.less(Nx.iota({1, n}), i), slice(a, [i, 0], [1, n]), Nx.tensor(0, type: a.type))
         xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), Nx.dot(left, x)), slice(a, [i, i], [1, 1]))
         Nx.select(Nx.equal(Nx.iota({n, m}, axis: 0), i), xi, x)
@@ -123,16 +123,19 @@ defmodule Nx.Vulkan.LinAlg do
 
   def lu_prepivoted(a, eps) do
     {n, n} = a.shape
-    type = Nx.Type.to_floating(a.type)
+    a = Nx.as_type(a, Nx.Type.to_floating(a.type))
 
-    {m, order} =
-      steps({Nx.as_type(a, type), Nx.iota({n}, type: :s64)}, {}, n - 2, fn {m, order}, {}, k ->
-        {m, p} = pivot(m, k)
-        {m, swap_rows(order, k, p)}
+    # Only the order of the rows changes: column k's pivot is chosen among its entries in
+    # the current order (the last of the n steps finds row n - 1 its own), and the rows
+    # are gathered once, so that no chain of swaps reaches the elimination's kernels.
+    order =
+      steps(Nx.iota({n}, type: :s64), {a}, n, fn order, {a}, k ->
+        column = Nx.take(Nx.reshape(slice(a, [0, k], [n, 1]), {n}), order)
+        swap_rows(order, k, pivot_row(column, k))
       end)
 
     lu =
-      steps(m, {}, n - 1, fn m, {}, k ->
+      steps(Nx.take(a, order), {}, n, fn m, {}, k ->
         m |> zero_small_in_row(k, eps) |> eliminate_column(k, &doolittle_multipliers(&1, &2, eps))
       end)
 
@@ -146,25 +149,25 @@ defmodule Nx.Vulkan.LinAlg do
   defp eliminate(m, n) do
     type = m.type
 
-    steps({m, Nx.iota({n}, type: :s64), Nx.tensor(1, type: type)}, {}, n - 1, fn {m, order, sign}, {}, k ->
-      {m, p} = pivot(m, k)
+    steps({m, Nx.iota({n}, type: :s64), Nx.tensor(1, type: type)}, {}, n, fn {m, order, sign}, {}, k ->
+      p = pivot_row(Nx.reshape(slice(m, [0, k], [n, 1]), {n}), k)
       sign = Nx.select(Nx.equal(p, k), sign, Nx.negate(sign))
-      {eliminate_column(m, k, &multipliers/2), swap_rows(order, k, p), sign}
+      {m |> swap_rows(k, p) |> eliminate_column(k, &multipliers/2), swap_rows(order, k, p), sign}
     end)
   end
 
-  # Swaps row k with the row at or below it holding the largest |m[row, k]| (the first of
-  # equal ones, as Nx). Returns the swapped matrix and the row chosen.
-  defp pivot(m, k) do
-    {n, _} = m.shape
-    rows = Nx.iota({n}, type: :s64)
-    column = Nx.reshape(slice(m, [0, k], [n, 1]), {n})
+  # The row at or below k holding the largest |column[row]|, the first of equal ones, as Nx.
+  defp pivot_row(column, k) do
+    {n} = column.shape
     # (-1 never wins; a NaN does, as in Nx.LinAlg.LU; |.| is real for a complex matrix)
     candidates =
-      Nx.select(Nx.greater_equal(rows, k), Nx.abs(column), Nx.tensor(-1, type: Nx.Type.to_real(m.type)))
+      Nx.select(
+        Nx.greater_equal(Nx.iota({n}, type: :s64), k),
+        Nx.abs(column),
+        Nx.tensor(-1, type: Nx.Type.to_real(column.type))
+      )
 
-    p = Nx.argmax(candidates, tie_break: :low)
-    {swap_rows(m, k, p), p}
+    Nx.argmax(candidates, tie_break: :low)
   end
 
   # `t` with its entries (rank 1) or rows (rank 2) k and p exchanged: selected, not
@@ -236,7 +239,7 @@ defmodule Nx.Vulkan.LinAlg do
     {n, n} = a.shape
     type = a.type
 
-    steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n - 1, fn l, {a}, j ->
+    steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n, fn l, {a}, j ->
       rows = Nx.iota({n})
       # c_i = a_ij - sum_{k<j} l_ik l_jk (columns j.. of l are still zero)
       lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n})
@@ -254,13 +257,13 @@ defmodule Nx.Vulkan.LinAlg do
     end)
   end
 
-  # `step.(state, inputs, k)` applied for k = 0..last in order, `inputs` being what the
-  # steps read besides the state: unrolled up to @unroll_max steps, else as one `while`
+  # `step.(state, inputs, k)` applied for k = 0..n-1 in order, `inputs` being what the
+  # steps read besides the state: unrolled for n up to @unroll_max, else as one `while`
   # loop over k, which carries `inputs` (a loop body reads only its state).
-  defp steps(state, inputs, last, step) when last < @unroll_max,
-    do: Enum.reduce(0..last//1, state, &step.(&2, inputs, &1))
+  defp steps(state, inputs, n, step) when n <= @unroll_max,
+    do: Enum.reduce(0..(n - 1)//1, state, &step.(&2, inputs, &1))
 
-  defp steps(state, inputs, last, step), do: step_loop(state, inputs, last: last, step: step)
+  defp steps(state, inputs, n, step), do: step_loop(state, inputs, last: n - 1, step: step)
 
   defnp step_loop(state, inputs, opts) do
     step = opts[:step]

@@ -1,0 +1,155 @@
+// Loops whose condition the host follows (runtime/host_loop.h): which loops qualify, how
+// many iterations go in one submit, and that such loops, recorded several iterations per
+// submit, compute what the reference interpreter does, as do loops the device decides.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "runtime/host_loop.h"
+#include "runtime/runtime.h"
+#include "test_graphs.h"
+
+namespace nxv::runtime {
+namespace {
+
+// A while over (i: s32, x: f32[n], bound: s32) from (0, parameter 0, parameter 1), with
+// condition `cond_nodes` and body i + 1, x * 0.5 + 1 (x * 2 when `doubling`), bound passed
+// on; outputs i and x.
+ir::Graph loop_graph(int n, const std::string& cond_nodes, int cond_output, bool doubling = false) {
+  const std::string s = std::to_string(n);
+  const std::string x_step = doubling ? R"(
+       {"id": 5, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 2}},
+       {"id": 6, "op": "multiply", "args": [1, 5], "type": "f32", "shape": [)" + s + R"(]}], "outputs": [4, 6, 2]}}},)"
+                                      : R"(
+       {"id": 5, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.5}},
+       {"id": 6, "op": "multiply", "args": [1, 5], "type": "f32", "shape": [)" + s + R"(]},
+       {"id": 7, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 1}},
+       {"id": 8, "op": "add", "args": [6, 7], "type": "f32", "shape": [)" + s + R"(]}], "outputs": [4, 8, 2]}}},)";
+  return ir::parse_graph(R"({"version": 1, "name": "loop", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 1}},
+    {"id": 2, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 0}},
+    {"id": 3, "op": "while", "args": [2, 0, 1], "results": [{"type": "s32", "shape": []},
+       {"type": "f32", "shape": [)" + s + R"(]}, {"type": "s32", "shape": []}],
+     "regions": {
+      "condition": {"version": 1, "nodes": [
+       {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+       {"id": 1, "op": "parameter", "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 1}},
+       {"id": 2, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 2}},)" +
+                         cond_nodes + R"(], "outputs": [)" + std::to_string(cond_output) + R"(]},
+      "body": {"version": 1, "nodes": [
+       {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+       {"id": 1, "op": "parameter", "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 1}},
+       {"id": 2, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 2}},
+       {"id": 3, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 1}},
+       {"id": 4, "op": "add", "args": [0, 3], "type": "s32", "shape": []},)" +
+                         x_step + R"(
+    {"id": 4, "op": "elem", "args": [3], "type": "s32", "shape": [], "attrs": {"index": 0}},
+    {"id": 5, "op": "elem", "args": [3], "type": "f32", "shape": [)" + s + R"(], "attrs": {"index": 1}}],
+   "outputs": [4, 5]})");
+}
+
+// i < bound: the host follows i and bound.
+const char* kCounted = R"(
+       {"id": 3, "op": "less", "args": [0, 2], "type": "u8", "shape": []})";
+// sum(x) < 1000: decided by the vector the body computes.
+const char* kOnData = R"(
+       {"id": 3, "op": "sum", "args": [1], "type": "f32", "shape": [], "attrs": {"axes": [0], "keep_axes": false}},
+       {"id": 4, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 1000}},
+       {"id": 5, "op": "less", "args": [3, 4], "type": "u8", "shape": []})";
+
+const ir::Node& while_node(const ir::Graph& g) { return g.node(3); }
+
+std::optional<HostLoop> host_loop_of(const ir::Graph& g) {
+  const auto& w = while_node(g);
+  return HostLoop::of(*w.regions.at("condition"), *w.regions.at("body"));
+}
+
+ir::Literal s32(int32_t v) {
+  ir::Literal l{{ir::DType::S32, {}}, std::vector<uint8_t>(4)};
+  std::memcpy(l.data.data(), &v, 4);
+  return l;
+}
+
+int32_t as_s32(const ir::Literal& l) {
+  int32_t v;
+  std::memcpy(&v, l.data.data(), 4);
+  return v;
+}
+
+HostTensor ramp(int n) {
+  HostTensor t{{ir::DType::F32, {n}}, std::vector<uint8_t>(size_t(n) * 4)};
+  for (int i = 0; i < n; ++i) {
+    const float v = 0.25f * float(i % 7) + 0.5f;
+    std::memcpy(t.data.data() + 4 * i, &v, 4);
+  }
+  return t;
+}
+
+TEST(HostLoop, FollowsACounterAndTheBoundItIsComparedWith) {
+  auto loop = host_loop_of(loop_graph(4, kCounted, 3));
+  ASSERT_TRUE(loop);
+  EXPECT_EQ(loop->followed(), (std::vector<size_t>{0, 2}));
+  std::vector<ir::Literal> v{s32(0), s32(3)};
+  int iterations = 0;
+  for (; loop->continues(v); v = loop->next(v)) ++iterations;
+  EXPECT_EQ(iterations, 3);
+  EXPECT_EQ(as_s32(v[0]), 3);
+  EXPECT_EQ(as_s32(v[1]), 3);
+}
+
+TEST(HostLoop, LeavesLoopsThatTheDataDecidesToTheDevice) {
+  EXPECT_FALSE(host_loop_of(loop_graph(4, kOnData, 5)));
+  // The same with the counter also compared: the condition still reads the data.
+  const std::string both = std::string(kOnData) + R"(,
+       {"id": 6, "op": "less", "args": [0, 2], "type": "u8", "shape": []},
+       {"id": 7, "op": "logical_and", "args": [5, 6], "type": "u8", "shape": []})";
+  EXPECT_FALSE(host_loop_of(loop_graph(4, both, 7)));
+}
+
+TEST(HostLoop, LeavesConditionsOnFloatsToTheDevice) {
+  // x[0] < 10: x is small enough for the host, but the host's float arithmetic may differ
+  // from the device's in the last place, and the loop must stop where the device's does.
+  const char* on_element = R"(
+       {"id": 3, "op": "slice", "args": [1], "type": "f32", "shape": [1], "attrs": {"start": [0], "lengths": [1], "strides": [1]}},
+       {"id": 4, "op": "reshape", "args": [3], "type": "f32", "shape": []},
+       {"id": 5, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 10}},
+       {"id": 6, "op": "less", "args": [4, 5], "type": "u8", "shape": []})";
+  EXPECT_FALSE(host_loop_of(loop_graph(4, on_element, 6)));
+}
+
+TEST(HostLoop, IterationsPerSubmitAmortiseASubmitWithinTheMemoryBudget) {
+  EXPECT_EQ(iterations_per_submit(0.1, 1024), 100u);     // 10 ms of work
+  EXPECT_EQ(iterations_per_submit(20.0, 1024), 1u);      // slow iterations go alone
+  EXPECT_EQ(iterations_per_submit(0.0, 1024), 256u);     // at most 256
+  EXPECT_EQ(iterations_per_submit(0.01, 16u << 20), 4u);  // 64 MiB in all
+  EXPECT_EQ(iterations_per_submit(0.01, 1u << 30), 1u);
+}
+
+// Enough iterations for several submits; the reference interpreter runs the same graph.
+TEST(HostLoop, LongCountedAndDataDrivenLoopsMatchTheInterpreter) {
+  auto dev = Device::open();
+  for (bool counted : {true, false}) {
+    SCOPED_TRACE(counted ? "counted" : "on data");
+    auto g = counted ? loop_graph(8, kCounted, 3) : loop_graph(8, kOnData, 5, true);
+    const std::vector<HostTensor> inputs{ramp(8), s32(700)};
+    auto want = ir::interpret(g, inputs);
+    RunStats st;
+    auto got = Executable::compile(dev, g)->run_host(inputs, &st);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].data, want[i].data) << "output " << i;
+    const int iterations = as_s32(want[0]);
+    EXPECT_EQ(iterations, counted ? 700 : 7);  // the ramp sums to 8.75, doubled 7 times to 1120
+    // The device evaluates only the data-driven condition: once before the loop, then once
+    // per iteration together with the body, one submit each (after the initial counter's).
+    if (counted)
+      EXPECT_EQ(st.dispatches, 1 + 2 * iterations);
+    else
+      EXPECT_EQ(st.submits, 1 + 1 + iterations);
+  }
+}
+
+}  // namespace
+}  // namespace nxv::runtime
