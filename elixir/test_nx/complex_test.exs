@@ -101,7 +101,7 @@ defmodule Nx.Vulkan.ComplexTest do
         end
       end
 
-      test "product over any axes, cbrt; LU-based solve, determinant and invert" do
+      test "product over any axes, cbrt; LU-based solve, determinant and invert; cholesky" do
         x = data({3, 4, 5}, @ctype)
 
         for opts <- [[], [axes: [1]], [axes: [0, 2]], [axes: [2], keep_axes: true]] do
@@ -115,6 +115,12 @@ defmodule Nx.Vulkan.ComplexTest do
         assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b])
         assert_matches_evaluator(&Nx.LinAlg.determinant/1, [a])
         assert_matches_evaluator(&Nx.LinAlg.invert/1, [a])
+        # Hermitian positive definite: a a^H + I, unrolled and (20x20) as a loop
+        for n <- [3, 20] do
+          g = data({n, n}, @ctype)
+          h = Nx.add(Nx.dot(g, Nx.LinAlg.adjoint(g)), Nx.eye(n))
+          assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [h])
+        end
       end
 
       test "complex eye and iota; gather, indexed_add and indexed_put on complex values" do

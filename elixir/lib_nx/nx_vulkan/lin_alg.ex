@@ -123,19 +123,19 @@ defmodule Nx.Vulkan.LinAlg do
 
   def lu_prepivoted(a, eps) do
     {n, n} = a.shape
-    a = Nx.as_type(a, Nx.Type.to_floating(a.type))
+    m = Nx.as_type(a, Nx.Type.to_floating(a.type))
 
     # Only the order of the rows changes: column k's pivot is chosen among its entries in
     # the current order (the last of the n steps finds row n - 1 its own), and the rows
     # are gathered once, so that no chain of swaps reaches the elimination's kernels.
     order =
-      steps(Nx.iota({n}, type: :s64), {a}, n, fn order, {a}, k ->
-        column = Nx.take(Nx.reshape(slice(a, [0, k], [n, 1]), {n}), order)
+      steps(Nx.iota({n}, type: :s64), {m}, n, fn order, {m}, k ->
+        column = Nx.take(Nx.reshape(slice(m, [0, k], [n, 1]), {n}), order)
         swap_rows(order, k, pivot_row(column, k))
       end)
 
     lu =
-      steps(Nx.take(a, order), {}, n, fn m, {}, k ->
+      steps(Nx.take(m, order), {}, n, fn m, {}, k ->
         m |> zero_small_in_row(k, eps) |> eliminate_column(k, &doolittle_multipliers(&1, &2, eps))
       end)
 
@@ -234,27 +234,36 @@ defmodule Nx.Vulkan.LinAlg do
     {p, l, u}
   end
 
-  @doc "Nx.LinAlg.cholesky/1: Cholesky–Banachiewicz, one column of L at a time."
+  @doc """
+  Nx.LinAlg.cholesky/1 as its default implementation computes it: Cholesky–Banachiewicz,
+  one column of L at a time, dividing by the pivot plus `eps` (1.0e-10), and with entries
+  up to `eps` in magnitude zeroed at the end.
+  """
   def cholesky(a) do
     {n, n} = a.shape
     type = a.type
+    eps = 1.0e-10
 
-    steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n, fn l, {a}, j ->
-      rows = Nx.iota({n})
-      # c_i = a_ij - sum_{k<j} l_ik l_jk (columns j.. of l are still zero)
-      lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n})
-      c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.dot(l, lj))
-      d = Nx.sqrt(Nx.reshape(slice(c, [j], [1]), {}))
+    l =
+      steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n, fn l, {a}, j ->
+        rows = Nx.iota({n})
+        # c_i = a_ij - sum_{k<j} l_ik conj(l_jk) (columns j.. of l are still zero)
+        lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n})
+        lj = if Nx.Type.complex?(type), do: Nx.conjugate(lj), else: lj
+        c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.dot(l, lj))
+        d = Nx.sqrt(Nx.reshape(slice(c, [j], [1]), {}))
 
-      col =
-        Nx.select(
-          Nx.greater(rows, j),
-          Nx.divide(c, d),
-          Nx.select(Nx.equal(rows, j), d, Nx.tensor(0, type: type))
-        )
+        col =
+          Nx.select(
+            Nx.greater(rows, j),
+            Nx.divide(c, Nx.add(d, eps)),
+            Nx.select(Nx.equal(rows, j), d, Nx.tensor(0, type: type))
+          )
 
-      Nx.select(Nx.equal(Nx.iota({n, n}, axis: 1), j), Nx.broadcast(Nx.reshape(col, {n, 1}), {n, n}), l)
-    end)
+        Nx.select(Nx.equal(Nx.iota({n, n}, axis: 1), j), Nx.broadcast(Nx.reshape(col, {n, 1}), {n, n}), l)
+      end)
+
+    Nx.select(Nx.less_equal(Nx.abs(l), eps), Nx.tensor(0, type: type), l)
   end
 
   # `step.(state, inputs, k)` applied for k = 0..n-1 in order, `inputs` being what the
