@@ -1,7 +1,8 @@
 # Nx.LinAlg on Nx.Vulkan against Nx.Defn.Evaluator on Nx.BinaryBackend, by matrix size:
 # compile time (trace, serialisation and native compilation, from the [:nx_vulkan, :compile]
-# telemetry event) and run time (median wall time of a call after the first, result read
-# back to the host) separately, since the two scale differently with n.
+# telemetry event), the first call's wall time (which adds the first run, where lavapipe
+# compiles its shaders), and run time (median wall time of the calls after it, result
+# read back to the host) separately, since they scale differently with n.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/linalg_bench.exs \
 #     [--ops solve,determinant,...] [--sizes 4,8,16,32,64] [--types f32,f64] [--runs 5] [--json FILE]
@@ -76,8 +77,8 @@ IO.puts(
     "Nx #{Application.spec(:nx, :vsn)}, run = median of #{runs}, #{Date.utc_today()}"
 )
 
-IO.puts("| op | n | dtype | compile ms | run ms | evaluator ms | nodes |")
-IO.puts("|---|---|---|---|---|---|---|")
+IO.puts("| op | n | dtype | compile ms | first call ms | run ms | evaluator ms | nodes |")
+IO.puts("|---|---|---|---|---|---|---|---|")
 
 rows =
   for op <- ops, n <- sizes, type <- types do
@@ -87,14 +88,14 @@ rows =
     nodes = nodes |> String.split(~s("op":)) |> length() |> Kernel.-(1)
     vk = Nx.Defn.jit(fun, compiler: Nx.Vulkan)
     ev = Nx.Defn.jit(fun, compiler: Nx.Defn.Evaluator)
-    to_host.(apply(vk, args))
+    first = time_ms.(fn -> to_host.(apply(vk, args)) end)
     compile = compile_ms.()
     run = median.(for _ <- 1..runs, do: time_ms.(fn -> to_host.(apply(vk, args)) end))
     apply(ev, args)
     eval = median.(for _ <- 1..max(1, div(runs, 2)), do: time_ms.(fn -> apply(ev, args) end))
     r = &Float.round(&1 * 1.0, 1)
-    IO.puts("| #{op} | #{n} | #{type} | #{r.(compile)} | #{r.(run)} | #{r.(eval)} | #{nodes} |")
-    %{op: op, n: n, dtype: type, compile_ms: compile, run_ms: run, evaluator_ms: eval, nodes: nodes}
+    IO.puts("| #{op} | #{n} | #{type} | #{r.(compile)} | #{r.(first)} | #{r.(run)} | #{r.(eval)} | #{nodes} |")
+    %{op: op, n: n, dtype: type, compile_ms: compile, first_ms: first, run_ms: run, evaluator_ms: eval, nodes: nodes}
   end
 
 if path = opts[:json], do: File.write!(path, Nx.Vulkan.JSON.encode(rows))

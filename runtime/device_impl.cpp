@@ -397,6 +397,21 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
                        nullptr);
 }
 
+void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes) {
+  // vkCmdUpdateBuffer writes whole words; buffers are allocated in size classes of at
+  // least 256 bytes, so the padding stays inside the buffer.
+  std::vector<uint8_t> words(bytes);
+  words.resize((words.size() + 3) / 4 * 4);
+  if (words.empty() || words.size() > 65536 || words.size() > static_cast<const BufferImpl&>(b).alloc().capacity)
+    throw Error(Error::Kind::InvalidArgument, "an update of " + std::to_string(bytes.size()) + " bytes does not fit");
+  vkCmdUpdateBuffer(cb, static_cast<const BufferImpl&>(b).alloc().buffer, 0, words.size(), words.data());
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+}
+
 VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {
   for (;; ++current_pool) {
     if (current_pool == descriptor_pools.size()) {

@@ -31,11 +31,13 @@ struct Step {
   std::optional<HostLoop> host_loop;  // a `while` whose condition the host follows
 };
 
-// A kernel with its buffers bound, waiting for the submit that runs it. It holds the
-// buffers until then: one freed earlier could go to another thread's run meanwhile.
+// A kernel with its buffers bound, or (kernel null) bytes to write into buffers[0],
+// waiting for the submit that records it. It holds the buffers until then: one freed
+// earlier could go to another thread's run meanwhile.
 struct Pending {
   const KernelStep* kernel;
   std::vector<BufferPtr> buffers;
+  std::vector<uint8_t> bytes = {};
 };
 
 // A while loop's body followed by its condition on the new state: outputs are the new
@@ -81,20 +83,38 @@ void add_stats(RunStats* into, const RunStats& s) {
   into->device_ms += s.device_ms;
 }
 
-// Runs the pending kernels in order in one command buffer.
+// Runs the pending kernels and writes in order in one command buffer.
 void submit(DeviceImpl& dev, std::vector<Pending>& batch, RunStats& stats) {
   if (batch.empty()) return;
   stats.device_ms += dev.submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
     std::vector<const Buffer*> buffers;
     for (const auto& p : batch) {
+      if (!p.kernel) {
+        dev.record_update(cb, *p.buffers.at(0), p.bytes);
+        continue;
+      }
       buffers.clear();
       for (const auto& b : p.buffers) buffers.push_back(b.get());
       dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count);
+      ++stats.dispatches;
     }
   });
-  stats.dispatches += int(batch.size());
   stats.submits += 1;
   batch.clear();
+}
+
+// The body of a loop the host follows, without the followed entries' new values: the host
+// writes those (kernels of a scalar op or two would each cost a dispatch per iteration).
+ir::Graph device_body(const ir::Graph& body, const HostLoop& loop) {
+  ir::Graph g = body;
+  g.outputs.clear();
+  for (size_t i = 0, f = 0; i < body.outputs.size(); ++i) {
+    if (f < loop.followed().size() && loop.followed()[f] == i)
+      ++f;
+    else
+      g.outputs.push_back(body.outputs[i]);
+  }
+  return g;
 }
 
 class ExecutableImpl : public Executable {
@@ -232,8 +252,9 @@ class ExecutableImpl : public Executable {
   }
 
  private:
-  // A `while` whose condition the host follows needs only its body; another, its condition
-  // (run once) and its body followed by its condition (once per iteration).
+  // A `while` whose condition the host follows needs only its body, less the entries the
+  // host follows; another, its condition (run once) and its body followed by its condition
+  // (once per iteration).
   Step control_step(const ir::Node& n, const CompileOptions& opts) {
     Step step{&n, std::nullopt, {}, std::nullopt};
     std::vector<ir::TensorType> arg_types;
@@ -247,7 +268,7 @@ class ExecutableImpl : public Executable {
       const ir::Graph& body = *n.regions.at("body");
       step.host_loop = HostLoop::of(condition, body);
       if (step.host_loop)
-        regions.emplace("body", body);
+        regions.emplace("body", device_body(body, *step.host_loop));
       else
         regions = {{"condition", condition}, {"iteration", body_then_condition(body, condition)}};
     } else {
@@ -288,19 +309,33 @@ class ExecutableImpl : public Executable {
     return state;
   }
 
-  // The host evaluates the condition on its copy of the followed entries while the body's
-  // iterations are recorded back to back, several per submit: one iteration alone first,
-  // to measure, then as many as iterations_per_submit allows.
+  // The host evaluates the condition and the followed entries on its copy of them, and
+  // writes their new values for the device, while the body's iterations are recorded back
+  // to back, several per submit: one iteration alone first, to measure, then as many as
+  // iterations_per_submit allows.
   std::vector<BufferPtr> run_host_loop(const HostLoop& loop, ExecutableImpl& body, std::vector<BufferPtr> state,
                                        RunStats& stats) {
+    const auto& indices = loop.followed();
     std::vector<ir::Literal> followed;
-    for (size_t i : loop.followed()) followed.push_back(download_literal(*dev_, state.at(i)));
+    for (size_t i : indices) followed.push_back(download_literal(*dev_, state.at(i)));
     std::vector<Pending> batch;
     size_t per_submit = 1, recorded = 0;
     auto start = std::chrono::steady_clock::now();
     while (loop.continues(followed)) {
-      followed = loop.next(followed);
-      state = body.record(state, batch, stats);
+      auto computed = body.record(state, batch, stats);
+      auto next = loop.next(followed);
+      for (size_t i = 0, f = 0, c = 0; i < state.size(); ++i) {
+        if (f == indices.size() || indices[f] != i) {
+          state[i] = computed.at(c++);
+          continue;
+        }
+        if (next[f].data != followed[f].data) {  // (a bound passed on keeps its buffer)
+          state[i] = dev_->allocate(next[f].type);
+          batch.push_back({nullptr, {state[i]}, next[f].data});
+        }
+        ++f;
+      }
+      followed = std::move(next);
       if (++recorded < per_submit) continue;
       submit(*dev_, batch, stats);
       const auto now = std::chrono::steady_clock::now();

@@ -95,6 +95,9 @@ class DeviceImpl : public Device {
   // writes visible to later dispatches and transfers.
   void record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p, const std::vector<const Buffer*>& buffers,
                        const uint32_t group_count[3], const std::vector<uint8_t>& push_constants = {});
+  // Records a write of `bytes` (at most 64 KiB) into `b`, then a barrier that makes it
+  // visible to later dispatches and transfers.
+  void record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes);
 
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
   // Returns device time in ms (0 when the queue has no timestamps).

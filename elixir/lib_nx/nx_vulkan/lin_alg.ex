@@ -68,11 +68,13 @@ defmodule Nx.Vulkan.LinAlg do
 
     # x_i = (b_i - a_i,<i · x_<i) / a_ii; the rows of x from i on are still zero, and the
     # entries of a from the diagonal on are masked out, so that an infinity or NaN there
-    # (which the backend never reads) does not reach x.
+    # (which the backend never reads) does not reach x. (A sum of products rather than a
+    # dot: the mask and the products fuse into the reduction, one kernel.)
     x =
       steps(Nx.broadcast(Nx.tensor(0, type: b.type), b.shape), {a, b}, n, fn x, {a, b}, i ->
-        left = Nx.select(Nx.less(Nx.iota({1, n}), i), slice(a, [i, 0], [1, n]), Nx.tensor(0, type: a.type))
-        xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), Nx.dot(left, x)), slice(a, [i, i], [1, 1]))
+        left = Nx.select(Nx.less(Nx.iota({n, 1}), i), Nx.reshape(slice(a, [i, 0], [1, n]), {n, 1}), Nx.tensor(0, type: a.type))
+        dot = Nx.sum(Nx.multiply(left, x), axes: [0], keep_axes: true)
+        xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), dot), slice(a, [i, i], [1, 1]))
         Nx.select(Nx.equal(Nx.iota({n, m}, axis: 0), i), xi, x)
       end)
 
@@ -247,10 +249,11 @@ defmodule Nx.Vulkan.LinAlg do
     l =
       steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n, fn l, {a}, j ->
         rows = Nx.iota({n})
-        # c_i = a_ij - sum_{k<j} l_ik conj(l_jk) (columns j.. of l are still zero)
-        lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n})
+        # c_i = a_ij - sum_{k<j} l_ik conj(l_jk) (columns j.. of l are still zero; a sum of
+        # products, which fuses with the slice of l, rather than a dot)
+        lj = slice(l, [j, 0], [1, n])
         lj = if Nx.Type.complex?(type), do: Nx.conjugate(lj), else: lj
-        c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.dot(l, lj))
+        c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.sum(Nx.multiply(l, lj), axes: [1]))
         d = Nx.sqrt(Nx.reshape(slice(c, [j], [1]), {}))
 
         col =
