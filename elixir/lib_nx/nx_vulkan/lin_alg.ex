@@ -68,13 +68,11 @@ defmodule Nx.Vulkan.LinAlg do
 
     # x_i = (b_i - a_i,<i · x_<i) / a_ii; the rows of x from i on are still zero, and the
     # entries of a from the diagonal on are masked out, so that an infinity or NaN there
-    # (which the backend never reads) does not reach x. (A sum of products rather than a
-    # dot: the mask and the products fuse into the reduction, one kernel.)
+    # (which the backend never reads) does not reach x.
     x =
       steps(Nx.broadcast(Nx.tensor(0, type: b.type), b.shape), {a, b}, n, fn x, {a, b}, i ->
-        left = Nx.select(Nx.less(Nx.iota({n, 1}), i), Nx.reshape(slice(a, [i, 0], [1, n]), {n, 1}), Nx.tensor(0, type: a.type))
-        dot = Nx.sum(Nx.multiply(left, x), axes: [0], keep_axes: true)
-        xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), dot), slice(a, [i, i], [1, 1]))
+        left = Nx.select(Nx.less(Nx.iota({1, n}), i), slice(a, [i, 0], [1, n]), Nx.tensor(0, type: a.type))
+        xi = Nx.divide(Nx.subtract(slice(b, [i, 0], [1, m]), matmul(left, x, i)), slice(a, [i, i], [1, 1]))
         Nx.select(Nx.equal(Nx.iota({n, m}, axis: 0), i), xi, x)
       end)
 
@@ -249,11 +247,10 @@ defmodule Nx.Vulkan.LinAlg do
     l =
       steps(Nx.broadcast(Nx.tensor(0, type: type), {n, n}), {a}, n, fn l, {a}, j ->
         rows = Nx.iota({n})
-        # c_i = a_ij - sum_{k<j} l_ik conj(l_jk) (columns j.. of l are still zero; a sum of
-        # products, which fuses with the slice of l, rather than a dot)
-        lj = slice(l, [j, 0], [1, n])
+        # c_i = a_ij - sum_{k<j} l_ik conj(l_jk) (columns j.. of l are still zero)
+        lj = Nx.reshape(slice(l, [j, 0], [1, n]), {n, 1})
         lj = if Nx.Type.complex?(type), do: Nx.conjugate(lj), else: lj
-        c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.sum(Nx.multiply(l, lj), axes: [1]))
+        c = Nx.subtract(Nx.reshape(slice(a, [0, j], [n, 1]), {n}), Nx.reshape(matmul(l, lj, j), {n}))
         d = Nx.sqrt(Nx.reshape(slice(c, [j], [1]), {}))
 
         col =
@@ -268,6 +265,15 @@ defmodule Nx.Vulkan.LinAlg do
 
     Nx.select(Nx.less_equal(Nx.abs(l), eps), Nx.tensor(0, type: type), l)
   end
+
+  # The matrix product x y in step k. Unrolled (k an integer), a dot: its operands are
+  # buffers, so no kernel of a step recomputes the chain of updates of the steps before it
+  # (fused across steps, a step reads that chain at other indices than its own, and every
+  # kernel grows with the steps before it). In a loop, whose state is a buffer at every
+  # iteration anyway, a sum of products, which fuses with the slicing and masking of its
+  # operands: one kernel fewer per iteration.
+  defp matmul(x, y, k) when is_integer(k), do: Nx.dot(x, y)
+  defp matmul(x, y, _k), do: Nx.sum(Nx.multiply(Nx.new_axis(x, 2), Nx.new_axis(y, 0)), axes: [1])
 
   # `step.(state, inputs, k)` applied for k = 0..n-1 in order, `inputs` being what the
   # steps read besides the state: unrolled for n up to @unroll_max, else as one `while`
