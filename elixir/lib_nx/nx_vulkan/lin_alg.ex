@@ -156,18 +156,19 @@ defmodule Nx.Vulkan.LinAlg do
     end)
   end
 
-  # The row at or below k holding the largest |column[row]|, the first of equal ones, as Nx.
+  # The row at or below k holding the largest |column[row]| (the first of equal ones), or
+  # the last NaN there: Nx.LinAlg.LU's argmax as the evaluator runs it (Nx.BinaryBackend's
+  # argmax takes every NaN it meets; the IR's, the first).
   defp pivot_row(column, k) do
     {n} = column.shape
-    # (-1 never wins; a NaN does, as in Nx.LinAlg.LU; |.| is real for a complex matrix)
-    candidates =
-      Nx.select(
-        Nx.greater_equal(Nx.iota({n}, type: :s64), k),
-        Nx.abs(column),
-        Nx.tensor(-1, type: Nx.Type.to_real(column.type))
-      )
-
-    Nx.argmax(candidates, tie_break: :low)
+    rows = Nx.iota({n}, type: :s64)
+    candidate? = Nx.greater_equal(rows, k)
+    # (|.| is real for a complex matrix, and NaN where a part is)
+    magnitude = Nx.abs(column)
+    last_nan = Nx.reduce_max(Nx.select(Nx.logical_and(candidate?, Nx.is_nan(magnitude)), rows, -1))
+    # (-1 never wins)
+    largest = Nx.argmax(Nx.select(candidate?, magnitude, Nx.tensor(-1, type: magnitude.type)), tie_break: :low)
+    Nx.select(Nx.greater_equal(last_nan, 0), last_nan, largest)
   end
 
   # `t` with its entries (rank 1) or rows (rank 2) k and p exchanged: selected, not
