@@ -82,6 +82,40 @@ defmodule Nx.Vulkan.ControlFlowTest do
     assert_matches_evaluator(&loop_with_branch/1, [Nx.tensor([1.0, 2.0])])
   end
 
+  # A cond or while of one result is a single value like any other: a later branch
+  # captures it (Scholar.Manifold.MDS's smacof loop did, and the serialiser had not
+  # recorded its type).
+  defn cond_then_cond(x, p) do
+    y = if p > 0, do: x + 1, else: x - 1
+    if p > 1, do: y * 2, else: y
+  end
+
+  defn while_then_cond(x, p) do
+    y = while x, Nx.sum(x) < 100, do: x * 2
+    if p > 1, do: y * 2, else: y - 1
+  end
+
+  defn loop_of_branches(x) do
+    {x, _} =
+      while {x, i = 0}, i < 4 do
+        y = if Nx.remainder(i, 2) == 0, do: x + i, else: x * 2
+        {if(i > 1, do: y - 1, else: y / 2), i + 1}
+      end
+
+    x
+  end
+
+  test "the single result of a cond or while captured by a later cond" do
+    x = Nx.tensor([1.0, 2.0])
+
+    for p <- [0, 1, 2] do
+      assert_matches_evaluator(&cond_then_cond/2, [x, Nx.tensor(p)])
+      assert_matches_evaluator(&while_then_cond/2, [x, Nx.tensor(p)])
+    end
+
+    assert_matches_evaluator(&loop_of_branches/1, [x])
+  end
+
   ## Nx.Random
 
   test "Nx.Random: key, split, fold_in, uniform and randint match the evaluator" do
