@@ -20,6 +20,8 @@ struct KernelStep {
 
 class ExecutableImpl;
 
+using Clock = std::chrono::steady_clock;
+
 // One top-level node that is not a parameter/literal: a kernel dispatch, or a `while`/`cond`
 // driven from the host, whose regions are executables of their own.
 struct Step {
@@ -121,7 +123,14 @@ class ExecutableImpl : public Executable {
   const std::vector<ir::TensorType>& output_types() const override { return outputs_; }
 
   std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats) override {
-    auto t0 = std::chrono::steady_clock::now();
+    // Each submit waits at most the timeout; host-driven loops are held to it as a whole,
+    // or a loop whose condition never turns false would keep its caller forever.
+    return run_until(inputs, stats, Clock::now() + std::chrono::milliseconds(dev_->options().timeout_ms));
+  }
+
+ private:
+  std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
+    auto t0 = Clock::now();
     if (inputs.size() != inputs_.size())
       throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "' takes " + std::to_string(inputs_.size()) +
                                                     " inputs, got " + std::to_string(inputs.size()));
@@ -169,7 +178,8 @@ class ExecutableImpl : public Executable {
       flush();
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
-      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local) : run_cond(step, args, local);
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local, deadline)
+                                     : run_cond(step, args, local, deadline);
     }
     flush();
 
@@ -178,12 +188,11 @@ class ExecutableImpl : public Executable {
     for (ir::NodeId id : lowered_.outputs) outs.push_back(values.at(id).at(0));
     if (stats) {
       *stats = local;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      stats->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     }
     return outs;
   }
 
- private:
   Step control_step(const ir::Node& n, const CompileOptions& opts) {
     Step step{&n, std::nullopt, {}};
     std::vector<ir::TensorType> arg_types;
@@ -213,13 +222,19 @@ class ExecutableImpl : public Executable {
     return kernel.attrs["buffers"].at(result).get<int64_t>();
   }
 
-  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
+  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
+                                   Clock::time_point deadline) {
     RunStats s;
-    auto c = step.regions.at("condition")->run(state, &s);
+    auto c = step.regions.at("condition")->run_until(state, &s, deadline);
     add_stats(&stats, s);
     auto& iteration = *step.regions.at("iteration");
-    while (truthy(*dev_, c.at(0))) {
-      auto out = iteration.run(state, &s);
+    for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
+      if (Clock::now() > deadline)
+        throw Error(Error::Kind::Timeout, "node " + std::to_string(step.node->id) + " (while) of graph '" +
+                                              source_.name + "' was still looping after " + std::to_string(done) +
+                                              " iterations when the run reached its limit of " +
+                                              std::to_string(dev_->options().timeout_ms) + " ms");
+      auto out = iteration.run_until(state, &s, deadline);
       add_stats(&stats, s);
       c = {out.back()};
       out.pop_back();
@@ -228,14 +243,15 @@ class ExecutableImpl : public Executable {
     return state;
   }
 
-  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
+  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats,
+                                  Clock::time_point deadline) {
     const size_t preds = step.regions.size() - 1;
     size_t taken = preds;
     for (size_t i = 0; i < preds && taken == preds; ++i)
       if (truthy(*dev_, args[i])) taken = i;
     std::vector<BufferPtr> captured(args.begin() + preds, args.end());
     RunStats s;
-    auto out = step.regions.at("branch" + std::to_string(taken))->run(captured, &s);
+    auto out = step.regions.at("branch" + std::to_string(taken))->run_until(captured, &s, deadline);
     add_stats(&stats, s);
     return out;
   }

@@ -2,6 +2,7 @@
 // pipeline cache in memory and on disk, errors, and many threads running graphs at once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -317,6 +318,27 @@ TEST(Runtime, RunsWhileAndCondFromTheHost) {
   // The condition once, then one submit per iteration (body and condition together): five;
   // the kernels before the loop, the predicate of the cond and its branch: nine in all.
   EXPECT_EQ(st.submits, 9);
+}
+
+// x + 1 while x > -1e30: never ends. Each submit is quick, so only the limit on the
+// run as a whole stops it; the device stays usable.
+TEST(Runtime, AnEndlessWhileEndsInATimeoutNamingTheLoop) {
+  RuntimeOptions opts;
+  opts.timeout_ms = 300;  // a distinct option set: a device of its own
+  auto dev = Device::open(opts);
+  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
+  auto start = std::chrono::steady_clock::now();
+  try {
+    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
+    FAIL() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("node 1 (while) of graph 'forever'"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto ok = Executable::compile(dev, exp_mul_add(5));
+  auto x = random_floats(5, 1), y = random_floats(5, 2);
+  expect_exp_mul_add(x, y, floats(ok->run_host({f32_tensor(x), f32_tensor(y)})[0]));
 }
 
 }  // namespace

@@ -116,6 +116,17 @@ defmodule Nx.Vulkan.ControlFlowTest do
     assert_matches_evaluator(&loop_of_branches/1, [x])
   end
 
+  defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
+
+  test "a while that never ends raises :timeout once the run reaches the :timeout limit" do
+    error =
+      assert_raise Nx.Vulkan.Error, ~r/node \d+ \(while\) .* still looping after \d+ iterations .* 300 ms/, fn ->
+        Nx.Vulkan.jit(&endless/1, timeout: 300, cache_dir: "none").(Nx.tensor([0.0]))
+      end
+
+    assert error.kind == :timeout
+  end
+
   ## Nx.Random
 
   test "Nx.Random: key, split, fold_in, uniform and randint match the evaluator" do
