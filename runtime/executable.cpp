@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -200,20 +201,29 @@ class ExecutableImpl : public Executable {
     // cond branches receive the captured values that follow the predicates.
     const size_t skip = n.op == "cond" ? n.regions.size() - 1 : 0;
     std::vector<ir::TensorType> region_inputs(arg_types.begin() + skip, arg_types.end());
-    for (const auto& [name, region] : n.regions) {
+    // What runs, by the region an error names. A while runs its condition once, then one
+    // submit per iteration: the body and the condition on its result. The body alone never
+    // runs, so it is not compiled (its kernels would double the loop's compile time).
+    std::vector<std::tuple<std::string, std::string, ir::Graph>> runnable;
+    if (n.op == "while") {
+      const ir::Graph& condition = *n.regions.at("condition");
+      runnable.emplace_back("condition", "condition", condition);
+      runnable.emplace_back("iteration", "body", body_then_condition(*n.regions.at("body"), condition));
+    } else {
+      for (const auto& [name, region] : n.regions) runnable.emplace_back(name, name, *region);
+    }
+    for (auto& [name, region_name, graph] : runnable) {
       try {
-        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, *region, region_inputs, opts);
+        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, std::move(graph), region_inputs, opts);
       } catch (const ir::IrError& e) {
-        throw ir::IrError(n, "in region '" + name + "': " + e.what());
+        throw ir::IrError(n, "in region '" + region_name + "': " + e.what());
       } catch (const Error& e) {
-        throw Error(e.kind(), "node " + std::to_string(n.id) + " (" + n.op + ") region '" + name + "': " + e.what());
+        throw Error(e.kind(),
+                    "node " + std::to_string(n.id) + " (" + n.op + ") region '" + region_name + "': " + e.what());
       }
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
-    if (n.op == "while")  // one submit per iteration: the body, then the condition on its result
-      step.regions["iteration"] = std::make_shared<ExecutableImpl>(
-          dev_, body_then_condition(*n.regions.at("body"), *n.regions.at("condition")), region_inputs, opts);
     return step;
   }
 
