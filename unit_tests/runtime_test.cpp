@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ir/json.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 #include "test_graphs.h"
 #include "runtime/vk_util.h"
@@ -299,25 +300,32 @@ TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
 }
 
 // A counter loop squaring a vector five times, then a cond on the final count: the
-// runtime drives both from the host, each region compiled as an executable of its own.
+// runtime drives the loop from the host, each region compiled as an executable of its own.
+// The default pipeline turns the small cond into selects (if-convert); without that pass
+// the host drives the cond too.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
   auto dev = Device::open();
-  auto exe = Executable::compile(dev, test_graph("while_cond.json"));
-  auto x = random_floats(4, 11);
-  RunStats st;
-  auto out = exe->run_host({f32_tensor(x)}, &st);
-  int32_t count;
-  std::memcpy(&count, out.at(0).data.data(), 4);
-  EXPECT_EQ(count, 5);
-  auto got = floats(out.at(1));
-  for (size_t k = 0; k < x.size(); ++k) {
-    float want = x[k];
-    for (int i = 0; i < 5; ++i) want *= want;
-    EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
-  }
+  std::vector<std::string> host_cond = passes::default_pipeline();
+  std::erase(host_cond, "if-convert");
   // The condition once, then one submit per iteration (body and condition together): five;
-  // the kernels before the loop, the predicate of the cond and its branch: nine in all.
-  EXPECT_EQ(st.submits, 9);
+  // the kernels before the loop and after it: eight in all. A host-driven cond submits its
+  // predicate, then its branch: nine.
+  for (const auto& [pipeline, submits] : {std::pair{std::vector<std::string>{}, 8}, std::pair{host_cond, 9}}) {
+    auto exe = Executable::compile(dev, test_graph("while_cond.json"), {pipeline});
+    auto x = random_floats(4, 11);
+    RunStats st;
+    auto out = exe->run_host({f32_tensor(x)}, &st);
+    int32_t count;
+    std::memcpy(&count, out.at(0).data.data(), 4);
+    EXPECT_EQ(count, 5);
+    auto got = floats(out.at(1));
+    for (size_t k = 0; k < x.size(); ++k) {
+      float want = x[k];
+      for (int i = 0; i < 5; ++i) want *= want;
+      EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
+    }
+    EXPECT_EQ(st.submits, submits);
+  }
 }
 
 // x + 1 while x > -1e30: never ends. Each submit is quick, so only the limit on the

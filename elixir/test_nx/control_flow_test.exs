@@ -116,6 +116,26 @@ defmodule Nx.Vulkan.ControlFlowTest do
     assert_matches_evaluator(&loop_of_branches/1, [x])
   end
 
+  # The default pipeline computes small, loop-free conds as selects (if-convert); without
+  # that pass the runtime drives them from the host. Both agree with the evaluator.
+  test "cond as selects and driven from the host" do
+    x = Nx.tensor([0.5, -1.0, 2.0])
+    info = Nx.Vulkan.explain(&piecewise/2, [x, Nx.tensor(0.5)])
+    refute info.lowered =~ ~s("op":"cond")
+    host_driven = for {name, _} <- info.passes, name != "if-convert", do: name
+    assert Nx.Vulkan.explain(&piecewise/2, [x, Nx.tensor(0.5)], pipeline: host_driven).lowered =~ ~s("op":"cond")
+
+    cases =
+      (for(t <- [-2.0, 0.5, 3.0], do: {&piecewise/2, [x, Nx.tensor(t)]}) ++
+         for(flag <- [1, 0], do: {&branch_tuple/2, [x, Nx.tensor(flag)]})) ++
+        [{&loop_of_branches/1, [Nx.tensor([1.0, 2.0])]}, {&loop_with_branch/1, [Nx.tensor([1.0, 2.0])]}]
+
+    for {fun, args} <- cases, pipeline <- [[], host_driven] do
+      expected = Nx.Defn.jit_apply(fun, args, compiler: Nx.Defn.Evaluator)
+      assert_close(expected, Nx.Vulkan.jit_apply(fun, args, pipeline: pipeline))
+    end
+  end
+
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
 
   test "a while that never ends raises :timeout once the run reaches the :timeout limit" do
