@@ -232,20 +232,33 @@ class ExecutableImpl : public Executable {
     return kernel.attrs["buffers"].at(result).get<int64_t>();
   }
 
+  // A failure inside a region names the node and region it is in: the loop that meets the
+  // deadline may be nested deep in regions, whose graphs have no names.
+  std::vector<BufferPtr> run_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
+                                    RunStats& stats, Clock::time_point deadline) {
+    RunStats s;
+    try {
+      auto out = step.regions.at(name)->run_until(inputs, &s, deadline);
+      add_stats(&stats, s);
+      return out;
+    } catch (const Error& e) {
+      const std::string shown = name == "iteration" ? "body" : name;
+      throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (" + step.node->op + ") region '" + shown +
+                                "': " + e.what());
+    }
+  }
+
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
                                    Clock::time_point deadline) {
-    RunStats s;
-    auto c = step.regions.at("condition")->run_until(state, &s, deadline);
-    add_stats(&stats, s);
-    auto& iteration = *step.regions.at("iteration");
+    auto c = run_region(step, "condition", state, stats, deadline);
     for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
       if (Clock::now() > deadline)
-        throw Error(Error::Kind::Timeout, "node " + std::to_string(step.node->id) + " (while) of graph '" +
-                                              source_.name + "' was still looping after " + std::to_string(done) +
+        throw Error(Error::Kind::Timeout, "node " + std::to_string(step.node->id) + " (while)" +
+                                              (source_.name.empty() ? "" : " of graph '" + source_.name + "'") +
+                                              " was still looping after " + std::to_string(done) +
                                               " iterations when the run reached its limit of " +
                                               std::to_string(dev_->options().timeout_ms) + " ms");
-      auto out = iteration.run_until(state, &s, deadline);
-      add_stats(&stats, s);
+      auto out = run_region(step, "iteration", state, stats, deadline);
       c = {out.back()};
       out.pop_back();
       state = std::move(out);
@@ -260,10 +273,7 @@ class ExecutableImpl : public Executable {
     for (size_t i = 0; i < preds && taken == preds; ++i)
       if (truthy(*dev_, args[i])) taken = i;
     std::vector<BufferPtr> captured(args.begin() + preds, args.end());
-    RunStats s;
-    auto out = step.regions.at("branch" + std::to_string(taken))->run_until(captured, &s, deadline);
-    add_stats(&stats, s);
-    return out;
+    return run_region(step, "branch" + std::to_string(taken), captured, stats, deadline);
   }
 
   void dispatch(const std::vector<const KernelStep*>& steps, const std::map<ir::NodeId, std::vector<BufferPtr>>& values,

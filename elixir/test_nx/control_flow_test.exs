@@ -138,13 +138,23 @@ defmodule Nx.Vulkan.ControlFlowTest do
 
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
 
-  test "a while that never ends raises :timeout once the run reaches the :timeout limit" do
+  defn nested_endless(x) do
+    {x, _} = while({x, i = 0}, i < 3, do: {endless(x), i + 1})
+    x
+  end
+
+  test "a while that never ends raises :timeout once the run reaches the :timeout limit, naming the loop" do
     error =
-      assert_raise Nx.Vulkan.Error, ~r/node \d+ \(while\) .* still looping after \d+ iterations .* 300 ms/, fn ->
+      assert_raise Nx.Vulkan.Error, ~r/^timeout: node \d+ \(while\) of graph .* still looping after \d+ iterations .* 300 ms$/, fn ->
         Nx.Vulkan.jit(&endless/1, timeout: 300, cache_dir: "none").(Nx.tensor([0.0]))
       end
 
     assert error.kind == :timeout
+
+    # the inner loop, inside the outer one's body
+    assert_raise Nx.Vulkan.Error, ~r/^timeout: node \d+ \(while\) region 'body': node \d+ \(while\) was still looping/, fn ->
+      Nx.Vulkan.jit(&nested_endless/1, timeout: 300, cache_dir: "none").(Nx.tensor([0.0]))
+    end
   end
 
   ## Nx.Random
