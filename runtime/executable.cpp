@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -19,6 +20,8 @@ struct KernelStep {
 };
 
 class ExecutableImpl;
+
+using Clock = std::chrono::steady_clock;
 
 // One top-level node that is not a parameter/literal: a kernel dispatch, or a `while`/`cond`
 // driven from the host, whose regions are executables of their own.
@@ -121,7 +124,14 @@ class ExecutableImpl : public Executable {
   const std::vector<ir::TensorType>& output_types() const override { return outputs_; }
 
   std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats) override {
-    auto t0 = std::chrono::steady_clock::now();
+    // Each submit waits at most the timeout; host-driven loops are held to it as a whole,
+    // or a loop whose condition never turns false would keep its caller forever.
+    return run_until(inputs, stats, Clock::now() + std::chrono::milliseconds(dev_->options().timeout_ms));
+  }
+
+ private:
+  std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
+    auto t0 = Clock::now();
     if (inputs.size() != inputs_.size())
       throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "' takes " + std::to_string(inputs_.size()) +
                                                     " inputs, got " + std::to_string(inputs.size()));
@@ -169,7 +179,8 @@ class ExecutableImpl : public Executable {
       flush();
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
-      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local) : run_cond(step, args, local);
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), local, deadline)
+                                     : run_cond(step, args, local, deadline);
     }
     flush();
 
@@ -178,12 +189,11 @@ class ExecutableImpl : public Executable {
     for (ir::NodeId id : lowered_.outputs) outs.push_back(values.at(id).at(0));
     if (stats) {
       *stats = local;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      stats->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     }
     return outs;
   }
 
- private:
   Step control_step(const ir::Node& n, const CompileOptions& opts) {
     Step step{&n, std::nullopt, {}};
     std::vector<ir::TensorType> arg_types;
@@ -191,20 +201,29 @@ class ExecutableImpl : public Executable {
     // cond branches receive the captured values that follow the predicates.
     const size_t skip = n.op == "cond" ? n.regions.size() - 1 : 0;
     std::vector<ir::TensorType> region_inputs(arg_types.begin() + skip, arg_types.end());
-    for (const auto& [name, region] : n.regions) {
+    // What runs, by the region an error names. A while runs its condition once, then one
+    // submit per iteration: the body and the condition on its result. The body alone never
+    // runs, so it is not compiled (its kernels would double the loop's compile time).
+    std::vector<std::tuple<std::string, std::string, ir::Graph>> runnable;
+    if (n.op == "while") {
+      const ir::Graph& condition = *n.regions.at("condition");
+      runnable.emplace_back("condition", "condition", condition);
+      runnable.emplace_back("iteration", "body", body_then_condition(*n.regions.at("body"), condition));
+    } else {
+      for (const auto& [name, region] : n.regions) runnable.emplace_back(name, name, *region);
+    }
+    for (auto& [name, region_name, graph] : runnable) {
       try {
-        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, *region, region_inputs, opts);
+        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, std::move(graph), region_inputs, opts);
       } catch (const ir::IrError& e) {
-        throw ir::IrError(n, "in region '" + name + "': " + e.what());
+        throw ir::IrError(n, "in region '" + region_name + "': " + e.what());
       } catch (const Error& e) {
-        throw Error(e.kind(), "node " + std::to_string(n.id) + " (" + n.op + ") region '" + name + "': " + e.what());
+        throw Error(e.kind(),
+                    "node " + std::to_string(n.id) + " (" + n.op + ") region '" + region_name + "': " + e.what());
       }
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
-    if (n.op == "while")  // one submit per iteration: the body, then the condition on its result
-      step.regions["iteration"] = std::make_shared<ExecutableImpl>(
-          dev_, body_then_condition(*n.regions.at("body"), *n.regions.at("condition")), region_inputs, opts);
     return step;
   }
 
@@ -213,14 +232,33 @@ class ExecutableImpl : public Executable {
     return kernel.attrs["buffers"].at(result).get<int64_t>();
   }
 
-  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
+  // A failure inside a region names the node and region it is in: the loop that meets the
+  // deadline may be nested deep in regions, whose graphs have no names.
+  std::vector<BufferPtr> run_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
+                                    RunStats& stats, Clock::time_point deadline) {
     RunStats s;
-    auto c = step.regions.at("condition")->run(state, &s);
-    add_stats(&stats, s);
-    auto& iteration = *step.regions.at("iteration");
-    while (truthy(*dev_, c.at(0))) {
-      auto out = iteration.run(state, &s);
+    try {
+      auto out = step.regions.at(name)->run_until(inputs, &s, deadline);
       add_stats(&stats, s);
+      return out;
+    } catch (const Error& e) {
+      const std::string shown = name == "iteration" ? "body" : name;
+      throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (" + step.node->op + ") region '" + shown +
+                                "': " + e.what());
+    }
+  }
+
+  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
+                                   Clock::time_point deadline) {
+    auto c = run_region(step, "condition", state, stats, deadline);
+    for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
+      if (Clock::now() > deadline)
+        throw Error(Error::Kind::Timeout, "node " + std::to_string(step.node->id) + " (while)" +
+                                              (source_.name.empty() ? "" : " of graph '" + source_.name + "'") +
+                                              " was still looping after " + std::to_string(done) +
+                                              " iterations when the run reached its limit of " +
+                                              std::to_string(dev_->options().timeout_ms) + " ms");
+      auto out = run_region(step, "iteration", state, stats, deadline);
       c = {out.back()};
       out.pop_back();
       state = std::move(out);
@@ -228,16 +266,14 @@ class ExecutableImpl : public Executable {
     return state;
   }
 
-  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
+  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats,
+                                  Clock::time_point deadline) {
     const size_t preds = step.regions.size() - 1;
     size_t taken = preds;
     for (size_t i = 0; i < preds && taken == preds; ++i)
       if (truthy(*dev_, args[i])) taken = i;
     std::vector<BufferPtr> captured(args.begin() + preds, args.end());
-    RunStats s;
-    auto out = step.regions.at("branch" + std::to_string(taken))->run(captured, &s);
-    add_stats(&stats, s);
-    return out;
+    return run_region(step, "branch" + std::to_string(taken), captured, stats, deadline);
   }
 
   void dispatch(const std::vector<const KernelStep*>& steps, const std::map<ir::NodeId, std::vector<BufferPtr>>& values,

@@ -2,6 +2,7 @@
 // pipeline cache in memory and on disk, errors, and many threads running graphs at once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "ir/json.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 #include "test_graphs.h"
 #include "runtime/vk_util.h"
@@ -298,25 +300,53 @@ TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
 }
 
 // A counter loop squaring a vector five times, then a cond on the final count: the
-// runtime drives both from the host, each region compiled as an executable of its own.
+// runtime drives the loop from the host, each region compiled as an executable of its own.
+// The default pipeline turns the small cond into selects (if-convert); without that pass
+// the host drives the cond too.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
   auto dev = Device::open();
-  auto exe = Executable::compile(dev, test_graph("while_cond.json"));
-  auto x = random_floats(4, 11);
-  RunStats st;
-  auto out = exe->run_host({f32_tensor(x)}, &st);
-  int32_t count;
-  std::memcpy(&count, out.at(0).data.data(), 4);
-  EXPECT_EQ(count, 5);
-  auto got = floats(out.at(1));
-  for (size_t k = 0; k < x.size(); ++k) {
-    float want = x[k];
-    for (int i = 0; i < 5; ++i) want *= want;
-    EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
-  }
+  std::vector<std::string> host_cond = passes::default_pipeline();
+  std::erase(host_cond, "if-convert");
   // The condition once, then one submit per iteration (body and condition together): five;
-  // the kernels before the loop, the predicate of the cond and its branch: nine in all.
-  EXPECT_EQ(st.submits, 9);
+  // the kernels before the loop and after it: eight in all. A host-driven cond submits its
+  // predicate, then its branch: nine.
+  for (const auto& [pipeline, submits] : {std::pair{std::vector<std::string>{}, 8}, std::pair{host_cond, 9}}) {
+    auto exe = Executable::compile(dev, test_graph("while_cond.json"), {pipeline});
+    auto x = random_floats(4, 11);
+    RunStats st;
+    auto out = exe->run_host({f32_tensor(x)}, &st);
+    int32_t count;
+    std::memcpy(&count, out.at(0).data.data(), 4);
+    EXPECT_EQ(count, 5);
+    auto got = floats(out.at(1));
+    for (size_t k = 0; k < x.size(); ++k) {
+      float want = x[k];
+      for (int i = 0; i < 5; ++i) want *= want;
+      EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
+    }
+    EXPECT_EQ(st.submits, submits);
+  }
+}
+
+// x + 1 while x > -1e30: never ends. Each submit is quick, so only the limit on the
+// run as a whole stops it; the device stays usable.
+TEST(Runtime, AnEndlessWhileEndsInATimeoutNamingTheLoop) {
+  RuntimeOptions opts;
+  opts.timeout_ms = 300;  // a distinct option set: a device of its own
+  auto dev = Device::open(opts);
+  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
+  auto start = std::chrono::steady_clock::now();
+  try {
+    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
+    FAIL() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("node 1 (while) of graph 'forever'"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto ok = Executable::compile(dev, exp_mul_add(5));
+  auto x = random_floats(5, 1), y = random_floats(5, 2);
+  expect_exp_mul_add(x, y, floats(ok->run_host({f32_tensor(x), f32_tensor(y)})[0]));
 }
 
 }  // namespace
