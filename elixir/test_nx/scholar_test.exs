@@ -25,4 +25,14 @@ defmodule Nx.Vulkan.ScholarTest do
       assert_matches_evaluator(&availability/1, [r])
     end
   end
+
+  # lavapipe ends all loops of a shader invocation after 65535 steps in total. Each element
+  # of an indexed_add loops over all 40000 updates; on lavapipe's usual launch an invocation
+  # computed two of the 8192 elements (80002 steps), and the second came out short.
+  test "an indexed_add whose elements each loop over 40000 updates (lavapipe's loop limit)" do
+    {idx, _} = Nx.Random.randint(Nx.Random.key(3), 0, 8192, shape: {40000, 1})
+    updates = Nx.iota({40000}, type: :f32) |> Nx.remainder(7)
+    add = fn t, i, u -> Nx.indexed_add(t, i, u) end
+    assert_matches_evaluator(add, [Nx.broadcast(0.0, {8192}), idx, updates])
+  end
 end
