@@ -119,6 +119,46 @@ TEST(Runtime, RunsAGraphAgainstTheReference) {
   EXPECT_EQ(st.submits, 1);  // the whole graph in one submit
 }
 
+// lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
+// DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
+// elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
+// short. Small integers in f32 keep every sum exact: the results equal the C++ reference.
+TEST(Runtime, LongLoopsRunToTheEndWithinLavapipesLoopLimit) {
+  auto matrix = [](int64_t rows, int64_t cols, auto value) {
+    HostTensor t{{ir::DType::F32, {rows, cols}}, std::vector<uint8_t>(size_t(rows * cols) * 4)};
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        float v = float(value(i, j));
+        std::memcpy(t.data.data() + 4 * size_t(i * cols + j), &v, 4);
+      }
+    return t;
+  };
+  auto dev = Device::open();
+  {
+    auto g = ir::parse_graph(R"({"version": 1, "name": "dot", "nodes": [
+      {"id": 0, "op": "parameter", "type": "f32", "shape": [1024, 256], "attrs": {"index": 0}},
+      {"id": 1, "op": "parameter", "type": "f32", "shape": [256, 1024], "attrs": {"index": 1}},
+      {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": [1024, 1024],
+       "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}], "outputs": [2]})");
+    auto a = [](int64_t i, int64_t k) { return (i + k) % 3; };
+    auto b = [](int64_t k, int64_t j) { return (k * j) % 4; };
+    auto got = floats(Executable::compile(dev, g)->run_host({matrix(1024, 256, a), matrix(256, 1024, b)})[0]);
+    for (int64_t i = 0; i < 1024; ++i)
+      for (int64_t j = 0; j < 1024; ++j) {
+        int64_t want = 0;
+        for (int64_t k = 0; k < 256; ++k) want += a(i, k) * b(k, j);
+        ASSERT_EQ(got[size_t(i * 1024 + j)], float(want)) << "at " << i << "," << j;
+      }
+  }
+  auto g = ir::parse_graph(R"({"version": 1, "name": "rows", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [32, 100000], "attrs": {"index": 0}},
+    {"id": 1, "op": "sum", "args": [0], "type": "f32", "shape": [32], "attrs": {"axes": [1]}}], "outputs": [1]})");
+  CompileOptions whole;  // without split-reduction, which would halve the rows' loops first
+  whole.pipeline = {"fuse", "lower-to-kernels", "plan-buffers"};
+  auto got = floats(Executable::compile(dev, g, whole)->run_host({matrix(32, 100000, [](int64_t i, int64_t j) { return (i + j) % 2; })})[0]);
+  for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(got[size_t(i)], 50000.0f) << "row " << i;
+}
+
 TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
   auto dev = Device::open();
   auto exe = Executable::compile(dev, exp_mul_add(8));
