@@ -69,7 +69,9 @@ TEST(Runtime, ListsDevicesInPreferenceOrder) {
   // CPU devices come last.
   bool seen_cpu = false;
   for (const auto& d : devs) {
-    if (seen_cpu) EXPECT_EQ(d.type, "cpu") << d.name << " listed after a CPU device";
+    if (seen_cpu) {
+      EXPECT_EQ(d.type, "cpu") << d.name << " listed after a CPU device";
+    }
     seen_cpu |= d.type == "cpu";
   }
 }
