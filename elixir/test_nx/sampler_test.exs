@@ -7,7 +7,7 @@ defmodule Nx.Vulkan.SamplerTest do
   # posterior their moments must be right.
   use Nx.Vulkan.Case, async: true
 
-  # Long chains and the evaluator's 40,000-update reference: minutes on a loaded two-core machine.
+  # Chains of hundreds of transitions take minutes on a loaded two-core machine.
   @moduletag timeout: 300_000
 
   import Nx.Defn

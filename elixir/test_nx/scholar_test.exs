@@ -4,7 +4,7 @@ defmodule Nx.Vulkan.ScholarTest do
   # with the default tolerances of Nx.Vulkan.Case (f32: 1e-5 absolute and relative).
   use Nx.Vulkan.Case, async: true
 
-  # Long chains and the evaluator's 40,000-update reference: minutes on a loaded two-core machine.
+  # The evaluator's 40,000-update reference takes minutes on a loaded two-core machine.
   @moduletag timeout: 300_000
 
   import Nx.Defn
