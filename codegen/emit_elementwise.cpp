@@ -231,7 +231,8 @@ Id Emitter::int_pow(Id base, Id exponent, DType t) {
           Id acc = select(t, bit, b.op(spv::OpIMul, rt, {s[0], s[1]}), s[0]);
           return spirv::Builder::Values{acc, b.op(spv::OpIMul, rt, {s[1], s[1]}),
                                         b.op(spv::OpShiftRightLogical, rt, {s[2], b.const_int(rb, 1)})};
-        });
+        },
+        uint64_t(rb));  // the exponent loses a bit per trip
   });
   Id p = normalize(r[0], t);
   if (!is_s(t)) return p;

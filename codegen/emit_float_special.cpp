@@ -101,7 +101,9 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
         [&](const spirv::Builder::Values& s) {
           auto [mx, zero] = step(s[0], s[2]);
           return spirv::Builder::Values{i_op(spv::OpShiftLeftLogical, mx, k(1)), i_op(spv::OpISub, s[1], k(1)), zero};
-        });
+        },
+        // One trip per exponent step: split's exponents lie in [1 - m, 2^(w-1-m) - 2].
+        (uint64_t(1) << (w - 1 - m)) + uint64_t(m));
   });
   auto [mx, zero] = step(r[0], r[2]);
   Id e = r[1];

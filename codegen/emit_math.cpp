@@ -395,7 +395,8 @@ struct M {
         [&](const spirv::Builder::Values& v) {
           Id half_n = mul(b().op(spv::OpConvertUToF, rt(), {v[1]}), c(0.5));
           return spirv::Builder::Values{add(a, div(half_n, v[0])), b().op(spv::OpISub, e.u32(), {v[1], e.u32c(1)})};
-        });
+        },
+        terms);
     return mul(div(exp_minus_square(a), r[0]), c(kOneOverSqrtPi));
   }
   Id erf(Id x) {

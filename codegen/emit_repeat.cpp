@@ -51,7 +51,8 @@ Id Emitter::emit_repeat_result(const ir::Node& elem, Index& index) {
             next.push_back(inner.value(o, position(o, o.type())));
           }
           return next;
-        });
+        },
+        uint64_t(count));
   });
   for (size_t k = 0; k < carried; ++k) b.memo_put(key(k), out[k + 1], b.level_of(out[k + 1]));
   return out[which + 1];

@@ -1,5 +1,7 @@
 // Emitter::fold: the loop behind every reduction, dot and argmax/argmin,
 // either sequential per invocation or split over the workgroup.
+#include <algorithm>
+
 #include "codegen/emitter.h"
 
 namespace nxv::codegen {
@@ -7,8 +9,9 @@ namespace nxv::codegen {
 using Values = spirv::Builder::Values;
 
 namespace {
-// r = start, start + stride, ... < count, folding f.step.
+// r = start, start + stride, ... < count, folding f.step; start >= f.begin.
 Values strided_loop(Emitter& e, const Fold& f, Id start, uint32_t stride) {
+  const uint64_t trips = uint64_t(std::max<int64_t>(f.count - f.begin, 0) + stride - 1) / stride;
   auto& b = e.b;
   std::vector<Id> types = f.types;
   types.push_back(e.u32());
@@ -20,7 +23,8 @@ Values strided_loop(Emitter& e, const Fold& f, Id start, uint32_t stride) {
         Values next = f.step(Values(s.begin(), s.end() - 1), s.back());
         next.push_back(b.op(spv::OpIAdd, e.u32(), {s.back(), e.u32c(stride)}));
         return next;
-      });
+      },
+      trips);
   r.pop_back();
   return r;
 }

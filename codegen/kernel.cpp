@@ -106,6 +106,27 @@ std::optional<RowSplit> row_split(const ir::Node& kernel) {
   return RowSplit{ir::Shape(s.begin(), s.begin() + p), ir::Shape(s.begin() + p, s.end())};
 }
 
+// The loop over positions each invocation runs: elements (or vectors of them), rows of a
+// row kernel, or tiles; `count` of them, one invocation's `stride` apart.
+struct PositionLoop {
+  int64_t count;
+  uint64_t stride;
+  uint64_t trips() const { return (uint64_t(std::max<int64_t>(count, 0)) + stride - 1) / stride; }
+};
+
+// Invocations that take positions of their own (a cooperative workgroup takes them together).
+uint64_t position_takers(const LaunchConfig& launch) {
+  return launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+}
+
+uint32_t unroll_of(const LaunchConfig& launch) { return launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll); }
+
+PositionLoop position_loop(const ir::Node& kernel, const LaunchConfig& launch, int64_t items) {
+  if (auto rs = row_split(kernel); rs && items > 0) return {rs->rows(), position_takers(launch)};
+  if (launch.tiles) return {items / (kTransposeTile * kTransposeTile), launch.group_count};
+  return {items / launch.vector_width, position_takers(launch) * unroll_of(launch)};
+}
+
 // Transposes read the input across rows: in plain order the 32 lanes of a warp each
 // touch a different cache line. Visiting the output in 32x32 tiles (lanes along a tile
 // row, successive warps down the tile) makes the lines one warp misses the ones the
@@ -220,11 +241,11 @@ std::vector<const ir::Node*> staged_transposes(const ir::Graph& body, const ir::
 // memory along their rows (coalesced), then each output element of the tile is computed
 // with the staged transposes read from there, and stored along the output's rows.
 void emit_staged_tiles(const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& inputs, const BufferRef& output,
-                       const LaunchConfig& launch, const ir::Shape& out, const std::vector<const ir::Node*>& staged,
-                       uint64_t* shared_bytes) {
+                       const LaunchConfig& launch, const PositionLoop& tiles, const ir::Shape& out,
+                       const std::vector<const ir::Node*>& staged, uint64_t* shared_bytes) {
   spirv::Builder& b = e.b;
   const int64_t rows = out[out.size() - 2], cols = out.back();
-  const int64_t tiles = ir::num_elements(out) / (kTile * kTile), tiles_per_row = cols / kTile;
+  const int64_t tiles_per_row = cols / kTile;
   const uint32_t wg = launch.workgroup_size, per = uint32_t(kTile * kTile / wg), pitch = uint32_t(kTile + 1);  // +1: no bank conflicts
   auto u = [&](spv::Op op, Id a, Id c) { return b.op(op, e.u32(), {a, c}); };
   std::vector<std::pair<Id, Id>> arrays;  // (array, element type) per staged transpose
@@ -237,9 +258,9 @@ void emit_staged_tiles(const ir::Graph& body, Emitter& e, const std::vector<Buff
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, arrays[k].second), {arrays[k].first, at});
   };
   Id local = b.builtin_x(spv::BuiltInLocalInvocationId);
-  b.loop(
+  b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)},
-      [&](const spirv::Builder::Values& t) { return b.op(spv::OpULessThan, e.boolean(), {t[0], e.u32c(tiles)}); },
+      [&](const spirv::Builder::Values& t) { return b.op(spv::OpULessThan, e.boolean(), {t[0], e.u32c(tiles.count)}); },
       [&](const spirv::Builder::Values& t) {
         // Rows of all batches are counted together: a tile never spans two (rows % kTile == 0).
         Id row0 = u(spv::OpIMul, u(spv::OpUDiv, t[0], e.u32c(tiles_per_row)), e.u32c(kTile));
@@ -270,7 +291,7 @@ void emit_staged_tiles(const ir::Graph& body, Emitter& e, const std::vector<Buff
           e.store(output, idx.linear, e.value(body.node(body.outputs[0]), idx));
         }
         b.workgroup_barrier();  // the arrays are refilled for the next tile
-        return spirv::Builder::Values{u(spv::OpIAdd, t[0], e.u32c(launch.group_count))};
+        return spirv::Builder::Values{u(spv::OpIAdd, t[0], e.u32c(tiles.stride))};
       });
 }
 
@@ -290,13 +311,12 @@ Id tiled_linear(Emitter& e, Id s, const ir::Shape& out) {
 }
 
 void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
-               const LaunchConfig& launch, const RowSplit& rs) {
+               const LaunchConfig& launch, const PositionLoop& rows, const RowSplit& rs) {
   spirv::Builder& b = e.b;
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
-  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
   Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
-  b.loop(
-      {e.u32()}, {start}, [&](const spirv::Builder::Values& r) { return b.op(spv::OpULessThan, e.boolean(), {r[0], e.u32c(rs.rows())}); },
+  b.position_loop(
+      {e.u32()}, {start}, [&](const spirv::Builder::Values& r) { return b.op(spv::OpULessThan, e.boolean(), {r[0], e.u32c(rows.count)}); },
       [&](const spirv::Builder::Values& r) {
         if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
         Index row{rs.outer, {}, r[0]};
@@ -321,7 +341,7 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
             if (first + wg <= rs.cols()) store();
             else b.if_then(b.op(spv::OpULessThan, e.boolean(), {c, e.u32c(rs.cols())}), store);
           }
-          return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(stride)})};
+          return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(rows.stride)})};
         }
         Id c0 = launch.cooperative ? local : e.u32c(0);
         const uint64_t step = launch.cooperative ? launch.workgroup_size : 1;
@@ -337,8 +357,9 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
               for (size_t k = 0; k < kernel.results.size(); ++k)
                 e.store(outputs[k], idx.linear, e.value(body.node(body.outputs[k]), idx));
               return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {c[0], e.u32c(step)})};
-            });
-        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(stride)})};
+            },
+            (uint64_t(rs.cols()) + step - 1) / step);
+        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(rows.stride)})};
       });
 }
 
@@ -391,52 +412,26 @@ Id vector_at(Emitter& e, const ir::Node& node, Id at, uint32_t lanes, const std:
   return b.op(spv::OpCompositeConstruct, b.type_vector(e.reg_type(node.type().dtype), lanes), elems);
 }
 
-std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
-                                  const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items,
-                                  uint64_t* shared_bytes) {
-  spirv::Builder b;
-  Emitter e(b, caps, body);
-  check_types(kernel, body, caps, e, bindings);
+// Plain: invocation i computes positions i, i + stride, ...  Cooperative: workgroup g
+// computes positions g, g + groups, ... together and invocation 0 stores them. A position
+// is an element, or in a vectorised loop `lanes` consecutive ones.
+void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
+                   const LaunchConfig& launch, const PositionLoop& positions, const std::vector<VectorRead>& vector_reads,
+                   bool tiles) {
+  spirv::Builder& b = e.b;
   const uint32_t lanes = launch.vector_width;
-  const auto vector_params = lanes > 1 ? params_read_at_output_position(body) : std::vector<const ir::Node*>{};
-  std::vector<BufferRef> inputs, outputs;
-  declare_bindings(e, bindings, lanes, vector_params, &inputs, &outputs);
-  e.set_inputs(inputs);
-  std::vector<VectorRead> vector_reads;
-  for (const ir::Node* p : vector_params)
-    vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
-
-  b.begin_main();
-  if (auto rs = row_split(kernel); rs && items > 0) {
-    emit_rows(kernel, body, e, outputs, launch, *rs);
-    declare_float_controls(b, caps);
-    b.end_main(launch.workgroup_size);
-    *shared_bytes = e.shared_bytes();
-    return b.finish();
-  }
-  if (launch.tiles) {
-    emit_staged_tiles(body, e, inputs, outputs.at(0), launch, kernel.results[0].shape, staged_transposes(body, kernel), shared_bytes);
-    declare_float_controls(b, caps);
-    b.end_main(launch.workgroup_size);
-    return b.finish();
-  }
-  const bool tiles = in_tile_order(kernel, body, caps);
-  // Plain: invocation i computes positions i, i + stride, ...  Cooperative: workgroup g
-  // computes positions g, g + groups, ... together and invocation 0 stores them. A position
-  // is an element, or in a vectorised loop `lanes` consecutive ones.
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
-  const uint64_t stride = launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+  const uint64_t stride = position_takers(launch);
   Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
-  const int64_t positions = items / lanes;
-  b.loop(
-      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(positions)}); },
+  b.position_loop(
+      {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(positions.count)}); },
       [&](const spirv::Builder::Values& s) {
         if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
         // With unrolling, an invocation computes positions s, s + stride, ... in one
         // iteration: every load is issued before the first store, so more memory requests
         // are in flight per invocation. Positions past the end are computed at a clamped
         // position (loads stay in bounds) and not stored; so are those of smaller outputs.
-        const uint32_t unroll = launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll);
+        const uint32_t unroll = unroll_of(launch);
         struct Pending {
           size_t k;
           Id pos, linear, v;  // linear: where v goes (a vector's index when vectorised)
@@ -448,7 +443,7 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
             const int64_t n = kernel.results[k].num_elements() / lanes;
             if (n == 0) continue;
             const ir::Node& out = body.node(body.outputs[k]);
-            Id at = n == positions && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
+            Id at = n == positions.count && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
             if (lanes > 1) {
               pending.push_back({k, pos, at, vector_at(e, out, at, lanes, vector_reads)});
               continue;
@@ -462,7 +457,7 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
         for (const auto& p : pending) {
           const int64_t n = kernel.results[p.k].num_elements() / lanes;
           std::vector<Id> guards;
-          if (n != positions || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
+          if (n != positions.count || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
           if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
           auto store = [&] {
             if (lanes > 1) e.store_vector(outputs[p.k], p.linear, p.v);
@@ -472,12 +467,88 @@ std::vector<uint32_t> emit_module(const ir::Node& kernel, const ir::Graph& body,
           else b.if_then(guards.size() == 1 ? guards[0] : b.op(spv::OpLogicalAnd, e.boolean(), guards), store);
         }
         // positions + unroll * stride < 2^32: items < 2^31 and unroll * stride is far below.
-        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(unroll) * stride)})};
+        return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(positions.stride)})};
       });
+}
+
+struct Module {
+  std::vector<uint32_t> spirv;
+  uint64_t shared_bytes = 0;  // workgroup memory of the cooperative reductions and staged tiles
+  spirv::Builder::LoopSteps steps;
+};
+
+Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
+                   const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items) {
+  spirv::Builder b;
+  Emitter e(b, caps, body);
+  check_types(kernel, body, caps, e, bindings);
+  const uint32_t lanes = launch.vector_width;
+  const auto vector_params = lanes > 1 ? params_read_at_output_position(body) : std::vector<const ir::Node*>{};
+  std::vector<BufferRef> inputs, outputs;
+  declare_bindings(e, bindings, lanes, vector_params, &inputs, &outputs);
+  e.set_inputs(inputs);
+  std::vector<VectorRead> vector_reads;
+  for (const ir::Node* p : vector_params)
+    vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
+
+  Module m;
+  const PositionLoop positions = position_loop(kernel, launch, items);
+  b.begin_main();
+  if (auto rs = row_split(kernel); rs && items > 0) {
+    emit_rows(kernel, body, e, outputs, launch, positions, *rs);
+  } else if (launch.tiles) {
+    emit_staged_tiles(body, e, inputs, outputs.at(0), launch, positions, kernel.results[0].shape,
+                      staged_transposes(body, kernel), &m.shared_bytes);
+  } else {
+    emit_elements(kernel, body, e, outputs, launch, positions, vector_reads, in_tile_order(kernel, body, caps));
+  }
   declare_float_controls(b, caps);
   b.end_main(launch.workgroup_size);
-  *shared_bytes = e.shared_bytes();
-  return b.finish();
+  m.shared_bytes += e.shared_bytes();
+  m.steps = b.loop_steps();
+  m.spirv = b.finish();
+  return m;
+}
+
+// The most trips of the position loop one invocation may take within `limit` loop steps:
+// each costs its body's steps and one of its own; the loops outside it and the loop's last
+// test take the rest. 0 when not even one trip fits.
+uint64_t max_position_trips(const spirv::Builder::LoopSteps& steps, uint64_t limit) {
+  if (steps.outside >= limit || steps.per_trip >= limit) return 0;
+  return (limit - steps.outside - 1) / (steps.per_trip + 1);
+}
+
+// Where the device ends an invocation's loops after caps.max_loop_steps steps (lavapipe), a
+// launch whose invocations each take few enough positions to stay below: more workgroups,
+// or cooperative ones when a single position takes too many steps (its reductions are then
+// split over a workgroup). nullopt when `launch` fits already; an IrError when nothing does.
+std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::string& name, const DeviceCaps& caps,
+                                           const LaunchConfig& launch, int64_t items,
+                                           const spirv::Builder::LoopSteps& steps) {
+  const uint64_t limit = caps.max_loop_steps;
+  const PositionLoop positions = position_loop(kernel, launch, items);
+  const uint64_t max_trips = limit == 0 ? 0 : max_position_trips(steps, limit);
+  if (limit == 0 || positions.trips() <= max_trips) return std::nullopt;
+  if (max_trips == 0) {
+    if (!launch.cooperative && !launch.tiles && items > 0) {
+      const int64_t takers = row_split(kernel) ? positions.count : items;  // rows, or elements without vectors
+      return cooperate(caps, takers, caps.max_workgroup_invocations, caps.max_workgroup_count_x);
+    }
+    throw ir::IrError(kernel, name + ": one position takes " + std::to_string(steps.per_trip) + " loop steps (and " +
+                                  std::to_string(steps.outside) + " more per invocation); " + caps.name +
+                                  " ends a shader's loops after " + std::to_string(limit) +
+                                  " steps, which would leave the results wrong");
+  }
+  const uint64_t per_group = positions.stride / launch.group_count;
+  const uint64_t stride = (uint64_t(positions.count) + max_trips - 1) / max_trips;
+  const uint64_t groups = (stride + per_group - 1) / per_group;
+  if (groups > caps.max_workgroup_count_x)
+    throw ir::IrError(kernel, name + " needs " + std::to_string(groups) + " workgroups to keep each invocation within " +
+                                  std::to_string(limit) + " loop steps on " + caps.name + ", which allows " +
+                                  std::to_string(caps.max_workgroup_count_x));
+  LaunchConfig wider = launch;
+  wider.group_count = uint32_t(groups);
+  return wider;
 }
 }  // namespace
 
@@ -526,12 +597,21 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   LaunchConfig launch = !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
-  uint64_t shared_bytes = 0;
-  out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
-  if (shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
+  Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
+  if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
     launch = choose_launch(caps, {shape.items, 0});
-    out.spirv = emit_module(kernel, body, caps, out.bindings, launch, items, &shared_bytes);
+    m = emit_module(kernel, body, caps, out.bindings, launch, items);
   }
+  // At most twice: to a cooperative launch, then to more of its groups (which leaves the steps
+  // per trip as they are, so the second fit holds).
+  while (auto fitted = fit_loop_steps(kernel, out.name, caps, launch, items, m.steps)) {
+    launch = *fitted;
+    m = emit_module(kernel, body, caps, out.bindings, launch, items);
+    if (m.shared_bytes > caps.max_shared_memory_bytes)
+      throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory to stay within " +
+                                    std::to_string(caps.max_loop_steps) + " loop steps per invocation on " + caps.name);
+  }
+  out.spirv = std::move(m.spirv);
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
 

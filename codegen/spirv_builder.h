@@ -101,10 +101,26 @@ class Builder {
 
   // Structured loop. `carried` values start as `init`; the loop runs while
   // cond(carried) is true and body(carried) returns the next values. Returns
-  // the carried values after the loop.
+  // the carried values after the loop. The body runs at most `max_trips` times
+  // each time the loop is entered (see loop_steps).
   using Values = std::vector<Id>;
   Values loop(const std::vector<Id>& types, const Values& init, const std::function<Id(const Values&)>& cond,
-              const std::function<Values(const Values&)>& body);
+              const std::function<Values(const Values&)>& body, uint64_t max_trips);
+  // The loop over a kernel's positions (elements, rows, tiles): the steps of the loops in
+  // its body are counted per trip of it (LoopSteps::per_trip), its own steps not at all,
+  // so that the caller can bound an invocation's steps for any trip count.
+  Values position_loop(const std::vector<Id>& types, const Values& init, const std::function<Id(const Values&)>& cond,
+                       const std::function<Values(const Values&)>& body);
+
+  // Loop steps, an upper bound on the loop iterations of one invocation: each time a loop
+  // runs it takes its trips + 1 steps (the last test of the condition). They matter because
+  // lavapipe's gallivm ends every loop of a shader once one invocation's steps reach 65535
+  // (its loop limiter), whatever the loops' conditions say.
+  struct LoopSteps {
+    uint64_t outside = 0;   // in loops outside the position loop (saturating)
+    uint64_t per_trip = 0;  // in loops inside it, per trip of the position loop (saturating)
+  };
+  const LoopSteps& loop_steps() const { return steps_; }
   // Structured if/else whose branches each yield `types.size()` values; returns the merged values.
   Values if_else(Id cond, const std::vector<Id>& types, const std::function<Values()>& then_fn,
                  const std::function<Values()>& else_fn);
@@ -147,6 +163,8 @@ class Builder {
   struct Scope {
     Block* open;                 // where instructions of this level are appended
     std::map<Words, Id> memo;    // value numbering and caller memoisation
+    uint64_t runs = 1;           // how often this level's code runs: per invocation, or per
+    bool in_positions = false;   // trip of the position loop when in_positions
   };
 
   Block* new_block();
@@ -154,6 +172,9 @@ class Builder {
   void set_branch(Block* from, Block* to);
   void redirect_phis(Block* from, Block* to);
   Block* split_for_construct(Block** merge_out);
+  Values structured_loop(const std::vector<Id>& types, const Values& init, const std::function<Id(const Values&)>& cond,
+                         const std::function<Values(const Values&)>& body, uint64_t body_runs, bool in_positions);
+  // A new level whose code runs as often as the current one's (set otherwise for loop bodies).
   void push_scope(Block* open);
   void pop_scope();
   void set_level(Id id, int lvl);
@@ -183,6 +204,7 @@ class Builder {
   std::vector<std::vector<Scope>> suspended_;
   std::vector<int> levels_;  // by id
   bool finished_main_ = false;
+  LoopSteps steps_;
 };
 
 }  // namespace nxv::codegen::spirv

@@ -1,6 +1,7 @@
 // Function-level parts of the builder: blocks, scopes, value numbering and
 // structured control flow.
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 #include "codegen/spirv_builder.h"
@@ -44,7 +45,11 @@ Builder::Block* Builder::split_for_construct(Block** merge_out) {
   return pre;
 }
 
-void Builder::push_scope(Block* open) { scopes_.push_back(Scope{open, {}}); }
+void Builder::push_scope(Block* open) {
+  Scope s{open, {}};
+  if (!scopes_.empty()) s.runs = scopes_.back().runs, s.in_positions = scopes_.back().in_positions;
+  scopes_.push_back(std::move(s));
+}
 void Builder::pop_scope() { scopes_.pop_back(); }
 
 void Builder::set_level(Id id, int lvl) {
@@ -155,9 +160,30 @@ void Builder::end_main(uint32_t local_x, uint32_t local_y, uint32_t local_z) {
   finished_main_ = true;
 }
 
+namespace {
+uint64_t saturating_mul(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+}  // namespace
+
 Builder::Values Builder::loop(const std::vector<Id>& types, const Values& init,
                               const std::function<Id(const Values&)>& cond,
-                              const std::function<Values(const Values&)>& body) {
+                              const std::function<Values(const Values&)>& body, uint64_t max_trips) {
+  const Scope& here = scopes_.back();
+  uint64_t& steps = here.in_positions ? steps_.per_trip : steps_.outside;
+  steps = saturating_add(steps, saturating_mul(here.runs, saturating_add(max_trips, 1)));
+  return structured_loop(types, init, cond, body, saturating_mul(here.runs, max_trips), here.in_positions);
+}
+
+Builder::Values Builder::position_loop(const std::vector<Id>& types, const Values& init,
+                                       const std::function<Id(const Values&)>& cond,
+                                       const std::function<Values(const Values&)>& body) {
+  return structured_loop(types, init, cond, body, 1, true);
+}
+
+Builder::Values Builder::structured_loop(const std::vector<Id>& types, const Values& init,
+                                         const std::function<Id(const Values&)>& cond,
+                                         const std::function<Values(const Values&)>& body, uint64_t body_runs,
+                                         bool in_positions) {
   Block* merge;
   Block* pre = split_for_construct(&merge);
   Block* header = new_block();
@@ -168,6 +194,8 @@ Builder::Values Builder::loop(const std::vector<Id>& types, const Values& init,
 
   const int outer = level();
   push_scope(test);
+  scopes_.back().runs = body_runs;
+  scopes_.back().in_positions = in_positions;
   Values carried;
   std::vector<Phi*> phis;
   for (size_t i = 0; i < types.size(); ++i) {

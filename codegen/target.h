@@ -34,6 +34,9 @@ struct DeviceCaps {
   uint32_t max_shared_memory_bytes = 16384;
   uint32_t max_storage_buffers = 31;  // per kernel: maxPerStageDescriptorStorageBuffers
   uint64_t max_storage_buffer_range = 1ull << 27;
+  // Loop steps of one invocation (spirv::Builder::LoopSteps) after which the driver ends all
+  // its loops, computing wrong results; 0: no such limit. lavapipe: its loop limiter's 65535.
+  uint64_t max_loop_steps = 0;
 };
 
 // A device-independent default (used by lit tests so their output is stable).

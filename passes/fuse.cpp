@@ -231,7 +231,11 @@ class Fuse : public Pass {
           bool broadcast = un.op == "broadcast" && un.type().shape == s && int64_t(t.size()) == q;
           if (broadcast)
             for (int64_t k = 0; k < q; ++k) broadcast &= un.attrs["axes"][k].get<int64_t>() == k;
-          if (!(elementwise && un.type().shape == s) && !broadcast) return std::nullopt;
+          // An elementwise op broadcasts implicitly from the right: only the form with the
+          // reduced axes kept as 1s lines up with the row's axes. A rank-q value there is
+          // read along the trailing axes (a column sum subtracted from every row), per element.
+          const bool aligned = elementwise && un.type().shape == s && int64_t(t.size()) == rank;
+          if (!aligned && !broadcast) return std::nullopt;
         }
       }
       for (const auto& other : all)

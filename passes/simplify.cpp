@@ -77,6 +77,8 @@ class Simplify : public Pass {
       if (identity) return keep(0);
     } else if (op == "select" && g.node(n.args[0]).op == "constant" && g.node(n.args[0]).attrs["value"].is_number()) {
       return keep(g.node(n.args[0]).attrs["value"].get<double>() != 0 ? 1 : 2);
+    } else if (op == "select" && n.args[1] == n.args[2]) {
+      return keep(1);  // a cond whose branches pass one value on (if-convert makes these)
     }
     // Layout ops of a constant are the constant at the new shape (constants broadcast lazily).
     if ((op == "broadcast" || op == "reshape" || op == "transpose" || op == "squeeze") &&

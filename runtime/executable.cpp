@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -21,6 +22,8 @@ struct KernelStep {
 };
 
 class ExecutableImpl;
+
+using Clock = std::chrono::steady_clock;
 
 // One top-level node that is not a parameter/literal: a kernel dispatch, or a `while`/`cond`
 // driven from the host, whose regions are executables of their own.
@@ -173,14 +176,31 @@ class ExecutableImpl : public Executable {
   const std::vector<ir::TensorType>& output_types() const override { return outputs_; }
 
   std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats) override {
-    auto t0 = std::chrono::steady_clock::now();
+    // Each submit waits at most the timeout; host-driven loops are held to it as a whole,
+    // or a loop whose condition never turns false would keep its caller forever.
+    return run_until(inputs, stats, Clock::now() + std::chrono::milliseconds(dev_->options().timeout_ms));
+  }
+
+  // Device memory one run allocates (its kernels' results).
+  uint64_t bytes_per_run() const {
+    uint64_t bytes = 0;
+    for (uint64_t b : slot_bytes_) bytes += b;
+    for (const auto& step : steps_)
+      if (step.kernel)
+        for (size_t i = 0; i < step.node->results.size(); ++i)
+          if (buffer_slot(*step.node, i) < 0) bytes += step.node->results[i].byte_size();
+    return bytes;
+  }
+
+  std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
+    auto t0 = Clock::now();
     RunStats local;
     std::vector<Pending> batch;
-    auto outs = record(inputs, batch, local);
+    auto outs = record(inputs, batch, local, deadline);
     submit(*dev_, batch, local);
     if (stats) {
       *stats = local;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      stats->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     }
     return outs;
   }
@@ -188,7 +208,8 @@ class ExecutableImpl : public Executable {
   // Appends the graph's kernels to `batch` with their buffers bound, and returns its
   // outputs, which hold their values once the batch is submitted. Control flow submits
   // the batch first, because the host must see the values it branches on.
-  std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats) {
+  std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats,
+                                Clock::time_point deadline) {
     if (inputs.size() != inputs_.size())
       throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "' takes " + std::to_string(inputs_.size()) +
                                                     " inputs, got " + std::to_string(inputs.size()));
@@ -231,7 +252,8 @@ class ExecutableImpl : public Executable {
       submit(*dev_, batch, stats);
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
-      values[n.id] = n.op == "while" ? run_while(step, std::move(args), stats) : run_cond(step, args, stats);
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), stats, deadline)
+                                     : run_cond(step, args, stats, deadline);
     }
 
     // Tensors are immutable, so an output that is an input or a constant shares its buffer.
@@ -240,21 +262,7 @@ class ExecutableImpl : public Executable {
     return outs;
   }
 
-  // Device memory one run allocates (its kernels' results).
-  uint64_t bytes_per_run() const {
-    uint64_t bytes = 0;
-    for (uint64_t b : slot_bytes_) bytes += b;
-    for (const auto& step : steps_)
-      if (step.kernel)
-        for (size_t i = 0; i < step.node->results.size(); ++i)
-          if (buffer_slot(*step.node, i) < 0) bytes += step.node->results[i].byte_size();
-    return bytes;
-  }
-
  private:
-  // A `while` whose condition the host follows needs only its body, less the entries the
-  // host follows; another, its condition (run once) and its body followed by its condition
-  // (once per iteration).
   Step control_step(const ir::Node& n, const CompileOptions& opts) {
     Step step{&n, std::nullopt, {}, std::nullopt};
     std::vector<ir::TensorType> arg_types;
@@ -262,25 +270,33 @@ class ExecutableImpl : public Executable {
     // cond branches receive the captured values that follow the predicates.
     const size_t skip = n.op == "cond" ? n.regions.size() - 1 : 0;
     std::vector<ir::TensorType> region_inputs(arg_types.begin() + skip, arg_types.end());
-    std::map<std::string, ir::Graph> regions;
+    // What runs, by the region an error names. A while whose condition the host follows
+    // runs only its body, less the entries the host follows; another runs its condition
+    // once, then one submit per iteration: the body and the condition on its result. The
+    // body alone never runs then, so it is not compiled (its kernels would double the
+    // loop's compile time).
+    std::vector<std::tuple<std::string, std::string, ir::Graph>> runnable;
     if (n.op == "while") {
       const ir::Graph& condition = *n.regions.at("condition");
       const ir::Graph& body = *n.regions.at("body");
       step.host_loop = HostLoop::of(condition, body);
-      if (step.host_loop)
-        regions.emplace("body", device_body(body, *step.host_loop));
-      else
-        regions = {{"condition", condition}, {"iteration", body_then_condition(body, condition)}};
+      if (step.host_loop) {
+        runnable.emplace_back("body", "body", device_body(body, *step.host_loop));
+      } else {
+        runnable.emplace_back("condition", "condition", condition);
+        runnable.emplace_back("iteration", "body", body_then_condition(body, condition));
+      }
     } else {
-      for (const auto& [name, region] : n.regions) regions.emplace(name, *region);
+      for (const auto& [name, region] : n.regions) runnable.emplace_back(name, name, *region);
     }
-    for (const auto& [name, region] : regions) {
+    for (auto& [name, region_name, graph] : runnable) {
       try {
-        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, region, region_inputs, opts);
+        step.regions[name] = std::make_shared<ExecutableImpl>(dev_, std::move(graph), region_inputs, opts);
       } catch (const ir::IrError& e) {
-        throw ir::IrError(n, "in region '" + name + "': " + e.what());
+        throw ir::IrError(n, "in region '" + region_name + "': " + e.what());
       } catch (const Error& e) {
-        throw Error(e.kind(), "node " + std::to_string(n.id) + " (" + n.op + ") region '" + name + "': " + e.what());
+        throw Error(e.kind(),
+                    "node " + std::to_string(n.id) + " (" + n.op + ") region '" + region_name + "': " + e.what());
       }
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
@@ -293,15 +309,37 @@ class ExecutableImpl : public Executable {
     return kernel.attrs["buffers"].at(result).get<int64_t>();
   }
 
-  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats) {
-    if (step.host_loop) return run_host_loop(*step.host_loop, *step.regions.at("body"), std::move(state), stats);
+  // A failure inside a region names the node and region it is in: the loop that meets the
+  // deadline may be nested deep in regions, whose graphs have no names.
+  std::vector<BufferPtr> run_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
+                                    RunStats& stats, Clock::time_point deadline) {
     RunStats s;
-    auto c = step.regions.at("condition")->run(state, &s);
-    add_stats(&stats, s);
-    auto& iteration = *step.regions.at("iteration");
-    while (truthy(*dev_, c.at(0))) {
-      auto out = iteration.run(state, &s);
+    try {
+      auto out = step.regions.at(name)->run_until(inputs, &s, deadline);
       add_stats(&stats, s);
+      return out;
+    } catch (const Error& e) {
+      const std::string shown = name == "iteration" ? "body" : name;
+      throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (" + step.node->op + ") region '" + shown +
+                                "': " + e.what());
+    }
+  }
+
+  Error loop_timeout(const Step& step, uint64_t done) const {
+    return Error(Error::Kind::Timeout, "node " + std::to_string(step.node->id) + " (while)" +
+                                           (source_.name.empty() ? "" : " of graph '" + source_.name + "'") +
+                                           " was still looping after " + std::to_string(done) +
+                                           " iterations when the run reached its limit of " +
+                                           std::to_string(dev_->options().timeout_ms) + " ms");
+  }
+
+  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
+                                   Clock::time_point deadline) {
+    if (step.host_loop) return run_host_loop(step, std::move(state), stats, deadline);
+    auto c = run_region(step, "condition", state, stats, deadline);
+    for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
+      if (Clock::now() > deadline) throw loop_timeout(step, done);
+      auto out = run_region(step, "iteration", state, stats, deadline);
       c = {out.back()};
       out.pop_back();
       state = std::move(out);
@@ -313,16 +351,25 @@ class ExecutableImpl : public Executable {
   // writes their new values for the device, while the body's iterations are recorded back
   // to back, several per submit: one iteration alone first, to measure, then as many as
   // iterations_per_submit allows.
-  std::vector<BufferPtr> run_host_loop(const HostLoop& loop, ExecutableImpl& body, std::vector<BufferPtr> state,
-                                       RunStats& stats) {
+  std::vector<BufferPtr> run_host_loop(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
+                                       Clock::time_point deadline) {
+    const HostLoop& loop = *step.host_loop;
+    ExecutableImpl& body = *step.regions.at("body");
     const auto& indices = loop.followed();
     std::vector<ir::Literal> followed;
     for (size_t i : indices) followed.push_back(download_literal(*dev_, state.at(i)));
     std::vector<Pending> batch;
     size_t per_submit = 1, recorded = 0;
-    auto start = std::chrono::steady_clock::now();
+    uint64_t done = 0;
+    auto start = Clock::now();
     while (loop.continues(followed)) {
-      auto computed = body.record(state, batch, stats);
+      if (Clock::now() > deadline) throw loop_timeout(step, done);
+      std::vector<BufferPtr> computed;
+      try {
+        computed = body.record(state, batch, stats, deadline);
+      } catch (const Error& e) {
+        throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (while) region 'body': " + e.what());
+      }
       auto next = loop.next(followed);
       for (size_t i = 0, f = 0, c = 0; i < state.size(); ++i) {
         if (f == indices.size() || indices[f] != i) {
@@ -336,9 +383,10 @@ class ExecutableImpl : public Executable {
         ++f;
       }
       followed = std::move(next);
+      ++done;
       if (++recorded < per_submit) continue;
       submit(*dev_, batch, stats);
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = Clock::now();
       const double ms = std::chrono::duration<double, std::milli>(now - start).count();
       per_submit = iterations_per_submit(ms / double(recorded), body.bytes_per_run());
       recorded = 0;
@@ -348,16 +396,14 @@ class ExecutableImpl : public Executable {
     return state;
   }
 
-  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats) {
+  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats,
+                                  Clock::time_point deadline) {
     const size_t preds = step.regions.size() - 1;
     size_t taken = preds;
     for (size_t i = 0; i < preds && taken == preds; ++i)
       if (truthy(*dev_, args[i])) taken = i;
     std::vector<BufferPtr> captured(args.begin() + preds, args.end());
-    RunStats s;
-    auto out = step.regions.at("branch" + std::to_string(taken))->run(captured, &s);
-    add_stats(&stats, s);
-    return out;
+    return run_region(step, "branch" + std::to_string(taken), captured, stats, deadline);
   }
 
   std::shared_ptr<DeviceImpl> dev_;

@@ -13,6 +13,8 @@ export NXV_CACHE_DIR=${NXV_CACHE_DIR:-$(mktemp -d)}
 
 status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure) || status=1
-# The Mix compiler task builds the NIF in the tree just built rather than configuring its own.
-(cd elixir && NXV_BUILD_DIR="$(realpath "$BUILD_DIR")" mix test) || status=1
+# The Mix compiler task builds the NIF in the tree just built rather than configuring its own
+# (the path resolved here: inside the subshell, after cd, it would name elixir/build).
+nif_build_dir=$(realpath "$BUILD_DIR")
+(cd elixir && NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
 exit $status

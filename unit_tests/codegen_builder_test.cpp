@@ -2,6 +2,8 @@
 // hoisting (at_level) must always yield valid modules.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "codegen/kernel.h"
 #include "codegen/spirv_builder.h"
 
@@ -56,7 +58,8 @@ TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
                     [&](const Builder::Values& t) { return b.op(spv::OpULessThan, boolean, {t[1], gid}); },
                     [&](const Builder::Values& t) {
                       return Builder::Values{b.op(spv::OpIAdd, u, {t[0], t[1]}), b.op(spv::OpIAdd, u, {t[1], c(1)})};
-                    });
+                    },
+                    64);
               });
               hoisted_sum = sum[0];
               return Builder::Values{b.op(spv::OpIAdd, u, {s[0], sum[0]})};
@@ -66,13 +69,44 @@ TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
           b.op_void(spv::OpStore, {b.op(spv::OpAccessChain, ptr, {buf, c(0), gid}), r[0]});
         });
         return Builder::Values{b.op(spv::OpIAdd, u, {s[0], c(1)})};
-      });
+      },
+      10);
   b.op_void(spv::OpStore, {b.op(spv::OpAccessChain, ptr, {buf, c(0), c(1)}), out[0]});
   b.end_main(8);
   EXPECT_EQ(b.level_of(hoisted_sum), 0);
   auto words = b.finish();
   EXPECT_EQ(validate(words, vk11()), "") << disassemble(words);
   EXPECT_NE(to_glsl(words).find("void main()"), std::string::npos);
+}
+
+// Loop steps (each run of a loop: its trips + 1): inside the position loop per trip of it,
+// nested loops multiplied by their enclosing trips; a loop hoisted out of it counts once.
+TEST(SpirvBuilder, LoopStepsBoundTheIterationsOfAnInvocation) {
+  Builder b;
+  Id u = b.type_int(32), boolean = b.type_bool();
+  b.begin_main();
+  Id gid = b.builtin_x(spv::BuiltInGlobalInvocationId);
+  auto c = [&](uint32_t v) { return b.const_int(32, v); };
+  auto counting = [&](Id start, uint32_t n, const std::function<void(Id)>& inside, uint64_t max_trips) {
+    return b.loop(
+        {u}, {start}, [&](const Builder::Values& s) { return b.op(spv::OpULessThan, boolean, {s[0], c(n)}); },
+        [&](const Builder::Values& s) {
+          inside(s[0]);
+          return Builder::Values{b.op(spv::OpIAdd, u, {s[0], c(1)})};
+        },
+        max_trips);
+  };
+  b.position_loop(
+      {u}, {gid}, [&](const Builder::Values& p) { return b.op(spv::OpULessThan, boolean, {p[0], c(1000)}); },
+      [&](const Builder::Values& p) {
+        b.at_level(b.level_of(gid), [&] { return counting(gid, 7, [](Id) {}, 7); });
+        counting(p[0], 10, [&](Id i) { counting(i, 5, [](Id) {}, 5); }, 10);
+        return Builder::Values{b.op(spv::OpIAdd, u, {p[0], c(64)})};
+      });
+  b.end_main(64);
+  EXPECT_EQ(b.loop_steps().outside, 8u);
+  EXPECT_EQ(b.loop_steps().per_trip, 11u + 10u * 6u);
+  EXPECT_EQ(validate(b.finish(), vk11()), "");
 }
 
 TEST(SpirvBuilder, ValidatorReportsBrokenModules) {

@@ -198,6 +198,63 @@ TEST(CodegenKernel, KernelsThatCannotBeVectorisedStayScalar) {
   }
 }
 
+DeviceCaps lavapipe_caps() {
+  auto caps = generic_caps();
+  caps.name = "llvmpipe";
+  caps.vendor_id = 0x10005;
+  caps.max_workgroup_invocations = 1024;
+  caps.max_loop_steps = 65535;
+  return caps;
+}
+
+// lavapipe ends all loops of an invocation after 65535 steps (DeviceCaps::max_loop_steps).
+// A 1024x256 . 256x1024 dot takes 257 steps per element (and one of the element loop): on
+// lavapipe's usual 64 groups of 64, 256 elements per invocation would take 66049; the launch
+// gets enough groups for each invocation to stay below.
+TEST(CodegenKernel, MoreGroupsKeepEachInvocationWithinTheLoopLimit) {
+  KernelBuilder k;
+  auto a = k.param(DType::F32, {1024, 256}), b = k.param(DType::F32, {256, 1024});
+  auto dot = k.add("dot", {a, b}, DType::F32, {1024, 1024},
+                   {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", nlohmann::json::array()},
+                    {"batch_axes2", nlohmann::json::array()}});
+  auto kb = cgtest::compile(k.finish({dot}), lavapipe_caps());
+  const uint64_t invocations = uint64_t(kb.workgroup_size[0]) * kb.group_count[0];
+  const uint64_t trips = (1024 * 1024 + invocations - 1) / invocations;
+  EXPECT_GT(kb.group_count[0], 64u);
+  EXPECT_LE(trips * 258 + 1, 65535u);
+}
+
+// One row's sum of 100000 elements alone exceeds the limit: the launch becomes cooperative,
+// a workgroup per row, each invocation folding 1 element in 1024.
+TEST(CodegenKernel, ALongReductionIsSplitOverAWorkgroupWithinTheLoopLimit) {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {32, 100000});
+  auto kb = cgtest::compile(k.finish({k.add("sum", {x}, DType::F32, {32}, {{"axes", {1}}})}, "reduce"), lavapipe_caps());
+  EXPECT_EQ(kb.workgroup_size[0], 1024u);
+  EXPECT_EQ(kb.group_count[0], 32u);
+  EXPECT_GT(count(disassemble(kb.spirv), "OpControlBarrier"), 0u);
+}
+
+// Where each of 40000 updates of an indexed_put recomputes a 70000-long sum, no launch keeps
+// an invocation within the limit (a workgroup of 1024 still leaves each invocation 40 updates): a clear error rather than results the driver cuts short.
+TEST(CodegenKernel, KernelsBeyondTheLoopLimitAreAnError) {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {70000, 2});
+  auto idx = k.param(DType::S32, {40000, 2});
+  auto colsum = k.add("sum", {x}, DType::F32, {2}, {{"axes", {0}}});
+  auto d = k.add("subtract", {x, colsum}, DType::F32, {70000, 2});
+  auto upd = k.add("gather", {d, idx}, DType::F32, {40000}, {{"axes", {0, 1}}});
+  auto g = k.finish({k.add("indexed_put", {x, idx, upd}, DType::F32, {70000, 2}, {{"axes", {0, 1}}})}, "indexed");
+  EXPECT_NO_THROW(cgtest::compile(g));  // no limit on other devices
+  try {
+    cgtest::compile(g, lavapipe_caps());
+    FAIL() << "expected an IrError";
+  } catch (const ir::IrError& e) {
+    EXPECT_NE(std::string(e.what()).find("(kernel): k2_indexed_put: one position takes "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("llvmpipe ends a shader's loops after 65535 steps"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CodegenKernel, MalformedKernelsAreRejectedWithTheNode) {
   KernelBuilder k;
   auto x = k.param(DType::F32, {4});

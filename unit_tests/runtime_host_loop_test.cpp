@@ -3,6 +3,7 @@
 // submit, compute what the reference interpreter does, as do loops the device decides.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "ir/interpreter.h"
@@ -150,6 +151,34 @@ TEST(HostLoop, LongCountedAndDataDrivenLoopsMatchTheInterpreter) {
     else
       EXPECT_EQ(st.submits, 1 + 1 + iterations);
   }
+}
+
+// i >= 0 with i + 1: the host alone would follow it for 2^31 iterations. The run's limit
+// stops it, naming the loop, and the device stays usable.
+TEST(HostLoop, AnEndlessCountedLoopEndsInATimeoutNamingTheLoop) {
+  RuntimeOptions opts;
+  opts.timeout_ms = 300;  // a distinct option set: a device of its own
+  auto dev = Device::open(opts);
+  const char* forever = R"(
+       {"id": 3, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 0}},
+       {"id": 4, "op": "greater_equal", "args": [0, 3], "type": "u8", "shape": []})";
+  auto g = loop_graph(4, forever, 4);
+  ASSERT_TRUE(host_loop_of(g));
+  auto exe = Executable::compile(dev, g);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    exe->run_host({ramp(4), s32(0)});
+    FAIL() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("node 3 (while) of graph 'loop'"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto counted = loop_graph(4, kCounted, 3);
+  const std::vector<HostTensor> inputs{ramp(4), s32(5)};
+  auto want = ir::interpret(counted, inputs);
+  auto got = Executable::compile(dev, counted)->run_host(inputs);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].data, want[i].data) << "output " << i;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // pipeline cache in memory and on disk, errors, and many threads running graphs at once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "ir/json.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 #include "test_graphs.h"
 #include "runtime/vk_util.h"
@@ -67,7 +69,9 @@ TEST(Runtime, ListsDevicesInPreferenceOrder) {
   // CPU devices come last.
   bool seen_cpu = false;
   for (const auto& d : devs) {
-    if (seen_cpu) EXPECT_EQ(d.type, "cpu") << d.name << " listed after a CPU device";
+    if (seen_cpu) {
+      EXPECT_EQ(d.type, "cpu") << d.name << " listed after a CPU device";
+    }
     seen_cpu |= d.type == "cpu";
   }
 }
@@ -115,6 +119,46 @@ TEST(Runtime, RunsAGraphAgainstTheReference) {
   expect_exp_mul_add(x, y, floats(out[0]));
   EXPECT_GE(st.dispatches, 1);
   EXPECT_EQ(st.submits, 1);  // the whole graph in one submit
+}
+
+// lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
+// DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
+// elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
+// short. Small integers in f32 keep every sum exact: the results equal the C++ reference.
+TEST(Runtime, LongLoopsRunToTheEndWithinLavapipesLoopLimit) {
+  auto matrix = [](int64_t rows, int64_t cols, auto value) {
+    HostTensor t{{ir::DType::F32, {rows, cols}}, std::vector<uint8_t>(size_t(rows * cols) * 4)};
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        float v = float(value(i, j));
+        std::memcpy(t.data.data() + 4 * size_t(i * cols + j), &v, 4);
+      }
+    return t;
+  };
+  auto dev = Device::open();
+  {
+    auto g = ir::parse_graph(R"({"version": 1, "name": "dot", "nodes": [
+      {"id": 0, "op": "parameter", "type": "f32", "shape": [1024, 256], "attrs": {"index": 0}},
+      {"id": 1, "op": "parameter", "type": "f32", "shape": [256, 1024], "attrs": {"index": 1}},
+      {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": [1024, 1024],
+       "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}], "outputs": [2]})");
+    auto a = [](int64_t i, int64_t k) { return (i + k) % 3; };
+    auto b = [](int64_t k, int64_t j) { return (k * j) % 4; };
+    auto got = floats(Executable::compile(dev, g)->run_host({matrix(1024, 256, a), matrix(256, 1024, b)})[0]);
+    for (int64_t i = 0; i < 1024; ++i)
+      for (int64_t j = 0; j < 1024; ++j) {
+        int64_t want = 0;
+        for (int64_t k = 0; k < 256; ++k) want += a(i, k) * b(k, j);
+        ASSERT_EQ(got[size_t(i * 1024 + j)], float(want)) << "at " << i << "," << j;
+      }
+  }
+  auto g = ir::parse_graph(R"({"version": 1, "name": "rows", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [32, 100000], "attrs": {"index": 0}},
+    {"id": 1, "op": "sum", "args": [0], "type": "f32", "shape": [32], "attrs": {"axes": [1]}}], "outputs": [1]})");
+  CompileOptions whole;  // without split-reduction, which would halve the rows' loops first
+  whole.pipeline = {"fuse", "lower-to-kernels", "plan-buffers"};
+  auto got = floats(Executable::compile(dev, g, whole)->run_host({matrix(32, 100000, [](int64_t i, int64_t j) { return (i + j) % 2; })})[0]);
+  for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(got[size_t(i)], 50000.0f) << "row " << i;
 }
 
 TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
@@ -298,28 +342,54 @@ TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
 }
 
 // A counter loop squaring a vector five times, then a cond on the final count: the
-// runtime drives both from the host, each region compiled as an executable of its own;
+// runtime drives the loop from the host, each region compiled as an executable of its own;
 // the host follows the loop's counter itself (HostLoop), so the device never evaluates
-// the loop's condition.
+// the loop's condition. The default pipeline turns the small cond into selects
+// (if-convert); without that pass the host drives the cond too.
 TEST(Runtime, RunsWhileAndCondFromTheHost) {
   auto dev = Device::open();
-  auto exe = Executable::compile(dev, test_graph("while_cond.json"));
-  auto x = random_floats(4, 11);
-  RunStats st;
-  auto out = exe->run_host({f32_tensor(x)}, &st);
-  int32_t count;
-  std::memcpy(&count, out.at(0).data.data(), 4);
-  EXPECT_EQ(count, 5);
-  auto got = floats(out.at(1));
-  for (size_t k = 0; k < x.size(); ++k) {
-    float want = x[k];
-    for (int i = 0; i < 5; ++i) want *= want;
-    EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
+  std::vector<std::string> host_cond = passes::default_pipeline();
+  std::erase(host_cond, "if-convert");
+  // The initial count, the vector's kernel per iteration (the host writes the count) and
+  // the kernels after the loop: the selects, or the cond's predicate and its branch. (How many submits they take
+  // depends on the speed of the iterations.)
+  for (const auto& [pipeline, dispatches] : {std::pair{std::vector<std::string>{}, 7}, std::pair{host_cond, 8}}) {
+    auto exe = Executable::compile(dev, test_graph("while_cond.json"), {pipeline});
+    auto x = random_floats(4, 11);
+    RunStats st;
+    auto out = exe->run_host({f32_tensor(x)}, &st);
+    int32_t count;
+    std::memcpy(&count, out.at(0).data.data(), 4);
+    EXPECT_EQ(count, 5);
+    auto got = floats(out.at(1));
+    for (size_t k = 0; k < x.size(); ++k) {
+      float want = x[k];
+      for (int i = 0; i < 5; ++i) want *= want;
+      EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
+    }
+    EXPECT_EQ(st.dispatches, dispatches);
   }
-  // The initial count, the vector's kernel per iteration (the host writes the count), the
-  // cond's predicate and its branch. (How many submits they take depends on the speed of
-  // the iterations.)
-  EXPECT_EQ(st.dispatches, 1 + 5 + 1 + 1);
+}
+
+// x + 1 while x > -1e30: never ends. Each submit is quick, so only the limit on the
+// run as a whole stops it; the device stays usable.
+TEST(Runtime, AnEndlessWhileEndsInATimeoutNamingTheLoop) {
+  RuntimeOptions opts;
+  opts.timeout_ms = 300;  // a distinct option set: a device of its own
+  auto dev = Device::open(opts);
+  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
+  auto start = std::chrono::steady_clock::now();
+  try {
+    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
+    FAIL() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("node 1 (while) of graph 'forever'"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  auto ok = Executable::compile(dev, exp_mul_add(5));
+  auto x = random_floats(5, 1), y = random_floats(5, 2);
+  expect_exp_mul_add(x, y, floats(ok->run_host({f32_tensor(x), f32_tensor(y)})[0]));
 }
 
 }  // namespace

@@ -82,6 +82,82 @@ defmodule Nx.Vulkan.ControlFlowTest do
     assert_matches_evaluator(&loop_with_branch/1, [Nx.tensor([1.0, 2.0])])
   end
 
+  # A cond or while of one result is a single value like any other: a later branch
+  # captures it (Scholar.Manifold.MDS's smacof loop did, and the serialiser had not
+  # recorded its type).
+  defn cond_then_cond(x, p) do
+    y = if p > 0, do: x + 1, else: x - 1
+    if p > 1, do: y * 2, else: y
+  end
+
+  defn while_then_cond(x, p) do
+    y = while x, Nx.sum(x) < 100, do: x * 2
+    if p > 1, do: y * 2, else: y - 1
+  end
+
+  defn loop_of_branches(x) do
+    {x, _} =
+      while {x, i = 0}, i < 4 do
+        y = if Nx.remainder(i, 2) == 0, do: x + i, else: x * 2
+        {if(i > 1, do: y - 1, else: y / 2), i + 1}
+      end
+
+    x
+  end
+
+  test "the single result of a cond or while captured by a later cond" do
+    x = Nx.tensor([1.0, 2.0])
+
+    for p <- [0, 1, 2] do
+      assert_matches_evaluator(&cond_then_cond/2, [x, Nx.tensor(p)])
+      assert_matches_evaluator(&while_then_cond/2, [x, Nx.tensor(p)])
+    end
+
+    assert_matches_evaluator(&loop_of_branches/1, [x])
+  end
+
+  # The default pipeline computes small, loop-free conds as selects (if-convert); without
+  # that pass the runtime drives them from the host. Both agree with the evaluator.
+  test "cond as selects and driven from the host" do
+    x = Nx.tensor([0.5, -1.0, 2.0])
+    info = Nx.Vulkan.explain(&piecewise/2, [x, Nx.tensor(0.5)])
+    refute info.lowered =~ ~s("op":"cond")
+    host_driven = for {name, _} <- info.passes, name != "if-convert", do: name
+    assert Nx.Vulkan.explain(&piecewise/2, [x, Nx.tensor(0.5)], pipeline: host_driven).lowered =~ ~s("op":"cond")
+
+    cases =
+      (for(t <- [-2.0, 0.5, 3.0], do: {&piecewise/2, [x, Nx.tensor(t)]}) ++
+         for(flag <- [1, 0], do: {&branch_tuple/2, [x, Nx.tensor(flag)]})) ++
+        [{&loop_of_branches/1, [Nx.tensor([1.0, 2.0])]}, {&loop_with_branch/1, [Nx.tensor([1.0, 2.0])]}]
+
+    for {fun, args} <- cases, pipeline <- [[], host_driven] do
+      expected = Nx.Defn.jit_apply(fun, args, compiler: Nx.Defn.Evaluator)
+      assert_close(expected, Nx.Vulkan.jit_apply(fun, args, pipeline: pipeline))
+    end
+  end
+
+  defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
+
+  defn nested_endless(x) do
+    {x, _} = while({x, i = 0}, i < 3, do: {endless(x), i + 1})
+    x
+  end
+
+  test "a while that never ends raises :timeout once the run reaches the :timeout limit, naming the loop" do
+    error =
+      assert_raise Nx.Vulkan.Error, ~r/^timeout: node \d+ \(while\) of graph .* still looping after \d+ iterations .* 300 ms$/, fn ->
+        Nx.Vulkan.jit(&endless/1, timeout: 300, cache_dir: "none").(Nx.tensor([0.0]))
+      end
+
+    assert error.kind == :timeout
+
+    # the inner loop, inside the outer one's body (a limit the outer loop's first condition
+    # cannot use up on a loaded machine before the inner loop starts)
+    assert_raise Nx.Vulkan.Error, ~r/^timeout: node \d+ \(while\) region 'body': node \d+ \(while\) was still looping/, fn ->
+      Nx.Vulkan.jit(&nested_endless/1, timeout: 1500, cache_dir: "none").(Nx.tensor([0.0]))
+    end
+  end
+
   ## Nx.Random
 
   test "Nx.Random: key, split, fold_in, uniform and randint match the evaluator" do

@@ -7,6 +7,9 @@ defmodule Nx.Vulkan.SamplerTest do
   # posterior their moments must be right.
   use Nx.Vulkan.Case, async: true
 
+  # Chains of hundreds of transitions take minutes on a loaded two-core machine.
+  @moduletag timeout: 300_000
+
   import Nx.Defn
 
   ## Targets: log densities of a flat f64 position vector

@@ -7,7 +7,8 @@ defmodule Nx.Vulkan.Device do
       an index into `Nx.Vulkan.Native.list_devices/0`, or part of a device name
     * `:cache_dir` - where compiled pipelines persist (`""`: the runtime's default,
       `"none"`: no disk cache)
-    * `:timeout` - milliseconds a single submit may run
+    * `:timeout` - milliseconds a single submit may run, and a run of a graph with
+      host-driven `while`/`cond` as a whole
 
   `get!/1` also takes `:robust_buffer_access` (default `false`, not from the environment):
   bounds-check every kernel where the device cannot bounds-check only the modules

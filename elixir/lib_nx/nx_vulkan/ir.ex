@@ -127,9 +127,14 @@ defmodule Nx.Vulkan.IR do
       |> put_unless(:regions, regions, %{})
       |> Map.merge(result_fields(result))
 
-    types = if is_list(result), do: r.types, else: Map.put(r.types, id, result)
-    {id, [%{r | nodes: [node | r.nodes], next: id + 1, types: types} | outer]}
+    {id, [%{r | nodes: [node | r.nodes], next: id + 1, types: record_type(r.types, id, result)} | outer]}
   end
+
+  # The types of single values, which a branch may capture. A `while` or `cond` of one
+  # result is a single value too (result_value/2), though emitted with a list of types.
+  defp record_type(types, id, [{_, _} = one]), do: Map.put(types, id, one)
+  defp record_type(types, id, {_, _} = one), do: Map.put(types, id, one)
+  defp record_type(types, _id, several) when is_list(several), do: types
 
   defp put_unless(map, _key, empty, empty), do: map
   defp put_unless(map, key, value, _empty), do: Map.put(map, key, value)
