@@ -184,7 +184,10 @@ Allocation DeviceImpl::allocate_memory(uint64_t capacity, bool host_visible_only
   a.capacity = capacity;
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = capacity;
-  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Any buffer may hold a kernel's group counts: a loop's gate kernel writes them into an
+  // ordinary result buffer (executable.cpp, run_speculative).
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+              VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
   vk_check(vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, a.buffer, &req);
@@ -371,7 +374,8 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
 
 void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p,
                                  const std::vector<const Buffer*>& buffers, const uint32_t group_count[3],
-                                 const std::vector<uint8_t>& push_constants) {
+                                 const std::vector<uint8_t>& push_constants, const Buffer* indirect,
+                                 uint64_t indirect_offset) {
   VkDescriptorSet set = ctx.allocate_set(p.set_layout);
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
@@ -389,12 +393,17 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
   vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (!push_constants.empty())
     vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_constants.size()), push_constants.data());
-  vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
+  if (indirect)
+    vkCmdDispatchIndirect(cb, static_cast<const BufferImpl&>(*indirect).alloc().buffer, indirect_offset);
+  else
+    vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
-                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                         VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
   vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
-                       nullptr);
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
+                           VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
+                       0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes) {

@@ -1,5 +1,6 @@
 // Executable: the pass pipeline + codegen at compile time; one command buffer per run.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -32,15 +33,19 @@ struct Step {
   std::optional<KernelStep> kernel;
   std::map<std::string, std::shared_ptr<ExecutableImpl>> regions;
   std::optional<HostLoop> host_loop;  // a `while` whose condition the host follows
+  std::vector<BufferPtr> gate_start;   // a speculative `while`'s first gate's inputs: running, none passed
 };
 
 // A kernel with its buffers bound, or (kernel null) bytes to write into buffers[0],
 // waiting for the submit that records it. It holds the buffers until then: one freed
-// earlier could go to another thread's run meanwhile.
+// earlier could go to another thread's run meanwhile. A kernel with `indirect` takes its
+// group counts from that buffer at `indirect_offset` when it runs.
 struct Pending {
   const KernelStep* kernel;
   std::vector<BufferPtr> buffers;
   std::vector<uint8_t> bytes = {};
+  BufferPtr indirect = nullptr;
+  uint64_t indirect_offset = 0;
 };
 
 // A while loop's body followed by its condition on the new state: outputs are the new
@@ -98,7 +103,8 @@ void submit(DeviceImpl& dev, std::vector<Pending>& batch, RunStats& stats) {
       }
       buffers.clear();
       for (const auto& b : p.buffers) buffers.push_back(b.get());
-      dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count);
+      dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count, {}, p.indirect.get(),
+                          p.indirect_offset);
       ++stats.dispatches;
     }
   });
@@ -118,6 +124,31 @@ ir::Graph device_body(const ir::Graph& body, const HostLoop& loop) {
       g.outputs.push_back(body.outputs[i]);
   }
   return g;
+}
+
+// The gate after each speculative iteration of a `while` (run_speculative). From whether
+// the loop still ran before the iteration (u8), how many gates it has passed in this
+// submit (s32), and the iteration's predicate, it computes the same two after it and the
+// group counts of the next iteration's kernels: theirs while the loop runs, zeros (a
+// dispatch that does nothing) once it has stopped. `groups` holds three per kernel.
+ir::Graph gate_graph(const std::vector<uint32_t>& groups, const ir::TensorType& predicate) {
+  const std::string n = std::to_string(groups.size()), p = ir::dtype_name(predicate.dtype);
+  return ir::parse_graph(R"({"version": 1, "name": "while_gate", "nodes": [
+    {"id": 0, "op": "parameter", "type": "u8", "shape": [], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 1}},
+    {"id": 2, "op": "parameter", "type": ")" + p + R"(", "shape": [], "attrs": {"index": 2}},
+    {"id": 3, "op": "constant", "type": ")" + p + R"(", "shape": [], "attrs": {"value": 0}},
+    {"id": 4, "op": "not_equal", "args": [2, 3], "type": "u8", "shape": []},
+    {"id": 5, "op": "logical_and", "args": [0, 4], "type": "u8", "shape": []},
+    {"id": 6, "op": "as_type", "args": [5], "type": "s32", "shape": []},
+    {"id": 7, "op": "add", "args": [1, 6], "type": "s32", "shape": []},
+    {"id": 8, "op": "tensor", "type": "u32", "shape": [)" + n + R"(], "attrs": {"data": )" +
+                         nlohmann::json(groups).dump() + R"(}},
+    {"id": 9, "op": "constant", "type": "u32", "shape": [)" + n + R"(], "attrs": {"value": 0}},
+    {"id": 10, "op": "broadcast", "args": [5], "type": "u8", "shape": [)" + n + R"(], "attrs": {"shape": [)" + n +
+                         R"(], "axes": []}},
+    {"id": 11, "op": "select", "args": [10, 8, 9], "type": "u32", "shape": [)" + n + R"(]}],
+    "outputs": [5, 7, 11]})");
 }
 
 class ExecutableImpl : public Executable {
@@ -190,6 +221,18 @@ class ExecutableImpl : public Executable {
         for (size_t i = 0; i < step.node->results.size(); ++i)
           if (buffer_slot(*step.node, i) < 0) bytes += step.node->results[i].byte_size();
     return bytes;
+  }
+
+  // Whether a run only records kernels, never submitting on its own (no control flow the
+  // host drives), and the group counts of those kernels in the order they are recorded.
+  bool records_only_kernels() const {
+    return std::all_of(steps_.begin(), steps_.end(), [](const Step& s) { return s.kernel || s.node->op == "elem"; });
+  }
+  std::vector<uint32_t> group_counts() const {
+    std::vector<uint32_t> groups;
+    for (const auto& step : steps_)
+      if (step.kernel) groups.insert(groups.end(), step.kernel->binary.group_count, step.kernel->binary.group_count + 3);
+    return groups;
   }
 
   std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
@@ -301,6 +344,21 @@ class ExecutableImpl : public Executable {
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
+    // An iteration that is kernels alone can run speculatively behind a gate.
+    if (const auto it = step.regions.find("iteration"); it != step.regions.end() && it->second->records_only_kernels()) {
+      const auto groups = it->second->group_counts();
+      const ir::TensorType& predicate = it->second->output_types().back();
+      if (!groups.empty() && predicate.num_elements() == 1) {
+        step.regions["gate"] = std::make_shared<ExecutableImpl>(
+            dev_, gate_graph(groups, predicate), std::vector<ir::TensorType>{{ir::DType::U8, {}}, {ir::DType::S32, {}}, predicate},
+            opts);
+        const auto& sub = step.regions["gate"]->kernels();
+        binaries_.insert(binaries_.end(), sub.begin(), sub.end());
+        const uint8_t running = 1;
+        const int32_t passed = 0;
+        step.gate_start = {dev_->upload({ir::DType::U8, {}}, &running, 1), dev_->upload({ir::DType::S32, {}}, &passed, 4)};
+      }
+    }
     return step;
   }
 
@@ -311,18 +369,30 @@ class ExecutableImpl : public Executable {
 
   // A failure inside a region names the node and region it is in: the loop that meets the
   // deadline may be nested deep in regions, whose graphs have no names.
-  std::vector<BufferPtr> run_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
-                                    RunStats& stats, Clock::time_point deadline) {
-    RunStats s;
+  template <typename F>
+  static auto in_region(const Step& step, const std::string& name, F&& f) {
     try {
-      auto out = step.regions.at(name)->run_until(inputs, &s, deadline);
-      add_stats(&stats, s);
-      return out;
+      return f(*step.regions.at(name));
     } catch (const Error& e) {
       const std::string shown = name == "iteration" ? "body" : name;
       throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (" + step.node->op + ") region '" + shown +
                                 "': " + e.what());
     }
+  }
+
+  std::vector<BufferPtr> run_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
+                                    RunStats& stats, Clock::time_point deadline) {
+    return in_region(step, name, [&](ExecutableImpl& region) {
+      RunStats s;
+      auto out = region.run_until(inputs, &s, deadline);
+      add_stats(&stats, s);
+      return out;
+    });
+  }
+
+  std::vector<BufferPtr> record_region(const Step& step, const std::string& name, const std::vector<BufferPtr>& inputs,
+                                       std::vector<Pending>& batch, RunStats& stats, Clock::time_point deadline) {
+    return in_region(step, name, [&](ExecutableImpl& region) { return region.record(inputs, batch, stats, deadline); });
   }
 
   Error loop_timeout(const Step& step, uint64_t done) const {
@@ -336,6 +406,7 @@ class ExecutableImpl : public Executable {
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
                                    Clock::time_point deadline) {
     if (step.host_loop) return run_host_loop(step, std::move(state), stats, deadline);
+    if (step.regions.count("gate")) return run_speculative(step, std::move(state), stats, deadline);
     auto c = run_region(step, "condition", state, stats, deadline);
     for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
@@ -364,12 +435,7 @@ class ExecutableImpl : public Executable {
     auto start = Clock::now();
     while (loop.continues(followed)) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
-      std::vector<BufferPtr> computed;
-      try {
-        computed = body.record(state, batch, stats, deadline);
-      } catch (const Error& e) {
-        throw Error(e.kind(), "node " + std::to_string(step.node->id) + " (while) region 'body': " + e.what());
-      }
+      auto computed = record_region(step, "body", state, batch, stats, deadline);
       auto next = loop.next(followed);
       for (size_t i = 0, f = 0, c = 0; i < state.size(); ++i) {
         if (f == indices.size() || indices[f] != i) {
@@ -394,6 +460,49 @@ class ExecutableImpl : public Executable {
     }
     submit(*dev_, batch, stats);
     return state;
+  }
+
+  // Iterations recorded ahead of knowing whether they run, several per submit, a gate
+  // after each: the next one's kernels take their group counts from the gate, zero once
+  // the loop has stopped, so the device never waits for the host between iterations.
+  // After the submit the host reads one count, how many gates let the loop go on, which
+  // says which iteration's state is the loop's. The first submit holds one iteration,
+  // each later one twice as many as the one before, up to what iterations_per_submit
+  // allows: a loop of few iterations records few that do not run.
+  std::vector<BufferPtr> run_speculative(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
+                                         Clock::time_point deadline) {
+    if (!truthy(*dev_, run_region(step, "condition", state, stats, deadline).at(0))) return state;
+    const uint64_t bytes = step.regions.at("iteration")->bytes_per_run() + step.regions.at("gate")->bytes_per_run();
+    uint64_t done = 0;
+    for (size_t per_submit = 1;;) {
+      if (Clock::now() > deadline) throw loop_timeout(step, done);
+      const auto start = Clock::now();
+      std::vector<Pending> batch;
+      std::vector<std::vector<BufferPtr>> states{state};  // states[i]: after i iterations of this submit
+      std::vector<BufferPtr> gate{step.gate_start[0], step.gate_start[1], nullptr};
+      for (size_t i = 0; i < per_submit; ++i) {
+        const size_t first = batch.size();
+        auto out = record_region(step, "iteration", states.back(), batch, stats, deadline);
+        for (size_t k = first; gate[2] && k < batch.size(); ++k) {
+          batch[k].indirect = gate[2];
+          batch[k].indirect_offset = 12 * (k - first);
+        }
+        const BufferPtr predicate = out.back();
+        out.pop_back();
+        states.push_back(std::move(out));
+        gate = record_region(step, "gate", {gate[0], gate[1], predicate}, batch, stats, deadline);
+      }
+      submit(*dev_, batch, stats);
+      int32_t passed = 0;
+      dev_->download(*gate[1], &passed, 4);
+      // Iteration i + 1 ran when gate i let the loop go on; the first always ran.
+      const size_t ran = std::min<size_t>(size_t(passed) + 1, per_submit);
+      done += ran;
+      state = std::move(states.at(ran));
+      if (size_t(passed) < per_submit) return state;
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      per_submit = std::min(2 * per_submit, iterations_per_submit(ms / double(per_submit), bytes));
+    }
   }
 
   std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats,

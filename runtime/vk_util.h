@@ -92,9 +92,12 @@ class DeviceImpl : public Device {
   uint64_t pipeline_cache_misses() const { return misses_; }
 
   // Records a dispatch of `p` with buffers[i] at binding i, then a barrier that makes its
-  // writes visible to later dispatches and transfers.
+  // writes visible to later dispatches, transfers and indirect reads. With `indirect`, the
+  // group counts are the three words at `indirect_offset` in that buffer when the dispatch
+  // runs, not `group_count`.
   void record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p, const std::vector<const Buffer*>& buffers,
-                       const uint32_t group_count[3], const std::vector<uint8_t>& push_constants = {});
+                       const uint32_t group_count[3], const std::vector<uint8_t>& push_constants = {},
+                       const Buffer* indirect = nullptr, uint64_t indirect_offset = 0);
   // Records a write of `bytes` (at most 64 KiB) into `b`, then a barrier that makes it
   // visible to later dispatches and transfers.
   void record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes);

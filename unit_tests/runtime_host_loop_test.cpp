@@ -144,17 +144,46 @@ TEST(HostLoop, LongCountedAndDataDrivenLoopsMatchTheInterpreter) {
     const int iterations = as_s32(want[0]);
     EXPECT_EQ(iterations, counted ? 700 : 7);  // the ramp sums to 8.75, doubled 7 times to 1120
     // Counted: the initial counter, then only x's kernel per iteration (the host writes the
-    // counter). On data: the device evaluates the condition once before the loop, then once
-    // per iteration together with the body, one submit each (after the initial counter's).
+    // counter). On data: the initial counter, the condition before the loop, then the
+    // iterations speculatively, 1, 2 and 4 per submit.
     if (counted)
       EXPECT_EQ(st.dispatches, 1 + iterations);
     else
-      EXPECT_EQ(st.submits, 1 + 1 + iterations);
+      EXPECT_EQ(st.submits, 1 + 1 + 3);
   }
 }
 
-// i >= 0 with i + 1: the host alone would follow it for 2^31 iterations. The run's limit
-// stops it, naming the loop, and the device stays usable.
+// sum(x) > 0 and i < bound: the data decides, so the iterations run speculatively behind
+// gates. Loops that end before the first iteration, inside the first submit, at the end of
+// a submit and inside a later one, and a long one, against the interpreter.
+TEST(HostLoop, SpeculativeIterationsStopWhereTheLoopDoes) {
+  auto dev = Device::open();
+  const std::string on_data_and_count = R"(
+       {"id": 3, "op": "sum", "args": [1], "type": "f32", "shape": [], "attrs": {"axes": [0], "keep_axes": false}},
+       {"id": 4, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0}},
+       {"id": 5, "op": "greater", "args": [3, 4], "type": "u8", "shape": []},
+       {"id": 6, "op": "less", "args": [0, 2], "type": "u8", "shape": []},
+       {"id": 7, "op": "logical_and", "args": [5, 6], "type": "u8", "shape": []})";
+  auto g = loop_graph(8, on_data_and_count, 7);
+  ASSERT_FALSE(host_loop_of(g));
+  auto exe = Executable::compile(dev, g);
+  for (int32_t bound : {0, 1, 2, 3, 4, 6, 7, 8, 700}) {
+    SCOPED_TRACE("bound " + std::to_string(bound));
+    const std::vector<HostTensor> inputs{ramp(8), s32(bound)};
+    auto want = ir::interpret(g, inputs);
+    ASSERT_EQ(as_s32(want[0]), bound);
+    RunStats st;
+    auto got = exe->run_host(inputs, &st);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].data, want[i].data) << "output " << i;
+    // The initial counter and the condition, then submits of 1, 2, 4, ... iterations.
+    int submits = 2;
+    for (int ran = 0, n = 1; ran < bound; ran += n, n *= 2) ++submits;
+    if (bound <= 8) EXPECT_EQ(st.submits, submits);
+    else EXPECT_LT(st.submits, bound / 20);
+  }
+}
+
 TEST(HostLoop, AnEndlessCountedLoopEndsInATimeoutNamingTheLoop) {
   RuntimeOptions opts;
   opts.timeout_ms = 300;  // a distinct option set: a device of its own
