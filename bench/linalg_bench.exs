@@ -6,11 +6,12 @@
 #
 #   cd elixir && NX_PATH=... mix run ../bench/linalg_bench.exs \
 #     [--ops solve,determinant,...] [--sizes 4,8,16,32,64] [--types f32,f64] [--runs 5] [--json FILE]
+#     [--no-evaluator]   (the evaluator's SVD of a 64x64 matrix takes tens of minutes)
 #
 # Use a fresh NXV_CACHE_DIR so that compile times include pipeline creation.
 {opts, _, _} =
   OptionParser.parse(System.argv(),
-    strict: [ops: :string, sizes: :string, types: :string, runs: :integer, json: :string]
+    strict: [ops: :string, sizes: :string, types: :string, runs: :integer, json: :string, evaluator: :boolean]
   )
 
 split = fn key, default -> (opts[key] || default) |> String.split(",", trim: true) end
@@ -91,9 +92,13 @@ rows =
     first = time_ms.(fn -> to_host.(apply(vk, args)) end)
     compile = compile_ms.()
     run = median.(for _ <- 1..runs, do: time_ms.(fn -> to_host.(apply(vk, args)) end))
-    apply(ev, args)
-    eval = median.(for _ <- 1..max(1, div(runs, 2)), do: time_ms.(fn -> apply(ev, args) end))
-    r = &Float.round(&1 * 1.0, 1)
+    eval =
+      if Keyword.get(opts, :evaluator, true) do
+        apply(ev, args)
+        median.(for _ <- 1..max(1, div(runs, 2)), do: time_ms.(fn -> apply(ev, args) end))
+      end
+
+    r = fn ms -> if ms, do: Float.round(ms * 1.0, 1), else: "–" end
     IO.puts("| #{op} | #{n} | #{type} | #{r.(compile)} | #{r.(first)} | #{r.(run)} | #{r.(eval)} | #{nodes} |")
     %{op: op, n: n, dtype: type, compile_ms: compile, first_ms: first, run_ms: run, evaluator_ms: eval, nodes: nodes}
   end

@@ -83,13 +83,14 @@ defmodule Nx.Vulkan.Eigh do
     end
   end
 
-  # Reduces to Hessenberg form: H = P^T A P, returned with P.
+  # Reduces to Hessenberg form: H = P^T A P, returned with P. (Nx.Vulkan.LinAlg.steps: the
+  # reflectors unrolled for small matrices, a loop over them for larger ones.)
   deftransformp hessenberg(a, eps) do
     {n, n} = Nx.shape(a)
 
     {h, p} =
-      Enum.reduce(0..(n - 2)//1, {a, identity(a)}, fn i, {h, p} ->
-        reflector = reflector(h, i + 1, i, eps)
+      Nx.Vulkan.LinAlg.steps({a, identity(a)}, {eps}, n - 1, fn {h, p}, {eps}, i ->
+        reflector = reflector(h, next(i), i, eps)
         {h |> reflect_rows(reflector) |> reflect_columns(reflector), reflect_columns(p, reflector)}
       end)
 
@@ -101,13 +102,16 @@ defmodule Nx.Vulkan.Eigh do
     {n, n} = Nx.shape(a)
 
     {q, r} =
-      Enum.reduce(0..(n - 2)//1, {identity(a), a}, fn i, {q, r} ->
+      Nx.Vulkan.LinAlg.steps({identity(a), a}, {eps}, n - 1, fn {q, r}, {eps}, i ->
         reflector = reflector(r, i, i, eps)
         {reflect_columns(q, reflector), reflect_rows(r, reflector)}
       end)
 
     {zero_small(q, eps), zero_small(r, eps)}
   end
+
+  defp next(i) when is_integer(i), do: i + 1
+  defp next(i), do: Nx.add(i, 1)
 
   defp identity(a) do
     {n, n} = Nx.shape(a)

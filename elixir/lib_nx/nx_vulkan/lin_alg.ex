@@ -276,13 +276,16 @@ defmodule Nx.Vulkan.LinAlg do
   defp matmul(x, y, k) when is_integer(k), do: Nx.dot(x, y)
   defp matmul(x, y, _k), do: Nx.sum(Nx.multiply(Nx.new_axis(x, 2), Nx.new_axis(y, 0)), axes: [1])
 
-  # `step.(state, inputs, k)` applied for k = 0..n-1 in order, `inputs` being what the
-  # steps read besides the state: unrolled for n up to @unroll_max, else as one `while`
-  # loop over k, which carries `inputs` (a loop body reads only its state).
-  defp steps(state, inputs, n, step) when n <= @unroll_max,
+  @doc """
+  `step.(state, inputs, k)` applied for k = 0..n-1 in order, `inputs` being what the steps
+  read besides the state: unrolled (k an integer) for n up to #{@unroll_max}, else as one
+  `while` loop over k (a scalar tensor), which carries `inputs` (a loop body reads only
+  its state). For the algorithms here and Nx.Vulkan.Eigh's.
+  """
+  def steps(state, inputs, n, step) when n <= @unroll_max,
     do: Enum.reduce(0..(n - 1)//1, state, &step.(&2, inputs, &1))
 
-  defp steps(state, inputs, n, step), do: step_loop(state, inputs, last: n - 1, step: step)
+  def steps(state, inputs, n, step), do: step_loop(state, inputs, last: n - 1, step: step)
 
   defnp step_loop(state, inputs, opts) do
     step = opts[:step]
