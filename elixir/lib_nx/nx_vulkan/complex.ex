@@ -18,9 +18,12 @@ defmodule Nx.Vulkan.Complex do
   alias Nx.Tensor, as: T
 
   # Ops a complex value passes through unchanged in layout, and those whose rewrites in
-  # Nx.Vulkan.IR (Conv; take and take_along_axis as gathers) are made of ops lowered here.
+  # Nx.Vulkan.IR (Conv; take and take_along_axis as gathers; Nx.Vulkan.LinAlg's
+  # substitution; sums and products over Nx.Vulkan.Window's patches) are made of ops
+  # lowered here.
   @transparent [:parameter, :tensor, :elem, :metadata, :attach_token, :hook, :io_call] ++
-                 [:while, :cond, :optional, :block, :complex_view, :conv, :take, :take_along_axis]
+                 [:while, :cond, :optional, :block, :complex_view, :conv, :take, :take_along_axis] ++
+                 [:triangular_solve, :window_sum, :window_product]
 
   @doc "The real type and shape an Nx type and shape are stored as (complex: parts on a last axis of 2)."
   def layout({:c, bits}, shape), do: {{:f, div(bits, 2)}, Tuple.insert_at(shape, tuple_size(shape), 2)}

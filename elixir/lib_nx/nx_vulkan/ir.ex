@@ -42,7 +42,8 @@ defmodule Nx.Vulkan.IR do
   # Hook nodes of Nx 0.13 (`hook`) and of Nx's main branch (`io_call`).
   @hook_ops [:hook, :io_call]
 
-  # `optional` calls that are IR ops themselves (tensor arguments only).
+  # `optional` calls that are IR ops themselves (real tensor arguments only: on complex
+  # ones the default, an `equal`, is lowered by Nx.Vulkan.Complex).
   @native_optionals [:logical_not]
 
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
@@ -57,7 +58,7 @@ defmodule Nx.Vulkan.IR do
   def native_call?(%_{} = struct, tensors), do: native_call?(block_name(struct), tensors)
 
   def native_call?(name, tensors) do
-    (name in @native_optionals and match?([_], tensors)) or
+    (name in @native_optionals and match?([%{type: type}] when elem(type, 0) != :c, tensors)) or
       (name in @inline_linalg and tensors != [] and Nx.Vulkan.LinAlg.supported?(hd(tensors))) or
       (name == :eigh and Nx.Vulkan.Eigh.supported?(tensors))
   end
