@@ -1,6 +1,7 @@
 // Index arithmetic and the index-mapping ops: each computes which operand
 // element (if any) an output element comes from, and reads just that.
 #include <algorithm>
+#include <iterator>
 
 #include "codegen/emitter.h"
 
@@ -123,6 +124,24 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     if (ir::num_elements(in) != ir::num_elements(out))
       throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
                                   ir::to_string(node.type()) + ")");
+    // Only axes of size 1 inserted or removed (a complex value's part views): the other
+    // dims carry over, so the element keeps its index ids, and a value read through
+    // several such reshapes is computed once, not once per path as after a linearisation.
+    std::vector<int64_t> in_extents, out_extents;
+    std::copy_if(in.begin(), in.end(), std::back_inserter(in_extents), [](int64_t e) { return e != 1; });
+    std::copy_if(out.begin(), out.end(), std::back_inserter(out_extents), [](int64_t e) { return e != 1; });
+    if (index.has_dims() && in_extents == out_extents) {
+      std::vector<Id> id;
+      for (size_t i = 0, j = 0; i < in.size(); ++i) {
+        if (in[i] == 1) {
+          id.push_back(u32c(0));
+          continue;
+        }
+        while (out[j] == 1) ++j;
+        id.push_back(index.dims[j++]);
+      }
+      return read(index_from_dims(in, id));
+    }
     Index idx;
     idx.shape = in;
     idx.linear = linear(index);
@@ -234,6 +253,10 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   if (op == "concatenate" || op == "stack") {
     const int64_t axis = node.attrs.at("axis").get<int64_t>();
     if (axis < 0 || size_t(axis) >= out.size()) throw ir::IrError(node, "axis out of range");
+    // Where the position along the axis is a constant (a complex value's part), only the
+    // operand holding it is read: reading every operand and selecting would evaluate all
+    // their cones, and a chain of such reads grows exponentially.
+    const std::optional<uint64_t> at = b.int_constant(d[axis]);
     // Later operands take precedence in the select chain, so walk from the first.
     Id result = 0;
     int64_t offset = 0;
@@ -251,7 +274,10 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
                                              " does not fit the result " + ir::to_string(node.type()));
       int64_t extent = stack ? 1 : as[axis];
-      if (extent == 0) continue;
+      if (extent == 0 || (at && (int64_t(*at) < offset || int64_t(*at) >= offset + extent))) {
+        offset += extent;
+        continue;
+      }
       for (size_t i = 0; i < out.size(); ++i) {
         if (int64_t(i) != axis) id.push_back(d[i]);
         else if (op == "concatenate")

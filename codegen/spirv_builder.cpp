@@ -112,8 +112,17 @@ Id Builder::type_buffer_pointer(Id elem, uint32_t stride) {
 Id Builder::const_bool(bool v) { return declare_constant(v ? spv::OpConstantTrue : spv::OpConstantFalse, type_bool(), {}); }
 
 Id Builder::const_int(int bits, uint64_t v) {
-  if (bits == 64) return declare_constant(spv::OpConstant, type_int(64), {uint32_t(v), uint32_t(v >> 32)});
-  return declare_constant(spv::OpConstant, type_int(bits), {uint32_t(v & ((uint64_t(1) << bits) - 1))});
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  const Id id = bits == 64 ? declare_constant(spv::OpConstant, type_int(64), {uint32_t(v), uint32_t(v >> 32)})
+                           : declare_constant(spv::OpConstant, type_int(bits), {uint32_t(v)});
+  int_constants_.emplace(id, std::pair{bits, v});
+  return id;
+}
+
+std::optional<uint64_t> Builder::int_constant(Id id) const {
+  auto it = int_constants_.find(id);
+  if (it == int_constants_.end()) return std::nullopt;
+  return it->second.second;
 }
 
 Id Builder::const_f32(float v) {

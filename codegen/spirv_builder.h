@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,10 @@ class Builder {
 
   Id const_bool(bool v);
   Id const_int(int bits, uint64_t v);  // the low `bits` bits of v
+  // The value of an integer constant declared through this builder (nullopt for any other
+  // id). op() folds integer arithmetic on such constants, so index computations with
+  // static parts stay constant and emitters can choose statically (concatenate).
+  std::optional<uint64_t> int_constant(Id id) const;
   Id const_f32(float v);
   Id const_f64(double v);
   Id const_float(int bits, double v) { return bits == 64 ? const_f64(v) : const_f32(static_cast<float>(v)); }
@@ -193,6 +198,7 @@ class Builder {
   Words names_, annotations_, globals_;  // globals_: types, constants, global variables in order
   std::map<Words, Id> types_, constants_;
   std::map<Id, int> scalar_bytes_;
+  std::map<Id, std::pair<int, uint64_t>> int_constants_;  // id -> (bits, value)
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
   std::map<uint32_t, Id> builtins_;
   std::vector<Id> interface_;

@@ -102,13 +102,42 @@ Id Builder::emit_pure(spv::Op opcode, Id type, const Words& operands, const std:
   return id;
 }
 
+namespace {
+// a op b in `bits`-bit unsigned arithmetic, where SPIR-V defines it (no division by zero).
+std::optional<uint64_t> fold(spv::Op opcode, uint64_t a, uint64_t b, int bits) {
+  const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  switch (opcode) {
+    case spv::OpIAdd: return (a + b) & mask;
+    case spv::OpISub: return (a - b) & mask;
+    case spv::OpIMul: return (a * b) & mask;
+    case spv::OpUDiv: return b ? std::optional(a / b) : std::nullopt;
+    case spv::OpUMod: return b ? std::optional(a % b) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+}  // namespace
+
 Id Builder::op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals) {
+  if (ids.size() == 2 && literals.empty()) {
+    auto a = int_constants_.find(ids[0]), b = int_constants_.find(ids[1]);
+    if (a != int_constants_.end() && b != int_constants_.end() && a->second.first == b->second.first &&
+        type == type_int(a->second.first))
+      if (auto v = fold(opcode, a->second.second, b->second.second, a->second.first))
+        return const_int(a->second.first, *v);
+  }
   Words operands(ids.begin(), ids.end());
   operands.insert(operands.end(), literals.begin(), literals.end());
   return emit_pure(opcode, type, operands, ids);
 }
 
 Id Builder::ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
+  if ((inst == GLSLstd450UMin || inst == GLSLstd450UMax) && ids.size() == 2) {
+    auto a = int_constants_.find(ids[0]), b = int_constants_.find(ids[1]);
+    if (a != int_constants_.end() && b != int_constants_.end() && a->second.first == b->second.first) {
+      const bool a_less = a->second.second < b->second.second;
+      return (inst == GLSLstd450UMin) == a_less ? ids[0] : ids[1];
+    }
+  }
   Words operands{glsl_std_450(), uint32_t(inst)};
   operands.insert(operands.end(), ids.begin(), ids.end());
   return emit_pure(spv::OpExtInst, type, operands, ids);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include "codegen/kernel.h"
 #include "codegen/spirv_builder.h"
@@ -31,6 +32,30 @@ TEST(SpirvBuilder, PureInstructionsAreValueNumbered) {
   Id x = b.builtin_x(spv::BuiltInGlobalInvocationId);
   Id a = b.op(spv::OpIAdd, u, {x, b.const_int(32, 1)});
   EXPECT_EQ(a, b.op(spv::OpIAdd, u, {x, b.const_int(32, 1)}));
+  b.end_main(1);
+  EXPECT_EQ(validate(b.finish(), vk11()), "");
+}
+
+// Index arithmetic on constants folds to constants, so emitters can decide statically
+// (concatenate reads only the operand a constant position falls in); anything else is
+// emitted, division by zero included (SPIR-V leaves it undefined: not ours to define).
+TEST(SpirvBuilder, IntegerArithmeticOnConstantsFolds) {
+  Builder b;
+  Id u = b.type_int(32);
+  b.begin_main();
+  auto c = [&](uint64_t v) { return b.const_int(32, v); };
+  EXPECT_EQ(b.op(spv::OpIAdd, u, {c(2), c(3)}), c(5));
+  EXPECT_EQ(b.op(spv::OpISub, u, {c(2), c(3)}), c(0xffffffff));  // wraps in 32 bits
+  EXPECT_EQ(b.op(spv::OpIMul, u, {c(6), c(7)}), c(42));
+  EXPECT_EQ(b.op(spv::OpUDiv, u, {c(7), c(2)}), c(3));
+  EXPECT_EQ(b.op(spv::OpUMod, u, {c(7), c(2)}), c(1));
+  EXPECT_EQ(b.ext(GLSLstd450UMin, u, {c(7), c(2)}), c(2));
+  EXPECT_EQ(b.ext(GLSLstd450UMax, u, {c(7), c(2)}), c(7));
+  EXPECT_EQ(b.int_constant(c(9)), std::optional<uint64_t>(9));
+  Id x = b.builtin_x(spv::BuiltInGlobalInvocationId);
+  EXPECT_EQ(b.int_constant(x), std::nullopt);
+  EXPECT_EQ(b.int_constant(b.op(spv::OpIAdd, u, {x, c(1)})), std::nullopt);
+  EXPECT_EQ(b.int_constant(b.op(spv::OpUDiv, u, {c(1), c(0)})), std::nullopt);
   b.end_main(1);
   EXPECT_EQ(validate(b.finish(), vk11()), "");
 }

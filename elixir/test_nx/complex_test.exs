@@ -115,6 +115,9 @@ defmodule Nx.Vulkan.ComplexTest do
         assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b])
         assert_matches_evaluator(&Nx.LinAlg.determinant/1, [a])
         assert_matches_evaluator(&Nx.LinAlg.invert/1, [a])
+        assert_matches_evaluator(&Nx.LinAlg.lu/1, [a])
+        assert_matches_evaluator(&Nx.cumulative_sum/1, [b])
+        assert_matches_evaluator(&Nx.cumulative_product/1, [b])
         # Hermitian positive definite: a a^H + I, unrolled and (20x20) as a loop
         for n <- [3, 20] do
           g = data({n, n}, @ctype)

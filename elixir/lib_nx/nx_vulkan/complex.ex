@@ -23,7 +23,7 @@ defmodule Nx.Vulkan.Complex do
   # lowered here.
   @transparent [:parameter, :tensor, :elem, :metadata, :attach_token, :hook, :io_call] ++
                  [:while, :cond, :optional, :block, :complex_view, :conv, :take, :take_along_axis] ++
-                 [:triangular_solve, :window_sum, :window_product]
+                 [:triangular_solve, :lu, :window_sum, :window_product]
 
   @doc "The real type and shape an Nx type and shape are stored as (complex: parts on a last axis of 2)."
   def layout({:c, bits}, shape), do: {{:f, div(bits, 2)}, Tuple.insert_at(shape, tuple_size(shape), 2)}

@@ -206,10 +206,13 @@ defmodule Nx.Vulkan.LinAlg do
 
   # Nx.BinaryBackend's (Nx <= 0.10), see lu_prepivoted/2.
   defp doolittle_multipliers(column, pivot, eps) do
-    type = column.type
+    # (complex: Inf + 0i, signed by the real part; the backend's `>=` on complex structs
+    # orders them as maps)
+    real = if Nx.Type.complex?(column.type), do: Nx.real(column), else: column
+    type = real.type
 
     infinity =
-      Nx.select(Nx.greater_equal(column, 0), Nx.Constants.infinity(type), Nx.Constants.neg_infinity(type))
+      Nx.select(Nx.greater_equal(real, 0), Nx.Constants.infinity(type), Nx.Constants.neg_infinity(type))
 
     Nx.select(Nx.equal(pivot, 0), infinity, Nx.divide(column, pivot)) |> zero_small(eps)
   end
