@@ -1,13 +1,14 @@
 # `while` loops on Nx.Vulkan against Nx.Defn.Evaluator on Nx.BinaryBackend: per call, the
 # median wall time (result read back to the host), and the run's submits and dispatches
-# (the [:nx_vulkan, :run] telemetry event), for the three ways the runtime drives a loop:
+# (the [:nx_vulkan, :run] telemetry event), for the ways the runtime drives a loop:
 #
 # * counted: the condition reads only an integer counter and its bound, which the host
 #   follows itself, several iterations per submit;
 # * on data: the condition reads values the body computes; iterations run speculatively,
 #   1, 2, 4, ... per submit, behind gate kernels that stop them on the device;
-# * nested: the body holds a loop of its own, so the outer loop submits once per
-#   iteration (here Nx.Random's key derivation inside a Metropolis chain).
+# * Nx.Random in a counted loop (a random-walk Metropolis chain): threefry's loops of
+#   constant trip count are inlined by the `unroll` pass, leaving the counted outer loop;
+# * nested: a body with a loop on data inside submits once per outer iteration.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/loop_bench.exs [--runs 5] [--json FILE]
 defmodule LoopBench do
@@ -44,6 +45,17 @@ defmodule LoopBench do
     q
   end
 
+  # Newton's sqrt of a + k for k = 0..n-1, summed: a loop on data inside a counted one
+  defn nested(a, n) do
+    {acc, _, _, _} =
+      while {acc = Nx.broadcast(0.0, Nx.shape(a)), a, k = 0, n}, k < n do
+        {x, _} = newton_sqrt(a + k)
+        {acc + x, a, k + 1, n}
+      end
+
+    acc
+  end
+
   def handle(_event, measurements, _meta, pid), do: send(pid, {:run, measurements})
 end
 
@@ -70,8 +82,9 @@ a = Nx.iota({1024}, type: :f32) |> Nx.add(1) |> Nx.multiply(37.5)
 cases = [
   {"counted, 1000 iterations", &LoopBench.counted/2, [Nx.iota({256}, type: :f32), Nx.tensor(1000)], 1000},
   {"on data (Newton sqrt)", &LoopBench.newton_sqrt/1, [a], &(&1 |> elem(1) |> Nx.to_number())},
-  {"nested (Metropolis, 100 steps)", &LoopBench.metropolis(&1, &2, steps: 100),
-   [Nx.iota({8}, type: :f64), Nx.Random.key(42)], 100}
+  {"Nx.Random in a counted loop (Metropolis)", &LoopBench.metropolis(&1, &2, steps: 100),
+   [Nx.iota({8}, type: :f64), Nx.Random.key(42)], 100},
+  {"nested: on data inside counted", &LoopBench.nested/2, [a, Nx.tensor(20)], 20}
 ]
 
 device = Nx.Vulkan.devices() |> List.first()

@@ -77,7 +77,7 @@ class IfConvert : public Pass {
     }
     g.nodes = std::move(nodes);
     g.reindex();
-    apply_replacements(g, replacements(g, converted));
+    apply_replacements(g, result_replacements(g, converted));
   }
 
  private:
@@ -98,23 +98,9 @@ class IfConvert : public Pass {
   static std::vector<NodeId> inline_branches(const Node& cond, NodeId& next, std::vector<Node>& out) {
     const size_t preds = cond.regions.size() - 1;
     std::vector<std::vector<NodeId>> outputs;
-    for (size_t k = 0; k <= preds; ++k) {
-      const Graph& branch = *cond.regions.at(branch_name(k));
-      std::map<NodeId, NodeId> id_of;
-      for (const auto& n : branch.nodes) {
-        if (n.op == "parameter") {
-          id_of[n.id] = cond.args.at(preds + n.attrs.value("index", size_t(0)));
-          continue;
-        }
-        Node copy = n;
-        copy.id = next++;
-        for (auto& a : copy.args) a = id_of.at(a);
-        id_of[n.id] = copy.id;
-        out.push_back(std::move(copy));
-      }
-      auto& values = outputs.emplace_back();
-      for (NodeId o : branch.outputs) values.push_back(id_of.at(o));
-    }
+    const std::vector<NodeId> captured(cond.args.begin() + preds, cond.args.end());
+    for (size_t k = 0; k <= preds; ++k)
+      outputs.push_back(inline_region(*cond.regions.at(branch_name(k)), captured, next, out));
     std::vector<NodeId> results;
     for (size_t j = 0; j < cond.results.size(); ++j) {
       NodeId value = outputs[preds][j];
@@ -130,19 +116,6 @@ class IfConvert : public Pass {
       results.push_back(value);
     }
     return results;
-  }
-
-  // A one-result cond is its value; a tuple's parts are read through `elem`.
-  static std::map<NodeId, NodeId> replacements(const Graph& g, const std::map<NodeId, std::vector<NodeId>>& converted) {
-    std::map<NodeId, NodeId> replaced;
-    for (const auto& [id, values] : converted)
-      if (values.size() == 1) replaced[id] = values[0];
-    for (const auto& n : g.nodes) {
-      if (n.op != "elem") continue;
-      auto it = converted.find(n.args.at(0));
-      if (it != converted.end()) replaced[n.id] = it->second.at(n.attrs.value("index", size_t(0)));
-    }
-    return replaced;
   }
 };
 

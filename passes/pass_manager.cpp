@@ -32,7 +32,7 @@ std::vector<std::string> registered_passes() {
   return names;
 }
 
-std::vector<std::string> default_pipeline() { return {"if-convert", "canonicalize", "simplify", "cse", "constant-fold", "dce", "split-reduction", "narrow-operands", "fuse", "detect-chains", "lower-to-kernels", "plan-buffers"}; }
+std::vector<std::string> default_pipeline() { return {"unroll", "if-convert", "canonicalize", "simplify", "cse", "constant-fold", "dce", "split-reduction", "narrow-operands", "fuse", "detect-chains", "lower-to-kernels", "plan-buffers"}; }
 
 PassManager::PassManager(std::vector<std::string> pass_names) {
   for (const auto& n : pass_names) passes_.push_back(create_pass(n));

@@ -17,6 +17,38 @@ void apply_replacements(ir::Graph& g, const std::map<ir::NodeId, ir::NodeId>& re
   remove_dead(g);
 }
 
+std::map<ir::NodeId, ir::NodeId> result_replacements(const ir::Graph& g,
+                                                     const std::map<ir::NodeId, std::vector<ir::NodeId>>& values) {
+  std::map<ir::NodeId, ir::NodeId> replaced;
+  for (const auto& [id, results] : values)
+    if (results.size() == 1) replaced[id] = results[0];
+  for (const auto& n : g.nodes) {
+    if (n.op != "elem") continue;
+    auto it = values.find(n.args.at(0));
+    if (it != values.end()) replaced[n.id] = it->second.at(n.attrs.value("index", size_t(0)));
+  }
+  return replaced;
+}
+
+std::vector<ir::NodeId> inline_region(const ir::Graph& region, const std::vector<ir::NodeId>& arguments,
+                                      ir::NodeId& next, std::vector<ir::Node>& out) {
+  std::map<ir::NodeId, ir::NodeId> id_of;
+  for (const auto& n : region.nodes) {
+    if (n.op == "parameter") {
+      id_of[n.id] = arguments.at(n.attrs.value("index", size_t(0)));
+      continue;
+    }
+    ir::Node copy = n;
+    copy.id = next++;
+    for (auto& a : copy.args) a = id_of.at(a);
+    id_of[n.id] = copy.id;
+    out.push_back(std::move(copy));
+  }
+  std::vector<ir::NodeId> outputs;
+  for (ir::NodeId o : region.outputs) outputs.push_back(id_of.at(o));
+  return outputs;
+}
+
 void remove_dead(ir::Graph& g) {
   std::set<ir::NodeId> live(g.outputs.begin(), g.outputs.end());
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -10,6 +11,18 @@ namespace nxv::passes {
 // Redirects every argument and output through `replaced` (old id → new id, applied
 // transitively), then drops nodes nothing needs any more.
 void apply_replacements(ir::Graph& g, const std::map<ir::NodeId, ir::NodeId>& replaced);
+
+// The replacements for nodes whose results are now computed by other nodes (`values`: the
+// node's id -> the value of each of its results): a one-result node is its value, the
+// `elem`s reading a tuple's parts are those parts.
+std::map<ir::NodeId, ir::NodeId> result_replacements(const ir::Graph& g,
+                                                     const std::map<ir::NodeId, std::vector<ir::NodeId>>& values);
+
+// Appends the nodes of `region` to `out` with fresh ids from `next`, its parameter i read
+// as `arguments[i]`; returns the ids of its outputs. The region is not changed (its nodes'
+// own regions are shared, not copied).
+std::vector<ir::NodeId> inline_region(const ir::Graph& region, const std::vector<ir::NodeId>& arguments,
+                                      ir::NodeId& next, std::vector<ir::Node>& out);
 
 // Restores an order in which every value is defined before its first use, keeping the
 // existing order wherever it already is valid. Throws IrError on a cycle.
