@@ -8,10 +8,16 @@
 // where block b read its own, block b's where block b read block b-1's (the carried
 // values), and the same outside values (loop invariants). The first block reads the
 // initial values where the others read their predecessor.
+//
+// The step is computed at the element being produced, its carried values in registers
+// (codegen/emit_repeat.cpp), so a block may hold elementwise ops only: an index map or a
+// reduction would read other elements of a carried value, which the loop does not have.
+// (An unrolled complex loop repeats slices of each value's parts.)
 #include <map>
 #include <optional>
 #include <set>
 
+#include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -50,6 +56,7 @@ class DetectChains : public Pass {
   std::vector<NodeId> seq_;               // computing nodes in order
   std::map<NodeId, size_t> pos_;          // node id → position in seq_
   std::vector<std::string> sig_;          // op, attrs and types of each
+  std::vector<bool> elementwise_;         // whether each may be in a step
   std::map<NodeId, NodeId> same_constant_;  // constant → the first constant of equal type and value
 
   Rel rel(NodeId a, size_t block_start, size_t period) const {
@@ -67,7 +74,7 @@ class DetectChains : public Pass {
   bool same_relation(const Graph& body, const Window& w, int64_t b) const {
     const size_t s1 = w.start + w.period, sb = w.start + size_t(b) * w.period;
     for (size_t j = 0; j < w.period; ++j) {
-      if (sig_[s1 + j] != sig_[sb + j]) return false;
+      if (sig_[s1 + j] != sig_[sb + j] || !elementwise_[sb + j]) return false;
       const auto &n1 = body.node(seq_[s1 + j]), &nb = body.node(seq_[sb + j]);
       for (size_t k = 0; k < n1.args.size(); ++k)
         if (!(rel(n1.args[k], s1, w.period) == rel(nb.args[k], sb, w.period))) return false;
@@ -80,7 +87,7 @@ class DetectChains : public Pass {
     std::map<int64_t, NodeId> init;
     const size_t s0 = w.start, s1 = w.start + w.period;
     for (size_t j = 0; j < w.period; ++j) {
-      if (sig_[s0 + j] != sig_[s1 + j]) return std::nullopt;
+      if (sig_[s0 + j] != sig_[s1 + j] || !elementwise_[s0 + j] || !elementwise_[s1 + j]) return std::nullopt;
       const auto &n0 = body.node(seq_[s0 + j]), &n1 = body.node(seq_[s1 + j]);
       for (size_t k = 0; k < n1.args.size(); ++k) {
         Rel r1 = rel(n1.args[k], s1, w.period), r0 = rel(n0.args[k], s0, w.period);
@@ -115,6 +122,7 @@ class DetectChains : public Pass {
     seq_.clear();
     pos_.clear();
     sig_.clear();
+    elementwise_.clear();
     same_constant_.clear();
     std::map<std::string, NodeId> constants;
     for (const auto& n : body.nodes) {
@@ -126,6 +134,7 @@ class DetectChains : public Pass {
       std::string sig = n.op + n.attrs.dump();
       for (const auto& r : n.results) sig += ir::to_string(r);
       sig_.push_back(sig);
+      elementwise_.push_back(ir::is_elementwise(ir::op_family(n.op)) || n.op == "metadata");
     }
     auto w = find(body);
     if (!w) return;

@@ -138,8 +138,9 @@ defmodule Nx.Vulkan.ControlFlowTest do
 
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
 
-  defn nested_endless(x) do
-    {x, _} = while({x, i = 0}, i < 3, do: {endless(x), i + 1})
+  # (n a parameter: a constant trip count would be unrolled, the inner loop then at the top)
+  defn nested_endless(x, n) do
+    {x, _, _} = while({x, i = 0, n}, i < n, do: {endless(x), i + 1, n})
     x
   end
 
@@ -154,7 +155,7 @@ defmodule Nx.Vulkan.ControlFlowTest do
     # the inner loop, inside the outer one's body (a limit the outer loop's first condition
     # cannot use up on a loaded machine before the inner loop starts)
     assert_raise Nx.Vulkan.Error, ~r/^timeout: node \d+ \(while\) region 'body': node \d+ \(while\) was still looping/, fn ->
-      Nx.Vulkan.jit(&nested_endless/1, timeout: 1500, cache_dir: "none").(Nx.tensor([0.0]))
+      Nx.Vulkan.jit(&nested_endless/2, timeout: 1500, cache_dir: "none").(Nx.tensor([0.0]), 3)
     end
   end
 
