@@ -4,11 +4,13 @@
 // distinct index rather than once per iteration of the enclosing loop.
 //
 // Float accumulators stay in register precision and are rounded to f16/bf16
-// only at the end, as Nx accumulates in double and rounds once.
+// only at the end, as Nx accumulates in double and rounds once; f32 sums, products and
+// dots accumulate in f64 where that is cheap (accumulates_f32_in_f64).
 #include <algorithm>
 #include <cmath>
 
 #include "codegen/emitter.h"
+#include "codegen/targets/launch.h"
 
 namespace nxv::codegen {
 
@@ -26,6 +28,11 @@ std::vector<Id> split_counter(Emitter& e, Id r, const std::vector<int64_t>& exte
     stride *= extents[i];
   }
   return out;
+}
+
+// The type a sum, product or dot of result type t accumulates in.
+DType accumulation_type(const DeviceCaps& caps, DType t) {
+  return t == DType::F32 && accumulates_f32_in_f64(caps) ? DType::F64 : t;
 }
 
 std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
@@ -77,11 +84,12 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   std::vector<int64_t> extents;
   for (auto a : axes) extents.push_back(in[a]);
   const bool fl = ir::is_float(t);
-  Id rt = reg_type(t);
+  const DType at = op == "sum" || op == "product" ? accumulation_type(caps, t) : t;
+  Id rt = reg_type(at);
 
   Id init;
-  if (op == "sum" || op == "any") init = constant(t, 0);
-  else if (op == "product" || op == "all") init = constant(t, 1);
+  if (op == "sum" || op == "any") init = constant(at, 0);
+  else if (op == "product" || op == "all") init = constant(at, 1);
   else if (fl) init = b.const_float(register_bits(t), op == "reduce_max" ? -INFINITY : INFINITY);
   else {
     const int bits = ir::dtype_bits(t);
@@ -117,11 +125,11 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
     Id v = value(x, index_from_dims(in, d));
     // all/any test the operand itself; the others fold it converted to the result type.
-    return Values{merge(acc[0], op == "all" || op == "any" ? from_bool(to_bool(v, xt), t) : convert(v, xt, t))};
+    return Values{merge(acc[0], op == "all" || op == "any" ? from_bool(to_bool(v, xt), t) : convert(v, xt, at))};
   };
   f.combine = [&](const Values& a, const Values& c) { return Values{merge(a[0], c[0])}; };
   auto r = fold(out, f);
-  return normalize(r[0], t);
+  return normalize(convert(r[0], at, t), t);
 }
 
 Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
@@ -213,22 +221,24 @@ Id Emitter::emit_dot(const ir::Node& node, Index& index) {
     extents.push_back(as[c1[j]]);
   }
   const bool fl = ir::is_float(t);
-  Id rt = reg_type(t);
+  const DType at = accumulation_type(caps, t);
+  Id rt = reg_type(at);
   Fold f;
   f.types = {rt};
-  f.init = {constant(t, 0)};
+  f.init = {constant(at, 0)};
   f.count = ir::num_elements(extents);
   f.step = [&](const Values& acc, Id c) {
     auto rd = split_counter(*this, c, extents);
     std::vector<Id> ai = ad, bi = bd;
     for (size_t j = 0; j < c1.size(); ++j) ai[c1[j]] = bi[c2[j]] = rd[j];
-    Id x = convert(value(an, index_from_dims(as, ai)), an.type().dtype, t);
-    Id y = convert(value(bn, index_from_dims(bs, bi)), bn.type().dtype, t);
+    // (f32 operands: their product is exact in f64)
+    Id x = convert(value(an, index_from_dims(as, ai)), an.type().dtype, at);
+    Id y = convert(value(bn, index_from_dims(bs, bi)), bn.type().dtype, at);
     return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc[0], b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y})})};
   };
   f.combine = [&](const Values& a, const Values& c) { return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a[0], c[0]})}; };
   auto r = fold(out, f);
-  return normalize(r[0], t);
+  return normalize(convert(r[0], at, t), t);
 }
 
 }  // namespace nxv::codegen
