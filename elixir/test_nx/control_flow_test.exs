@@ -242,14 +242,7 @@ defmodule Nx.Vulkan.ControlFlowTest do
     b = Nx.tensor([1.0, -2.0, 4.0])
     bm = Nx.tensor([[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]])
 
-    for {a, opts} <- [
-          {l, []},
-          {u, [lower: false]},
-          {l, [transform_a: :transpose]},
-          {u, [lower: false, transform_a: :transpose]},
-          {l, [left_side: false]},
-          {u, [lower: false, left_side: false]}
-        ] do
+    for {a, opts} <- triangular_solve_cases(l, u) do
       assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b], rtol: 1.0e-5, atol: 1.0e-6)
       rhs = if opts[:left_side] == false, do: Nx.transpose(bm), else: bm
 

@@ -235,14 +235,7 @@ defmodule Nx.Vulkan.LinAlgTest do
         l = lower(n, type)
         u = Nx.transpose(l)
 
-        for {a, opts} <- [
-              {l, []},
-              {u, [lower: false]},
-              {l, [transform_a: :transpose]},
-              {u, [lower: false, transform_a: :transpose]},
-              {l, [left_side: false]},
-              {u, [lower: false, left_side: false]}
-            ] do
+        for {a, opts} <- triangular_solve_cases(l, u) do
           b = if opts[:left_side] == false, do: rhs({2, n}, type), else: rhs({n, 2}, type)
           assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, b], @large_tolerance[type])
           assert_matches_evaluator(&Nx.LinAlg.triangular_solve(&1, &2, opts), [a, rhs({n}, type)], @large_tolerance[type])

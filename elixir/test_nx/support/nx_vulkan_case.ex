@@ -48,6 +48,21 @@ defmodule Nx.Vulkan.Case do
   def tolerance(_integer), do: {0, 0}
 
   @doc """
+  Nx.LinAlg.triangular_solve's option combinations, each with the matrix it applies to:
+  `l` lower triangular, `u` its transpose.
+  """
+  def triangular_solve_cases(l, u) do
+    [
+      {l, []},
+      {u, [lower: false]},
+      {l, [transform_a: :transpose]},
+      {u, [lower: false, transform_a: :transpose]},
+      {l, [left_side: false]},
+      {u, [lower: false, left_side: false]}
+    ]
+  end
+
+  @doc """
   Runs `fun` on `args` with Nx.Vulkan and with Nx.Defn.Evaluator and asserts the
   results have the same types and shapes, and equal values (integers) or values
   within `tolerance/1` (floats; NaN equals NaN, infinities must match).
