@@ -92,6 +92,12 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
                   b.op(spv::OpFAdd, rt, {tr, step}), tr);
     return select(t, b.op(spv::OpFOrdEqual, boolean(), {r, constant(t, 0)}), constant(t, 0), r);
   }
+  // The trig functions and erfc stay in f32: in f64 their argument reduction (an exact
+  // remainder) and continued fraction are loops of up to ~2000 steps, which a kernel that
+  // evaluates them per reduction step multiplies past lavapipe's loop limit.
+  static const std::set<std::string> loops_in_f64 = {"sin", "cos", "tan", "erfc"};
+  if (const DType ct = compute_type(t); ct != t && !loops_in_f64.count(op))
+    return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
   return normalize(float_unary(node, op, x, t), t);
 }
 
@@ -161,8 +167,12 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
     if (op == "divide") return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
-    if (op == "atan2") return normalize(float_atan2(a, c, t), t);
-    if (op == "pow") return normalize(float_pow(a, c, t), t);
+    if (op == "atan2" || op == "pow") {
+      const DType ct = compute_type(t);
+      Id r = op == "atan2" ? float_atan2(convert(a, t, ct), convert(c, t, ct), ct)
+                           : float_pow(convert(a, t, ct), convert(c, t, ct), ct);
+      return normalize(convert(r, ct, t), t);
+    }
     throw ir::IrError(node, op + " needs integer operands");
   }
 

@@ -5,12 +5,11 @@
 //
 // Float accumulators stay in register precision and are rounded to f16/bf16
 // only at the end, as Nx accumulates in double and rounds once; f32 sums, products and
-// dots accumulate in f64 where that is cheap (accumulates_f32_in_f64).
+// dots accumulate in f64 where that is cheap (computes_f32_in_f64).
 #include <algorithm>
 #include <cmath>
 
 #include "codegen/emitter.h"
-#include "codegen/targets/launch.h"
 
 namespace nxv::codegen {
 
@@ -28,11 +27,6 @@ std::vector<Id> split_counter(Emitter& e, Id r, const std::vector<int64_t>& exte
     stride *= extents[i];
   }
   return out;
-}
-
-// The type a sum, product or dot of result type t accumulates in.
-DType accumulation_type(const DeviceCaps& caps, DType t) {
-  return t == DType::F32 && accumulates_f32_in_f64(caps) ? DType::F64 : t;
 }
 
 std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
@@ -84,7 +78,7 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   std::vector<int64_t> extents;
   for (auto a : axes) extents.push_back(in[a]);
   const bool fl = ir::is_float(t);
-  const DType at = op == "sum" || op == "product" ? accumulation_type(caps, t) : t;
+  const DType at = op == "sum" || op == "product" ? compute_type(t) : t;
   Id rt = reg_type(at);
 
   Id init;
@@ -221,7 +215,7 @@ Id Emitter::emit_dot(const ir::Node& node, Index& index) {
     extents.push_back(as[c1[j]]);
   }
   const bool fl = ir::is_float(t);
-  const DType at = accumulation_type(caps, t);
+  const DType at = compute_type(t);
   Id rt = reg_type(at);
   Fold f;
   f.types = {rt};

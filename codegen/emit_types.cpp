@@ -8,12 +8,15 @@
 #include <cstring>
 
 #include "codegen/emitter.h"
+#include "codegen/targets/launch.h"
 
 namespace nxv::codegen {
 
 using ir::DType;
 
 int Emitter::register_bits(DType t) { return ir::dtype_bits(t) == 64 ? 64 : 32; }
+
+DType Emitter::compute_type(DType t) const { return t == DType::F32 && computes_f32_in_f64(caps) ? DType::F64 : t; }
 
 Id Emitter::u32() { return b.type_int(32); }
 Id Emitter::boolean() { return b.type_bool(); }

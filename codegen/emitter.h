@@ -90,6 +90,9 @@ class Emitter {
 
   // ---- types and conversions (emit_types.cpp) ----
   static int register_bits(ir::DType t);
+  // The type sums, products, dots and transcendental functions of type t are computed in:
+  // f64 for f32 where that is cheap (computes_f32_in_f64), else t.
+  ir::DType compute_type(ir::DType t) const;
   Id reg_type(ir::DType t);
   Id storage_type(ir::DType t);
   Id u32();

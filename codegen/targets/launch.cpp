@@ -42,7 +42,7 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
 // 1.4 -> 30 ms (1024x1024) with tiles staged through shared memory (its barriers are costly).
 bool tile_transposes(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
 
-bool accumulates_f32_in_f64(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 && caps.float64; }
+bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 && caps.float64; }
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   switch (caps.vendor_id) {

@@ -43,11 +43,12 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles);
 // (codegen/kernel.cpp): a GPU's caches then coalesce the reads; a CPU's do not need it.
 bool tile_transposes(const DeviceCaps& caps);
 
-// Whether f32 sums, products and dot products accumulate in f64, rounding once, as
+// Whether f32 sums, products and dot products accumulate in f64, and f32 transcendental
+// functions (exp, log, sin, pow, ...) are computed in f64, each rounded once, as
 // Nx.BinaryBackend computes them (so results match the evaluator's to the last digit):
 // where f64 arithmetic costs about what f32 does, a CPU (lavapipe). A GPU's f64 is a
 // fraction of its f32 rate, which a dot product would pay in full.
-bool accumulates_f32_in_f64(const DeviceCaps& caps);
+bool computes_f32_in_f64(const DeviceCaps& caps);
 
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
