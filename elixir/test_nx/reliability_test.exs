@@ -99,7 +99,11 @@ defmodule Nx.Vulkan.ReliabilityTest do
       assert error.kind == :out_of_memory
     end
 
-    assert eventually(fn -> Device.memory_in_use(@private) == baseline end, 5000)
+    # (<=: buffers of the previous test's killed processes may still be going when the
+    # baseline is taken)
+    assert eventually(fn -> Device.memory_in_use(@private) <= baseline end, 5000),
+           "device memory in use #{Device.memory_in_use(@private)}, baseline #{baseline}"
+
     assert Nx.to_flat_list(Nx.Vulkan.jit(&Nx.add(&1, 1), @private).(Nx.tensor([1]))) == [2]
   end
 
