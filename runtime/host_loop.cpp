@@ -22,6 +22,11 @@ constexpr size_t kMaxNodes = 64;      // per region's part
 constexpr double kSubmitMs = 10;
 constexpr uint64_t kSubmitBytes = uint64_t(64) << 20;
 constexpr size_t kMaxIterationsPerSubmit = 256;
+// What is measured per iteration includes the submit's own wait, which on a loaded machine
+// makes short iterations look slow; a single submit per iteration then never measures its
+// way out. Below kSlowIterationMs, at least kMinIterationsPerSubmit go together.
+constexpr double kSlowIterationMs = 50;
+constexpr size_t kMinIterationsPerSubmit = 4;
 
 // The nodes `outputs` depend on; nullopt beyond kMaxNodes, through a node with regions of
 // its own (a nested loop or branch is not a few host operations), or through a float: the
@@ -110,7 +115,8 @@ std::vector<ir::Literal> HostLoop::next(const std::vector<ir::Literal>& values) 
 
 size_t iterations_per_submit(double ms_per_iteration, uint64_t bytes_per_iteration) {
   const uint64_t by_memory = kSubmitBytes / std::max<uint64_t>(bytes_per_iteration, 1);
-  const double by_time = kSubmitMs / std::max(ms_per_iteration, 1e-3);
+  double by_time = kSubmitMs / std::max(ms_per_iteration, 1e-3);
+  if (ms_per_iteration < kSlowIterationMs) by_time = std::max(by_time, double(kMinIterationsPerSubmit));
   return size_t(std::clamp<double>(std::min<double>(by_time, double(by_memory)), 1, double(kMaxIterationsPerSubmit)));
 }
 
