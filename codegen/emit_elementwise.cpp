@@ -92,12 +92,17 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
                   b.op(spv::OpFAdd, rt, {tr, step}), tr);
     return select(t, b.op(spv::OpFOrdEqual, boolean(), {r, constant(t, 0)}), constant(t, 0), r);
   }
-  // The trig functions and erfc stay in f32: in f64 their argument reduction (an exact
-  // remainder) and continued fraction are loops of up to ~2000 steps, which a kernel that
-  // evaluates them per reduction step multiplies past lavapipe's loop limit.
-  static const std::set<std::string> loops_in_f64 = {"sin", "cos", "tan", "erfc"};
-  if (const DType ct = compute_type(t); ct != t && !loops_in_f64.count(op))
-    return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
+  // In f64, the exact remainder that reduces large trig arguments and erfc's continued
+  // fraction are loops of up to ~2000 steps, which a kernel that evaluates them per
+  // reduction step multiplies past lavapipe's loop limit: erfc stays f32, and the trig
+  // functions reduce large arguments in f32 (as their f32 forms do) before the f64 rest.
+  const DType ct = compute_type(t);
+  if (ct != t && (op == "sin" || op == "cos" || op == "tan")) {
+    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 1647099.0)});
+    Id reduced = select(t, big, float_rem(x, constant(t, 6.28318530717958623200), t), x);
+    return convert(math_unary(op, convert(reduced, t, ct), ct, false), ct, t);
+  }
+  if (ct != t && op != "erfc") return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
   return normalize(float_unary(node, op, x, t), t);
 }
 
