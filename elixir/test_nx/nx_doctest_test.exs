@@ -12,10 +12,23 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # An ulp or two of f32 from the device's transcendental functions (GLSL's, within
   # Vulkan's stated bounds, or ours), where Nx.BinaryBackend computes in double and rounds
   # once; test_nx/ops_test.exs checks these ops against the evaluator with tolerances.
-  # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.)
-  @rounding [asin: 1, asinh: 1, atan2: 2, atanh: 1, cbrt: 1, cos: 1, cosh: 1, erf_inv: 1, erfc: 1] ++
-              [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1] ++
-              [acos: 1, acosh: 1, atan: 1]
+  # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.) On lavapipe f32
+  # functions are computed in double too (docs/elixir.md, Numerics), so only erfc (in
+  # f32) and erf_inv's example differ, and with Nx >= 0.12 the examples in f64 (exp,
+  # expm1, tan, cosh, atanh), whose f64 functions are ours, an ulp from Erlang's.
+  @lavapipe Nx.Vulkan.devices() |> List.first() |> Map.get(:name) |> String.contains?("llvmpipe")
+  @f64_examples Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.12.0")
+  @rounding (cond do
+               not @lavapipe ->
+                 [asin: 1, asinh: 1, atan2: 2, atanh: 1, cbrt: 1, cos: 1, cosh: 1, erf_inv: 1, erfc: 1] ++
+                   [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1]
+
+               @f64_examples ->
+                 [erf_inv: 1, erfc: 1, exp: 1, expm1: 1, tan: 1, cosh: 1, atanh: 1]
+
+               true ->
+                 [erf_inv: 1, erfc: 1]
+             end) ++ [acos: 1, acosh: 1, atan: 1]
 
   # Examples with Nx 0.13's 8-bit floats (tensor) and 2- and 4-bit integers (bit_size),
   # which Nx.Vulkan does not have.
@@ -40,11 +53,16 @@ defmodule Nx.Vulkan.NxLinAlgDoctestTest do
   # cholesky, lu, matrix_power, least_squares; eigh and so pinv, which Nx.BinaryBackend of
   # Nx <= 0.11 computes in f64), and Box-Muller/Gumbel transforms of the same bits
   # (normal, gumbel, multivariate_normal). test_nx/control_flow_test.exs, lin_alg_test.exs
-  # and ops_test.exs check them with tolerances.
+  # and ops_test.exs check them with tolerances. On lavapipe, whose f32 sums and functions
+  # are Nx.BinaryBackend's, cholesky, lu, solve and gumbel match.
   # (Arities of Nx 0.7 and 0.13 both.)
-  @rounding [cholesky: 1, determinant: 1, eigh: 2, least_squares: 2, lu: 2, matrix_power: 2] ++
-              [pinv: 2, least_squares: 3, lu: 1, solve: 2]
-  @random_rounding [gumbel: 2, multivariate_normal: 4, normal: 4]
+  # (Nx >= 0.12: solve's example still an ulp apart.)
+  @lavapipe Nx.Vulkan.devices() |> List.first() |> Map.get(:name) |> String.contains?("llvmpipe")
+  @f64_examples Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.12.0")
+  @rounding [determinant: 1, eigh: 2, least_squares: 2, matrix_power: 2, pinv: 2, least_squares: 3] ++
+              if(@lavapipe, do: [], else: [cholesky: 1, lu: 2, lu: 1]) ++
+              if(@lavapipe and not @f64_examples, do: [], else: [solve: 2])
+  @random_rounding [multivariate_normal: 4, normal: 4] ++ if(@lavapipe, do: [], else: [gumbel: 2])
 
   doctest Nx.LinAlg, except: @rounding
   doctest Nx.Random, except: @random_rounding
