@@ -97,11 +97,7 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
   // reduction step multiplies past lavapipe's loop limit: erfc stays f32, and the trig
   // functions reduce large arguments in f32 (as their f32 forms do) before the f64 rest.
   const DType ct = compute_type(t);
-  if (ct != t && (op == "sin" || op == "cos" || op == "tan")) {
-    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 1647099.0)});
-    Id reduced = select(t, big, float_rem(x, constant(t, 6.28318530717958623200), t), x);
-    return convert(math_unary(op, convert(reduced, t, ct), ct, false), ct, t);
-  }
+  if (ct != t && (op == "sin" || op == "cos" || op == "tan")) return convert(math_unary(op, convert(x, t, ct), ct, t), ct, t);
   if (ct != t && op != "erfc") return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
   return normalize(float_unary(node, op, x, t), t);
 }

@@ -254,8 +254,7 @@ struct M {
   std::pair<Id, Id> reduce(Id x) {
     // Beyond 2^20 pi/2 the three-part pi/2 is not exact enough (no Payne–Hanek here): an exact
     // remainder by the double nearest 2 pi keeps the results in range, not accurate.
-    // (No `rem`: the caller reduced large arguments already, in f32.)
-    if (rem) x = sel(gt(abs(x), c(1647099.0)), rem(x, c(6.28318530717958623200)), x);
+    x = sel(gt(abs(x), c(1647099.0)), rem(x, c(6.28318530717958623200)), x);
     Id q = floor(fma(x, c(0.63661977236758134308), c(0.5)));
     Id r;
     if (wide()) {
@@ -474,9 +473,9 @@ bool Emitter::math_library_has(const std::string& op) {
   return ops.count(op) > 0;
 }
 
-Id Emitter::math_unary(const std::string& op, Id x, DType t, bool reduce_large) {
-  M m{*this, t, nullptr};
-  if (reduce_large) m.rem = [&](Id a, Id p) { return float_rem(a, p, t); };
+Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType> remainder_type) {
+  const DType rem_t = remainder_type.value_or(t);
+  M m{*this, t, [&](Id a, Id p) { return convert(float_rem(convert(a, t, rem_t), convert(p, t, rem_t), rem_t), rem_t, t); }};
   if (op == "exp") return m.exp(x);
   if (op == "expm1") return m.expm1(x);
   if (op == "log") return m.log(x);

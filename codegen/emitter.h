@@ -155,9 +155,9 @@ class Emitter {
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);
   // The math library (emit_math.cpp): functions computed from arithmetic in t's register width.
   static bool math_library_has(const std::string& op);
-  // `reduce_large`: reduce arguments beyond 2^20 pi/2 of sin, cos and tan by an exact
-  // remainder (a loop); false where the caller has.
-  Id math_unary(const std::string& op, Id x, ir::DType t, bool reduce_large = true);
+  // `remainder_type`: the type the exact remainder that reduces sin, cos and tan
+  // arguments beyond 2^20 pi/2 is taken in (a loop per exponent step), if not t.
+  Id math_unary(const std::string& op, Id x, ir::DType t, std::optional<ir::DType> remainder_type = std::nullopt);
   Id math_pow_magnitude(Id ax, Id y, ir::DType t);    // |x|^y for finite |x| > 0
   Id math_atan2_magnitude(Id ay, Id x, ir::DType t);  // atan2(|y|, x) for finite nonzero arguments
   Id int_pow(Id base, Id exponent, ir::DType t);

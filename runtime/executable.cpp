@@ -1,6 +1,5 @@
 // Executable: the pass pipeline + codegen at compile time; one command buffer per run.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -70,18 +69,15 @@ ir::Graph body_then_condition(const ir::Graph& body, const ir::Graph& condition)
   return g;
 }
 
-bool truthy(DeviceImpl& dev, const BufferPtr& b) {
-  std::vector<uint8_t> bytes(b->bytes());
-  dev.download(*b, bytes.data(), bytes.size());
-  for (uint8_t v : bytes)
-    if (v) return true;
-  return false;
-}
-
 ir::Literal download_literal(DeviceImpl& dev, const BufferPtr& b) {
   ir::Literal lit{b->type(), std::vector<uint8_t>(b->bytes())};
   dev.download(*b, lit.data.data(), lit.data.size());
   return lit;
+}
+
+bool truthy(DeviceImpl& dev, const BufferPtr& b) {
+  const ir::Literal lit = download_literal(dev, b);
+  return std::any_of(lit.data.begin(), lit.data.end(), [](uint8_t v) { return v != 0; });
 }
 
 void add_stats(RunStats* into, const RunStats& s) {
