@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/literal.h"
 #include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -31,10 +32,9 @@ constexpr int64_t kMaxTrips = 16;
 constexpr size_t kMaxUnrolledNodes = 4096;
 
 std::optional<int64_t> integer_constant(const Node& n) {
-  if (n.op != "constant" || n.is_tuple() || !n.type().shape.empty() || !ir::is_integer(n.type().dtype) ||
-      !n.attrs.contains("value") || !n.attrs["value"].is_number_integer())
+  if (n.op != "constant" || n.is_tuple() || !n.type().shape.empty() || !ir::is_integer(n.type().dtype))
     return std::nullopt;
-  return n.attrs["value"].get<int64_t>();
+  return ir::get_i64(ir::literal_of(n), 0);
 }
 
 // Which state entry `n` reads, if it is a parameter.
