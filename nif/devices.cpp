@@ -1,3 +1,4 @@
+#include "codegen/targets/launch.h"
 #include "nif/nif_functions.h"
 #include "nif/resources.h"
 #include "nif/terms.h"
@@ -23,6 +24,7 @@ ERL_NIF_TERM make_device_info(ErlNifEnv* env, const runtime::DeviceInfo& d) {
       {"max_workgroup_invocations", enif_make_uint(env, c.max_workgroup_invocations)},
       {"max_shared_memory_bytes", enif_make_uint(env, c.max_shared_memory_bytes)},
       {"max_storage_buffer_range", enif_make_uint64(env, c.max_storage_buffer_range)},
+      {"computes_f32_in_f64", flag(codegen::computes_f32_in_f64(c))},
   });
   return make_map(env, {
       {"index", enif_make_int(env, d.index)},

@@ -63,7 +63,8 @@ defmodule Nx.Vulkan do
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
     {_callbacks, hook_values} = Hooks.split(expr, opts[:hooks] || %{})
-    {graph, _used} = IR.build(List.to_tuple([expr | hook_values]), name: opts[:name] || "explain")
+    build_opts = [name: opts[:name] || "explain", f32_in_f64: f32_in_f64?(opts)]
+    {graph, _used} = IR.build(List.to_tuple([expr | hook_values]), build_opts)
     json = JSON.encode(graph)
     explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts))) end
 
@@ -98,6 +99,10 @@ defmodule Nx.Vulkan do
   f64 graphs need. The name is the earlier nx_vulkan's, which eXMC calls.
   """
   def has_f64?(opts \\ []), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.float64
+
+  # The code generator's choice for the device (codegen/targets/launch.cpp); the serialiser
+  # makes the same one for the factorisations it inlines.
+  defp f32_in_f64?(opts), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.computes_f32_in_f64
 
   @doc "Bytes of device memory held by live buffers on the device `opts` select."
   def memory_in_use(opts \\ []), do: Device.memory_in_use(opts)
@@ -175,7 +180,8 @@ defmodule Nx.Vulkan do
             :host_driven
 
           {callbacks, hook_values} ->
-            {graph, used} = IR.build(List.to_tuple([expr | hook_values]), name: graph_name(key))
+            build_opts = [name: graph_name(key), f32_in_f64: f32_in_f64?(config)]
+            {graph, used} = IR.build(List.to_tuple([expr | hook_values]), build_opts)
             {expr, graph, used, Enum.zip(callbacks, Enum.map(hook_values, &Nx.to_template/1))}
         end
       end)

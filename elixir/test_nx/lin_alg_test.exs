@@ -285,4 +285,34 @@ defmodule Nx.Vulkan.LinAlgTest do
       end
     end
   end
+
+  # Nx.BinaryBackend factorises (eigh, lu, triangular_solve) in f64 whatever the input;
+  # where the device computes f32 in f64 (lavapipe), f32 factorisations and the defaults of
+  # solve and determinant built on them are computed so too, and match the evaluator to
+  # the bit. Integer inputs have f32 results. Elsewhere they are computed in f32. (Nx >= 0.11
+  # has no lu in the backend: its evaluator runs the default, op by op, which the device
+  # does not follow, so lu and determinant keep the tolerance there.)
+  @backend_lu function_exported?(Nx.BinaryBackend, :lu, 3)
+
+  test "f32 factorisations as Nx.BinaryBackend computes them, exactly where the device computes f32 in f64" do
+    tol = if computes_f32_in_f64?(), do: [atol: 0, rtol: 0], else: @large_tolerance.f32
+    lu_tol = if @backend_lu, do: tol, else: @large_tolerance.f32
+    a = Nx.tensor([[4.0, 1.5, -2.0, 0.5], [3.0, -1.0, 2.5, 1.0], [0.5, 2.0, 3.0, -1.5], [1.0, 0.0, -0.5, 2.0]])
+    sym = Nx.add(a, Nx.transpose(a))
+    int = Nx.tensor([[0, 0, 0, 0, -1], [0, 1, 2, 3, 0], [0, 1, -2, 3, 0], [0, 7, 8, 9, 0], [1, 0, 0, 0, 0]])
+    b = Nx.tensor([1.0, -2.0, 0.5, 3.0])
+
+    for input <- [sym, Nx.tensor([[2, 5], [5, 6]])] do
+      assert_matches_evaluator(&Nx.LinAlg.eigh/1, [input], tol)
+    end
+
+    for m <- [a, int] do
+      assert_matches_evaluator(&Nx.LinAlg.determinant/1, [m], lu_tol)
+      assert_matches_evaluator(&Nx.LinAlg.lu/1, [m], lu_tol)
+    end
+
+    assert_matches_evaluator(&Nx.LinAlg.solve/2, [a, b], tol)
+    l = Nx.select(Nx.greater_equal(Nx.iota({4, 1}), Nx.iota({1, 4})), a, 0)
+    assert_matches_evaluator(&Nx.LinAlg.triangular_solve/2, [l, b], tol)
+  end
 end

@@ -14,7 +14,8 @@ defmodule Nx.Vulkan.Eigh do
   # magnitude at most `eps` are zeroed in the reduction's results, in each Q and R, and in
   # the eigenpairs: those thresholds decide when the iteration stops, so they are kept
   # as the backend has them. The backend computes in f64 whatever the input; this runs in
-  # the result's type (f32 for f16 and bf16), so the iteration may end one step apart.
+  # the result's type (f32 for f16 and bf16), so the iteration may end one step apart,
+  # except where the serialiser widens f32 to f64 (Nx.Vulkan.IR, `:f32_in_f64`).
   # The backend raises for a matrix that is not Hermitian to within `eps`; a check of the
   # data cannot raise from a graph, so such a matrix is iterated on as it is, as the
   # default does.

@@ -49,6 +49,13 @@ defmodule Nx.Vulkan.IR do
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
   # matrices): their defaults need gather/scatter and loops.
   @inline_linalg [:solve, :determinant, :cholesky, :lu]
+  @evaluator_defaults [:solve, :determinant]
+
+  # The factorisations Nx.BinaryBackend computes itself, in f64 (see inline_factorisation/5).
+  @backend_factorisations for {name, arity} <- [eigh: 3, lu: 3, triangular_solve: 4],
+                              Code.ensure_loaded?(Nx.BinaryBackend),
+                              function_exported?(Nx.BinaryBackend, name, arity),
+                              do: name
 
   @doc """
   Whether an `optional` call named `name` (Nx <= 0.11), or a `block` with struct `name`
@@ -71,11 +78,12 @@ defmodule Nx.Vulkan.IR do
 
   Returns `{graph, used_inputs}`: `graph` is the IR as a map for
   `Nx.Vulkan.JSON.encode/1`; graph parameter `i` is the function's flattened
-  input number `Enum.at(used_inputs, i)`. Options: `:name`. Hooks pass their
-  value on: the caller runs their callbacks (`Nx.Vulkan.Hooks`).
+  input number `Enum.at(used_inputs, i)`. Options: `:name`; `:f32_in_f64` (default
+  `false`), whether f32 factorisations are computed in f64 as Nx.BinaryBackend computes
+  them. Hooks pass their value on: the caller runs their callbacks (`Nx.Vulkan.Hooks`).
   """
   def build(outputs, opts \\ []) do
-    region = new_region(:root, Tree.scope_ids(outputs))
+    region = new_region(:root, Tree.scope_ids(outputs), nil, Keyword.get(opts, :f32_in_f64, false))
 
     # Rewrites (Nx.Vulkan.Sort, Conv, LinAlg, Funs) apply Nx functions to expressions; the
     # literals those create must be expressions too, as while tracing, whatever the
@@ -98,8 +106,10 @@ defmodule Nx.Vulkan.IR do
   # node id, `{:multi, id, types}` for a node with several results, or
   # `{:tuple, values}` for a container that exists only in Elixir.
 
-  defp new_region(frame, scope_ids, capture \\ nil) do
+  defp new_region(frame, scope_ids, capture, f32_in_f64) do
     %{
+      # whether f32 factorisations run in f64, as Nx.BinaryBackend's do (see widened/3)
+      f32_in_f64: f32_in_f64,
       nodes: [],
       next: 0,
       types: %{},
@@ -415,7 +425,7 @@ defmodule Nx.Vulkan.IR do
 
   defp node(%T{data: %Expr{op: :triangular_solve, args: [a, b, opts]}} = t, stack) do
     tensors = [Nx.as_type(a, t.type), Nx.as_type(b, t.type)]
-    inline_rewrite(tensors, &Nx.Vulkan.LinAlg.triangular_solve(&1, &2, opts), stack)
+    inline_factorisation(:triangular_solve, tensors, t, &Nx.Vulkan.LinAlg.triangular_solve(&1, &2, opts), stack)
   end
 
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
@@ -445,8 +455,8 @@ defmodule Nx.Vulkan.IR do
     do: recur(Nx.Vulkan.Funs.reduce(t, x, acc, opts, fun), stack)
 
   # Nx <= 0.10: the backend computes it; Nx.BinaryBackend's factorisation is the reference.
-  defp node(%T{data: %Expr{op: :lu, args: [_outputs, a, opts]}}, stack),
-    do: inline_rewrite([a], &Nx.Vulkan.LinAlg.lu_prepivoted(&1, opts[:eps]), stack)
+  defp node(%T{data: %Expr{op: :lu, args: [outputs, a, opts]}}, stack),
+    do: inline_factorisation(:lu, [a], outputs, &Nx.Vulkan.LinAlg.lu_prepivoted(&1, opts[:eps]), stack)
 
   # Nx 0.12+: `block(struct, in_args, default, fun)` replaces `optional`; the struct
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).
@@ -462,8 +472,9 @@ defmodule Nx.Vulkan.IR do
     types = Enum.map(state, &tensor_type(Nx.devectorize(&1)))
     context = hd(state).data.context
 
-    cond_graph = loop_region(context, types, condition, &to_pred(condition, &1))
-    body_graph = loop_region(context, types, body, &(body |> flat() |> recur_all(&1)))
+    wide = hd(stack).f32_in_f64
+    cond_graph = loop_region(context, types, wide, condition, &to_pred(condition, &1))
+    body_graph = loop_region(context, types, wide, body, &(body |> flat() |> recur_all(&1)))
 
     regions = %{condition: cond_graph, body: body_graph}
     {id, stack} = emit(stack, "while", init_ids, types, %{}, regions)
@@ -540,16 +551,23 @@ defmodule Nx.Vulkan.IR do
       not native_call?(name, tensors) ->
         inline_default(tensors, default, stack)
 
+      # Where the device computes f32 as Nx.BinaryBackend does (f32 in f64), the defaults
+      # the evaluator runs reproduce its digits, which the faster elimination does not:
+      # solve's and determinant's factorise through `qr`/`lu` and `triangular_solve`,
+      # computed as the backend computes them (inline_factorisation/5).
+      name in @evaluator_defaults and name not in @backend_factorisations and hd(stack).f32_in_f64 ->
+        inline_default(tensors, default, stack)
+
       name in @native_optionals ->
         {ids, stack} = recur_all(tensors, stack)
         emit(stack, Atom.to_string(name), ids, tensor_type(t))
 
       name == :eigh ->
-        inline_rewrite(tensors, &Nx.Vulkan.Eigh.eigh(&1, List.flatten(opts)), stack)
+        inline_factorisation(:eigh, tensors, default, &Nx.Vulkan.Eigh.eigh(&1, List.flatten(opts)), stack)
 
       # P keeps the input's type, L and U have its floating type
       name == :lu ->
-        inline_rewrite(tensors, &Nx.Vulkan.LinAlg.lu/1, stack)
+        inline_factorisation(:lu, tensors, default, &Nx.Vulkan.LinAlg.lu/1, stack)
 
       true ->
         tensors = Enum.map(tensors, &Nx.as_type(&1, t.type))
@@ -564,6 +582,25 @@ defmodule Nx.Vulkan.IR do
     expr = Nx.Defn.debug_expr_apply(fun, Enum.map(tensors, &Nx.to_template/1))
     inline_default(tensors, expr, stack)
   end
+
+  # Nx.BinaryBackend factorises (eigh and lu up to Nx 0.10, triangular_solve) in Elixir
+  # floats, f64, whatever the input's type: an f32 factorisation has the evaluator's digits
+  # only when it too runs in f64 and is rounded once. Done where the device's f64 costs about what f32 does (the
+  # native `computes_f32_in_f64`, which the code generator applies to elementwise ops).
+  # `out` is the call's output container, whose types the results are rounded to.
+  defp inline_factorisation(name, tensors, out, fun, [%{f32_in_f64: true} | _] = stack)
+       when name in @backend_factorisations do
+    if Enum.any?(tensors, &(Nx.Type.to_floating(&1.type) == {:f, 32})) do
+      wide = Enum.map(tensors, &Nx.as_type(&1, Nx.Type.merge(&1.type, {:f, 64})))
+      expr = Nx.Defn.debug_expr_apply(fun, Enum.map(wide, &Nx.to_template/1))
+      {narrowed, []} = Composite.traverse(expr, flat(out), fn e, [o | rest] -> {Nx.as_type(e, o.type), rest} end)
+      inline_default(wide, narrowed, stack)
+    else
+      inline_rewrite(tensors, fun, stack)
+    end
+  end
+
+  defp inline_factorisation(_name, tensors, _out, fun, stack), do: inline_rewrite(tensors, fun, stack)
 
   # Nx 0.13's Nx.Block.Take default: gather along `axis` with each index as a vector of one
   # component, then move the indices' axes to where `axis` was.
@@ -604,11 +641,11 @@ defmodule Nx.Vulkan.IR do
     emit(stack, "not_equal", [id, zero_id], {"u8", []})
   end
 
-  defp loop_region(context, types, expr, fun) do
+  defp loop_region(context, types, f32_in_f64, expr, fun) do
     {params, stack} =
       types
       |> Enum.with_index()
-      |> Enum.map_reduce([new_region(nil, %{})], fn {type, i}, stack ->
+      |> Enum.map_reduce([new_region(nil, %{}, nil, f32_in_f64)], fn {type, i}, stack ->
         emit(stack, "parameter", [], type, %{index: i})
       end)
 
@@ -620,7 +657,7 @@ defmodule Nx.Vulkan.IR do
   end
 
   defp branch_region(branch, scope_ids, capture, stack) do
-    region = new_region(nil, scope_ids, capture)
+    region = new_region(nil, scope_ids, capture, hd(stack).f32_in_f64)
     {values, [r | stack]} = recur_all(branch, [region | stack])
     {ids, [r | stack]} = flatten_values(values, [r | stack])
     {finish(r, ids), {stack, r.capture.values}}

@@ -38,6 +38,14 @@ defmodule Nx.Vulkan.Case do
     graph
   end
 
+  @doc """
+  Whether the default device computes f32 in f64 as Nx.BinaryBackend does (lavapipe:
+  codegen's `computes_f32_in_f64`), so that f32 results match the evaluator's exactly.
+  """
+  def computes_f32_in_f64? do
+    Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> get_in([:caps, :computes_f32_in_f64])
+  end
+
   @doc "Tolerances by type: {atol, rtol}."
   def tolerance({:f, 64}), do: {1.0e-12, 1.0e-12}
   def tolerance({:f, 32}), do: {1.0e-5, 1.0e-5}
