@@ -32,7 +32,15 @@ std::vector<std::string> registered_passes() {
   return names;
 }
 
-std::vector<std::string> default_pipeline() { return {"unroll", "if-convert", "canonicalize", "simplify", "cse", "constant-fold", "dce", "split-reduction", "narrow-operands", "fuse", "detect-chains", "lower-to-kernels", "plan-buffers"}; }
+// Control flow is decided first where literals decide it (propagate-invariants, then
+// constant-fold for fold-conds and unroll to see literal predicates and bounds); the rest
+// of the pipeline then runs over the branches and copies that remain.
+std::vector<std::string> default_pipeline() {
+  return {"propagate-invariants", "constant-fold", "fold-conds",   "unroll",          "if-convert",
+          "canonicalize",         "simplify",      "cse",          "constant-fold",   "dce",
+          "split-reduction",      "narrow-operands", "fuse",       "detect-chains",   "lower-to-kernels",
+          "plan-buffers"};
+}
 
 PassManager::PassManager(std::vector<std::string> pass_names) {
   for (const auto& n : pass_names) passes_.push_back(create_pass(n));
