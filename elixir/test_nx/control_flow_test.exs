@@ -136,6 +136,38 @@ defmodule Nx.Vulkan.ControlFlowTest do
     end
   end
 
+  # As Scholar's MDS: options travel in the loop state, and one selects a branch holding a
+  # loop of its own. The flag starts as a literal and is passed on unchanged, so it is a
+  # literal inside the loop (propagate-invariants), its cond folds (fold-conds), and the
+  # data-dependent loop is kernels alone: a few submits rather than several per iteration.
+  defn halve_until_small(x) do
+    {x, _i, _halve, _eps} =
+      while {x, i = 0, halve = 1, eps = 1.0e-3}, i < 200 and Nx.sum(Nx.abs(x)) > eps do
+        x =
+          if halve do
+            x * 0.5
+          else
+            while x, Nx.any(x > 1.0), do: x - 1.0
+          end
+
+        {x, i + 1, halve, eps}
+      end
+
+    x
+  end
+
+  test "a flag passed through loop state unchanged decides its cond at compile time" do
+    x = Nx.tensor([3.0, -2.0, 0.5])
+    id = {__MODULE__, make_ref()}
+    test_pid = self()
+    :telemetry.attach(id, [:nx_vulkan, :run], fn _, m, _, _ -> send(test_pid, {:submits, m.submits}) end, nil)
+    on_exit(fn -> :telemetry.detach(id) end)
+    assert_matches_evaluator(&halve_until_small/1, [x])
+    assert_received {:submits, submits}
+    # 13 iterations; the evaluator's result is reached in at most 1 + log2(13) submits
+    assert submits <= 6
+  end
+
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
 
   # (n a parameter: a constant trip count would be unrolled, the inner loop then at the top)
