@@ -414,17 +414,29 @@ struct M {
     Id v = sel(sign_bit(x), sub(c(2), pos), pos);
     return sel(nan(x), x, v);
   }
-  // Giles' single-precision approximation, then Newton steps on erf (on erfc in the tails,
-  // where 1 - |x| is exact and erf(y) near 1 is not).
-  Id erf_inv(Id x) {
+  // Giles' single-precision approximation of erf_inv(|x|) from w = -log(1 - x^2), by
+  // Horner's rule, fused, or rounded at each step as Complex.erf_inv (Nx.BinaryBackend's)
+  // computes it.
+  Id giles(Id w, bool fused) {
+    auto horner = [&](Id t, const std::vector<double>& coeffs) {
+      if (fused) return poly(t, coeffs);
+      Id acc = c(coeffs.back());
+      for (size_t i = coeffs.size() - 1; i-- > 0;) acc = add(mul(acc, t), c(coeffs[i]));
+      return acc;
+    };
+    Id central = horner(sub(w, c(2.5)), {1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
+                                         -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08});
+    Id tail = horner(sub(sqrt(w), c(3)), {2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
+                                           -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257});
+    return sel(lt(w, c(5)), central, tail);
+  }
+  // The approximation, then Newton steps on erf (on erfc in the tails, where 1 - |x| is
+  // exact and erf(y) near 1 is not); with no steps, Complex.erf_inv's value.
+  Id erf_inv(Id x, int newton_steps, bool fused) {
     Id a = abs(x);
     Id w = neg(log(mul(sub(c(1), a), add(c(1), a))));
-    Id central = poly(sub(w, c(2.5)), {1.50140941, 0.246640727, -0.00417768164, -0.00125372503, 0.00021858087,
-                                       -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08});
-    Id tail = poly(sub(sqrt(w), c(3)), {2.83297682, 1.00167406, 0.00943887047, -0.0076224613, 0.00573950773,
-                                         -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257});
-    Id y = mul(sel(lt(w, c(5)), central, tail), a);
-    for (int i = 0; i < (wide() ? 3 : 1); ++i) {
+    Id y = mul(giles(w, fused), a);
+    for (int i = 0; i < newton_steps; ++i) {
       Id resid = sel(gt(a, c(0.5)), sub(erfc(y), sub(c(1), a)), sub(a, erf(y)));
       Id deriv = mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))));
       y = add(y, div(resid, deriv));
@@ -496,9 +508,10 @@ Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType
   if (op == "cbrt") return m.cbrt(x);
   if (op == "erf") return m.erf(x);
   if (op == "erfc") return m.erfc(x);
-  return m.erf_inv(x);
+  return m.erf_inv(x, m.wide() ? 3 : 1, true);
 }
 
+Id Emitter::math_erf_inv_as_binary_backend(Id x, DType t) { return M{*this, t, nullptr}.erf_inv(x, 0, false); }
 Id Emitter::math_pow_magnitude(Id ax, Id y, DType t) { return M{*this, t, nullptr}.pow_pos(ax, y); }
 Id Emitter::math_atan2_magnitude(Id ay, Id x, DType t) { return M{*this, t, nullptr}.atan2_core(ay, x); }
 

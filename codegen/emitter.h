@@ -158,6 +158,9 @@ class Emitter {
   // `remainder_type`: the type the exact remainder that reduces sin, cos and tan
   // arguments beyond 2^20 pi/2 is taken in (a loop per exponent step), if not t.
   Id math_unary(const std::string& op, Id x, ir::DType t, std::optional<ir::DType> remainder_type = std::nullopt);
+  // Giles' approximation as Complex.erf_inv evaluates it, the values of Nx.BinaryBackend
+  // (for f32 computed in f64: computes_f32_in_f64).
+  Id math_erf_inv_as_binary_backend(Id x, ir::DType t);
   Id math_pow_magnitude(Id ax, Id y, ir::DType t);    // |x|^y for finite |x| > 0
   Id math_atan2_magnitude(Id ay, Id x, ir::DType t);  // atan2(|y|, x) for finite nonzero arguments
   Id int_pow(Id base, Id exponent, ir::DType t);

@@ -13,9 +13,10 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # Vulkan's stated bounds, or ours), where Nx.BinaryBackend computes in double and rounds
   # once; test_nx/ops_test.exs checks these ops against the evaluator with tolerances.
   # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.) On lavapipe f32
-  # functions are computed in double too (docs/elixir.md, Numerics), so only erfc (in
-  # f32) and erf_inv's example differ, and with Nx >= 0.12 the examples in f64 (exp,
-  # expm1, tan, cosh, atanh), whose f64 functions are ours, an ulp from Erlang's.
+  # functions are computed in double too (docs/elixir.md, Numerics), erf_inv as Giles'
+  # approximation as Nx.BinaryBackend has it, so only erfc (in f32) differs, and with
+  # Nx >= 0.12 the examples in f64 (exp, expm1, tan, cosh, atanh, erf_inv), whose f64
+  # functions are ours, an ulp from Erlang's (erf_inv's more accurate than the backend's).
   @f32_in_f64 Nx.Vulkan.Case.computes_f32_in_f64?()
   @f64_examples Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.12.0")
   @rounding (cond do
@@ -27,7 +28,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
                  [erf_inv: 1, erfc: 1, exp: 1, expm1: 1, tan: 1, cosh: 1, atanh: 1]
 
                true ->
-                 [erf_inv: 1, erfc: 1]
+                 [erfc: 1]
              end) ++ [acos: 1, acosh: 1, atan: 1]
 
   # Examples with Nx 0.13's 8-bit floats (tensor) and 2- and 4-bit integers (bit_size),
@@ -62,7 +63,7 @@ defmodule Nx.Vulkan.NxLinAlgDoctestTest do
   @rounding if(@f32_in_f64, do: [], else: [determinant: 1, eigh: 2, least_squares: 2, matrix_power: 2, pinv: 2, least_squares: 3]) ++
               if(@f32_in_f64, do: [], else: [cholesky: 1, lu: 2, lu: 1]) ++
               if(@f32_in_f64 and not @f64_examples, do: [], else: [solve: 2])
-  @random_rounding [multivariate_normal: 4, normal: 4] ++ if(@f32_in_f64, do: [], else: [gumbel: 2])
+  @random_rounding if(@f32_in_f64, do: [], else: [multivariate_normal: 4, normal: 4, gumbel: 2])
 
   doctest Nx.LinAlg, except: @rounding
   doctest Nx.Random, except: @random_rounding

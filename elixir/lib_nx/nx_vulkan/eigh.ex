@@ -11,7 +11,7 @@ defmodule Nx.Vulkan.Eigh do
   # Hessenberg form, then unshifted QR iterations until no entry of the accumulated Q moves
   # by more than `eps` (at most `max_iter` of them). A column's reflector is skipped where
   # the squared norm of its entries below the pivot is under `eps`, and entries of
-  # magnitude at most `eps` are zeroed in the reduction's results, in each Q and R, and in
+  # magnitude under `eps` are zeroed in the reduction's results, in each Q and R, and in
   # the eigenpairs: those thresholds decide when the iteration stops, so they are kept
   # as the backend has them. The backend computes in f64 whatever the input; this runs in
   # the result's type (f32 for f16 and bf16), so the iteration may end one step apart,
@@ -92,7 +92,7 @@ defmodule Nx.Vulkan.Eigh do
     {h, p} =
       Nx.Vulkan.LinAlg.steps({a, identity(a)}, {eps}, n - 1, fn {h, p}, {eps}, i ->
         reflector = reflector(h, next(i), i, eps)
-        {h |> reflect_rows(reflector) |> reflect_columns(reflector), reflect_columns(p, reflector)}
+        {h |> reflect_rows(reflector) |> reflect_columns(reflector, :transposed), reflect_columns(p, reflector)}
       end)
 
     {zero_small(h, eps), zero_small(p, eps)}
@@ -128,10 +128,18 @@ defmodule Nx.Vulkan.Eigh do
     rows = Nx.iota({n})
     x0 = m[[first, col]]
     below = Nx.select(Nx.greater(rows, first), m[[.., col]], 0)
-    # The backend subtracts x0^2 from the squared norm: in f64 that loses nothing that
-    # matters, in f32 the entries below a converging pivot.
-    below_sq = Nx.sum(Nx.multiply(below, below))
-    norm_sq = Nx.add(below_sq, Nx.multiply(x0, x0))
+    # The backend subtracts x0^2 from the squared norm, which in f32 would lose the entries
+    # below a converging pivot; in f64, where its digits are the aim, so does this.
+    {norm_sq, below_sq} =
+      if exact?(m) do
+        from = Nx.select(Nx.greater_equal(rows, first), m[[.., col]], 0)
+        norm_sq = Nx.sum(Nx.multiply(from, from))
+        {norm_sq, Nx.subtract(norm_sq, Nx.multiply(x0, x0))}
+      else
+        below_sq = Nx.sum(Nx.multiply(below, below))
+        {Nx.add(below_sq, Nx.multiply(x0, x0)), below_sq}
+      end
+
     skip = Nx.less(below_sq, eps)
     norm = Nx.sqrt(norm_sq)
 
@@ -149,13 +157,40 @@ defmodule Nx.Vulkan.Eigh do
     {v, scale}
   end
 
+  # In f64 and up to @exact_max, the reflections are the backend's arithmetic: H formed as
+  # I - (scale v_r) v_c, then full products, whose sums run in the backend's order (the
+  # device's f64 dots add in index order, unfused), so results equal its to the bit.
+  # Beyond, or in f32, the cheaper rank-one update (n^2 per reflection, not n^3).
+  @exact_max 32
+
+  defp exact?(m) do
+    {n, n} = Nx.shape(m)
+    Nx.type(m) == {:f, 64} and n <= @exact_max
+  end
+
+  defp matrix({v, scale}), do: Nx.subtract(Nx.eye(Nx.axis_size(v, 0), type: Nx.type(v)), Nx.outer(Nx.multiply(scale, v), v))
+
   # H m
-  defp reflect_rows(m, {v, scale}),
-    do: Nx.subtract(m, Nx.multiply(scale, Nx.outer(v, Nx.dot(v, m))))
+  defp reflect_rows(m, reflector) do
+    if exact?(m) do
+      Nx.dot(matrix(reflector), m)
+    else
+      {v, scale} = reflector
+      Nx.subtract(m, Nx.multiply(scale, Nx.outer(v, Nx.dot(v, m))))
+    end
+  end
 
-  # m H
-  defp reflect_columns(m, {v, scale}),
-    do: Nx.subtract(m, Nx.multiply(scale, Nx.outer(Nx.dot(m, v), v)))
+  # m H, or m H^T (the Hessenberg step's h_adj: H is symmetric only up to rounding)
+  defp reflect_columns(m, reflector, form \\ :plain) do
+    if exact?(m) do
+      h = matrix(reflector)
+      Nx.dot(m, if(form == :transposed, do: Nx.transpose(h), else: h))
+    else
+      {v, scale} = reflector
+      Nx.subtract(m, Nx.multiply(scale, Nx.outer(Nx.dot(m, v), v)))
+    end
+  end
 
-  deftransformp(zero_small(x, eps), do: Nx.select(Nx.less_equal(Nx.abs(x), eps), 0, x))
+  # entries under eps in magnitude, as the backend's approximate_zeros
+  deftransformp(zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), 0, x))
 end
