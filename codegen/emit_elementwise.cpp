@@ -92,16 +92,16 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
                   b.op(spv::OpFAdd, rt, {tr, step}), tr);
     return select(t, b.op(spv::OpFOrdEqual, boolean(), {r, constant(t, 0)}), constant(t, 0), r);
   }
-  // In f64, the exact remainder that reduces large trig arguments and erfc's continued
-  // fraction are loops of up to ~2000 steps, which a kernel that evaluates them per
-  // reduction step multiplies past lavapipe's loop limit: erfc stays f32, and the trig
-  // functions reduce large arguments in f32 (as their f32 forms do) before the f64 rest.
+  // In f64, the exact remainder that reduces large trig arguments is a loop of up to ~2000
+  // steps, which a kernel that evaluates it per reduction step multiplies past lavapipe's
+  // loop limit: the trig functions reduce large arguments in f32 (as their f32 forms do)
+  // before the f64 rest.
   const DType ct = compute_type(t);
   if (ct != t && (op == "sin" || op == "cos" || op == "tan")) return convert(math_unary(op, convert(x, t, ct), ct, t), ct, t);
   // Nx.BinaryBackend's erf_inv is Giles' approximation alone, a few f32 ulp from the
   // true value: where f32 is computed as the backend computes it, so is this.
   if (ct != t && op == "erf_inv") return convert(math_erf_inv_as_binary_backend(convert(x, t, ct), ct), ct, t);
-  if (ct != t && op != "erfc") return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
+  if (ct != t) return convert(float_unary(node, op, convert(x, t, ct), ct), ct, t);
   return normalize(float_unary(node, op, x, t), t);
 }
 

@@ -11,7 +11,7 @@
 // atan, cbrt within 3 ulp; log1p, sigmoid, tan, sinh, cosh, tanh, asin, acos, asinh, acosh,
 // atanh within 4; sin, cos within 3 for |x| < 2^20 pi/2 (Cody–Waite reduction with a
 // three-part pi/2; beyond it an exact remainder by 2 pi only keeps results in range);
-// erf within 8 ulp, erfc within 16 (1 - erf below x = 1), erf_inv within 16; pow within
+// erf within 3 ulp, erfc within 6 (Cody's rational approximations), erf_inv within 16; pow within
 // 2 + |y log x| ulp, exactly rounded products for integer exponents up to 64.
 #include <cmath>
 #include <functional>
@@ -374,43 +374,58 @@ struct M {
     auto [s, err] = two_product(a, a);
     return mul(exp(neg(s)), sub(c(1), err));
   }
-  // erf for |x| < 1 from the series of e^{x^2} erf(x), whose terms are all positive:
-  // 2/sqrt(pi) e^{-x^2} sum 2^n x^{2n+1} / (1 3 5 ... (2n+1)).
-  Id erf_series(Id a) {
-    Id two_s = mul(c(2), mul(a, a));
-    Id term = a, sum = a;
-    for (int n = 1; n < (wide() ? 32 : 16); ++n) {
-      term = mul(term, div(two_s, c(2 * n + 1)));
-      sum = add(sum, term);
-    }
-    return mul(mul(c(kTwoOverSqrtPi), exp_minus_square(a)), sum);
+  // W. J. Cody's rational Chebyshev approximations (Math. Comp. 23, 1969; netlib specfun
+  // CALERF): erf(x)/x on |x| <= 0.46875, e^{x^2} erfc(x) on (0.46875, 4] and, in 1/x^2,
+  // beyond. Straight-line code, accurate to a few ulp in f64: f32 erf and erfc can then
+  // be computed in f64 even inside reductions (a loop there would multiply past
+  // lavapipe's loop limit).
+  // (((c[n] z + c[0]) z + c[1]) z + ...) z, then + c[n-1]: CALERF's evaluation order.
+  Id cody_numerator(Id z, const std::vector<double>& coeffs) {
+    const size_t n = coeffs.size() - 1;
+    Id acc = mul(c(coeffs[n]), z);
+    for (size_t i = 0; i + 1 < n; ++i) acc = mul(add(acc, c(coeffs[i])), z);
+    return add(acc, c(coeffs[n - 1]));
   }
-  // erfc for x >= 1 from Laplace's continued fraction, evaluated from the tail (256 terms
-  // reach f64 precision at x = 1; a loop keeps the code small).
-  Id erfc_cf(Id a) {
-    const uint32_t terms = wide() ? 256 : 96;
-    auto r = b().loop(
-        {rt(), e.u32()}, {a, e.u32c(terms)},
-        [&](const spirv::Builder::Values& v) { return b().op(spv::OpUGreaterThan, e.boolean(), {v[1], e.u32c(0)}); },
-        [&](const spirv::Builder::Values& v) {
-          Id half_n = mul(b().op(spv::OpConvertUToF, rt(), {v[1]}), c(0.5));
-          return spirv::Builder::Values{add(a, div(half_n, v[0])), b().op(spv::OpISub, e.u32(), {v[1], e.u32c(1)})};
-        },
-        terms);
-    return mul(div(exp_minus_square(a), r[0]), c(kOneOverSqrtPi));
+  // ((z + d[0]) z + d[1]) z ... + d[n-1] (a monic denominator).
+  Id cody_denominator(Id z, const std::vector<double>& coeffs) {
+    Id acc = z;
+    for (size_t i = 0; i + 1 < coeffs.size(); ++i) acc = mul(add(acc, c(coeffs[i])), z);
+    return add(acc, c(coeffs.back()));
+  }
+  Id erf_small(Id x) {
+    Id z = mul(x, x);
+    return div(mul(x, cody_numerator(z, {3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+                                         3.20937758913846947e03, 1.85777706184603153e-1})),
+               cody_denominator(z, {2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+                                    2.84423683343917062e03}));
+  }
+  // erfc(a) for a > 0.46875 (0 where it underflows).
+  Id erfc_tail(Id a) {
+    Id mid = div(cody_numerator(a, {5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+                                    2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+                                    2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8}),
+                 cody_denominator(a, {1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+                                      1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+                                      3.43936767414372164e03, 1.23033935480374942e03}));
+    Id z = div(c(1), mul(a, a));
+    Id far = div(mul(z, cody_numerator(z, {3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+                                           1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2})),
+                 cody_denominator(z, {2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+                                      6.05183413124413191e-2, 2.33520497626869185e-3}));
+    far = div(sub(c(kOneOverSqrtPi), far), a);
+    // beyond this erfc underflows (CALERF's XBIG for the width)
+    const double big = wide() ? 26.543 : 9.194;
+    Id v = mul(exp_minus_square(a), sel(le(a, c(4)), mid, far));
+    return sel(lt(a, c(big)), v, c(0));
   }
   Id erf(Id x) {
     Id a = abs(x);
-    Id near = lt(a, c(1));
-    Id v = sel(near, erf_series(sel(near, a, c(0))), sub(c(1), erfc_cf(sel(near, c(1), a))));
-    v = sel(inf(a), c(1), v);
-    return sel(nan(x), x, copysign(v, x));
+    Id v = sel(le(a, c(0.46875)), erf_small(x), copysign(sub(c(1), erfc_tail(a)), x));
+    return sel(nan(x), x, v);
   }
   Id erfc(Id x) {
     Id a = abs(x);
-    Id near = lt(a, c(1));
-    Id pos = sel(near, sub(c(1), erf_series(sel(near, a, c(0)))), erfc_cf(sel(near, c(1), a)));
-    pos = sel(inf(a), c(0), pos);
+    Id pos = sel(le(a, c(0.46875)), sub(c(1), erf_small(a)), erfc_tail(a));
     Id v = sel(sign_bit(x), sub(c(2), pos), pos);
     return sel(nan(x), x, v);
   }
