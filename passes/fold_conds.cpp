@@ -40,22 +40,13 @@ class FoldConds : public Pass {
       if (n.op == "cond")
         if (auto k = taken_branch(g, n)) taken[n.id] = *k;
     if (taken.empty()) return;
-    NodeId next = g.next_id();
-    std::vector<Node> nodes;
-    std::map<NodeId, std::vector<NodeId>> folded;  // cond id → the value of each result
-    for (auto& n : g.nodes) {
+    expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
       auto it = taken.find(n.id);
-      if (it == taken.end()) {
-        nodes.push_back(std::move(n));
-        continue;
-      }
+      if (it == taken.end()) return std::nullopt;
       const size_t preds = n.regions.size() - 1;
       const std::vector<NodeId> captured(n.args.begin() + long(preds), n.args.end());
-      folded[n.id] = inline_region(*n.regions.at("branch" + std::to_string(it->second)), captured, next, nodes);
-    }
-    g.nodes = std::move(nodes);
-    g.reindex();
-    apply_replacements(g, result_replacements(g, folded));
+      return inline_region(*n.regions.at("branch" + std::to_string(it->second)), captured, next, out);
+    });
   }
 };
 

@@ -60,24 +60,12 @@ class IfConvert : public Pass {
   std::string name() const override { return "if-convert"; }
 
   void run(Graph& g) override {
-    NodeId next = g.next_id();
-    std::vector<Node> nodes;
-    std::map<NodeId, std::vector<NodeId>> converted;  // cond id → the value of each result
-    for (auto& n : g.nodes) {
-      if (n.op != "cond") {
-        nodes.push_back(std::move(n));
-        continue;
-      }
+    expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
+      if (n.op != "cond") return std::nullopt;
       convert_inner(n);
-      if (!convertible(n)) {
-        nodes.push_back(std::move(n));
-        continue;
-      }
-      converted[n.id] = inline_branches(n, next, nodes);
-    }
-    g.nodes = std::move(nodes);
-    g.reindex();
-    apply_replacements(g, result_replacements(g, converted));
+      if (!convertible(n)) return std::nullopt;
+      return inline_branches(n, next, out);
+    });
   }
 
  private:

@@ -30,6 +30,21 @@ std::map<ir::NodeId, ir::NodeId> result_replacements(const ir::Graph& g,
   return replaced;
 }
 
+void expand_nodes(ir::Graph& g, const Expansion& expand) {
+  ir::NodeId next = g.next_id();
+  std::vector<ir::Node> nodes;
+  std::map<ir::NodeId, std::vector<ir::NodeId>> values;  // replaced node → the value of each result
+  for (auto& n : g.nodes) {
+    if (auto v = expand(n, next, nodes))
+      values[n.id] = std::move(*v);
+    else
+      nodes.push_back(std::move(n));
+  }
+  g.nodes = std::move(nodes);
+  g.reindex();
+  apply_replacements(g, result_replacements(g, values));
+}
+
 std::vector<ir::NodeId> inline_region(const ir::Graph& region, const std::vector<ir::NodeId>& arguments,
                                       ir::NodeId& next, std::vector<ir::Node>& out) {
   std::map<ir::NodeId, ir::NodeId> id_of;

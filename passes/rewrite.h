@@ -1,7 +1,9 @@
 // Helpers the rewriting passes share.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "ir/ir.h"
@@ -17,6 +19,15 @@ void apply_replacements(ir::Graph& g, const std::map<ir::NodeId, ir::NodeId>& re
 // `elem`s reading a tuple's parts are those parts.
 std::map<ir::NodeId, ir::NodeId> result_replacements(const ir::Graph& g,
                                                      const std::map<ir::NodeId, std::vector<ir::NodeId>>& values);
+
+// Rebuilds g's node list in order, letting `expand` replace a node: given the node, the
+// next free id and the list being built, it may append nodes that compute the node's
+// results and return those values; the node is then dropped and its uses (its elems'
+// too) read them. It returns nullopt, appending nothing, to keep the node. Nodes before
+// it have moved into the list: decide from the node itself, or beforehand.
+using Expansion =
+    std::function<std::optional<std::vector<ir::NodeId>>(ir::Node& n, ir::NodeId& next, std::vector<ir::Node>& out)>;
+void expand_nodes(ir::Graph& g, const Expansion& expand);
 
 // Appends the nodes of `region` to `out` with fresh ids from `next`, its parameter i read
 // as `arguments[i]`; returns the ids of its outputs. The region is not changed (its nodes'

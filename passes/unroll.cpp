@@ -108,22 +108,13 @@ class Unroll : public Pass {
         if (auto t = trip_count(g, n); t && size_t(*t) * size_of(*n.regions.at("body")) <= kMaxUnrolledNodes)
           trips[n.id] = *t;
     if (trips.empty()) return false;
-    NodeId next = g.next_id();
-    std::vector<Node> nodes;
-    std::map<NodeId, std::vector<NodeId>> unrolled;  // while id → the value of each result
-    for (auto& n : g.nodes) {
+    expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
       auto it = trips.find(n.id);
-      if (it == trips.end()) {
-        nodes.push_back(std::move(n));
-        continue;
-      }
+      if (it == trips.end()) return std::nullopt;
       std::vector<NodeId> state = n.args;
-      for (int64_t t = 0; t < it->second; ++t) state = inline_region(*n.regions.at("body"), state, next, nodes);
-      unrolled[n.id] = std::move(state);
-    }
-    g.nodes = std::move(nodes);
-    g.reindex();
-    apply_replacements(g, result_replacements(g, unrolled));
+      for (int64_t t = 0; t < it->second; ++t) state = inline_region(*n.regions.at("body"), state, next, out);
+      return state;
+    });
     return true;
   }
 };
