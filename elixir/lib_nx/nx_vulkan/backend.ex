@@ -141,8 +141,9 @@ defmodule Nx.Vulkan.Backend do
 
   # Nx <= 0.11; later versions call block/4 instead. A call the IR has an op for runs as
   # one graph; any other runs its default implementation eagerly, each of its operations
-  # on the device or the host as usual (inlined into one graph it could need ops the IR
-  # lacks: take is gather, top_k a sort).
+  # on the device or the host as usual (the FFTs of fft2 on the host, more exact). The
+  # tensors the default makes are this backend's too: mixed with the default backend's,
+  # an op of Nx.BinaryBackend would be handed a device tensor (Nx 0.13's eigh).
   if {:optional, 3} in @callbacks do
     @impl true
     def optional(name, args, fun) do
@@ -151,7 +152,7 @@ defmodule Nx.Vulkan.Backend do
       if IR.native_call?(name, tensors) do
         jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
       else
-        apply(fun, args)
+        on_this_backend(tensors, fn -> apply(fun, args) end)
       end
     end
   end
@@ -174,7 +175,7 @@ defmodule Nx.Vulkan.Backend do
       if IR.native_call?(struct, tensors) do
         jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
       else
-        apply(fun, [struct | args])
+        on_this_backend(tensors, fn -> apply(fun, [struct | args]) end)
       end
     end
   end
@@ -330,6 +331,8 @@ defmodule Nx.Vulkan.Backend do
     do: tuple |> Tuple.to_list() |> Enum.map(&from_host(&1, config)) |> List.to_tuple()
 
   ## Helpers
+
+  defp on_this_backend(tensors, fun), do: Nx.with_default_backend({__MODULE__, device_of(tensors)}, fun)
 
   defp jit(fun, args), do: jit(fun, args, args, [])
   defp jit(fun, tensors, args), do: jit(fun, tensors, args, [])
