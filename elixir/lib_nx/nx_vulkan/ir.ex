@@ -49,6 +49,7 @@ defmodule Nx.Vulkan.IR do
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
   # matrices): their defaults need gather/scatter and loops.
   @inline_linalg [:solve, :determinant, :cholesky, :lu]
+  # Of those, the ones whose defaults Nx.BinaryBackend runs as they are (see call_node/6).
   @evaluator_defaults [:solve, :determinant]
 
   # The factorisations Nx.BinaryBackend computes itself, in f64 (see inline_factorisation/5).
@@ -108,7 +109,7 @@ defmodule Nx.Vulkan.IR do
 
   defp new_region(frame, scope_ids, capture, f32_in_f64) do
     %{
-      # whether f32 factorisations run in f64, as Nx.BinaryBackend's do (see widened/3)
+      # whether f32 factorisations run in f64, as Nx.BinaryBackend's do (inline_factorisation/5)
       f32_in_f64: f32_in_f64,
       nodes: [],
       next: 0,
@@ -555,7 +556,7 @@ defmodule Nx.Vulkan.IR do
       # the evaluator runs reproduce its digits, which the faster elimination does not:
       # solve's and determinant's factorise through `qr`/`lu` and `triangular_solve`,
       # computed as the backend computes them (inline_factorisation/5).
-      name in @evaluator_defaults and name not in @backend_factorisations and hd(stack).f32_in_f64 ->
+      name in @evaluator_defaults and hd(stack).f32_in_f64 ->
         inline_default(tensors, default, stack)
 
       name in @native_optionals ->
@@ -585,8 +586,9 @@ defmodule Nx.Vulkan.IR do
 
   # Nx.BinaryBackend factorises (eigh and lu up to Nx 0.10, triangular_solve) in Elixir
   # floats, f64, whatever the input's type: an f32 factorisation has the evaluator's digits
-  # only when it too runs in f64 and is rounded once. Done where the device's f64 costs about what f32 does (the
-  # native `computes_f32_in_f64`, which the code generator applies to elementwise ops).
+  # only when it too runs in f64 and is rounded once. Done where the device's f64 costs
+  # about what f32 does (the native `computes_f32_in_f64`, which the code generator applies
+  # to elementwise ops).
   # `out` is the call's output container, whose types the results are rounded to.
   defp inline_factorisation(name, tensors, out, fun, [%{f32_in_f64: true} | _] = stack)
        when name in @backend_factorisations do
