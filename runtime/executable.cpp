@@ -246,7 +246,8 @@ class ExecutableImpl : public Executable {
 
   // Appends the graph's kernels to `batch` with their buffers bound, and returns its
   // outputs, which hold their values once the batch is submitted. Control flow submits
-  // the batch first, because the host must see the values it branches on.
+  // the batch first, because the host must see the values it branches on; a speculative
+  // loop, which the device decides, takes it into its first submit.
   std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats,
                                 Clock::time_point deadline) {
     if (inputs.size() != inputs_.size())
@@ -288,9 +289,13 @@ class ExecutableImpl : public Executable {
         values[n.id] = {values.at(n.args.at(0)).at(n.attrs.value("index", 0))};
         continue;
       }
-      submit(*dev_, batch, stats);
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
+      if (step.regions.count("gate")) {  // the device decides: no values for the host yet
+        values[n.id] = run_speculative(step, std::move(args), batch, stats, deadline);
+        continue;
+      }
+      submit(*dev_, batch, stats);
       values[n.id] = n.op == "while" ? run_while(step, std::move(args), stats, deadline)
                                      : run_cond(step, args, stats, deadline);
     }
@@ -402,7 +407,6 @@ class ExecutableImpl : public Executable {
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
                                    Clock::time_point deadline) {
     if (step.host_loop) return run_host_loop(step, std::move(state), stats, deadline);
-    if (step.regions.count("gate")) return run_speculative(step, std::move(state), stats, deadline);
     auto c = run_region(step, "condition", state, stats, deadline);
     for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
@@ -462,20 +466,24 @@ class ExecutableImpl : public Executable {
   // after each: the next one's kernels take their group counts from the gate, zero once
   // the loop has stopped, so the device never waits for the host between iterations.
   // After the submit the host reads one count, how many gates let the loop go on, which
-  // says which iteration's state is the loop's. The first submit holds one iteration,
-  // each later one twice as many as the one before, up to what iterations_per_submit
-  // allows: a loop of few iterations records few that do not run.
-  std::vector<BufferPtr> run_speculative(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
-                                         Clock::time_point deadline) {
-    if (!truthy(*dev_, run_region(step, "condition", state, stats, deadline).at(0))) return state;
+  // says which iteration's state is the loop's. The first submit holds the kernels the
+  // caller had pending (`batch`), the condition, whose gate decides the first iteration,
+  // and one iteration; each later one twice as many as the one before, up to what
+  // iterations_per_submit allows: a loop of few iterations records few that do not run,
+  // and one inside another costs its enclosing iteration no submit of its own to start.
+  std::vector<BufferPtr> run_speculative(const Step& step, std::vector<BufferPtr> state, std::vector<Pending>& batch,
+                                         RunStats& stats, Clock::time_point deadline) {
     const uint64_t bytes = step.regions.at("iteration")->bytes_per_run() + step.regions.at("gate")->bytes_per_run();
     uint64_t done = 0;
-    for (size_t per_submit = 1;;) {
+    for (size_t per_submit = 1, condition_gates = 1;; condition_gates = 0) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
       const auto start = Clock::now();
-      std::vector<Pending> batch;
       std::vector<std::vector<BufferPtr>> states{state};  // states[i]: after i iterations of this submit
       std::vector<BufferPtr> gate{step.gate_start[0], step.gate_start[1], nullptr};
+      if (condition_gates) {
+        const BufferPtr holds = record_region(step, "condition", state, batch, stats, deadline).at(0);
+        gate = record_region(step, "gate", {gate[0], gate[1], holds}, batch, stats, deadline);
+      }
       for (size_t i = 0; i < per_submit; ++i) {
         const size_t first = batch.size();
         auto out = record_region(step, "iteration", states.back(), batch, stats, deadline);
@@ -491,11 +499,14 @@ class ExecutableImpl : public Executable {
       submit(*dev_, batch, stats);
       int32_t passed = 0;
       dev_->download(*gate[1], &passed, 4);
-      // Iteration i + 1 ran when gate i let the loop go on; the first always ran.
-      const size_t ran = std::min<size_t>(size_t(passed) + 1, per_submit);
+      if (size_t(passed) < condition_gates) return state;  // the condition did not hold
+      // Iteration i + 1 ran when the gate before it let the loop go on; without a
+      // condition's gate, the first always ran.
+      const size_t iterations_passed = size_t(passed) - condition_gates;
+      const size_t ran = std::min<size_t>(iterations_passed + 1, per_submit);
       done += ran;
       state = std::move(states.at(ran));
-      if (size_t(passed) < per_submit) return state;
+      if (iterations_passed < per_submit) return state;
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       per_submit = std::min(2 * per_submit, iterations_per_submit(ms / double(per_submit), bytes));
     }
