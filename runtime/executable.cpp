@@ -296,8 +296,8 @@ class ExecutableImpl : public Executable {
         continue;
       }
       submit(*dev_, batch, stats);
-      values[n.id] = n.op == "while" ? run_while(step, std::move(args), stats, deadline)
-                                     : run_cond(step, args, stats, deadline);
+      values[n.id] = n.op == "while" ? run_while(step, std::move(args), batch, stats, deadline)
+                                     : run_cond(step, args, batch, stats, deadline);
     }
 
     // Tensors are immutable, so an output that is an input or a constant shares its buffer.
@@ -404,9 +404,11 @@ class ExecutableImpl : public Executable {
                                            std::to_string(dev_->options().timeout_ms) + " ms");
   }
 
-  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
-                                   Clock::time_point deadline) {
-    if (step.host_loop) return run_host_loop(step, std::move(state), stats, deadline);
+  // Kernels left in `batch` (a host-followed loop's last iterations) hold the results
+  // once the caller submits it, with whatever it records next.
+  std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, std::vector<Pending>& batch,
+                                   RunStats& stats, Clock::time_point deadline) {
+    if (step.host_loop) return run_host_loop(step, std::move(state), batch, stats, deadline);
     auto c = run_region(step, "condition", state, stats, deadline);
     for (uint64_t done = 0; truthy(*dev_, c.at(0)); ++done) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
@@ -422,14 +424,13 @@ class ExecutableImpl : public Executable {
   // writes their new values for the device, while the body's iterations are recorded back
   // to back, several per submit: one iteration alone first, to measure, then as many as
   // iterations_per_submit allows.
-  std::vector<BufferPtr> run_host_loop(const Step& step, std::vector<BufferPtr> state, RunStats& stats,
-                                       Clock::time_point deadline) {
+  std::vector<BufferPtr> run_host_loop(const Step& step, std::vector<BufferPtr> state, std::vector<Pending>& batch,
+                                       RunStats& stats, Clock::time_point deadline) {
     const HostLoop& loop = *step.host_loop;
     ExecutableImpl& body = *step.regions.at("body");
     const auto& indices = loop.followed();
     std::vector<ir::Literal> followed;
     for (size_t i : indices) followed.push_back(download_literal(*dev_, state.at(i)));
-    std::vector<Pending> batch;
     size_t per_submit = 1, recorded = 0;
     uint64_t done = 0;
     auto start = Clock::now();
@@ -458,7 +459,6 @@ class ExecutableImpl : public Executable {
       recorded = 0;
       start = now;
     }
-    submit(*dev_, batch, stats);
     return state;
   }
 
@@ -512,14 +512,15 @@ class ExecutableImpl : public Executable {
     }
   }
 
-  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, RunStats& stats,
-                                  Clock::time_point deadline) {
+  // The branch taken is recorded into `batch`: its kernels share a submit with what follows.
+  std::vector<BufferPtr> run_cond(const Step& step, const std::vector<BufferPtr>& args, std::vector<Pending>& batch,
+                                  RunStats& stats, Clock::time_point deadline) {
     const size_t preds = step.regions.size() - 1;
     size_t taken = preds;
     for (size_t i = 0; i < preds && taken == preds; ++i)
       if (truthy(*dev_, args[i])) taken = i;
     std::vector<BufferPtr> captured(args.begin() + preds, args.end());
-    return run_region(step, "branch" + std::to_string(taken), captured, stats, deadline);
+    return record_region(step, "branch" + std::to_string(taken), captured, batch, stats, deadline);
   }
 
   std::shared_ptr<DeviceImpl> dev_;
