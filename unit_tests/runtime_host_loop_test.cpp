@@ -185,8 +185,12 @@ TEST(HostLoop, SpeculativeIterationsStopWhereTheLoopDoes) {
     int submits = 0;
     for (int ran = 0, n = 1; ran < bound; ran += n, n *= 2) ++submits;
     EXPECT_GE(st.submits, std::max(submits, 1));
-    if (bound <= 1) EXPECT_EQ(st.submits, 1);
-    if (bound > 8) EXPECT_LT(st.submits, bound / 4);
+    if (bound <= 1) {
+      EXPECT_EQ(st.submits, 1);
+    }
+    if (bound > 8) {
+      EXPECT_LT(st.submits, bound / 4);
+    }
   }
 }
 
