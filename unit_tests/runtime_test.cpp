@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "ir/interpreter.h"
 #include "ir/json.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
@@ -373,6 +374,39 @@ TEST(Runtime, RunsWhileAndCondFromTheHost) {
       EXPECT_FLOAT_EQ(got[k], -want);  // count > 0 takes branch0: negate
     }
     EXPECT_EQ(st.dispatches, dispatches);
+  }
+}
+
+// A cond the host drives (if-convert left out) between two kernels: the predicate's kernel
+// is submitted for the host to read, then the branch taken shares one submit with the
+// kernel after the cond.
+TEST(Runtime, AHostCondsBranchSharesTheSubmitOfWhatFollows) {
+  auto dev = Device::open();
+  std::vector<std::string> host_cond = passes::default_pipeline();
+  std::erase(host_cond, "if-convert");
+  auto g = ir::parse_graph(R"({"version": 1, "name": "g", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+    {"id": 1, "op": "sum", "args": [0], "type": "f32", "shape": [], "attrs": {"axes": [0], "keep_axes": false}},
+    {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0}},
+    {"id": 3, "op": "greater", "args": [1, 2], "type": "u8", "shape": []},
+    {"id": 4, "op": "cond", "args": [3, 0], "type": "f32", "shape": [4], "regions": {
+      "branch0": {"nodes": [
+        {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+        {"id": 1, "op": "negate", "args": [0], "type": "f32", "shape": [4]}], "outputs": [1]},
+      "branch1": {"nodes": [
+        {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+        {"id": 1, "op": "exp", "args": [0], "type": "f32", "shape": [4]}], "outputs": [1]}}},
+    {"id": 5, "op": "multiply", "args": [4, 4], "type": "f32", "shape": [4]}],
+   "outputs": [5]})");
+  auto exe = Executable::compile(dev, g, {host_cond});
+  for (float sign : {1.0f, -1.0f}) {
+    const std::vector<float> x{0.5f * sign, 1.5f * sign, -0.25f * sign, 2.0f * sign};
+    const std::vector<HostTensor> inputs{f32_tensor(x)};
+    RunStats st;
+    auto got = exe->run_host(inputs, &st);
+    EXPECT_EQ(got.at(0).data, ir::interpret(g, inputs).at(0).data);
+    EXPECT_EQ(st.dispatches, 3);
+    EXPECT_EQ(st.submits, 2);
   }
 }
 
