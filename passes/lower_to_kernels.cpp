@@ -1,9 +1,12 @@
 // lower-to-kernels: every compute op left after fusion becomes a one-op `kernel`.
 // Scalar constants are copied into the bodies that read them (they are literals in the
-// emitted code, not buffers); a constant that is a graph output, or that control flow
-// receives as a value (a loop counter's initial 0), gets a kernel that writes its buffer.
+// emitted code, not buffers); a constant that is a graph output gets a kernel that writes
+// its buffer. One that control flow receives as a value (a loop counter's initial 0)
+// becomes a `tensor`, uploaded once with the executable: a kernel would cost a dispatch
+// per run, and make the host, which follows such a counter, wait for a submit first.
 #include <set>
 
+#include "ir/literal.h"
 #include "ir/ops.h"
 #include "passes/pass.h"
 
@@ -31,17 +34,29 @@ class LowerToKernels : public Pass {
   std::string name() const override { return "lower-to-kernels"; }
 
   void run(Graph& g) override {
-    std::set<NodeId> needs_buffer(g.outputs.begin(), g.outputs.end());
+    std::set<NodeId> outputs(g.outputs.begin(), g.outputs.end()), control_args;
     for (const auto& n : g.nodes)
-      if (n.op == "while" || n.op == "cond") needs_buffer.insert(n.args.begin(), n.args.end());
+      if (n.op == "while" || n.op == "cond") control_args.insert(n.args.begin(), n.args.end());
     for (auto& n : g.nodes) {
-      bool wrap = !kTopLevel.count(n.op) || (n.op == "constant" && needs_buffer.count(n.id));
-      if (wrap) n = wrap_in_kernel(g, n);
+      const bool constant = n.op == "constant";
+      if (constant && control_args.count(n.id) && !outputs.count(n.id) && n.type().num_elements() <= kMaxUploaded)
+        to_tensor(n);
+      else if (!kTopLevel.count(n.op) || (constant && (outputs.count(n.id) || control_args.count(n.id))))
+        n = wrap_in_kernel(g, n);
     }
     g.reindex();
   }
 
  private:
+  // Beyond this a broadcast constant's data would cost more memory than its kernel's time.
+  static constexpr int64_t kMaxUploaded = 1 << 16;
+
+  static void to_tensor(Node& n) {
+    const ir::Literal lit = ir::literal_of(n);
+    n.op = "tensor";
+    n.attrs = {{"data_b64", ir::base64_encode(lit.data.data(), lit.data.size())}};
+  }
+
   static Node wrap_in_kernel(const Graph& g, const Node& op) {
     auto body = std::make_shared<Graph>();
     body->name = g.name;

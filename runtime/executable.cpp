@@ -47,6 +47,20 @@ struct Pending {
   uint64_t indirect_offset = 0;
 };
 
+// Whether a kernel or update waiting in `batch` writes `b`.
+bool written_by(const std::vector<Pending>& batch, const Buffer* b) {
+  for (const auto& p : batch) {
+    if (!p.kernel) {
+      if (p.buffers.at(0).get() == b) return true;
+      continue;
+    }
+    const auto& bindings = p.kernel->binary.bindings;
+    for (size_t k = 0; k < bindings.size(); ++k)
+      if (bindings[k].kind == codegen::Binding::Kind::Output && p.buffers.at(k).get() == b) return true;
+  }
+  return false;
+}
+
 // A while loop's body followed by its condition on the new state: outputs are the new
 // state and, last, whether to go on.
 ir::Graph body_then_condition(const ir::Graph& body, const ir::Graph& condition) {
@@ -247,7 +261,8 @@ class ExecutableImpl : public Executable {
   // Appends the graph's kernels to `batch` with their buffers bound, and returns its
   // outputs, which hold their values once the batch is submitted. Control flow submits
   // the batch first, because the host must see the values it branches on; a speculative
-  // loop, which the device decides, takes it into its first submit.
+  // loop, which the device decides, takes it into its first submit, and a host-followed
+  // loop whose followed values no pending kernel computes records behind it.
   std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats,
                                 Clock::time_point deadline) {
     if (inputs.size() != inputs_.size())
@@ -295,7 +310,12 @@ class ExecutableImpl : public Executable {
         values[n.id] = run_speculative(step, std::move(args), batch, stats, deadline);
         continue;
       }
-      submit(*dev_, batch, stats);
+      // A host-followed loop reads only the entries it follows, often literals (a counter
+      // from 0): no submit unless a pending kernel computes one.
+      const bool reads_pending =
+          !step.host_loop || std::any_of(step.host_loop->followed().begin(), step.host_loop->followed().end(),
+                                         [&](size_t i) { return written_by(batch, args.at(i).get()); });
+      if (reads_pending) submit(*dev_, batch, stats);
       values[n.id] = n.op == "while" ? run_while(step, std::move(args), batch, stats, deadline)
                                      : run_cond(step, args, batch, stats, deadline);
     }
