@@ -194,6 +194,14 @@ std::string base64_decode(const std::string& in) {
   return out;
 }
 
+bool is_literal(const Node& n) { return n.op == "constant" || n.op == "tensor"; }
+
+void set_tensor_literal(Node& n, const Literal& lit) {
+  n.op = "tensor";
+  n.args.clear();
+  n.attrs = {{"data_b64", base64_encode(lit.data.data(), lit.data.size())}};
+}
+
 Literal literal_of(const Node& n) {
   const TensorType& t = n.type();
   if (n.op == "constant") {

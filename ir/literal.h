@@ -26,6 +26,10 @@ int64_t get_i64(const Literal& lit, int64_t i);
 
 // `tensor` nodes (attrs data or data_b64) and `constant` nodes (value broadcast to the shape).
 Literal literal_of(const Node& n);
+// Whether `n` is one of those: its value is known at compile time.
+bool is_literal(const Node& n);
+// Makes `n` a `tensor` node holding `lit` (data_b64, the form the runtime uploads).
+void set_tensor_literal(Node& n, const Literal& lit);
 // A JSON tensor `{"type", "shape", "data" | "data_b64"}`, the form `nxv run --inputs` reads.
 Literal literal_from_json(const nlohmann::json& j);
 nlohmann::json literal_to_json(const Literal& lit);  // data as numbers and "nan"/"inf" strings

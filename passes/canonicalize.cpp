@@ -19,9 +19,7 @@ class Canonicalize : public Pass {
       if (n.op == "metadata") {
         replaced[n.id] = n.args.at(0);
       } else if (n.op == "tensor" && n.attrs.contains("data")) {
-        ir::Literal lit = ir::literal_of(n);
-        n.attrs.erase("data");
-        n.attrs["data_b64"] = ir::base64_encode(lit.data.data(), lit.data.size());
+        ir::set_tensor_literal(n, ir::literal_of(n));
       }
     }
     apply_replacements(g, replaced);

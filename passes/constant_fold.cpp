@@ -14,8 +14,6 @@ namespace {
 
 constexpr int64_t kMaxElements = 1 << 16;
 
-bool literal(const ir::Node& n) { return n.op == "constant" || n.op == "tensor"; }
-
 bool foldable(const ir::Node& n) {
   switch (ir::op_family(n.op)) {
     case ir::OpFamily::Source:
@@ -42,7 +40,7 @@ class ConstantFold : public Pass {
       bool all_literal = true;
       for (ir::NodeId a : n.args) {
         const ir::Node& arg = g.node(a);
-        if (!literal(arg)) {
+        if (!ir::is_literal(arg)) {
           all_literal = false;
           break;
         }
@@ -64,13 +62,12 @@ class ConstantFold : public Pass {
     bool uniform = count > 0;
     for (int64_t i = 1; i < count && uniform; ++i)
       uniform = std::equal(lit.data.begin(), lit.data.begin() + long(width), lit.data.begin() + long(i * width));
-    n.args.clear();
     if (uniform) {
       n.op = "constant";
+      n.args.clear();
       n.attrs = {{"value", ir::literal_to_json(lit)["data"][0]}};
     } else {
-      n.op = "tensor";
-      n.attrs = {{"data_b64", ir::base64_encode(lit.data.data(), lit.data.size())}};
+      ir::set_tensor_literal(n, lit);
     }
   }
 };

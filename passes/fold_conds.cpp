@@ -24,7 +24,7 @@ std::optional<size_t> taken_branch(const Graph& g, const Node& cond) {
   const size_t preds = cond.regions.size() - 1;
   for (size_t k = 0; k < preds; ++k) {
     const Node& p = g.node(cond.args[k]);
-    if (p.op != "constant" && p.op != "tensor") return std::nullopt;
+    if (!ir::is_literal(p)) return std::nullopt;
     if (ir::get_i64(ir::literal_of(p), 0) != 0) return k;
   }
   return preds;

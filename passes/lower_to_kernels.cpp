@@ -40,7 +40,7 @@ class LowerToKernels : public Pass {
     for (auto& n : g.nodes) {
       const bool constant = n.op == "constant";
       if (constant && control_args.count(n.id) && !outputs.count(n.id) && n.type().num_elements() <= kMaxUploaded)
-        to_tensor(n);
+        ir::set_tensor_literal(n, ir::literal_of(n));
       else if (!kTopLevel.count(n.op) || (constant && (outputs.count(n.id) || control_args.count(n.id))))
         n = wrap_in_kernel(g, n);
     }
@@ -50,12 +50,6 @@ class LowerToKernels : public Pass {
  private:
   // Beyond this a broadcast constant's data would cost more memory than its kernel's time.
   static constexpr int64_t kMaxUploaded = 1 << 16;
-
-  static void to_tensor(Node& n) {
-    const ir::Literal lit = ir::literal_of(n);
-    n.op = "tensor";
-    n.attrs = {{"data_b64", ir::base64_encode(lit.data.data(), lit.data.size())}};
-  }
 
   static Node wrap_in_kernel(const Graph& g, const Node& op) {
     auto body = std::make_shared<Graph>();

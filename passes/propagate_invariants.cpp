@@ -8,7 +8,7 @@
 #include <map>
 #include <memory>
 
-#include "ir/ops.h"
+#include "ir/literal.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -24,7 +24,7 @@ using ir::NodeId;
 constexpr int64_t kMaxCopiedElements = 1 << 10;
 
 bool copyable_literal(const Node& n) {
-  return (n.op == "constant" || n.op == "tensor") && !n.is_tuple() && n.type().num_elements() <= kMaxCopiedElements;
+  return ir::is_literal(n) && !n.is_tuple() && n.type().num_elements() <= kMaxCopiedElements;
 }
 
 // State entries the body returns as it received them: entry i's output is its parameter i.
