@@ -191,6 +191,6 @@ defmodule Nx.Vulkan.Eigh do
     end
   end
 
-  # entries under eps in magnitude, as the backend's approximate_zeros
-  deftransformp(zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), 0, x))
+  # Nx.Vulkan.LinAlg's, callable from defn
+  deftransformp(zero_small(x, eps), do: Nx.Vulkan.LinAlg.zero_small(x, eps))
 end

@@ -224,7 +224,8 @@ defmodule Nx.Vulkan.LinAlg do
     Nx.select(in_row, zero_small(m, eps), m)
   end
 
-  defp zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), Nx.tensor(0, type: x.type), x)
+  @doc "Entries under `eps` in magnitude zeroed, as Nx.BinaryBackend's `approximate_zeros`."
+  def zero_small(x, eps), do: Nx.select(Nx.less(Nx.abs(x), eps), Nx.tensor(0, type: x.type), x)
 
   # {p, l, u} from the in-place factorisation and its row order (row i of l u is row
   # order[i] of a, so p[i][j] = (order[j] == i)).
