@@ -127,6 +127,7 @@ Id Emitter::buffer_entry_type(const BufferRef& buf) {
 // output position (a broadcast, a reversal) stay scalar.
 Id Emitter::element_pointer(const BufferRef& buf, Id linear) {
   Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, storage_type(buf.dtype));
+  if (buf.base) linear = b.op(spv::OpIAdd, u32(), {buf.base, linear});
   if (buf.lanes == 1) return b.op(spv::OpAccessChain, ptr, {buf.variable, u32c(0), linear});
   Id entry = b.op(spv::OpUDiv, u32(), {linear, u32c(buf.lanes)});
   Id lane = b.op(spv::OpUMod, u32(), {linear, u32c(buf.lanes)});
@@ -140,7 +141,8 @@ Id Emitter::entry_pointer(const BufferRef& buf, Id at) {
 
 Id Emitter::load(const BufferRef& buf, Id linear) {
   Id ptr = element_pointer(buf, linear);
-  Id raw = b.op(spv::OpLoad, storage_type(buf.dtype), {ptr});
+  Id raw = buf.written_in_kernel ? b.op_in_place(spv::OpLoad, storage_type(buf.dtype), {ptr})
+                                 : b.op(spv::OpLoad, storage_type(buf.dtype), {ptr});
   if (ir::dtype_bits(buf.dtype) >= 32) return raw;
   return from_bits(b.op(spv::OpUConvert, u32(), {raw}), buf.dtype);
 }
@@ -250,6 +252,25 @@ Id Emitter::from_bool(Id cond, DType t) { return select(t, cond, constant(t, 1),
 Id Emitter::to_bool(Id v, DType t) {
   if (ir::is_float(t)) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
   return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
+}
+
+// Asks the driver to keep Nx's float semantics: no fast-math folding of -0.0/Inf/NaN,
+// no flushing of denormals, where the device can promise it for a width the module uses.
+void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps) {
+  for (int bits : {32, 64}) {
+    if (!b.uses_float(bits)) continue;
+    bool nan = bits == 32 ? caps.preserve_signed_zero_inf_nan_f32 : caps.preserve_signed_zero_inf_nan_f64;
+    bool denorm = bits == 32 ? caps.preserve_denorms_f32 : caps.preserve_denorms_f64;
+    if (nan || denorm) b.extension("SPV_KHR_float_controls");
+    if (nan) {
+      b.capability(spv::CapabilitySignedZeroInfNanPreserve);
+      b.execution_mode(spv::ExecutionModeSignedZeroInfNanPreserve, {uint32_t(bits)});
+    }
+    if (denorm) {
+      b.capability(spv::CapabilityDenormPreserve);
+      b.execution_mode(spv::ExecutionModeDenormPreserve, {uint32_t(bits)});
+    }
+  }
 }
 
 }  // namespace nxv::codegen

@@ -36,6 +36,12 @@ struct BufferRef {
   // Elements per entry of the declared array: above 1 an array of vectors (32- and 64-bit
   // types only), which the plain loop reads and writes a vector at a time.
   uint32_t lanes = 1;
+  // Where the tensor starts in the array (a u32 id; 0: at its start), for tensors that share
+  // one buffer (a serial loop's scratch).
+  Id base = 0;
+  // Written while the kernel runs (a serial loop's state and scratch): its loads stay where
+  // they are, never value-numbered with or hoisted above an earlier store.
+  bool written_in_kernel = false;
 };
 
 // Set when all invocations of a workgroup compute each output element
@@ -56,6 +62,10 @@ struct Fold {
   std::function<std::vector<Id>(const std::vector<Id>& acc, Id r)> step;
   std::function<std::vector<Id>(const std::vector<Id>& a, const std::vector<Id>& b)> combine;
 };
+
+// Asks the driver to keep Nx's float semantics for the float widths the module uses
+// (codegen of every module calls it before end_main).
+void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps);
 
 class Emitter {
  public:

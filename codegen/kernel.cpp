@@ -29,25 +29,6 @@ void check_types(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps
   for (const auto& bnd : bindings) e.require_type(kernel, bnd.dtype, true);
 }
 
-// Asks the driver to keep Nx's float semantics: no fast-math folding of -0.0/Inf/NaN,
-// no flushing of denormals, where the device can promise it for a width the module uses.
-void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps) {
-  for (int bits : {32, 64}) {
-    if (!b.uses_float(bits)) continue;
-    bool nan = bits == 32 ? caps.preserve_signed_zero_inf_nan_f32 : caps.preserve_signed_zero_inf_nan_f64;
-    bool denorm = bits == 32 ? caps.preserve_denorms_f32 : caps.preserve_denorms_f64;
-    if (nan || denorm) b.extension("SPV_KHR_float_controls");
-    if (nan) {
-      b.capability(spv::CapabilitySignedZeroInfNanPreserve);
-      b.execution_mode(spv::ExecutionModeSignedZeroInfNanPreserve, {uint32_t(bits)});
-    }
-    if (denorm) {
-      b.capability(spv::CapabilityDenormPreserve);
-      b.execution_mode(spv::ExecutionModeDenormPreserve, {uint32_t(bits)});
-    }
-  }
-}
-
 // The longest reduced (or contracted) extent of any node in the body; for indexed_add/put,
 // the number of updates.
 int64_t longest_reduction(const ir::Graph& body) {

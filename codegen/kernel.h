@@ -12,7 +12,8 @@ namespace nxv::codegen {
 
 // Descriptor set 0 binding i of the module is bindings[i].
 struct Binding {
-  enum class Kind { Input, Output };
+  // Scratch, Constant and Control: only a serial loop's (codegen/serial_loop.h).
+  enum class Kind { Input, Output, Scratch, Constant, Control };
   Kind kind;
   int index;           // Input: position in the kernel node's args; Output: position in its results
   ir::DType dtype;     // element type of the storage buffer as declared in the module

@@ -13,6 +13,7 @@
 // construct ends up in front of everything already nested under it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -103,6 +104,8 @@ class Builder {
   Id op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids);
   // barrier() in GLSL: all invocations of the workgroup, workgroup memory made visible.
   void workgroup_barrier();
+  // The same, with storage-buffer writes made visible to the workgroup too.
+  void workgroup_storage_barrier();
 
   // Structured loop. `carried` values start as `init`; the loop runs while
   // cond(carried) is true and body(carried) returns the next values. Returns
@@ -135,16 +138,22 @@ class Builder {
   // The level of the scope that defines `id` (0 for globals and constants).
   int level_of(Id id) const;
   int level_of(const std::vector<Id>& ids) const;
-  // Runs fn with `lvl` as the current level (hoisting a construct out of deeper ones).
+  // Runs fn with `lvl` as the current level (hoisting a construct out of deeper ones), or
+  // the hoist floor where that is deeper.
   template <class F>
   auto at_level(int lvl, F&& fn) {
-    suspend_above(lvl);
+    suspend_above(std::max(lvl, hoist_floor_));
     struct Resume {
       Builder* b;
       ~Resume() { b->resume(); }
     } resume_on_exit{this};
     return fn();
   }
+
+  // Constructs are hoisted no shallower than this level: code that reads memory written
+  // earlier in the same invocation (a serial loop's stages) must stay after the writes.
+  int hoist_floor() const { return hoist_floor_; }
+  void set_hoist_floor(int lvl) { hoist_floor_ = lvl; }
 
   // Caller-side memoisation in the scope of `level`, same lifetime rules as value numbering.
   const Id* memo_find(const Words& key) const;
@@ -210,6 +219,7 @@ class Builder {
   std::vector<std::vector<Scope>> suspended_;
   std::vector<int> levels_;  // by id
   bool finished_main_ = false;
+  int hoist_floor_ = 0;
   LoopSteps steps_;
 };
 

@@ -161,6 +161,14 @@ void Builder::workgroup_barrier() {
   op_void(spv::OpControlBarrier, {workgroup, workgroup, semantics});
 }
 
+void Builder::workgroup_storage_barrier() {
+  Id workgroup = const_int(32, uint32_t(spv::ScopeWorkgroup));
+  Id semantics = const_int(32, uint32_t(spv::MemorySemanticsAcquireReleaseMask) |
+                                   uint32_t(spv::MemorySemanticsUniformMemoryMask) |
+                                   uint32_t(spv::MemorySemanticsWorkgroupMemoryMask));
+  op_void(spv::OpControlBarrier, {workgroup, workgroup, semantics});
+}
+
 void Builder::execution_mode(spv::ExecutionMode mode, const Words& literals) {
   if (!main_) throw std::logic_error("spirv::Builder::execution_mode before begin_main");
   Words ops{main_, uint32_t(mode)};

@@ -406,6 +406,17 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
                        0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
+namespace {
+// What a transfer wrote, visible to the dispatches and transfers recorded after it.
+void after_transfer_write(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                       nullptr);
+}
+}  // namespace
+
 void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes) {
   // vkCmdUpdateBuffer writes whole words; buffers are allocated in size classes of at
   // least 256 bytes, so the padding stays inside the buffer.
@@ -414,11 +425,15 @@ void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::v
   if (words.empty() || words.size() > 65536 || words.size() > static_cast<const BufferImpl&>(b).alloc().capacity)
     throw Error(Error::Kind::InvalidArgument, "an update of " + std::to_string(bytes.size()) + " bytes does not fit");
   vkCmdUpdateBuffer(cb, static_cast<const BufferImpl&>(b).alloc().buffer, 0, words.size(), words.data());
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
-                       nullptr);
+  after_transfer_write(cb);
+}
+
+void DeviceImpl::record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer& dst, uint64_t bytes) {
+  if (bytes == 0) return;
+  VkBufferCopy region{0, 0, bytes};
+  vkCmdCopyBuffer(cb, static_cast<const BufferImpl&>(src).alloc().buffer, static_cast<const BufferImpl&>(dst).alloc().buffer,
+                  1, &region);
+  after_transfer_write(cb);
 }
 
 VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {

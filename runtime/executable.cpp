@@ -1,11 +1,13 @@
 // Executable: the pass pipeline + codegen at compile time; one command buffer per run.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <tuple>
 
+#include "codegen/serial_loop.h"
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
@@ -25,6 +27,16 @@ class ExecutableImpl;
 
 using Clock = std::chrono::steady_clock;
 
+// A `while` compiled into one kernel with its nested control flow (codegen/serial_loop.h).
+struct SerialStep {
+  codegen::SerialLoopBinary binary;
+  KernelStep kernel;
+  std::vector<BufferPtr> constants;  // uploaded once, by binding index
+  // Cleared once a dispatch completes no iteration (one iteration takes more loop steps than
+  // the driver allows a dispatch): the loop's regions run it from then on.
+  std::atomic<bool> usable{true};
+};
+
 // One top-level node that is not a parameter/literal: a kernel dispatch, or a `while`/`cond`
 // driven from the host, whose regions are executables of their own.
 struct Step {
@@ -33,10 +45,11 @@ struct Step {
   std::map<std::string, std::shared_ptr<ExecutableImpl>> regions;
   std::optional<HostLoop> host_loop;  // a `while` whose condition the host follows
   std::vector<BufferPtr> gate_start;   // a speculative `while`'s first gate's inputs: running, none passed
+  std::shared_ptr<SerialStep> serial = nullptr;
 };
 
-// A kernel with its buffers bound, or (kernel null) bytes to write into buffers[0],
-// waiting for the submit that records it. It holds the buffers until then: one freed
+// A kernel with its buffers bound, or (kernel null) bytes to write into buffers[0] or, with
+// `copy`, buffers[1]'s contents to copy there, waiting for the submit that records it. It holds the buffers until then: one freed
 // earlier could go to another thread's run meanwhile. A kernel with `indirect` takes its
 // group counts from that buffer at `indirect_offset` when it runs.
 struct Pending {
@@ -45,6 +58,7 @@ struct Pending {
   std::vector<uint8_t> bytes = {};
   BufferPtr indirect = nullptr;
   uint64_t indirect_offset = 0;
+  bool copy = false;
 };
 
 // Whether a kernel or update waiting in `batch` writes `b`.
@@ -108,7 +122,8 @@ void submit(DeviceImpl& dev, std::vector<Pending>& batch, RunStats& stats) {
     std::vector<const Buffer*> buffers;
     for (const auto& p : batch) {
       if (!p.kernel) {
-        dev.record_update(cb, *p.buffers.at(0), p.bytes);
+        if (p.copy) dev.record_copy(cb, *p.buffers.at(1), *p.buffers.at(0), p.buffers.at(0)->bytes());
+        else dev.record_update(cb, *p.buffers.at(0), p.bytes);
         continue;
       }
       buffers.clear();
@@ -134,6 +149,22 @@ ir::Graph device_body(const ir::Graph& body, const HostLoop& loop) {
       g.outputs.push_back(body.outputs[i]);
   }
   return g;
+}
+
+bool has_control_flow(const ir::Graph& g) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) { return n.op == "while" || n.op == "cond"; });
+}
+
+// The region through the pipeline, and the regions of its loops and conds in turn.
+std::shared_ptr<codegen::SerialRegion> lower_nest(const ir::Graph& g, const std::vector<std::string>& pipeline) {
+  auto r = std::make_shared<codegen::SerialRegion>();
+  r->graph = g;
+  passes::PassManager(pipeline).run(r->graph);
+  for (const auto& n : r->graph.nodes) {
+    if (n.op != "while" && n.op != "cond") continue;
+    for (const auto& [name, region] : n.regions) r->nested[n.id][name] = lower_nest(*region, pipeline);
+  }
+  return r;
 }
 
 // The gate after each speculative iteration of a `while` (run_speculative). From whether
@@ -306,6 +337,14 @@ class ExecutableImpl : public Executable {
       }
       std::vector<BufferPtr> args;
       for (ir::NodeId a : n.args) args.push_back(values.at(a).at(0));
+      if (step.serial && step.serial->usable) {
+        std::vector<BufferPtr> state;
+        if (run_serial(step, args, state, batch, stats, deadline)) {
+          values[n.id] = std::move(state);
+          continue;
+        }
+        args = std::move(state);  // the host drives the loop on from the state it reached
+      }
       if (step.regions.count("gate")) {  // the device decides: no values for the host yet
         values[n.id] = run_speculative(step, std::move(args), batch, stats, deadline);
         continue;
@@ -365,6 +404,7 @@ class ExecutableImpl : public Executable {
       const auto& sub = step.regions[name]->kernels();
       binaries_.insert(binaries_.end(), sub.begin(), sub.end());
     }
+    if (n.op == "while" && opts.serial_loops) step.serial = serial_step(n, opts);
     // An iteration that is kernels alone can run speculatively behind a gate.
     if (const auto it = step.regions.find("iteration"); it != step.regions.end() && it->second->records_only_kernels()) {
       const auto groups = it->second->group_counts();
@@ -381,6 +421,65 @@ class ExecutableImpl : public Executable {
       }
     }
     return step;
+  }
+
+  // A loop whose regions hold control flow, as one kernel; null where it cannot be one (the
+  // loop is then driven from the host as before).
+  std::shared_ptr<SerialStep> serial_step(const ir::Node& n, const CompileOptions& opts) {
+    const auto pipeline = opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline;
+    codegen::DeviceCaps caps = dev_->info().caps;
+    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+    auto s = std::make_shared<SerialStep>();
+    try {
+      const auto condition = lower_nest(*n.regions.at("condition"), pipeline);
+      const auto body = lower_nest(*n.regions.at("body"), pipeline);
+      if (!has_control_flow(condition->graph) && !has_control_flow(body->graph)) return nullptr;
+      s->binary = codegen::compile_serial_loop(n, *condition, *body, caps);
+    } catch (const ir::IrError&) {
+      return nullptr;
+    }
+    s->kernel = {&n, s->binary.kernel, &dev_->pipeline(s->binary.kernel)};
+    for (const auto& lit : s->binary.constants) s->constants.push_back(dev_->upload(lit.type, lit.data.data(), lit.data.size()));
+    binaries_.push_back(s->binary.kernel);
+    return s;
+  }
+
+  // Dispatches the serial loop until its condition is false, each dispatch from the state
+  // the last one committed, and returns true with `state` its results; false, with `state`
+  // the state reached, once a dispatch completes no iteration.
+  bool run_serial(const Step& step, const std::vector<BufferPtr>& args, std::vector<BufferPtr>& state,
+                  std::vector<Pending>& batch, RunStats& stats, Clock::time_point deadline) {
+    SerialStep& s = *step.serial;
+    const ir::Node& n = *step.node;
+    std::vector<BufferPtr> scratch;
+    for (const auto& t : n.results) state.push_back(dev_->allocate(t));
+    for (uint64_t bytes : s.binary.scratch_bytes) scratch.push_back(dev_->allocate({ir::DType::U8, {int64_t(bytes)}}));
+    const std::vector<uint32_t> zeros(codegen::kSerialControlWords, 0);
+    BufferPtr control = dev_->upload({ir::DType::U32, {int64_t(zeros.size())}}, zeros.data(), zeros.size() * 4);
+    for (size_t k = 0; k < state.size(); ++k) batch.push_back({nullptr, {state[k], args.at(k)}, {}, nullptr, 0, true});
+    std::vector<BufferPtr> buffers;
+    for (const auto& bnd : s.kernel.binary.bindings) {
+      switch (bnd.kind) {
+        case codegen::Binding::Kind::Input: throw Error(Error::Kind::Vulkan, "a serial loop binds no inputs");
+        case codegen::Binding::Kind::Output: buffers.push_back(state.at(bnd.index)); break;
+        case codegen::Binding::Kind::Scratch: buffers.push_back(scratch.at(bnd.index)); break;
+        case codegen::Binding::Kind::Constant: buffers.push_back(s.constants.at(bnd.index)); break;
+        case codegen::Binding::Kind::Control: buffers.push_back(control); break;
+      }
+    }
+    for (uint64_t done = 0;;) {
+      if (Clock::now() > deadline) throw loop_timeout(step, done);
+      batch.push_back({&s.kernel, buffers});
+      submit(*dev_, batch, stats);
+      uint32_t words[codegen::kSerialControlWords];
+      dev_->download(*control, words, sizeof words);
+      if (words[codegen::kSerialDone]) return true;
+      if (words[codegen::kSerialCommitted] == 0) {
+        s.usable = false;
+        return false;
+      }
+      done += words[codegen::kSerialCommitted];
+    }
   }
 
   static int64_t buffer_slot(const ir::Node& kernel, size_t result) {
@@ -574,6 +673,7 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   std::string key = ir::write_graph(graph);
   for (const auto& p : opts.pipeline) key += "\n" + p;
   key += "\nvendor " + std::to_string(opts.as_vendor);
+  if (!opts.serial_loops) key += "\nno serial loops";
   key = content_hash(key.data(), key.size(), dev->info().name + dev->options().device);
   // Compiled executables are shared: compiling the same graph twice pays only a lookup.
   static std::mutex m;

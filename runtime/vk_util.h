@@ -101,6 +101,8 @@ class DeviceImpl : public Device {
   // Records a write of `bytes` (at most 64 KiB) into `b`, then a barrier that makes it
   // visible to later dispatches and transfers.
   void record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes);
+  // Copies src's first `bytes` into dst, visible to the dispatches and copies after it.
+  void record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer& dst, uint64_t bytes);
 
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
   // Returns device time in ms (0 when the queue has no timestamps).

@@ -53,4 +53,15 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   }
 }
 
+uint32_t serial_workgroup_size(const DeviceCaps& caps) {
+  uint32_t wg = 0;
+  switch (caps.vendor_id) {
+    case 0x10005: wg = serial_workgroup_lavapipe(caps); break;
+    case 0x10DE: wg = serial_workgroup_nvidia(caps); break;
+    case 0x1002: wg = serial_workgroup_amd(caps); break;
+    default: wg = serial_workgroup_generic(caps);
+  }
+  return std::max<uint32_t>(1, std::min(wg, caps.max_workgroup_invocations));
+}
+
 }  // namespace nxv::codegen

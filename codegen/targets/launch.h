@@ -50,11 +50,19 @@ bool tile_transposes(const DeviceCaps& caps);
 // fraction of its f32 rate, which a dot product would pay in full.
 bool computes_f32_in_f64(const DeviceCaps& caps);
 
-// Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
+// The size of a serial loop's one workgroup (codegen/serial_loop.h): its stages spread
+// their elements over it and wait at a barrier after each.
+uint32_t serial_workgroup_size(const DeviceCaps& caps);
+
+// Per-vendor choices, dispatched on caps.vendor_id by choose_launch and serial_workgroup_size.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
+uint32_t serial_workgroup_generic(const DeviceCaps& caps);
+uint32_t serial_workgroup_lavapipe(const DeviceCaps& caps);
+uint32_t serial_workgroup_nvidia(const DeviceCaps& caps);
+uint32_t serial_workgroup_amd(const DeviceCaps& caps);
 
 // One invocation per `unroll` * `lanes` items: enough groups to cover them, capped at max_groups.
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,

@@ -158,14 +158,78 @@ defmodule Nx.Vulkan.ControlFlowTest do
 
   test "a flag passed through loop state unchanged decides its cond at compile time" do
     x = Nx.tensor([3.0, -2.0, 0.5])
+    assert_matches_evaluator(&halve_until_small/1, [x])
+    # The cond and the loop in its other branch are gone: the loop's body is kernels alone,
+    # so it runs speculatively, not as a serial kernel (what a body with a cond would be).
+    refute Enum.any?(kernel_names(&halve_until_small/1, [x]), &(&1 =~ "serial_while"))
+  end
+
+  # Every kernel an executable holds, its regions' and serial loops' included.
+  defp kernel_names(fun, args) do
+    json = Nx.Vulkan.explain(fun, args, stage: :source)
+    {:ok, exe} = Nx.Vulkan.Native.compile(Nx.Vulkan.Device.get!(), json, [])
+    {:ok, sources} = Nx.Vulkan.Native.kernel_sources(exe, :spirv)
+    Enum.map(sources, &elem(&1, 0))
+  end
+
+  # Scholar's NNDescent inserts into per-row heaps: a sift-down loop in a cond, inside
+  # counted loops. Driven from the host that is a submit per inner iteration; as one serial
+  # kernel the whole nest takes a few dispatches.
+  defn heap_push(keys, row, key) do
+    width = Nx.axis_size(keys, 1)
+
+    if key >= keys[[row, 0]] do
+      keys
+    else
+      {keys, curr, _, _, _} =
+        while {keys, curr = 0, stop = Nx.u8(0), row, key}, not stop do
+          left = 2 * curr + 1
+          right = left + 1
+
+          {swap, stop} =
+            cond do
+              left >= width -> {curr, Nx.u8(1)}
+              right >= width and keys[[row, left]] > key -> {left, stop}
+              right >= width -> {curr, Nx.u8(1)}
+              keys[[row, left]] >= keys[[row, right]] and keys[[row, left]] > key -> {left, stop}
+              keys[[row, right]] > key -> {right, stop}
+              true -> {curr, Nx.u8(1)}
+            end
+
+          keys = Nx.indexed_put(keys, Nx.stack([row, curr]) |> Nx.new_axis(0), Nx.new_axis(keys[[row, swap]], 0))
+          {keys, swap, stop, row, key}
+        end
+
+      Nx.indexed_put(keys, Nx.stack([row, curr]) |> Nx.new_axis(0), Nx.new_axis(key, 0))
+    end
+  end
+
+  defn push_all(keys, candidates, n) do
+    {keys, _, _, _} =
+      while {keys, i = 0, candidates, n}, i < n do
+        {keys, _, _, _} =
+          while {keys, j = 0, i, candidates}, j < Nx.axis_size(candidates, 1) do
+            {heap_push(keys, Nx.remainder(i, Nx.axis_size(keys, 0)), candidates[[i, j]]), j + 1, i, candidates}
+          end
+
+        {keys, i + 1, candidates, n}
+      end
+
+    keys
+  end
+
+  test "nested loops with conds run as one serial kernel and match the evaluator" do
+    keys = Nx.iota({6, 7}, type: :f32) |> Nx.multiply(-1.0) |> Nx.add(100.0)
+    candidates = Nx.iota({9, 5}, type: :f32) |> Nx.multiply(37.0) |> Nx.remainder(101.0)
     id = {__MODULE__, make_ref()}
     test_pid = self()
     :telemetry.attach(id, [:nx_vulkan, :run], fn _, m, _, _ -> send(test_pid, {:submits, m.submits}) end, nil)
     on_exit(fn -> :telemetry.detach(id) end)
-    assert_matches_evaluator(&halve_until_small/1, [x])
+    assert_matches_evaluator(&push_all/3, [keys, candidates, 9], atol: 0, rtol: 0)
     assert_received {:submits, submits}
-    # 13 iterations; the evaluator's result is reached in at most 1 + log2(13) submits
-    assert submits <= 6
+    assert submits <= 3
+
+    assert Enum.any?(kernel_names(&push_all/3, [keys, candidates, 9]), &(&1 =~ "serial_while"))
   end
 
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
