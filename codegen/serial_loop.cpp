@@ -7,9 +7,9 @@
 //
 // Loop steps: where the driver ends a dispatch's loops after a number of steps (lavapipe),
 // the kernel counts its own (each stage's, known statically, and one per trip of a loop).
-// Before each trip it checks that the steps left cover `reserve`, which bounds what any
-// stretch of stages between two checks can take plus what the enclosing iterations still
-// run once every loop stops. If not, every loop stops at its next test and the loop's
+// Before each trip it checks that the steps left cover `reserve`, which bounds what the
+// stretch of stages up to the next check can take plus what the enclosing iterations
+// still run once every loop stops. If not, every loop stops at its next test and the loop's
 // current iteration is not committed: its state stays as the last complete iteration left
 // it, and the runtime dispatches again from there.
 #include "codegen/serial_loop.h"
@@ -30,8 +30,6 @@ namespace {
 // A dispatch's budget of loop steps where the driver sets none, as lavapipe's: it keeps a
 // dispatch short (milliseconds), so that the host sees its deadline between dispatches.
 constexpr uint64_t kStepsWithoutDriverLimit = 65535;
-// A stage whose elements take at most this many trips per invocation is straight-line code.
-constexpr uint64_t kUnrolledTrips = 4;
 
 const ir::Graph& no_graph() {
   static const ir::Graph g;
@@ -142,35 +140,28 @@ class SerialEmitter {
     b_.op_void(spv::OpStore, {steps_, b_.op(spv::OpIAdd, util_.u32(), {load_private(steps_), util_.u32c(n)})});
   }
 
-  // Positions local, local + wg, ... below `items`, then a barrier; at(pos, in_range)
-  // computes one, in_range when pos < items is known.
-  void positions(int64_t items, const std::function<void(Id, bool)>& at) {
+  // Positions local, local + wg, ... below `items`, then a barrier; at(pos) computes one.
+  void positions(int64_t items, const std::function<void(Id)>& at) {
     if (items <= 0) return;
     const uint64_t before = b_.loop_steps().outside;
     const int floor = b_.hoist_floor();
     b_.set_hoist_floor(b_.level());
     const uint64_t trips = (uint64_t(items) + wg_ - 1) / wg_;
-    if (trips <= kUnrolledTrips) {
-      for (uint64_t t = 0; t < trips; ++t) {
-        Id pos = t == 0 ? local_ : b_.op(spv::OpIAdd, util_.u32(), {local_, util_.u32c(t * wg_)});
-        if ((t + 1) * wg_ <= uint64_t(items)) {
-          at(pos, true);
-        } else {
-          b_.if_then(b_.op(spv::OpULessThan, util_.boolean(), {pos, util_.u32c(uint64_t(items))}), [&] { at(pos, true); });
-        }
-      }
+    if (trips == 1) {  // straight-line: no loop steps, and smaller code for the driver to compile
+      if (uint64_t(items) == wg_) at(local_);
+      else b_.if_then(b_.op(spv::OpULessThan, util_.boolean(), {local_, util_.u32c(uint64_t(items))}), [&] { at(local_); });
     } else {
       b_.loop(
           {util_.u32()}, {local_},
           [&](const spirv::Builder::Values& p) { return b_.op(spv::OpULessThan, util_.boolean(), {p[0], util_.u32c(uint64_t(items))}); },
           [&](const spirv::Builder::Values& p) {
-            at(p[0], true);
+            at(p[0]);
             return spirv::Builder::Values{b_.op(spv::OpIAdd, util_.u32(), {p[0], util_.u32c(wg_)})};
           },
           trips);
     }
     b_.set_hoist_floor(floor);
-    b_.workgroup_storage_barrier();
+    b_.subgroup_storage_barrier();
     add_steps(b_.loop_steps().outside - before);
   }
 
@@ -185,7 +176,7 @@ class SerialEmitter {
     e.set_inputs(ins);
     int64_t items = 0;
     for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
-    positions(items, [&](Id pos, bool) {
+    positions(items, [&](Id pos) {
       for (size_t k = 0; k < kernel.results.size(); ++k) {
         const int64_t n = kernel.results[k].num_elements();
         auto store = [&] {
@@ -203,7 +194,7 @@ class SerialEmitter {
   void copy(const std::vector<Copy>& copies) {
     int64_t items = 0;
     for (const auto& c : copies) items = std::max(items, c.elements);
-    positions(items, [&](Id pos, bool) {
+    positions(items, [&](Id pos) {
       for (const auto& c : copies) {
         auto store = [&] { util_.store(c.to, pos, util_.load(c.from, pos)); };
         if (c.elements == items) store();
@@ -368,8 +359,9 @@ SerialLoopBinary compile_serial_loop(const ir::Node& loop, const SerialRegion& c
                                      const DeviceCaps& caps) {
   if (loop.op != "while") throw ir::IrError(loop, "a serial loop is a while");
   const uint64_t limit = caps.max_loop_steps ? caps.max_loop_steps : kStepsWithoutDriverLimit;
-  // The kernel's loop steps with every loop taking one trip bound both what runs between
-  // two checks and what the enclosing iterations still run after a stop: twice that is
+  // The kernel's loop steps with every loop taking one trip bound what runs from one check
+  // to the next together with what the enclosing iterations still run after a stop (each
+  // stage runs at most once in that stretch: no loop goes round without a check): that is
   // the reserve. The first emission measures it; the second uses it.
   auto emit = [&](uint64_t reserve, uint64_t* steps) {
     spirv::Builder b;
@@ -380,11 +372,14 @@ SerialLoopBinary compile_serial_loop(const ir::Node& loop, const SerialRegion& c
   };
   uint64_t steps = 0;
   emit(0, &steps);
-  const uint64_t reserve = 2 * steps + 16;
+  const uint64_t reserve = steps + 16;
   if (reserve > limit / 2)
     throw ir::IrError(loop, "a serial loop would take " + std::to_string(steps) + " loop steps per iteration; " +
                                 caps.name + " allows " + std::to_string(limit) + " per dispatch");
   SerialLoopBinary out = emit(reserve, &steps);
+  if (const uint64_t max_words = serial_loop_max_words(caps); max_words && out.kernel.spirv.size() > max_words)
+    throw ir::IrError(loop, "a serial loop of " + std::to_string(out.kernel.spirv.size()) + " SPIR-V words; " +
+                                caps.name + " compiles at most " + std::to_string(max_words) + " in reasonable time");
   out.kernel.name = "k" + std::to_string(loop.id) + "_serial_while";
   out.kernel.fused_nodes = {loop.id};
   std::string err = validate(out.kernel.spirv, caps.api_version);

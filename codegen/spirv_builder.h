@@ -104,8 +104,9 @@ class Builder {
   Id op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids);
   // barrier() in GLSL: all invocations of the workgroup, workgroup memory made visible.
   void workgroup_barrier();
-  // The same, with storage-buffer writes made visible to the workgroup too.
-  void workgroup_storage_barrier();
+  // subgroupBarrier() with storage-buffer and shared-memory writes made visible: for a
+  // workgroup that is one subgroup, a barrier across it.
+  void subgroup_storage_barrier();
 
   // Structured loop. `carried` values start as `init`; the loop runs while
   // cond(carried) is true and body(carried) returns the next values. Returns

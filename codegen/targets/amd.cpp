@@ -10,7 +10,4 @@ LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, 1, vector_lanes(k, 16));
 }
 
-// One wave: a serial loop's stages are small; more waves would mostly wait at its barriers.
-uint32_t serial_workgroup_amd(const DeviceCaps&) { return 64; }
-
 }  // namespace nxv::codegen

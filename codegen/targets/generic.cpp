@@ -21,7 +21,4 @@ LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 64, 65535);
 }
 
-// Two warps or one wave: no stage of a serial loop waits on more than it needs.
-uint32_t serial_workgroup_generic(const DeviceCaps&) { return 64; }
-
 }  // namespace nxv::codegen

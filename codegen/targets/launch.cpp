@@ -53,15 +53,16 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   }
 }
 
+// lavapipe compiles a shader with LLVM the first time it runs it (Mesa's disk cache keeps
+// it for later processes). Measured cold (MESA_SHADER_CACHE_DISABLE, 2 cores, 2026-11-23):
+// serial loops of 2,805 words 0.1 s, 7,125 words 0.6 s, 16,720-21,580 words 2.6-3.2 s,
+// 38,254 words 10.5 s. Scholar's NNDescent fit (30 points) took 20.6 s cold with loops up
+// to 12,000 words, 32 s with loops up to 22,000 (its submits 27,202 and 887), 40 s with
+// none; GPUs compile such modules in milliseconds.
+uint64_t serial_loop_max_words(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 ? 12000 : 0; }
+
 uint32_t serial_workgroup_size(const DeviceCaps& caps) {
-  uint32_t wg = 0;
-  switch (caps.vendor_id) {
-    case 0x10005: wg = serial_workgroup_lavapipe(caps); break;
-    case 0x10DE: wg = serial_workgroup_nvidia(caps); break;
-    case 0x1002: wg = serial_workgroup_amd(caps); break;
-    default: wg = serial_workgroup_generic(caps);
-  }
-  return std::max<uint32_t>(1, std::min(wg, caps.max_workgroup_invocations));
+  return std::max<uint32_t>(1, std::min(caps.subgroup_size, caps.max_workgroup_invocations));
 }
 
 }  // namespace nxv::codegen

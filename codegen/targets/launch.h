@@ -50,19 +50,21 @@ bool tile_transposes(const DeviceCaps& caps);
 // fraction of its f32 rate, which a dot product would pay in full.
 bool computes_f32_in_f64(const DeviceCaps& caps);
 
-// The size of a serial loop's one workgroup (codegen/serial_loop.h): its stages spread
-// their elements over it and wait at a barrier after each.
+// The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup, so that
+// the barrier after each stage is a subgroup's. A workgroup barrier makes lavapipe compile
+// the shader as a coroutine (LLVM then takes minutes over a large serial loop, building the
+// coroutine frame) and switch coroutines at every barrier; a GPU's subgroup barrier syncs
+// one warp or wave.
 uint32_t serial_workgroup_size(const DeviceCaps& caps);
+// The largest serial loop (in SPIR-V words) worth compiling for the device; 0: any. The
+// driver's compile time grows faster than the module (see launch.cpp).
+uint64_t serial_loop_max_words(const DeviceCaps& caps);
 
-// Per-vendor choices, dispatched on caps.vendor_id by choose_launch and serial_workgroup_size.
+// Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
-uint32_t serial_workgroup_generic(const DeviceCaps& caps);
-uint32_t serial_workgroup_lavapipe(const DeviceCaps& caps);
-uint32_t serial_workgroup_nvidia(const DeviceCaps& caps);
-uint32_t serial_workgroup_amd(const DeviceCaps& caps);
 
 // One invocation per `unroll` * `lanes` items: enough groups to cover them, capped at max_groups.
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,

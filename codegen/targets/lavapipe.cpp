@@ -14,8 +14,4 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 64, 64, 1, lanes);
 }
 
-// A workgroup is SIMD lanes on one thread; each barrier switches between its chunks of
-// lanes (coroutines), so a serial loop's group is kept to a few of them.
-uint32_t serial_workgroup_lavapipe(const DeviceCaps&) { return 32; }
-
 }  // namespace nxv::codegen

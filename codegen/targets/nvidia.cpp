@@ -22,7 +22,4 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
-// Four warps: a serial loop's stages are small; more warps would mostly wait at its barriers.
-uint32_t serial_workgroup_nvidia(const DeviceCaps&) { return 128; }
-
 }  // namespace nxv::codegen
