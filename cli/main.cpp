@@ -29,12 +29,14 @@ struct Args {
   bool check = false;
   uint64_t seed = 0;
   int repeat = 1;
+  bool host_loops = false;
 };
 
 const char* kUsage =
     "usage: nxv devices\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]\n"
     "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
+    "                [--host-loops]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's SPIR-V and a GLSL view\n"
@@ -42,7 +44,9 @@ const char* kUsage =
     "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
     "            the results in the same form; --check compares them with the reference\n"
     "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
-    "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n";
+    "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n"
+    "  --host-loops  drives loops that hold loops or conds from the host, as before serial\n"
+    "            loops (codegen/serial_loop.h), to compare the two\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -57,6 +61,8 @@ Args parse(int argc, char** argv) {
     std::string num;
     if (s == "--check") {
       a.check = true;
+    } else if (s == "--host-loops") {
+      a.host_loops = true;
     } else if (s == "--help" || s == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
@@ -208,7 +214,9 @@ int run(const Args& a) {
   auto dev = runtime::Device::open(o);
   std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
   auto t0 = std::chrono::steady_clock::now();
-  auto exe = runtime::Executable::compile(dev, g);
+  runtime::CompileOptions copts;
+  copts.serial_loops = !a.host_loops;
+  auto exe = runtime::Executable::compile(dev, g, copts);
   double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);
   std::vector<ir::Literal> inputs = a.inputs.empty() ? random_inputs(exe->input_types(), a.seed)

@@ -7,7 +7,8 @@
 //
 // The trip count is constant when the condition compares one state entry with a constant,
 // the entry starts as a constant and the body adds a constant to it. Loops this exposes
-// (a body's inner loops, now at the top) are unrolled in turn.
+// (a body's inner loops, now at the top) are unrolled in turn; a loop around one that would
+// stay a loop stays too.
 #include <map>
 #include <optional>
 #include <set>
@@ -91,6 +92,19 @@ std::optional<int64_t> trip_count(const Graph& g, const Node& w) {
   return trips;
 }
 
+// Whether `g` holds, at any depth, a loop that stays a loop. Unrolled around it, the copies
+// fuse nothing across it and only multiply the code: a serial loop (codegen/serial_loop.h)
+// holding the ten copies of Scholar's NNDescent heap insertion grew past what lavapipe
+// compiles in reasonable time.
+bool holds_lasting_loop(const Graph& g) {
+  for (const auto& n : g.nodes) {
+    if (n.op == "while" && !trip_count(g, n)) return true;
+    for (const auto& [name, region] : n.regions)
+      if (holds_lasting_loop(*region)) return true;
+  }
+  return false;
+}
+
 class Unroll : public Pass {
  public:
   std::string name() const override { return "unroll"; }
@@ -105,7 +119,8 @@ class Unroll : public Pass {
     std::map<NodeId, int64_t> trips;  // (decided before nodes move)
     for (const auto& n : g.nodes)
       if (n.op == "while")
-        if (auto t = trip_count(g, n); t && size_t(*t) * size_of(*n.regions.at("body")) <= kMaxUnrolledNodes)
+        if (auto t = trip_count(g, n);
+            t && size_t(*t) * size_of(*n.regions.at("body")) <= kMaxUnrolledNodes && !holds_lasting_loop(*n.regions.at("body")))
           trips[n.id] = *t;
     if (trips.empty()) return false;
     expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
