@@ -49,8 +49,8 @@ struct Step {
 };
 
 // A kernel with its buffers bound, or (kernel null) bytes to write into buffers[0] or, with
-// `copy`, buffers[1]'s contents to copy there, waiting for the submit that records it. It holds the buffers until then: one freed
-// earlier could go to another thread's run meanwhile. A kernel with `indirect` takes its
+// `copy`, buffers[1]'s contents to copy there, waiting for the submit that records it. It
+// holds the buffers until then: one freed earlier could go to another thread's run meanwhile. A kernel with `indirect` takes its
 // group counts from that buffer at `indirect_offset` when it runs.
 struct Pending {
   const KernelStep* kernel;
