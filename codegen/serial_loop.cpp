@@ -161,7 +161,7 @@ class SerialEmitter {
           trips);
     }
     b_.set_hoist_floor(floor);
-    b_.subgroup_storage_barrier();
+    b_.storage_barrier(serial_subgroup_barriers(caps_) ? spv::ScopeSubgroup : spv::ScopeWorkgroup);
     add_steps(b_.loop_steps().outside - before);
   }
 

@@ -1,7 +1,7 @@
 // A `while` whose body holds control flow of its own, compiled into one kernel that a
 // single workgroup of one subgroup runs: each kernel of its lowered regions becomes a stage
-// (its elements spread over the subgroup, a subgroup barrier after it), and the nested loops
-// and conds become structured control flow around the stages. Driven from the host instead, such a loop
+// (its elements spread over the group, a barrier after it), and the nested loops and conds
+// become structured control flow around the stages. Driven from the host instead, such a loop
 // costs a submit per inner iteration; this way the whole nest is one dispatch, or a few
 // where the driver bounds a dispatch's loop steps (lavapipe).
 #pragma once

@@ -104,9 +104,9 @@ class Builder {
   Id op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids);
   // barrier() in GLSL: all invocations of the workgroup, workgroup memory made visible.
   void workgroup_barrier();
-  // subgroupBarrier() with storage-buffer and shared-memory writes made visible: for a
-  // workgroup that is one subgroup, a barrier across it.
-  void subgroup_storage_barrier();
+  // A control barrier over `scope` (Workgroup, or Subgroup for a workgroup that is one
+  // subgroup) that makes storage-buffer and shared-memory writes visible across it.
+  void storage_barrier(spv::Scope scope);
 
   // Structured loop. `carried` values start as `init`; the loop runs while
   // cond(carried) is true and body(carried) returns the next values. Returns

@@ -161,12 +161,12 @@ void Builder::workgroup_barrier() {
   op_void(spv::OpControlBarrier, {workgroup, workgroup, semantics});
 }
 
-void Builder::subgroup_storage_barrier() {
-  Id subgroup = const_int(32, uint32_t(spv::ScopeSubgroup));
+void Builder::storage_barrier(spv::Scope scope) {
+  Id s = const_int(32, uint32_t(scope));
   Id semantics = const_int(32, uint32_t(spv::MemorySemanticsAcquireReleaseMask) |
                                    uint32_t(spv::MemorySemanticsUniformMemoryMask) |
                                    uint32_t(spv::MemorySemanticsWorkgroupMemoryMask));
-  op_void(spv::OpControlBarrier, {subgroup, subgroup, semantics});
+  op_void(spv::OpControlBarrier, {s, s, semantics});
 }
 
 void Builder::execution_mode(spv::ExecutionMode mode, const Words& literals) {

@@ -61,6 +61,8 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
 // none; GPUs compile such modules in milliseconds.
 uint64_t serial_loop_max_words(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 ? 12000 : 0; }
 
+bool serial_subgroup_barriers(const DeviceCaps& caps) { return caps.vendor_id == 0x10005; }
+
 uint32_t serial_workgroup_size(const DeviceCaps& caps) {
   return std::max<uint32_t>(1, std::min(caps.subgroup_size, caps.max_workgroup_invocations));
 }

@@ -50,12 +50,15 @@ bool tile_transposes(const DeviceCaps& caps);
 // fraction of its f32 rate, which a dot product would pay in full.
 bool computes_f32_in_f64(const DeviceCaps& caps);
 
-// The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup, so that
-// the barrier after each stage is a subgroup's. A workgroup barrier makes lavapipe compile
-// the shader as a coroutine (LLVM then takes minutes over a large serial loop, building the
-// coroutine frame) and switch coroutines at every barrier; a GPU's subgroup barrier syncs
-// one warp or wave.
+// The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup (a warp,
+// a wave, a SIMD row of lavapipe's lanes).
 uint32_t serial_workgroup_size(const DeviceCaps& caps);
+// Whether the barrier after each stage of a serial loop is a subgroup's, not the
+// workgroup's (the same invocations): on lavapipe a workgroup barrier makes LLVM compile the
+// shader as a coroutine (minutes over a large serial loop, building the coroutine frame)
+// and switch coroutines at each barrier. Elsewhere the workgroup's: a driver may run a
+// compute shader in subgroups smaller than the size it reports.
+bool serial_subgroup_barriers(const DeviceCaps& caps);
 // The largest serial loop (in SPIR-V words) worth compiling for the device; 0: any. The
 // driver's compile time grows faster than the module (see launch.cpp).
 uint64_t serial_loop_max_words(const DeviceCaps& caps);
