@@ -31,6 +31,9 @@ Values strided_loop(Emitter& e, const Fold& f, Id start, uint32_t stride) {
 }  // namespace
 
 Values Emitter::fold(const std::vector<Id>& outer, const Fold& f) {
+  // One position (an indexed_put of one update, a reduction over an axis of 1): its step
+  // alone. A loop of one trip would still cost loop steps, which lavapipe bounds.
+  if (f.count - f.begin == 1) return f.step(f.init, u32c(uint64_t(f.begin)));
   std::vector<Id> place = outer;
   place.insert(place.end(), f.init.begin(), f.init.end());
   const int lvl = b.level_of(place);

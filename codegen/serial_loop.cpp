@@ -312,12 +312,20 @@ class SerialEmitter {
     if (root_state) {
       state = *root_state;
     } else {
+      // An entry the body passes on unchanged stays where its argument is: nothing writes
+      // there while the loop runs (an enclosing loop commits after it). Nx code threads
+      // whole arrays through its loops so (NNDescent's candidates, at every level).
       std::vector<Copy> from_init;
       for (size_t k = 0; k < n.results.size(); ++k) {
+        const ir::Node& out = body.graph.node(body.graph.outputs.at(k));
+        if (out.op == "parameter" && out.attrs.value("index", int64_t(-1)) == int64_t(k)) {
+          state.push_back(init[k]);
+          continue;
+        }
         state.push_back(scratch(n.results[k]));
         from_init.push_back({state[k], init[k], n.results[k].num_elements()});
       }
-      copy(from_init);
+      if (!from_init.empty()) copy(from_init);
     }
 
     auto predicate = [&] { return truthy(region(condition, state).at(0)); };
