@@ -470,7 +470,7 @@ class ExecutableImpl : public Executable {
     for (uint64_t done = 0;;) {
       if (Clock::now() > deadline) throw loop_timeout(step, done);
       batch.push_back({&s.kernel, buffers});
-      submit(*dev_, batch, stats);
+      submit_in_loop(step, done, batch, stats);
       uint32_t words[codegen::kSerialControlWords];
       dev_->download(*control, words, sizeof words);
       if (words[codegen::kSerialDone]) return true;
@@ -523,6 +523,17 @@ class ExecutableImpl : public Executable {
                                            std::to_string(dev_->options().timeout_ms) + " ms");
   }
 
+  // A loop's submit that runs past the timeout is the loop still looping when the run
+  // reached its limit, and says so (the submit alone cannot name the loop).
+  void submit_in_loop(const Step& step, uint64_t done, std::vector<Pending>& batch, RunStats& stats) const {
+    try {
+      submit(*dev_, batch, stats);
+    } catch (const Error& e) {
+      if (e.kind() != Error::Kind::Timeout) throw;
+      throw loop_timeout(step, done);
+    }
+  }
+
   // Kernels left in `batch` (a host-followed loop's last iterations) hold the results
   // once the caller submits it, with whatever it records next.
   std::vector<BufferPtr> run_while(const Step& step, std::vector<BufferPtr> state, std::vector<Pending>& batch,
@@ -571,7 +582,7 @@ class ExecutableImpl : public Executable {
       followed = std::move(next);
       ++done;
       if (++recorded < per_submit) continue;
-      submit(*dev_, batch, stats);
+      submit_in_loop(step, done, batch, stats);
       const auto now = Clock::now();
       const double ms = std::chrono::duration<double, std::milli>(now - start).count();
       per_submit = iterations_per_submit(ms / double(recorded), body.bytes_per_run());
@@ -615,7 +626,7 @@ class ExecutableImpl : public Executable {
         states.push_back(std::move(out));
         gate = record_region(step, "gate", {gate[0], gate[1], predicate}, batch, stats, deadline);
       }
-      submit(*dev_, batch, stats);
+      submit_in_loop(step, done, batch, stats);
       int32_t passed = 0;
       dev_->download(*gate[1], &passed, 4);
       if (size_t(passed) < condition_gates) return state;  // the condition did not hold
