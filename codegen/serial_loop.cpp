@@ -16,10 +16,10 @@
 
 #include <algorithm>
 #include <functional>
-#include <tuple>
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
+#include "ir/literal.h"
 
 namespace nxv::codegen {
 
@@ -165,6 +165,13 @@ class SerialEmitter {
     add_steps(b_.loop_steps().outside - before);
   }
 
+  // fn at a position of a stage over `items`, for a tensor of n <= items elements: where
+  // pos < n, which the stage's positions already guarantee when n == items.
+  void below(Id pos, int64_t n, int64_t items, const std::function<void()>& fn) {
+    if (n == items) fn();
+    else if (n > 0) b_.if_then(b_.op(spv::OpULessThan, util_.boolean(), {pos, util_.u32c(uint64_t(n))}), fn);
+  }
+
   // One kernel of a lowered region: each result element at its position.
   void stage(const ir::Node& kernel, const std::vector<BufferRef>& ins, const std::vector<BufferRef>& outs) {
     const auto it = kernel.regions.find("body");
@@ -178,15 +185,12 @@ class SerialEmitter {
     for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
     positions(items, [&](Id pos) {
       for (size_t k = 0; k < kernel.results.size(); ++k) {
-        const int64_t n = kernel.results[k].num_elements();
-        auto store = [&] {
+        below(pos, kernel.results[k].num_elements(), items, [&] {
           Index idx;
           idx.shape = kernel.results[k].shape;
           idx.linear = pos;
           e.store(outs[k], pos, e.value(body.node(body.outputs.at(k)), idx));
-        };
-        if (n == items) store();
-        else if (n > 0) b_.if_then(b_.op(spv::OpULessThan, util_.boolean(), {pos, util_.u32c(uint64_t(n))}), store);
+        });
       }
     });
   }
@@ -195,11 +199,7 @@ class SerialEmitter {
     int64_t items = 0;
     for (const auto& c : copies) items = std::max(items, c.elements);
     positions(items, [&](Id pos) {
-      for (const auto& c : copies) {
-        auto store = [&] { util_.store(c.to, pos, util_.load(c.from, pos)); };
-        if (c.elements == items) store();
-        else if (c.elements > 0) b_.if_then(b_.op(spv::OpULessThan, util_.boolean(), {pos, util_.u32c(uint64_t(c.elements))}), store);
-      }
+      for (const auto& c : copies) below(pos, c.elements, items, [&] { util_.store(c.to, pos, util_.load(c.from, pos)); });
     });
   }
 

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "codegen/kernel.h"
-#include "ir/literal.h"
 
 namespace nxv::codegen {
 

@@ -429,6 +429,9 @@ class ExecutableImpl : public Executable {
     const auto pipeline = opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline;
     codegen::DeviceCaps caps = dev_->info().caps;
     if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+    // The passes only take control flow away (and bring it up only from loops and conds
+    // already there): a loop whose regions hold none is not lowered again here.
+    if (!has_control_flow(*n.regions.at("condition")) && !has_control_flow(*n.regions.at("body"))) return nullptr;
     auto s = std::make_shared<SerialStep>();
     try {
       const auto condition = lower_nest(*n.regions.at("condition"), pipeline);
