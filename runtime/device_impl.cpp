@@ -129,6 +129,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
 
 DeviceImpl::~DeviceImpl() {
   vkDeviceWaitIdle(device_);
+  save_pipeline_cache(true);
   for (auto& c : idle_contexts_) destroy_context(*c);
   for (auto& [key, p] : pipelines_) {
     vkDestroyPipeline(device_, p.pipeline, nullptr);
@@ -155,9 +156,18 @@ std::string DeviceImpl::cache_path() const {
   return dir + name;
 }
 
-void DeviceImpl::save_pipeline_cache() {
+void DeviceImpl::save_pipeline_cache(bool now) {
   std::string path = cache_path();
-  if (path.empty()) return;
+  if (path.empty() || !cache_dirty_) return;
+  // The whole cache is written each time and grows with every pipeline (megabytes on
+  // NVIDIA), so a run that creates pipelines one after another saves at most every two
+  // seconds, and once more when the device closes; a save under way is not waited for.
+  std::unique_lock<std::mutex> lock(save_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  auto t = std::chrono::steady_clock::now();
+  if (!now && last_save_ != std::chrono::steady_clock::time_point{} && t - last_save_ < std::chrono::seconds(2)) return;
+  last_save_ = t;
+  cache_dirty_ = false;
   size_t size = 0;
   if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS) return;
   std::vector<char> data(size);
@@ -327,14 +337,59 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
   std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size()) + "," +
                      std::to_string(o.push_constant_bytes) + (o.bounds_checked ? ",checked" : "");
   std::string key = content_hash(k.spirv.data(), k.spirv.size() * 4, salt);
-  std::lock_guard<std::mutex> lock(pipeline_mutex_);
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) {
-    ++hits_;
-    return it->second;
+  {
+    std::unique_lock<std::mutex> lock(pipeline_mutex_);
+    for (;;) {
+      if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+        ++hits_;
+        return it->second;
+      }
+      if (!creating_.count(key)) break;
+      // Another thread is creating this very pipeline: wait for it rather than compile twice.
+      pipeline_created_.wait(lock);
+    }
+    creating_.insert(key);
+    ++misses_;
   }
-  ++misses_;
+  // Created without the lock held: a driver compiles for up to seconds (lavapipe's LLVM on a
+  // large kernel), and a lookup of a pipeline that exists, or the creation of another, must
+  // not queue behind that (on a busy machine such waits added up past test timeouts).
+  // VkPipelineCache is internally synchronised, so concurrent creations may share it.
+  Pipeline p;
+  try {
+    p = create_pipeline(k, o);
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(pipeline_mutex_);
+      creating_.erase(key);
+    }
+    pipeline_created_.notify_all();
+    throw;
+  }
+  const Pipeline* created;
+  {
+    std::lock_guard<std::mutex> lock(pipeline_mutex_);
+    created = &pipelines_.emplace(key, p).first->second;
+    creating_.erase(key);
+  }
+  pipeline_created_.notify_all();
+  save_pipeline_cache(false);
+  return *created;
+}
+
+Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& o) {
   check_alive();
   Pipeline p;
+  struct Guard {
+    VkDevice device;
+    Pipeline& p;
+    bool keep = false;
+    ~Guard() {
+      if (keep) return;
+      if (p.layout) vkDestroyPipelineLayout(device, p.layout, nullptr);
+      if (p.set_layout) vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
+    }
+  } guard{device_, p};
   p.bindings = uint32_t(k.bindings.size());
   std::vector<VkDescriptorSetLayoutBinding> binds(p.bindings);
   for (uint32_t i = 0; i < p.bindings; ++i)
@@ -368,8 +423,9 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
   VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
-  save_pipeline_cache();
-  return pipelines_.emplace(key, p).first->second;
+  cache_dirty_ = true;
+  guard.keep = true;
+  return p;
 }
 
 void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p,

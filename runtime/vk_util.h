@@ -4,9 +4,12 @@
 #include <vulkan/vulkan.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -115,7 +118,10 @@ class DeviceImpl : public Device {
   Allocation allocate_raw(uint64_t bytes);
   Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
   void free_raw(const Allocation& a);
-  void save_pipeline_cache();
+  Pipeline create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options);
+  // Writes the VkPipelineCache to disk when pipelines were created since the last write:
+  // at most every two seconds unless `now`.
+  void save_pipeline_cache(bool now);
   std::string cache_path() const;
   void check_alive() const;
   std::unique_ptr<SubmitContext> acquire_context();
@@ -139,8 +145,13 @@ class DeviceImpl : public Device {
   std::multimap<uint64_t, Allocation> free_;  // capacity → idle allocation
   std::atomic<uint64_t> in_use_{0};
   std::mutex pipeline_mutex_;
-  std::unordered_map<std::string, Pipeline> pipelines_;
+  std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid
+  std::set<std::string> creating_;                      // keys some thread is creating now
+  std::condition_variable pipeline_created_;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::mutex save_mutex_;
+  std::atomic<bool> cache_dirty_{false};
+  std::chrono::steady_clock::time_point last_save_;
   std::atomic<uint64_t> hits_{0}, misses_{0};
   std::atomic<bool> lost_{false};
   std::mutex contexts_mutex_;

@@ -282,6 +282,46 @@ TEST(Runtime, PipelineCacheHitsInMemoryAndPersistsToDisk) {
   fs::remove_all(dir);
 }
 
+// Pipelines are created outside the cache's lock: threads compiling graphs that share
+// kernels at once must still create each pipeline exactly once, and every graph must run.
+TEST(Runtime, ThreadsCompilingAtOnceCreateEachPipelineOnce) {
+  RuntimeOptions opts;
+  opts.cache_dir = "none";
+  opts.timeout_ms = 120003;  // a device of its own, so the counts below are this test's
+  auto dev = std::static_pointer_cast<DeviceImpl>(Device::open(opts));
+  const std::vector<int> sizes = {101, 102, 103, 104};
+  size_t kernels = 0;
+  for (int n : sizes) {
+    auto g = exp_mul_add(n);
+    g.name = "count";
+    kernels += Executable::compile(std::static_pointer_cast<Device>(Device::open()), g)->kernels().size();
+  }
+  const uint64_t misses = dev->pipeline_cache_misses(), hits = dev->pipeline_cache_hits();
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int n : sizes) {
+        auto g = exp_mul_add(n);
+        g.name = "thread" + std::to_string(t);  // another executable, the same kernels
+        auto x = random_floats(n, t), y = random_floats(n, t + 50);
+        auto got = floats(Executable::compile(dev, g)->run_host({f32_tensor(x), f32_tensor(y)})[0]);
+        for (size_t k = 0; k < x.size(); ++k) {
+          float want = float(std::exp(double(x[k]))) * y[k] + x[k];
+          if (std::fabs(got[k] - want) > 1e-5f * (1 + std::fabs(want))) {
+            ++failures;
+            break;
+          }
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(dev->pipeline_cache_misses() - misses, kernels);
+  EXPECT_EQ(dev->pipeline_cache_hits() - hits, kernels * (kThreads - 1));
+}
+
 TEST(Runtime, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
   auto dev = Device::open();
   ir::TensorType huge{ir::DType::F64, {int64_t(1) << 40}};  // 8 TiB
