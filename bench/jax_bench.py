@@ -3,7 +3,7 @@
 
     python3 bench/jax_bench.py [--size small|full] [--runs 30] [--json FILE]
 
-Run on the same machine and in the same session as nxv_bench so the ratios are comparable.
+Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
 """
 import argparse
 import json

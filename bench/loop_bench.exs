@@ -8,7 +8,8 @@
 #   1, 2, 4, ... per submit, behind gate kernels that stop them on the device;
 # * Nx.Random in a counted loop (a random-walk Metropolis chain): threefry's loops of
 #   constant trip count are inlined by the `unroll` pass, leaving the counted outer loop;
-# * nested: a body with a loop on data inside submits once per outer iteration.
+# * nested: a loop on data inside a counted loop, which runs as one serial kernel
+#   (codegen/serial_loop.h), a bounded number of steps per dispatch.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/loop_bench.exs [--runs 5] [--json FILE]
 defmodule LoopBench do

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The results table of bench/results/*_h100.md from one run's nxv_bench and jax_bench.py
+"""The results table of bench/results/DATE_h100_COMMIT.md from one run's nxv_bench and jax_bench.py
 JSON files: % copy against the copy workload of the same dtype in that run, and JAX's wall
 time over ours (> 1: nxv faster).  usage: report.py NXV.json JAX.json"""
 import json

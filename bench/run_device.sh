@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the lent GPU machine (see /work/.library/device/README.md): installs the Vulkan loader
 # from the .deb files carried in .gl/, points it at the NVIDIA ICD, then runs the unit tests
-# and both benchmarks in one session so their ratios are comparable. Binaries are built
+# and both benchmarks in one lease of the machine so their ratios are comparable. Binaries are built
 # here and carried in .gl/bin (nxv, nxv_bench, nxv_unit_tests, libspirv-cross-c-shared.so.0).
 #   bash bench/run_device.sh [tests|bench|all]
 set -uo pipefail

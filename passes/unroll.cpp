@@ -1,9 +1,10 @@
 // unroll: a `while` that runs a constant number of times, and few, becomes its body inlined
-// that many times. The runtime drives every loop from the host (runtime/executable.cpp),
-// at best several iterations per submit but never fused: Nx.Random derives each key with
-// threefry, a 5-step loop around a 4-step one, which cost a random-walk Metropolis step
-// 72 submits. Inlined, the steps fuse into a kernel or two, and the counter, now a
-// constant in each copy, folds into the slices it indexes.
+// that many times. The runtime drives a loop from the host (runtime/executable.cpp), at
+// best several iterations per submit, or runs a loop nest as one serial kernel, but never
+// fuses a loop's iterations with each other: Nx.Random derives each key with
+// threefry, a 5-step loop around a 4-step one, which driven from the host costs a
+// random-walk Metropolis step 72 submits. Inlined, the steps fuse into a kernel or two,
+// and the counter, a constant in each copy, folds into the slices it indexes.
 //
 // The trip count is constant when the condition compares one state entry with a constant,
 // the entry starts as a constant and the body adds a constant to it. Loops this exposes

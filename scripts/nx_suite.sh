@@ -4,7 +4,7 @@
 # compiler (results on the host), and prints ExUnit's report. A measurement of how
 # Nx.Vulkan fares on tests nobody here wrote, not part of `mix test`: Nx's assertions compare
 # many f32 results with ==, and its complex-number and hook tests fail here by design
-# (docs/elixir.md lists what to expect).
+# (docs/suites.md lists what to expect).
 #   NX_PATH=/path/to/nx bash scripts/nx_suite.sh [test/nx/defn/grad_test.exs ...]
 set -euo pipefail
 : "${NX_PATH:?set NX_PATH to an Nx checkout}"

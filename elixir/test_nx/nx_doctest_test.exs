@@ -13,7 +13,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # Vulkan's stated bounds, or ours), where Nx.BinaryBackend computes in double and rounds
   # once; test_nx/ops_test.exs checks these ops against the evaluator with tolerances.
   # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.) On lavapipe f32
-  # functions are computed in double too (docs/elixir.md, Numerics), erf_inv as Giles'
+  # functions are computed in double too (docs/numerics.md), erf_inv as Giles'
   # approximation as Nx.BinaryBackend has it, so none differs, except with Nx >= 0.12
   # the examples in f64 (exp, expm1, tan, cosh, atanh, erf, erfc, erf_inv), whose f64
   # functions are ours, an ulp from Erlang's (erf_inv's more accurate than the backend's).

@@ -17,7 +17,7 @@ defmodule Nx.Vulkan.LinAlg do
   import Nx.Defn
   import Nx, only: [slice: 3]
 
-  # Measured on lavapipe (docs/elixir.md, bench/linalg_bench.exs): up to this size the
+  # Measured on lavapipe (bench/linalg_bench.exs): up to this size the
   # unrolled form compiles in well under a second and runs faster than a loop.
   @unroll_max 16
 
