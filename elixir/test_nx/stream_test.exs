@@ -139,9 +139,10 @@ defmodule Nx.Vulkan.StreamTest do
 
       assert capture_log(fn ->
                Task.start_link(fn -> Nx.Stream.recv(stream) end)
-               Process.sleep(100)
+               wait_for_recv(stream.pid)
                Nx.Stream.done(stream)
-               assert_receive {:EXIT, _, {%RuntimeError{}, _}}
+               # generous: the task's crash report is written on 2 shared cores
+               assert_receive {:EXIT, _, {%RuntimeError{}, _}}, 5000
              end) =~ "cannot recv from stream because it has been terminated"
     end
 
@@ -169,6 +170,14 @@ defmodule Nx.Vulkan.StreamTest do
       do: send(parent, {ref, event})
 
     def handle_event(_event, _measurements, _metadata, _config), do: :ok
+
+    # Until the stream's process has a recv waiting.
+    defp wait_for_recv(pid) do
+      if :queue.is_empty(:sys.get_state(pid).waiting) do
+        Process.sleep(10)
+        wait_for_recv(pid)
+      end
+    end
 
     defp collect(ref) do
       receive do
