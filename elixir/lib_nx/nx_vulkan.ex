@@ -138,8 +138,32 @@ defmodule Nx.Vulkan do
   # Nx <= 0.9 declares __stream__/7, Nx 0.10 neither, Nx >= 0.11 the optional __shard_jit__/6.
   if {:__stream__, 7} in @compiler_callbacks, do: @impl(true)
 
-  def __stream__(_key, _input, _acc, _vars, _fun, _args_list, _opts) do
-    raise ArgumentError, "Nx.Vulkan does not support Nx.Defn.stream/3"
+  # Nx.Defn.stream/3: one executable, compiled here, run once per send by the stream's
+  # process on the input and the accumulator it keeps on the device (Nx.Vulkan.Stream).
+  # `vars` and `args` are flat: the input's, then the accumulator's, then the other
+  # arguments'.
+  def __stream__(key, input, acc, vars, fun, [args], opts) do
+    {hooks, opts} = Keyword.pop(opts, :hooks, %{})
+    {output, opts} = Keyword.pop(opts, :output, :device)
+    config = Device.config(opts)
+    cache? = Keyword.get(opts, :cache, true)
+    compiled = cached_compile(key, vars, fun, hooks, config, pipeline(opts), cache?)
+    output_template = stream_output!(compiled.template, acc)
+
+    rest = Enum.drop(args, Composite.count(input) + Composite.count(acc))
+    acc = Composite.traverse(acc, &to_device(&1, config))
+
+    step = fn input_params, acc ->
+      acc_params = [acc] |> Composite.flatten_list() |> Enum.map(&fn -> &1 end)
+      run(compiled, input_params ++ acc_params ++ rest, key, config, :device)
+    end
+
+    finish =
+      if output == :host,
+        do: &Composite.traverse(&1, fn t -> Nx.backend_copy(t, Nx.BinaryBackend) end),
+        else: & &1
+
+    [Nx.Vulkan.Stream.start_link(input, output_template, acc, step, finish)]
   end
 
   if {:__shard_jit__, 6} in @compiler_callbacks, do: @impl(true)
@@ -177,7 +201,7 @@ defmodule Nx.Vulkan do
 
         case Hooks.split(expr, hooks) do
           :host_driven ->
-            :host_driven
+            {:host_driven, expr}
 
           {callbacks, hook_values} ->
             build_opts = [name: graph_name(key), f32_in_f64: f32_in_f64?(config)]
@@ -189,9 +213,10 @@ defmodule Nx.Vulkan do
     case traced do
       # Hooks run per iteration or per branch taken: the host drives the loop, each op a
       # cached one-op graph on the device (Nx.Vulkan.Backend) under Nx's own Evaluator.
-      :host_driven ->
+      {:host_driven, expr} ->
         traced = fn vars -> vars |> fun.() |> Hooks.on_host() end
-        %{host_driven: Nx.Defn.Evaluator.__compile__(key, vars, traced, hooks: Hooks.on_host_hooks(hooks))}
+        evaluate = Nx.Defn.Evaluator.__compile__(key, vars, traced, hooks: Hooks.on_host_hooks(hooks))
+        %{host_driven: evaluate, template: Nx.to_template(expr)}
 
       {expr, graph, used, hooks} ->
         {compile_time, exe} =
@@ -207,6 +232,23 @@ defmodule Nx.Vulkan do
         :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
         %{exe: exe, used: used, template: Nx.to_template(expr), hooks: hooks}
     end
+  end
+
+  defp stream_output!({output, acc_out}, acc) do
+    unless Nx.compatible?(Nx.to_template(acc), acc_out) do
+      raise ArgumentError,
+            "Nx.Vulkan keeps a stream's accumulator on the device as the input of the next " <>
+              "send, so the function must return it with the types and shapes it was given: " <>
+              "expected #{inspect(Nx.to_template(acc))}, got #{inspect(acc_out)}"
+    end
+
+    output
+  end
+
+  defp stream_output!(other, _acc) do
+    raise ArgumentError,
+          "Nx.Defn.stream/3 expects the function to return a two-element tuple {output, acc}, " <>
+            "got: #{inspect(other)}"
   end
 
   defp graph_name(fun) when is_function(fun) do

@@ -229,8 +229,6 @@ defmodule Nx.Vulkan.CompilerTest do
     assert_raise ArgumentError, ~r/:reduce on complex/, fn ->
       Nx.Vulkan.jit(&Nx.reduce(&1, 0, fn a, b -> Nx.add(a, b) end)).(Nx.tensor([Complex.new(2.0, 1.0), 3]))
     end
-
-    assert_raise ArgumentError, ~r/stream/, fn -> Nx.Vulkan.__stream__(nil, nil, nil, [], nil, [], []) end
   end
 
   describe "configuration" do

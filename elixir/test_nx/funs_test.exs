@@ -9,7 +9,9 @@ defmodule Nx.Vulkan.FunsTest do
   import Nx.Defn
 
   # Branches in a body are selects per element.
-  defn reduce_max_by_if(t), do: Nx.reduce(t, -100.0, [axes: [1]], fn x, acc -> if x > acc, do: x, else: acc end)
+  defn(reduce_max_by_if(t),
+    do: Nx.reduce(t, -100.0, [axes: [1]], fn x, acc -> if x > acc, do: x, else: acc end)
+  )
 
   defp data(shape, type) do
     shape |> Nx.iota(type: :f64) |> Nx.multiply(0.77) |> Nx.sin() |> Nx.multiply(5) |> Nx.as_type(type)
@@ -44,6 +46,91 @@ defmodule Nx.Vulkan.FunsTest do
         # 0.33 > 0 is true for the f32 element even though the result is s32
         x = Nx.tensor([[-1.5, 0.33], [0.0, 2.0]])
         assert_matches_evaluator(&Nx.map(&1, [type: :s32], fn a -> Nx.greater(a, 0) end), [x])
+      end
+
+      # Nx traces the body at the :type, and Nx.Defn.Evaluator computes each of its nodes
+      # at that type from the input's values: f64 arithmetic on f32 or integer inputs.
+      test ":type wider than the input: the body is computed at the :type" do
+        # x * x + 1 is exact in f64 and rounds in f32 (16777217^2 + 1 = 281475010265090, 49 bits)
+        for x <- [Nx.tensor([16_777_217.0, 3.0e7, -1.5], type: :f32), Nx.tensor([16_777_217, -5, 40_000])] do
+          actual =
+            assert_matches_evaluator(&Nx.map(&1, [type: :f64], fn a -> Nx.add(Nx.multiply(a, a), 1) end), [x],
+              atol: 0,
+              rtol: 0
+            )
+
+          assert actual.type == {:f, 64}
+        end
+
+        [result] =
+          Nx.Defn.jit_apply(
+            &Nx.map(&1, [type: :f64], fn a -> Nx.add(Nx.multiply(a, a), 1) end),
+            [Nx.tensor([16_777_217])],
+            compiler: Nx.Vulkan
+          )
+          |> Nx.to_flat_list()
+
+        assert result == 281_475_010_265_090.0
+      end
+
+      test ":type f64 of an integer scalar: exp in f64 (the issue's example)" do
+        [value] =
+          Nx.Defn.jit_apply(&Nx.map(&1, [type: :f64], fn a -> Nx.exp(a) end), [Nx.tensor(1)],
+            compiler: Nx.Vulkan
+          )
+          |> Nx.to_flat_list()
+
+        # not exp computed in f32 and widened (2.7182817459106445); within an ulp of e
+        assert abs(value - 2.718281828459045) < 1.0e-15
+
+        x = Nx.tensor([0.5, 1.0, -2.25, 3.0], type: :f32)
+
+        assert_matches_evaluator(&Nx.map(&1, [type: :f64], fn a -> Nx.exp(a) end), [x],
+          atol: 1.0e-15,
+          rtol: 1.0e-15
+        )
+      end
+
+      test ":type f32 of s32 inputs beyond f32's exact integers" do
+        x = Nx.tensor([16_777_217, 33_554_435, -7, 123_456_789], type: :s32)
+        opts = if computes_f32_in_f64?(), do: [atol: 0, rtol: 0], else: []
+
+        assert_matches_evaluator(
+          &Nx.map(&1, [type: :f32], fn a -> Nx.add(Nx.multiply(a, a), 1) end),
+          [x],
+          opts
+        )
+
+        assert_matches_evaluator(&Nx.map(&1, [type: :f32], fn a -> Nx.divide(a, 3) end), [x], opts)
+      end
+
+      test ":type narrower than the input: the body sees the wider values" do
+        x = Nx.tensor([1.0e10, 0.1, -3.3333333333333335, 16_777_217.0], type: :f64)
+        opts = if computes_f32_in_f64?(), do: [atol: 0, rtol: 0], else: []
+
+        assert_matches_evaluator(
+          &Nx.map(&1, [type: :f32], fn a -> Nx.add(Nx.multiply(a, a), 1) end),
+          [x],
+          opts
+        )
+
+        assert_matches_evaluator(
+          &Nx.map(&1, [type: :f32], fn a -> Nx.exp(Nx.divide(a, 1.0e9)) end),
+          [x],
+          opts
+        )
+
+        # integers wrap at the narrower type as the evaluator writes them
+        x = Nx.tensor([300, -1, 70_000, 255], type: :s64)
+        assert_matches_evaluator(&Nx.map(&1, [type: :u8], fn a -> Nx.add(a, 1) end), [x])
+      end
+
+      test "without :type the body is computed at the input's type" do
+        for type <- [:f32, :f64, :s32] do
+          x = data({6}, type)
+          opts = if type == :f32 and not computes_f32_in_f64?(), do: [], else: [atol: 0, rtol: 0]
+          assert_matches_evaluator(&Nx.map(&1, fn a -> Nx.add(Nx.multiply(a, a), 1) end), [x], opts)
+        end
       end
 
       test "constant and select bodies" do

@@ -450,7 +450,7 @@ defmodule Nx.Vulkan.IR do
        do: recur(Nx.Vulkan.Window.scatter(op, t, x, source, init, window, opts), stack)
 
   defp node(%T{data: %Expr{op: :map, args: [x, _opts, fun]}} = t, stack),
-    do: recur(Nx.Vulkan.Funs.map(t, x, fun), stack)
+    do: recur(Nx.Vulkan.Funs.map(t, x, fun, f32_in_f64: hd(stack).f32_in_f64), stack)
 
   defp node(%T{data: %Expr{op: :reduce, args: [x, acc, opts, fun]}} = t, stack),
     do: recur(Nx.Vulkan.Funs.reduce(t, x, acc, opts, fun), stack)
