@@ -30,6 +30,7 @@
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
+#include "device_testing.h"
 
 namespace nxv {
 namespace {
@@ -37,14 +38,15 @@ namespace {
 using ir::DType;
 using ir::Literal;
 
-std::shared_ptr<runtime::Device> device() { return runtime::Device::open(); }
+using devtest::device;
 
-// Skips (naming the missing feature) where the device cannot run type t.
-#define SKIP_UNLESS_SUPPORTED(t)                                                                  \
-  if ((t) == DType::F64 && !device()->info().caps.float64) GTEST_SKIP() << "no shaderFloat64 on " \
-                                                                        << device()->info().name
+// Skips the rest of the test, naming the missing feature, where the device cannot run t
+// (f64 only: kFloats lists it last, so the other types have run by then).
+#define SKIP_UNLESS_SUPPORTED(t)                                    \
+  if ((t) == DType::F64 && !device()->info().caps.float64)          \
+  GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64"
 
-const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};
+const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};  // f64 last
 
 // The value a double has in type t's storage (f16/bf16 through f32, as the device rounds).
 double round_to(DType t, double v) {
@@ -77,15 +79,11 @@ std::vector<double> special_values(DType t) {
           -smallest_subnormal(t)};
 }
 
-// Whether the device may flush subnormals of t (its reported float controls).
-bool flushes(DType t) {
-  const auto& c = device()->info().caps;
-  if (t == DType::F32 || t == DType::BF16) return !c.preserve_denorms_f32;
-  return t == DType::F64 && !c.preserve_denorms_f64;
-}
+// A subnormal of a width the device may flush (its reported float controls) as the zero it
+// may give instead.
 double flush(DType t, double v) {
   const double smallest_normal = t == DType::F64 ? 0x1p-1022 : 0x1p-126;
-  return flushes(t) && v != 0 && std::fabs(v) < smallest_normal ? std::copysign(0.0, v) : v;
+  return devtest::flushes_subnormals(t) && v != 0 && std::fabs(v) < smallest_normal ? std::copysign(0.0, v) : v;
 }
 
 // A JSON number, or the strings docs/ir.md spells non-finite values and -0.0 with.
@@ -104,15 +102,12 @@ std::string describe(double v) {
   return std::signbit(v) && v == 0 ? "-0" : buf;
 }
 
+// A float tensor holding v.
 Literal literal(DType t, const ir::Shape& s, const std::vector<double>& v) {
   Literal lit{{t, s}, std::vector<uint8_t>(ir::TensorType{t, s}.byte_size())};
   for (size_t k = 0; k < v.size(); ++k) {
     ir::Scalar x;
     x.f = v[k];
-    if (!ir::is_float(t)) {
-      x.i = int64_t(v[k]);
-      x.is_integer = true;
-    }
     ir::set_element(lit, int64_t(k), x);
   }
   return lit;
@@ -288,7 +283,7 @@ double want_of(DType t, bool predicate, double r) { return predicate ? r : round
 // ---- unary ops: tensor, broadcast scalar, literal (device-computed and host-folded) ----
 TEST(SpecialValues, UnaryOps) {
   for (DType t : kFloats) {
-    if (t == DType::F64 && !device()->info().caps.float64) continue;  // reported by the f64-only tests below
+    SKIP_UNLESS_SUPPORTED(t);
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     for (const auto& op : unary_ops()) {
@@ -335,7 +330,7 @@ TEST(SpecialValues, UnaryOps) {
 // ---- binary ops over all pairs ----
 TEST(SpecialValues, BinaryOpsAndComparisons) {
   for (DType t : kFloats) {
-    if (t == DType::F64 && !device()->info().caps.float64) continue;
+    SKIP_UNLESS_SUPPORTED(t);
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     std::vector<double> lhs, rhs;  // all pairs
@@ -611,8 +606,9 @@ TEST(SpecialValues, Casts) {
       auto want = [&](double x) -> int64_t {
         if (std::isnan(x)) return 0;
         const double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0, hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);
-        if (x <= lo) return is_signed ? int64_t(lo) : 0;
-        if (x >= hi) return is_signed ? int64_t(uint64_t(1) << (bits - 1)) - 1 - (bits == 64 ? 0 : 0) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+        if (x <= lo) return is_signed ? int64_t(lo) : 0;  // the type's minimum
+        if (x >= hi)                                     // its maximum (u64's as the bits Nx stores)
+          return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
         return int64_t(std::trunc(x));
       };
       for (bool lit : {false, true}) {
@@ -652,28 +648,35 @@ TEST(SpecialValues, DivisionByLiteralZero) {
 }
 
 // The workaround itself: a special literal reaches the module only through the push-constant
-// zero (OR'd into its bits, bitcast), never as an OpConstant the driver could fold; a normal
-// literal stays a plain constant, and a module without special literals has no push constants.
-TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
-  auto compile = [](const std::string& value) {
-    std::string g = R"({"version": 1, "name": "d", "nodes": [
+// zero (OR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
+// this device's code and in NVIDIA's; a normal literal stays a plain constant, and a module
+// without special literals declares no push constants.
+codegen::KernelBinary divide_by_literal(const std::string& value, uint32_t vendor) {
+  const std::string g = R"({"version": 1, "name": "d", "nodes": [
       {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
-      {"id": 1, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": )" + value + R"(}},
+      {"id": 1, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": )" +
+                        value + R"(}},
       {"id": 2, "op": "divide", "args": [0, 1], "type": "f32", "shape": [4]}], "outputs": [2]})";
-    auto exe = runtime::Executable::compile(device(), ir::parse_graph(g));
-    return exe->kernels().at(0);
-  };
-  for (const std::string special : {"0.0", "\"-0.0\"", "\"inf\"", "\"-inf\"", "\"nan\"", "1e-45"}) {
-    const auto k = compile(special);
-    const std::string text = codegen::disassemble(k.spirv);
-    EXPECT_EQ(k.push_constant_bytes, 4u) << special;
-    EXPECT_NE(text.find("PushConstant"), std::string::npos) << special << "\n" << text;
-    EXPECT_NE(text.find("OpBitwiseOr"), std::string::npos) << special << "\n" << text;
-    EXPECT_EQ(text.find("%float_0 "), std::string::npos) << special << ": a plain float constant 0\n" << text;
+  runtime::CompileOptions opts;
+  opts.as_vendor = vendor;
+  return runtime::Executable::compile(device(), ir::parse_graph(g), opts)->kernels().at(0);
+}
+
+TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
+  for (uint32_t vendor : {0u, 0x10DEu}) {
+    for (const std::string special : {"0.0", "\"-0.0\"", "\"inf\"", "\"-inf\"", "\"nan\"", "1e-45"}) {
+      const auto k = divide_by_literal(special, vendor);
+      const std::string text = codegen::disassemble(k.spirv);
+      EXPECT_EQ(k.push_constant_bytes, 4u) << special;
+      EXPECT_NE(text.find("PushConstant"), std::string::npos) << special << "\n" << text;
+      EXPECT_NE(text.find("OpBitwiseOr"), std::string::npos) << special << "\n" << text;
+      EXPECT_EQ(text.find("= OpConstant %float "), std::string::npos) << special << ": a plain float constant\n" << text;
+    }
+    const auto plain = divide_by_literal("2.5", vendor);
+    EXPECT_EQ(plain.push_constant_bytes, 0u);
+    EXPECT_EQ(codegen::disassemble(plain.spirv).find("PushConstant"), std::string::npos);
+    EXPECT_NE(codegen::disassemble(plain.spirv).find("= OpConstant %float 2.5"), std::string::npos);
   }
-  const auto plain = compile("2.5");
-  EXPECT_EQ(plain.push_constant_bytes, 0u);
-  EXPECT_EQ(codegen::disassemble(plain.spirv).find("PushConstant"), std::string::npos);
 }
 
 }  // namespace
