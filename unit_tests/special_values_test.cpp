@@ -647,6 +647,50 @@ TEST(SpecialValues, DivisionByLiteralZero) {
   }
 }
 
+// The same inside a loop's body (its kernels compiled per body, driven from the host or,
+// with a cond in the body, as one serial-loop kernel): three steps of x = x / 0.0.
+TEST(SpecialValues, DivisionByLiteralZeroInALoop) {
+  const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "div0_loop", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+    {"id": 1, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 0}},
+    {"id": 2, "op": "while", "args": [1, 0], "results": [{"type": "s32", "shape": []}, {"type": "f32", "shape": [4]}],
+     "regions": {
+      "condition": {"version": 1, "nodes": [
+         {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+         {"id": 1, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 3}},
+         {"id": 2, "op": "less", "args": [0, 1], "type": "u8", "shape": []}], "outputs": [2]},
+      "body": {"version": 1, "nodes": [
+         {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+         {"id": 1, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 1}},
+         {"id": 2, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 1}},
+         {"id": 3, "op": "add", "args": [0, 2], "type": "s32", "shape": []},
+         {"id": 4, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.0}},
+         {"id": 5, "op": "divide", "args": [1, 4], "type": "f32", "shape": [4]},
+         {"id": 6, "op": "greater", "args": [0, 2], "type": "u8", "shape": []},
+         {"id": 7, "op": "cond", "args": [6, 5], "results": [{"type": "f32", "shape": [4]}], "regions": {
+           "branch0": {"version": 1, "nodes": [
+              {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}}], "outputs": [0]},
+           "branch1": {"version": 1, "nodes": [
+              {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+              {"id": 1, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": "-0.0"}},
+              {"id": 2, "op": "multiply", "args": [0, 1], "type": "f32", "shape": [4]}], "outputs": [2]}}},
+         {"id": 8, "op": "elem", "args": [7], "type": "f32", "shape": [4], "attrs": {"index": 0}}], "outputs": [3, 8]}}},
+    {"id": 3, "op": "elem", "args": [2], "type": "f32", "shape": [4], "attrs": {"index": 1}}],
+   "outputs": [3]})");
+  // Steps 0 and 1: x / 0.0 (cond false); step 2: x / 0.0 * -0.0 (Inf * -0.0 = NaN).
+  const double want_two[4] = {-INFINITY, NAN, INFINITY, NAN};
+  for (bool serial : {true, false}) {
+    runtime::CompileOptions opts;
+    opts.serial_loops = serial;
+    Literal got = runtime::Executable::compile(device(), g, opts)->run_host({literal(DType::F32, {4}, {-1.0, 0.0, 1.0, -0.0})})[0];
+    for (int64_t k = 0; k < 4; ++k) {
+      const double x = want_two[k] / 0.0 * -0.0;
+      EXPECT_TRUE(bit_equal(x, ir::get_f64(got, k))) << (serial ? "serial" : "host") << " loop, element " << k << ": "
+                                                     << describe(ir::get_f64(got, k)) << ", want " << describe(x);
+    }
+  }
+}
+
 // The workaround itself: a special literal reaches the module only through the push-constant
 // zero (OR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
 // this device's code and in NVIDIA's; a normal literal stays a plain constant, and a module
