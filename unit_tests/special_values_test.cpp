@@ -583,7 +583,8 @@ TEST(SpecialValues, Casts) {
     for (DType to : kFloats) {
       if (to == DType::F64 && !device()->info().caps.float64) continue;
       if (to == from) continue;
-      for (bool lit : {false, true}) {
+      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+        const bool lit = kind > 0;
         GraphText gt;
         std::vector<int> results;
         if (lit) {
@@ -592,8 +593,8 @@ TEST(SpecialValues, Casts) {
           results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
         }
         auto g = gt.graph("cast", {lit ? gt.stack(results, to, {}) : results[0]});
-        Literal got = lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
-        Report r{"as_type", from, std::string(lit ? "literal" : "tensor") + " to " + ir::dtype_name(to), {}};
+        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        Report r{"as_type", from, std::string(kind == 2 ? "literal (constant-folded)" : lit ? "literal" : "tensor") + " to " + ir::dtype_name(to), {}};
         for (size_t k = 0; k < v.size(); ++k)
           r.expect(describe(v[k]), round_to(to, v[k]), ir::get_f64(got, int64_t(k)), Check::Exact, true,
                    flush(to, round_to(to, flush(from, v[k]))));
@@ -611,7 +612,8 @@ TEST(SpecialValues, Casts) {
           return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
         return int64_t(std::trunc(x));
       };
-      for (bool lit : {false, true}) {
+      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+        const bool lit = kind > 0;
         GraphText gt;
         std::vector<int> results;
         if (lit) {
@@ -620,10 +622,10 @@ TEST(SpecialValues, Casts) {
           results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
         }
         auto g = gt.graph("cast_int", {lit ? gt.stack(results, to, {}) : results[0]});
-        Literal got = lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
         for (size_t k = 0; k < v.size(); ++k)
           EXPECT_EQ(ir::get_i64(got, int64_t(k)), want(v[k]))
-              << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (lit ? " literal " : " tensor ") << describe(v[k]);
+              << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
       }
     }
   }
