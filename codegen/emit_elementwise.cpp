@@ -126,13 +126,22 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
     return select(t, tiny, b.op(spv::OpFSub, rt, {l, constant(t, 24 * M_LN2)}), l);
   }
   static const std::map<std::string, GLSLstd450> direct = {
-      {"exp", GLSLstd450Exp}, {"sinh", GLSLstd450Sinh}, {"cosh", GLSLstd450Cosh}};
+      {"exp", GLSLstd450Exp}, {"cosh", GLSLstd450Cosh}};
   if (auto it = direct.find(op); it != direct.end()) return b.ext(it->second, rt, {x});
   Id one = constant(t, 1);
   // Below 2^-12, sinh x and tanh x are x to f32 precision, and lavapipe's come out as
   // multiples of 2^-25 there.
   Id tiny = b.op(spv::OpFOrdLessThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 0x1p-12)});
-  if (op == "sinh") return select(t, tiny, x, b.ext(GLSLstd450Sinh, rt, {x}));
+  if (op == "sinh") {
+    // sinh(-0.0) is -0.0, but lavapipe's (Mesa 22.3) Sinh gives +0.0 there: the result takes
+    // x's sign bit (sinh is odd), by integer ops no driver treats as float math.
+    Id r = select(t, tiny, x, b.ext(GLSLstd450Sinh, rt, {x}));
+    Id sign = b.const_int(32, 0x80000000u);
+    Id u = u32();
+    Id bits = b.op(spv::OpBitwiseOr, u, {b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpBitcast, u, {r}), b.const_int(32, 0x7FFFFFFFu)}),
+                                         b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpBitcast, u, {x}), sign})});
+    return b.op(spv::OpBitcast, rt, {bits});
+  }
   if (op == "tanh") {
     // GLSL's Tanh may overflow to NaN for large |x|; tanh is ±1 in f32 beyond |x| > 9.
     Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {x}), constant(t, 9)});

@@ -198,7 +198,8 @@ struct M {
   Id log1p(Id x) {
     // log(u) * x / (u - 1) with u = 1 + x cancels the rounding of u (Goldberg).
     Id u = exact(add(c(1), x));
-    Id v = div(mul(log(u), x), exact(sub(u, c(1))));
+    // (x / (u - 1) first: near 1, where log(u) * x overflows for x near the largest finite)
+    Id v = mul(log(u), div(x, exact(sub(u, c(1)))));
     v = sel(eq(u, c(1)), x, v);
     return sel(eq(x, c(INFINITY)), x, v);
   }

@@ -82,7 +82,10 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   Id rt = reg_type(at);
 
   Id init;
-  if (op == "sum" || op == "any") init = constant(at, 0);
+  // A float sum starts at +0.0 (a sum of -0.0s is +0.0, as in Nx), hidden from the driver:
+  // lavapipe (Mesa 22.3) folds 0.0 + x to x, which is -0.0 for x = -0.0.
+  if (op == "sum" && fl) init = float_literal(at, 0.0);
+  else if (op == "sum" || op == "any") init = constant(at, 0);
   else if (op == "product" || op == "all") init = constant(at, 1);
   else if (fl) init = b.const_float(register_bits(t), op == "reduce_max" ? -INFINITY : INFINITY);
   else {
@@ -219,7 +222,7 @@ Id Emitter::emit_dot(const ir::Node& node, Index& index) {
   Id rt = reg_type(at);
   Fold f;
   f.types = {rt};
-  f.init = {constant(at, 0)};
+  f.init = {fl ? float_literal(at, 0.0) : constant(at, 0)};  // +0.0 hidden from the driver, as a sum's
   f.count = ir::num_elements(extents);
   f.step = [&](const Values& acc, Id c) {
     auto rd = split_counter(*this, c, extents);

@@ -9,6 +9,7 @@
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
+#include "ir/literal.h"
 
 namespace nxv::codegen {
 
@@ -231,17 +232,55 @@ Id Emitter::constant(DType t, double v) {
   return constant_int(t, uint64_t(v));
 }
 
+// Drivers fold float arithmetic on constant operands without IEEE semantics, even under
+// SignedZeroInfNanPreserve: Mesa 22.3's lavapipe, with a constant ±0.0 operand and the same
+// ops correct on values read from memory, gives x / 0.0 = 0 (0/0 too; 1/0 = -Inf in f32 and
+// f64, NaN in bf16), x * 0.0 = +0.0 for negative x, x + 0.0 = x and x - (-0.0) = x at x = -0.0,
+// max/min keeping the wrong zero, abs(-0.0) = -0.0, sign(-0.0) = +0.0, atan(-0.0) = +0.0 and
+// atan2(±1, -0.0) = ±Inf in f64, and a sum or dot starting from 0.0 ends at -0.0 over -0.0s
+// (it folds 0.0 + x to x). A float literal that is ±0, ±Inf, NaN or subnormal in its register
+// width is therefore built at run time from its bit pattern OR'd with a push-constant word
+// the runtime sets to zero (spirv::Builder::push_constant_zero), which no driver can fold.
+// Infinities, NaNs and subnormals folded right on lavapipe, but they take the same path: a
+// folder that flushes or canonicalises them (as NVIDIA's flushes f32 subnormals at run time)
+// would otherwise make a literal differ from the same value in a tensor. Other literals stay
+// plain constants (foldable); the compiler's own constants stay as they are, but for the +0.0
+// that sums and dots start from (emit_reduce.cpp).
+Id Emitter::float_literal(DType t, double v) {
+  const int bits = register_bits(t);
+  double r = bits == 64 ? v : double(float(v));  // the register value (constant() rounds alike)
+  if (t == DType::F16) r = ir::f16_to_f32(ir::f32_to_f16(float(r)));
+  if (t == DType::BF16) r = ir::bf16_to_f32(ir::f32_to_bf16(float(r)));
+  const double smallest_normal = bits == 64 ? 0x1p-1022 : 0x1p-126;
+  if (std::isfinite(r) && std::fabs(r) >= smallest_normal) return constant(t, v);
+  uint64_t pattern;
+  if (bits == 64) {
+    std::memcpy(&pattern, &r, 8);
+  } else {
+    const float f = float(r);
+    uint32_t w;
+    std::memcpy(&w, &f, 4);
+    pattern = w;
+  }
+  Id zero = b.push_constant_zero();
+  if (bits == 64) zero = b.op(spv::OpUConvert, b.type_int(64), {zero});
+  return b.op(spv::OpBitcast, reg_type(t), {b.op(spv::OpBitwiseOr, b.type_int(bits), {b.const_int(bits, pattern), zero})});
+}
+
 Id Emitter::constant_attr(const ir::Node& node, const nlohmann::json& v, DType t) {
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
     double d = s == "nan" ? NAN : s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : s == "-0.0" ? -0.0 : 1.0;
     if (d == 1.0 || !ir::is_float(t))
       throw ir::IrError(node, "constant value \"" + s + "\" is not valid for " + ir::dtype_name(t));
-    return constant(t, d);
+    return float_literal(t, d);
   }
-  if (v.is_boolean()) return constant(t, v.get<bool>() ? 1.0 : 0.0);
+  if (v.is_boolean()) {
+    const double d = v.get<bool>() ? 1.0 : 0.0;
+    return ir::is_float(t) ? float_literal(t, d) : constant(t, d);
+  }
   if (!v.is_number()) throw ir::IrError(node, "constant value must be a number, got " + v.dump());
-  if (ir::is_float(t)) return constant(t, v.get<double>());
+  if (ir::is_float(t)) return float_literal(t, v.get<double>());
   if (v.is_number_unsigned()) return constant_int(t, v.get<uint64_t>());
   if (v.is_number_integer()) return constant_int(t, uint64_t(v.get<int64_t>()));
   return constant(t, std::trunc(v.get<double>()));

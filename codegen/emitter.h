@@ -123,6 +123,9 @@ class Emitter {
   Id constant(ir::DType t, double v);
   Id constant_int(ir::DType t, uint64_t bits);
   Id constant_attr(const ir::Node& node, const nlohmann::json& v, ir::DType t);
+  // A float literal of the graph (a `constant` node's value) in t's register: special values
+  // (±0, ±Inf, NaN, subnormals) hidden from the driver's constant folding.
+  Id float_literal(ir::DType t, double v);
   Id from_bool(Id cond, ir::DType t);  // bool → 1/0 of type t
   Id to_bool(Id v, ir::DType t);       // nonzero test
   Id select(ir::DType t, Id cond, Id x, Id y) { return b_select(reg_type(t), cond, x, y); }

@@ -456,6 +456,7 @@ struct Module {
   std::vector<uint32_t> spirv;
   uint64_t shared_bytes = 0;  // workgroup memory of the cooperative reductions and staged tiles
   spirv::Builder::LoopSteps steps;
+  uint32_t push_constant_bytes = 0;
 };
 
 Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
@@ -487,6 +488,7 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   b.end_main(launch.workgroup_size);
   m.shared_bytes += e.shared_bytes();
   m.steps = b.loop_steps();
+  m.push_constant_bytes = b.push_constant_bytes();
   m.spirv = b.finish();
   return m;
 }
@@ -593,6 +595,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
                                     std::to_string(caps.max_loop_steps) + " loop steps per invocation on " + caps.name);
   }
   out.spirv = std::move(m.spirv);
+  out.push_constant_bytes = m.push_constant_bytes;
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
 

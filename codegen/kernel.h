@@ -26,6 +26,9 @@ struct KernelBinary {
   uint32_t workgroup_size[3] = {1, 1, 1};
   uint32_t group_count[3] = {1, 1, 1};
   std::vector<ir::NodeId> fused_nodes;  // ids (in the pre-lowering graph) this kernel computes
+  // Bytes of the module's push-constant block: a zero word (spirv::Builder::push_constant_zero)
+  // that the runtime pushes as zeros.
+  uint32_t push_constant_bytes = 0;
 };
 
 // Throws ir::IrError naming the node when the kernel cannot be generated

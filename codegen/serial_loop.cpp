@@ -78,6 +78,7 @@ class SerialEmitter {
     for (size_t s = 0; s < scratch_.size(); ++s)
       out_.scratch_bytes.push_back(std::max<uint64_t>(16, uint64_t(scratch_[s].elements) * ir::dtype_bytes(scratch_[s].dtype)));
     out_.kernel.workgroup_size[0] = wg_;
+    out_.kernel.push_constant_bytes = b_.push_constant_bytes();
     out_.kernel.spirv = b_.finish();
     return std::move(out_);
   }

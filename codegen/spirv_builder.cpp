@@ -192,6 +192,19 @@ Id Builder::builtin_u32(spv::BuiltIn builtin) {
   return x;
 }
 
+Id Builder::push_constant_zero() {
+  Id u32 = type_int(32);
+  if (!push_constant_) {
+    Id block = fresh_id();  // struct { uint zero; }, distinct from deduplicated types
+    append_inst(globals_, spv::OpTypeStruct, {block, u32});
+    decorate(block, spv::DecorationBlock);
+    member_decorate(block, 0, spv::DecorationOffset, {0});
+    push_constant_ = global_variable(type_pointer(spv::StorageClassPushConstant, block), spv::StorageClassPushConstant);
+  }
+  Id field = op(spv::OpAccessChain, type_pointer(spv::StorageClassPushConstant, u32), {push_constant_, const_int(32, 0)});
+  return op(spv::OpLoad, u32, {field});
+}
+
 Id Builder::type_array(Id elem, uint32_t length) {
   return declare_type(spv::OpTypeArray, {elem, const_int(32, length)});
 }

@@ -83,6 +83,12 @@ class Builder {
   Id builtin_x(spv::BuiltIn builtin);
   // A scalar u32 built-in (SubgroupId, SubgroupLocalInvocationId).
   Id builtin_u32(spv::BuiltIn builtin);
+  // The u32 at offset 0 of the module's push-constant block (declared on first use), loaded
+  // where it is used (value-numbered and hoisted). The runtime pushes zeros: it is a zero the
+  // driver cannot know when it compiles the module (Emitter::opaque_float).
+  Id push_constant_zero();
+  // Bytes of the push-constant block the module declares (0 or 4).
+  uint32_t push_constant_bytes() const { return push_constant_ ? 4 : 0; }
   Id type_array(Id elem, uint32_t length);
   // An array in Workgroup storage (shared memory), one per call.
   Id workgroup_array(Id elem, uint32_t length);
@@ -211,6 +217,7 @@ class Builder {
   std::map<Id, std::pair<int, uint64_t>> int_constants_;  // id -> (bits, value)
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
   std::map<uint32_t, Id> builtins_;
+  Id push_constant_ = 0;  // the variable of the push-constant block
   std::vector<Id> interface_;
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;

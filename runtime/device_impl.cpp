@@ -329,7 +329,10 @@ void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
   free_raw(staging);
 }
 
-const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& o) {
+const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {
+  // A generated module's push constants (its zero word) are pushed by record_dispatch.
+  PipelineOptions o = options;
+  o.push_constant_bytes = std::max(o.push_constant_bytes, k.push_constant_bytes);
   if (o.bounds_checked && robust_ == Robustness::None)
     throw Error(Error::Kind::Unsupported,
                 info_.name + " cannot bounds-check " + k.name + " alone: open the device with robust_buffer_access" +
@@ -447,8 +450,12 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
   vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-  if (!push_constants.empty())
-    vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_constants.size()), push_constants.data());
+  // Bytes the caller does not give are zeros: a generated module's push-constant word is a
+  // zero the driver must not know at compile time (codegen: Emitter::float_literal).
+  std::vector<uint8_t> push = push_constants;
+  if (push.size() < p.push_constant_bytes) push.resize(p.push_constant_bytes, 0);
+  if (!push.empty())
+    vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push.size()), push.data());
   if (indirect)
     vkCmdDispatchIndirect(cb, static_cast<const BufferImpl&>(*indirect).alloc().buffer, indirect_offset);
   else

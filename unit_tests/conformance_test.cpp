@@ -27,6 +27,7 @@
 #include "ir/literal.h"
 #include "ir/ops.h"
 #include "runtime/runtime.h"
+#include "device_testing.h"
 
 namespace nxv {
 namespace {
@@ -39,7 +40,7 @@ const std::vector<DType> kAll = {DType::S8,  DType::S16, DType::S32, DType::S64,
 const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};
 const std::vector<DType> kInts = {DType::S8, DType::S16, DType::S32, DType::S64, DType::U8, DType::U16, DType::U32, DType::U64};
 
-std::shared_ptr<runtime::Device> device() { return runtime::Device::open(); }
+using devtest::device;
 bool supported(DType t) {
   const auto& c = device()->info().caps;
   if (t == DType::F64) return c.float64;
@@ -90,11 +91,7 @@ struct Tolerance {
   bool sign_of_zero = true;
 };
 
-bool flushes(DType t) {
-  const auto& c = device()->info().caps;
-  if (t == DType::F32 || t == DType::BF16) return !c.preserve_denorms_f32;
-  return t == DType::F64 && !c.preserve_denorms_f64;
-}
+bool flushes(DType t) { return devtest::flushes_subnormals(t); }
 
 // Subnormals of the widths the device flushes become zeros of the same sign.
 Literal flushed(Literal lit) {

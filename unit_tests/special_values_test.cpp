@@ -1,0 +1,729 @@
+// Special-value conformance: every float elementwise op, comparison, select/clip, reduction,
+// dot and cast over the operands {±0, ±1, ±Inf, NaN, ±max finite, ±smallest subnormal} of
+// f16, bf16, f32 and f64, each operand given as a tensor, as a literal (an IR `constant`,
+// which codegen emits into the module, where the driver's constant folder sees it) and as
+// a broadcast scalar tensor. Expectations are IEEE 754 / C99 Annex F / Nx values computed
+// here on the host from the operands (never by the device or the reference interpreter).
+//
+// Exact: arithmetic (+ - * /), negate, abs, sign, floor, ceil, round, max/min (Nx: NaN
+// wins, a tie keeps the first operand), comparisons, predicates, select, clip, remainder,
+// casts. Transcendentals (and sqrt, rsqrt, cbrt, pow, atan2): the special outcomes are
+// exact — NaN where NaN, the infinity with its sign, a zero with its sign, and the exact
+// values Annex F defines for special operands (exp(0) = 1, tanh(±Inf) = ±1, pow(x, 0) = 1)
+// — and other results are only checked to be finite (their accuracy is conformance_test's).
+//
+// Subnormals: where the device's float controls (shaderDenormPreserveFloat32/64, shown by
+// `nxv devices` as denorms_f32/f64) do not promise to keep them, the device may instead give
+// the result on flushed operands, flushed (bf16 is computed in f32 and follows f32; f16
+// subnormals are normal f32 register values and are always kept).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include "codegen/kernel.h"
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "ir/literal.h"
+#include "passes/pass.h"
+#include "runtime/runtime.h"
+#include "device_testing.h"
+
+namespace nxv {
+namespace {
+
+using ir::DType;
+using ir::Literal;
+
+using devtest::device;
+
+// Skips the rest of the test, naming the missing feature, where the device cannot run t
+// (f64 only: kFloats lists it last, so the other types have run by then).
+#define SKIP_UNLESS_SUPPORTED(t)                                    \
+  if ((t) == DType::F64 && !device()->info().caps.float64)          \
+  GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64"
+
+const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};  // f64 last
+
+// The value a double has in type t's storage (f16/bf16 through f32, as the device rounds).
+double round_to(DType t, double v) {
+  if (t == DType::F64) return v;
+  const float f = float(v);
+  if (t == DType::F16) return ir::f16_to_f32(ir::f32_to_f16(f));
+  if (t == DType::BF16) return ir::bf16_to_f32(ir::f32_to_bf16(f));
+  return f;
+}
+
+double max_finite(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 0x1.fep127;
+    case DType::F32: return FLT_MAX;
+    default: return DBL_MAX;
+  }
+}
+double smallest_subnormal(DType t) {
+  switch (t) {
+    case DType::F16: return 0x1p-24;
+    case DType::BF16: return 0x1p-133;
+    case DType::F32: return 0x1p-149;
+    default: return 0x1p-1074;
+  }
+}
+
+std::vector<double> special_values(DType t) {
+  return {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, max_finite(t), -max_finite(t), smallest_subnormal(t),
+          -smallest_subnormal(t)};
+}
+
+// A subnormal of a width the device may flush (its reported float controls) as the zero it
+// may give instead.
+double flush(DType t, double v) {
+  const double smallest_normal = t == DType::F64 ? 0x1p-1022 : 0x1p-126;
+  return devtest::flushes_subnormals(t) && v != 0 && std::fabs(v) < smallest_normal ? std::copysign(0.0, v) : v;
+}
+
+// A JSON number, or the strings docs/ir.md spells non-finite values and -0.0 with.
+std::string json_value(double v) {
+  if (std::isnan(v)) return "\"nan\"";
+  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
+  if (v == 0) return std::signbit(v) ? "\"-0.0\"" : "0.0";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string describe(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return std::signbit(v) && v == 0 ? "-0" : buf;
+}
+
+// A float tensor holding v.
+Literal literal(DType t, const ir::Shape& s, const std::vector<double>& v) {
+  Literal lit{{t, s}, std::vector<uint8_t>(ir::TensorType{t, s}.byte_size())};
+  for (size_t k = 0; k < v.size(); ++k) {
+    ir::Scalar x;
+    x.f = v[k];
+    ir::set_element(lit, int64_t(k), x);
+  }
+  return lit;
+}
+
+// ---- graphs, written as JSON (docs/ir.md) ----
+struct GraphText {
+  std::string nodes;
+  int next = 0;
+  int add(const std::string& op, const std::string& args, DType t, const ir::Shape& s, const std::string& attrs = "") {
+    std::string shape = "[";
+    for (size_t i = 0; i < s.size(); ++i) shape += (i ? "," : "") + std::to_string(s[i]);
+    shape += "]";
+    nodes += std::string(nodes.empty() ? "" : ",\n") + R"({"id": )" + std::to_string(next) + R"(, "op": ")" + op +
+             R"(", "args": [)" + args + R"(], "type": ")" + ir::dtype_name(t) + R"(", "shape": )" + shape +
+             (attrs.empty() ? "" : R"(, "attrs": )" + attrs) + "}";
+    return next++;
+  }
+  int param(DType t, const ir::Shape& s, int index) { return add("parameter", "", t, s, R"({"index": )" + std::to_string(index) + "}"); }
+  int constant(DType t, double v) { return add("constant", "", t, {}, R"({"value": )" + json_value(v) + "}"); }
+  int stack(const std::vector<int>& xs, DType t, const ir::Shape& each) {
+    std::string args;
+    for (size_t k = 0; k < xs.size(); ++k) args += (k ? "," : "") + std::to_string(xs[k]);
+    ir::Shape s = {int64_t(xs.size())};
+    s.insert(s.end(), each.begin(), each.end());
+    return add("stack", args, t, s, R"({"axis": 0})");
+  }
+  ir::Graph graph(const std::string& name, const std::vector<int>& outputs) const {
+    std::string outs;
+    for (size_t k = 0; k < outputs.size(); ++k) outs += (k ? "," : "") + std::to_string(outputs[k]);
+    std::string clean;
+    for (char ch : name) clean += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+    return ir::parse_graph(R"({"version": 1, "name": ")" + clean + R"(", "nodes": [)" + nodes + R"(], "outputs": [)" + outs + "]}");
+  }
+};
+
+// The default pipeline without constant folding: ops on literals alone then run on the
+// device, where the driver sees the literals (with folding the host computes them).
+runtime::CompileOptions device_computes_literals() {
+  runtime::CompileOptions o;
+  for (const auto& p : passes::default_pipeline())
+    if (p != "constant-fold") o.pipeline.push_back(p);
+  return o;
+}
+
+std::vector<Literal> run(const ir::Graph& g, const std::vector<Literal>& inputs, const runtime::CompileOptions& opts = {}) {
+  return runtime::Executable::compile(device(), g, opts)->run_host(inputs);
+}
+
+// ---- expectations ----
+enum class Check { Exact, Special };  // Special: the special outcomes exact, other results finite
+
+bool bit_equal(double w, double g) { return std::isnan(w) ? std::isnan(g) : w == g && std::signbit(w) == std::signbit(g); }
+
+bool agrees(double w, double g, Check how, bool operands_special) {
+  if (how == Check::Exact || std::isnan(w) || std::isinf(w)) return bit_equal(w, g);
+  if (w == 0) return operands_special ? bit_equal(w, g) : std::fabs(g) < 1e-30;  // an underflow: near enough
+  if (operands_special && w == std::trunc(w) && std::fabs(w) <= 2) return bit_equal(w, g);  // exp(0), tanh(inf), erfc(-inf)
+  return std::isfinite(g);
+}
+
+bool is_special(double v) { return v == 0 || !std::isfinite(v); }
+
+// Collects mismatches of one op into a readable failure.
+struct Report {
+  std::string op;
+  DType t;
+  std::string kind;
+  std::vector<std::string> errors;
+  void expect(const std::string& operands, double want, double got, Check how, bool operands_special, double alt) {
+    if (agrees(want, got, how, operands_special) || agrees(alt, got, how, operands_special)) return;
+    if (errors.size() < 12) errors.push_back(op + "(" + operands + ") = " + describe(got) + ", want " + describe(want));
+    else if (errors.size() == 12) errors.push_back("...");
+  }
+  ~Report() {
+    if (!errors.empty()) {
+      std::string all;
+      for (const auto& e : errors) all += "\n  " + e;
+      ADD_FAILURE() << op << " " << ir::dtype_name(t) << " with " << kind << " operands:" << all;
+    }
+  }
+};
+
+// Unary float ops and predicates in double (C99 Annex F, Nx for sign/round/erf_inv).
+struct UnaryOp {
+  const char* name;
+  std::function<double(double)> f;
+  Check how;
+  bool predicate = false;
+};
+
+double erf_inv(double y) {
+  if (std::isnan(y) || std::fabs(y) > 1) return NAN;
+  if (std::fabs(y) == 1) return std::copysign(INFINITY, y);
+  if (y == 0) return y;
+  return std::copysign(1.0, y);  // some finite value: only its finiteness is checked
+}
+
+const std::vector<UnaryOp>& unary_ops() {
+  static const std::vector<UnaryOp> ops = {
+      {"negate", [](double x) { return -x; }, Check::Exact},
+      {"abs", [](double x) { return std::fabs(x); }, Check::Exact},
+      {"sign", [](double x) { return x < 0 ? -1.0 : x > 0 ? 1.0 : x; }, Check::Exact},  // keeps ±0, NaN
+      {"floor", [](double x) { return std::floor(x); }, Check::Exact},
+      {"ceil", [](double x) { return std::ceil(x); }, Check::Exact},
+      {"round", [](double x) { double r = std::round(x); return r == 0 ? 0.0 : r; }, Check::Exact},  // Nx: +0
+      {"is_nan", [](double x) { return double(std::isnan(x)); }, Check::Exact, true},
+      {"is_infinity", [](double x) { return double(std::isinf(x)); }, Check::Exact, true},
+      {"logical_not", [](double x) { return double(x == 0); }, Check::Exact, true},  // NaN is true
+      {"sqrt", [](double x) { return std::sqrt(x); }, Check::Special},
+      {"rsqrt", [](double x) { return 1 / std::sqrt(x); }, Check::Special},
+      {"cbrt", [](double x) { return std::cbrt(x); }, Check::Special},
+      {"exp", [](double x) { return std::exp(x); }, Check::Special},
+      {"expm1", [](double x) { return std::expm1(x); }, Check::Special},
+      {"log", [](double x) { return std::log(x); }, Check::Special},
+      {"log1p", [](double x) { return std::log1p(x); }, Check::Special},
+      {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, Check::Special},
+      {"sin", [](double x) { return std::sin(x); }, Check::Special},
+      {"cos", [](double x) { return std::cos(x); }, Check::Special},
+      {"tan", [](double x) { return std::tan(x); }, Check::Special},
+      {"sinh", [](double x) { return std::sinh(x); }, Check::Special},
+      {"cosh", [](double x) { return std::cosh(x); }, Check::Special},
+      {"tanh", [](double x) { return std::tanh(x); }, Check::Special},
+      {"asin", [](double x) { return std::asin(x); }, Check::Special},
+      {"acos", [](double x) { return std::acos(x); }, Check::Special},
+      {"atan", [](double x) { return std::atan(x); }, Check::Special},
+      {"asinh", [](double x) { return std::asinh(x); }, Check::Special},
+      {"acosh", [](double x) { return std::acosh(x); }, Check::Special},
+      {"atanh", [](double x) { return std::atanh(x); }, Check::Special},
+      {"erf", [](double x) { return std::erf(x); }, Check::Special},
+      {"erfc", [](double x) { return std::erfc(x); }, Check::Special},
+      {"erf_inv", erf_inv, Check::Special},
+  };
+  return ops;
+}
+
+struct BinaryOp {
+  const char* name;
+  std::function<double(double, double)> f;
+  Check how;
+  bool predicate = false;
+};
+
+const std::vector<BinaryOp>& binary_ops() {
+  static const std::vector<BinaryOp> ops = {
+      {"add", [](double a, double b) { return a + b; }, Check::Exact},
+      {"subtract", [](double a, double b) { return a - b; }, Check::Exact},
+      {"multiply", [](double a, double b) { return a * b; }, Check::Exact},
+      {"divide", [](double a, double b) { return a / b; }, Check::Exact},
+      {"remainder", [](double a, double b) { return std::fmod(a, b); }, Check::Exact},
+      // Nx: NaN wins; of equal operands (±0) the first.
+      {"max", [](double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : a < b ? b : a; }, Check::Exact},
+      {"min", [](double a, double b) { return std::isnan(a) ? a : std::isnan(b) ? b : a > b ? b : a; }, Check::Exact},
+      {"pow", [](double a, double b) { return std::pow(a, b); }, Check::Special},
+      {"atan2", [](double a, double b) { return std::atan2(a, b); }, Check::Special},
+      {"equal", [](double a, double b) { return double(a == b); }, Check::Exact, true},
+      {"not_equal", [](double a, double b) { return double(a != b); }, Check::Exact, true},
+      {"less", [](double a, double b) { return double(a < b); }, Check::Exact, true},
+      {"less_equal", [](double a, double b) { return double(a <= b); }, Check::Exact, true},
+      {"greater", [](double a, double b) { return double(a > b); }, Check::Exact, true},
+      {"greater_equal", [](double a, double b) { return double(a >= b); }, Check::Exact, true},
+      {"logical_and", [](double a, double b) { return double(a != 0 && b != 0); }, Check::Exact, true},
+      {"logical_or", [](double a, double b) { return double(a != 0 || b != 0); }, Check::Exact, true},
+      {"logical_xor", [](double a, double b) { return double((a != 0) != (b != 0)); }, Check::Exact, true},
+  };
+  return ops;
+}
+
+// The expected value of a float op in t: in double from the stored operands, then rounded
+// to t (one rounding for + - * / of f32 and narrower: double rounding is innocuous there).
+double want_of(DType t, bool predicate, double r) { return predicate ? r : round_to(t, r); }
+
+// ---- unary ops: tensor, broadcast scalar, literal (device-computed and host-folded) ----
+TEST(SpecialValues, UnaryOps) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const std::vector<double> v = special_values(t);
+    const int64_t n = int64_t(v.size());
+    for (const auto& op : unary_ops()) {
+      const DType rt = op.predicate ? DType::U8 : t;
+      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& operands) {
+        Report r{op.name, t, kind, {}};
+        for (size_t k = 0; k < operands.size(); ++k) {
+          const double x = operands[k];
+          const double want = want_of(t, op.predicate, op.f(x));
+          const double alt = want_of(t, op.predicate, op.f(flush(t, x)));
+          r.expect(describe(x), want, op.predicate ? double(ir::get_i64(got, int64_t(k))) : ir::get_f64(got, int64_t(k)),
+                   op.how, is_special(x), op.predicate ? alt : flush(t, alt));
+        }
+      };
+      // Tensor operand.
+      {
+        GraphText gt;
+        int x = gt.param(t, {n}, 0);
+        auto g = gt.graph(std::string(op.name) + "_tensor", {gt.add(op.name, std::to_string(x), rt, {n})});
+        check("tensor", run(g, {literal(t, {n}, v)})[0], v);
+      }
+      // Broadcast scalar tensor: one compile, a run per value.
+      {
+        GraphText gt;
+        int x = gt.param(t, {}, 0);
+        int bx = gt.add("broadcast", std::to_string(x), t, {3}, R"({"shape": [3], "axes": []})");
+        auto exe = runtime::Executable::compile(device(), gt.graph(std::string(op.name) + "_scalar", {gt.add(op.name, std::to_string(bx), rt, {3})}));
+        for (double x0 : v) {
+          Literal got = exe->run_host({literal(t, {}, {x0})})[0];
+          check("broadcast scalar", got, {x0, x0, x0});
+        }
+      }
+      // Literal operands: computed by the device (no constant folding), then folded on the host.
+      GraphText gt;
+      std::vector<int> results;
+      for (double x : v) results.push_back(gt.add(op.name, std::to_string(gt.constant(t, x)), rt, {}));
+      const ir::Graph g = gt.graph(std::string(op.name) + "_literal", {gt.stack(results, rt, {})});
+      check("literal", run(g, {}, device_computes_literals())[0], v);
+      check("literal (constant-folded)", run(g, {})[0], v);
+    }
+  }
+}
+
+// ---- binary ops over all pairs ----
+TEST(SpecialValues, BinaryOpsAndComparisons) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const std::vector<double> v = special_values(t);
+    const int64_t n = int64_t(v.size());
+    std::vector<double> lhs, rhs;  // all pairs
+    for (double a : v)
+      for (double b : v) lhs.push_back(a), rhs.push_back(b);
+    const int64_t pairs = int64_t(lhs.size());
+    for (const auto& op : binary_ops()) {
+      const DType rt = op.predicate ? DType::U8 : t;
+      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& a, const std::vector<double>& b) {
+        Report r{op.name, t, kind, {}};
+        for (size_t k = 0; k < a.size(); ++k) {
+          const double want = want_of(t, op.predicate, op.f(a[k], b[k]));
+          const double alt = want_of(t, op.predicate, op.f(flush(t, a[k]), flush(t, b[k])));
+          r.expect(describe(a[k]) + ", " + describe(b[k]), want,
+                   op.predicate ? double(ir::get_i64(got, int64_t(k))) : ir::get_f64(got, int64_t(k)), op.how,
+                   is_special(a[k]) && is_special(b[k]), op.predicate ? alt : flush(t, alt));
+        }
+      };
+      // Tensor operands.
+      {
+        GraphText gt;
+        int a = gt.param(t, {pairs}, 0), b = gt.param(t, {pairs}, 1);
+        auto g = gt.graph(std::string(op.name) + "_tensors", {gt.add(op.name, std::to_string(a) + "," + std::to_string(b), rt, {pairs})});
+        check("tensor", run(g, {literal(t, {pairs}, lhs), literal(t, {pairs}, rhs)})[0], lhs, rhs);
+      }
+      // A broadcast scalar tensor on either side: one compile each, a run per value.
+      for (int side : {0, 1}) {
+        GraphText gt;
+        int a = gt.param(t, side == 0 ? ir::Shape{} : ir::Shape{n}, 0), b = gt.param(t, side == 1 ? ir::Shape{} : ir::Shape{n}, 1);
+        auto exe = runtime::Executable::compile(
+            device(), gt.graph(std::string(op.name) + "_scalar" + std::to_string(side), {gt.add(op.name, std::to_string(a) + "," + std::to_string(b), rt, {n})}));
+        for (double s : v) {
+          Literal got = side == 0 ? exe->run_host({literal(t, {}, {s}), literal(t, {n}, v)})[0]
+                                  : exe->run_host({literal(t, {n}, v), literal(t, {}, {s})})[0];
+          std::vector<double> sv(size_t(n), s);
+          check("broadcast scalar", got, side == 0 ? sv : v, side == 0 ? v : sv);
+        }
+      }
+      // A literal on either side of a tensor: out[j][i] = op(x[i], c_j) and op(c_j, x[i]).
+      {
+        GraphText gt;
+        int x = gt.param(t, {n}, 0);
+        std::vector<int> right, left;
+        for (double c : v) {
+          int k = gt.constant(t, c);
+          right.push_back(gt.add(op.name, std::to_string(x) + "," + std::to_string(k), rt, {n}));
+          left.push_back(gt.add(op.name, std::to_string(k) + "," + std::to_string(x), rt, {n}));
+        }
+        auto got = run(gt.graph(std::string(op.name) + "_literal", {gt.stack(right, rt, {n}), gt.stack(left, rt, {n})}), {literal(t, {n}, v)});
+        std::vector<double> xs, cs;
+        for (double c : v)
+          for (double x0 : v) xs.push_back(x0), cs.push_back(c);
+        check("tensor and literal", got[0], xs, cs);
+        check("literal and tensor", got[1], cs, xs);
+      }
+      // Literals on both sides: on the device (the driver sees both), and folded on the host.
+      // A remainder loops per exponent step (2^1023 by 2^-1074: ~2100 steps), so its pairs
+      // take a graph per left operand, within lavapipe's 65535 loop steps per invocation.
+      const int64_t rows_per_graph = std::string(op.name) == "remainder" ? 1 : n;
+      for (int64_t first = 0; first < n; first += rows_per_graph) {
+        GraphText gt;
+        std::vector<int> c, results;
+        for (double x : v) c.push_back(gt.constant(t, x));
+        for (int64_t i = first; i < first + rows_per_graph; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            results.push_back(gt.add(op.name, std::to_string(c[size_t(i)]) + "," + std::to_string(c[size_t(j)]), rt, {}));
+        const ir::Graph g = gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
+        const std::vector<double> a(lhs.begin() + first * n, lhs.begin() + (first + rows_per_graph) * n),
+            b(rhs.begin() + first * n, rhs.begin() + (first + rows_per_graph) * n);
+        check("literal", run(g, {}, device_computes_literals())[0], a, b);
+        check("literal (constant-folded)", run(g, {})[0], a, b);
+      }
+    }
+  }
+}
+
+// select with special predicates and branches; clip with special bounds.
+TEST(SpecialValues, SelectAndClip) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const std::vector<double> v = special_values(t);
+    const int64_t n = int64_t(v.size());
+    // select(pred, x, -x): a float predicate is true where nonzero (NaN too), -0.0 is false.
+    for (bool literal_pred : {false, true}) {
+      GraphText gt;
+      int x = gt.param(t, {n}, 0);
+      std::vector<int> rows;
+      int p = literal_pred ? -1 : gt.param(t, {n}, 1);
+      int neg = gt.add("negate", std::to_string(x), t, {n});
+      if (literal_pred) {
+        for (double c : v) rows.push_back(gt.add("select", std::to_string(gt.constant(t, c)) + "," + std::to_string(x) + "," + std::to_string(neg), t, {n}));
+      } else {
+        rows.push_back(gt.add("select", std::to_string(p) + "," + std::to_string(x) + "," + std::to_string(neg), t, {n}));
+      }
+      auto g = gt.graph("select_special", {gt.stack(rows, t, {n})});
+      Literal got = literal_pred ? run(g, {literal(t, {n}, v)})[0] : run(g, {literal(t, {n}, v), literal(t, {n}, v)})[0];
+      Report r{"select", t, literal_pred ? "literal predicate" : "tensor predicate", {}};
+      for (size_t row = 0; row < rows.size(); ++row)
+        for (size_t i = 0; i < v.size(); ++i) {
+          const double pred = literal_pred ? v[row] : v[i];
+          const double want = pred != 0 ? v[i] : -v[i];
+          const double alt = flush(t, pred) != 0 ? v[i] : -v[i];
+          r.expect(describe(pred) + ", " + describe(v[i]) + ", " + describe(-v[i]), want, ir::get_f64(got, int64_t(row * v.size() + i)),
+                   Check::Exact, true, alt);
+        }
+    }
+    // clip(x, lo, hi) = min(max(x, lo), hi), NaN bounds propagating (docs/ir.md, Nx).
+    const std::vector<std::pair<double, double>> bounds = {
+        {-1, 1}, {-INFINITY, INFINITY}, {-0.0, 0.0}, {NAN, 1}, {-1, NAN}, {smallest_subnormal(t), max_finite(t)}};
+    for (bool literal_bounds : {false, true}) {
+      GraphText gt;
+      int x = gt.param(t, {n}, 0);
+      std::vector<int> rows;
+      for (size_t k = 0; k < bounds.size(); ++k) {
+        int lo = literal_bounds ? gt.constant(t, bounds[k].first) : gt.param(t, {}, int(1 + 2 * k));
+        int hi = literal_bounds ? gt.constant(t, bounds[k].second) : gt.param(t, {}, int(2 + 2 * k));
+        rows.push_back(gt.add("clip", std::to_string(x) + "," + std::to_string(lo) + "," + std::to_string(hi), t, {n}));
+      }
+      std::vector<Literal> inputs = {literal(t, {n}, v)};
+      if (!literal_bounds)
+        for (auto [lo, hi] : bounds) inputs.push_back(literal(t, {}, {lo})), inputs.push_back(literal(t, {}, {hi}));
+      Literal got = run(gt.graph("clip_special", {gt.stack(rows, t, {n})}), inputs)[0];
+      Report r{"clip", t, literal_bounds ? "literal bounds" : "broadcast scalar bounds", {}};
+      auto clip = [](double x, double lo, double hi) {
+        double c = x < lo ? lo : x;
+        c = c > hi ? hi : c;
+        return std::isnan(hi) ? hi : std::isnan(lo) ? lo : c;
+      };
+      for (size_t k = 0; k < bounds.size(); ++k)
+        for (size_t i = 0; i < v.size(); ++i) {
+          auto [lo, hi] = bounds[k];
+          r.expect(describe(v[i]) + ", " + describe(lo) + ", " + describe(hi), clip(v[i], lo, hi),
+                   ir::get_f64(got, int64_t(k * v.size() + i)), Check::Exact, true,
+                   flush(t, clip(flush(t, v[i]), flush(t, lo), flush(t, hi))));
+        }
+    }
+  }
+}
+
+// Rows of special values reduced along their axis, as a tensor and as a broadcast literal.
+TEST(SpecialValues, Reductions) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const double mx = max_finite(t), sub = smallest_subnormal(t);
+    const std::vector<std::vector<double>> rows = {
+        {INFINITY, -INFINITY}, {INFINITY, 1}, {-INFINITY, -1}, {NAN, 1}, {1, NAN}, {-0.0, -0.0}, {0.0, -0.0},
+        {mx, mx},              {-mx, -mx},   {sub, sub},      {0.0, INFINITY}, {-1, -0.0}, {NAN, INFINITY}, {-INFINITY, NAN}};
+    const int64_t r = int64_t(rows.size());
+    std::vector<double> flat;
+    for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+    // Nx: sums start at +0.0 (a sum of -0.0s is +0.0), products at 1; max/min propagate NaN.
+    auto reduce = [&](const std::string& op, const std::vector<double>& row) {
+      double acc = op == "sum" ? 0.0 : op == "product" ? 1.0 : op == "reduce_max" ? -INFINITY : INFINITY;
+      for (double x : row) {
+        if (op == "sum") acc = round_to(t, acc + x);
+        else if (op == "product") acc = round_to(t, acc * x);
+        else if (std::isnan(acc) || std::isnan(x)) acc = NAN;
+        else acc = op == "reduce_max" ? std::max(acc, x) : std::min(acc, x);
+      }
+      return acc;
+    };
+    for (const std::string op : {"sum", "product", "reduce_max", "reduce_min"}) {
+      // Tensor.
+      GraphText gt;
+      int x = gt.param(t, {r, 2}, 0);
+      Literal got = run(gt.graph(op + "_rows", {gt.add(op, std::to_string(x), t, {r}, R"({"axes": [1]})")}), {literal(t, {r, 2}, flat)})[0];
+      Report rep{op, t, "tensor", {}};
+      for (int64_t k = 0; k < r; ++k) {
+        const auto& row = rows[size_t(k)];
+        std::vector<double> flushed_row;
+        for (double y : row) flushed_row.push_back(flush(t, y));
+        // Zero signs of max/min over mixed zeros are the device's order: not checked.
+        const bool mixed_zeros = op.find("reduce_") == 0 && row[0] == 0 && row[1] == 0 && std::signbit(row[0]) != std::signbit(row[1]);
+        const double want = reduce(op, row), g = ir::get_f64(got, k);
+        if (mixed_zeros && g == 0) continue;
+        rep.expect(describe(row[0]) + ", " + describe(row[1]), want, g, Check::Exact, true, flush(t, reduce(op, flushed_row)));
+      }
+      // A literal broadcast to 4 elements, reduced (on the device and folded on the host).
+      GraphText lt;
+      std::vector<int> results;
+      for (double c : special_values(t)) {
+        int b = lt.add("broadcast", std::to_string(lt.constant(t, c)), t, {4}, R"({"shape": [4], "axes": []})");
+        results.push_back(lt.add(op, std::to_string(b), t, {}, R"({"axes": null})"));
+      }
+      const ir::Graph g = lt.graph(op + "_literal", {lt.stack(results, t, {})});
+      for (bool fold : {false, true}) {
+        Literal lg = fold ? run(g, {})[0] : run(g, {}, device_computes_literals())[0];
+        Report lr{op, t, fold ? "literal (constant-folded)" : "literal", {}};
+        const auto v = special_values(t);
+        for (size_t k = 0; k < v.size(); ++k)
+          lr.expect(describe(v[k]) + " x4", reduce(op, std::vector<double>(4, v[k])), ir::get_f64(lg, int64_t(k)), Check::Exact, true,
+                    flush(t, reduce(op, std::vector<double>(4, flush(t, v[k])))));
+      }
+    }
+  }
+}
+
+// dot: special values in the products and the sums of a contraction.
+TEST(SpecialValues, Dot) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const double mx = max_finite(t);
+    // Rows of a (2 wide) against b = [1, 1] and b = the row's partner.
+    const std::vector<std::pair<std::vector<double>, std::vector<double>>> cases = {
+        {{INFINITY, 1}, {1, 1}},   {{INFINITY, -INFINITY}, {1, 1}}, {{0.0, 1}, {INFINITY, 0}}, {{NAN, 1}, {0, 1}},
+        {{-0.0, -0.0}, {1, 1}},    {{mx, 0}, {2, 1}},               {{-0.0, 0}, {1, -1}},      {{1, 1}, {-INFINITY, 0}},
+        {{mx, -mx}, {1, 1}},       {{0, 0}, {NAN, 1}}};
+    const int64_t m = int64_t(cases.size());
+    std::vector<double> a, b;
+    for (const auto& [x, y] : cases) a.insert(a.end(), x.begin(), x.end()), b.insert(b.end(), y.begin(), y.end());
+    // Batched over the cases: out[k] = sum_j a[k, j] * b[k, j], products rounded to t, summed from +0.0.
+    for (bool literal_b : {false, true}) {
+      GraphText gt;
+      int pa = gt.param(t, {m, 2}, 0);
+      int pb;
+      if (literal_b) {
+        pb = gt.add("tensor", "", t, {m, 2}, [&] {
+          std::string d = R"({"data": [)";
+          for (size_t k = 0; k < b.size(); ++k) d += (k ? "," : "") + json_value(b[k]);
+          return d + "]}";
+        }());
+      } else {
+        pb = gt.param(t, {m, 2}, 1);
+      }
+      auto g = gt.graph("dot_special", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), t, {m},
+                                               R"({"contract_axes1": [1], "batch_axes1": [0], "contract_axes2": [1], "batch_axes2": [0]})")});
+      std::vector<Literal> inputs = {literal(t, {m, 2}, a)};
+      if (!literal_b) inputs.push_back(literal(t, {m, 2}, b));
+      Literal got = run(g, inputs)[0];
+      Report r{"dot", t, literal_b ? "tensor and literal tensor" : "tensor", {}};
+      for (int64_t k = 0; k < m; ++k) {
+        const auto& [x, y] = cases[size_t(k)];
+        // Accumulated in t or wider: the cases are chosen so that both give one value.
+        const double want = round_to(t, 0.0 + x[0] * y[0] + x[1] * y[1]);
+        r.expect("[" + describe(x[0]) + ", " + describe(x[1]) + "] . [" + describe(y[0]) + ", " + describe(y[1]) + "]", want,
+                 ir::get_f64(got, k), Check::Exact, true, want);
+      }
+    }
+  }
+}
+
+// Casts between float types, and from floats to integers (truncation toward zero,
+// saturating, NaN → 0: docs/ir.md, as XLA; Nx.BinaryBackend raises there).
+TEST(SpecialValues, Casts) {
+  const std::vector<DType> ints = {DType::S8, DType::U8, DType::S32, DType::U32, DType::S64, DType::U64};
+  for (DType from : kFloats) {
+    SKIP_UNLESS_SUPPORTED(from);
+    const std::vector<double> v = special_values(from);
+    const int64_t n = int64_t(v.size());
+    for (DType to : kFloats) {
+      if (to == DType::F64 && !device()->info().caps.float64) continue;
+      if (to == from) continue;
+      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+        const bool lit = kind > 0;
+        GraphText gt;
+        std::vector<int> results;
+        if (lit) {
+          for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
+        } else {
+          results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
+        }
+        auto g = gt.graph("cast", {lit ? gt.stack(results, to, {}) : results[0]});
+        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        Report r{"as_type", from, std::string(kind == 2 ? "literal (constant-folded)" : lit ? "literal" : "tensor") + " to " + ir::dtype_name(to), {}};
+        for (size_t k = 0; k < v.size(); ++k)
+          r.expect(describe(v[k]), round_to(to, v[k]), ir::get_f64(got, int64_t(k)), Check::Exact, true,
+                   flush(to, round_to(to, flush(from, v[k]))));
+      }
+    }
+    for (DType to : ints) {
+      if ((to == DType::S64 || to == DType::U64) && !device()->info().caps.int64) continue;
+      const int bits = ir::dtype_bits(to);
+      const bool is_signed = ir::is_signed_int(to);
+      auto want = [&](double x) -> int64_t {
+        if (std::isnan(x)) return 0;
+        const double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0, hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);
+        if (x <= lo) return is_signed ? int64_t(lo) : 0;  // the type's minimum
+        if (x >= hi)                                     // its maximum (u64's as the bits Nx stores)
+          return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+        return int64_t(std::trunc(x));
+      };
+      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+        const bool lit = kind > 0;
+        GraphText gt;
+        std::vector<int> results;
+        if (lit) {
+          for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
+        } else {
+          results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
+        }
+        auto g = gt.graph("cast_int", {lit ? gt.stack(results, to, {}) : results[0]});
+        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        for (size_t k = 0; k < v.size(); ++k)
+          EXPECT_EQ(ir::get_i64(got, int64_t(k)), want(v[k]))
+              << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
+      }
+    }
+  }
+}
+
+// The issue's example: x / 0.0 with the divisor a literal `constant` (Mesa 22.3's lavapipe
+// folded it to 0 in f32 and to denormal garbage in f64) and is_nan of it.
+TEST(SpecialValues, DivisionByLiteralZero) {
+  for (DType t : {DType::F32, DType::F64}) {
+    SKIP_UNLESS_SUPPORTED(t);
+    GraphText gt;
+    int x = gt.param(t, {4}, 0);
+    int q = gt.add("divide", std::to_string(x) + "," + std::to_string(gt.constant(t, 0.0)), t, {4});
+    int nan = gt.add("is_nan", std::to_string(q), DType::U8, {4});
+    auto got = run(gt.graph("div0", {q, nan}), {literal(t, {4}, {-1.0, 0.0, 1.0, -0.0})});
+    EXPECT_EQ(ir::get_f64(got[0], 0), -INFINITY) << ir::dtype_name(t);
+    EXPECT_TRUE(std::isnan(ir::get_f64(got[0], 1))) << ir::dtype_name(t);
+    EXPECT_EQ(ir::get_f64(got[0], 2), INFINITY) << ir::dtype_name(t);
+    EXPECT_TRUE(std::isnan(ir::get_f64(got[0], 3))) << ir::dtype_name(t);
+    for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(ir::get_i64(got[1], k), k % 2) << ir::dtype_name(t) << " is_nan " << k;
+  }
+}
+
+// The same inside a loop's body (its kernels compiled per body, driven from the host or,
+// with a cond in the body, as one serial-loop kernel): three steps of x = x / 0.0.
+TEST(SpecialValues, DivisionByLiteralZeroInALoop) {
+  const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "div0_loop", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+    {"id": 1, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 0}},
+    {"id": 2, "op": "while", "args": [1, 0], "results": [{"type": "s32", "shape": []}, {"type": "f32", "shape": [4]}],
+     "regions": {
+      "condition": {"version": 1, "nodes": [
+         {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+         {"id": 1, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 3}},
+         {"id": 2, "op": "less", "args": [0, 1], "type": "u8", "shape": []}], "outputs": [2]},
+      "body": {"version": 1, "nodes": [
+         {"id": 0, "op": "parameter", "type": "s32", "shape": [], "attrs": {"index": 0}},
+         {"id": 1, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 1}},
+         {"id": 2, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 1}},
+         {"id": 3, "op": "add", "args": [0, 2], "type": "s32", "shape": []},
+         {"id": 4, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.0}},
+         {"id": 5, "op": "divide", "args": [1, 4], "type": "f32", "shape": [4]},
+         {"id": 6, "op": "greater", "args": [0, 2], "type": "u8", "shape": []},
+         {"id": 7, "op": "cond", "args": [6, 5], "results": [{"type": "f32", "shape": [4]}], "regions": {
+           "branch0": {"version": 1, "nodes": [
+              {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}}], "outputs": [0]},
+           "branch1": {"version": 1, "nodes": [
+              {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+              {"id": 1, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": "-0.0"}},
+              {"id": 2, "op": "multiply", "args": [0, 1], "type": "f32", "shape": [4]}], "outputs": [2]}}},
+         {"id": 8, "op": "elem", "args": [7], "type": "f32", "shape": [4], "attrs": {"index": 0}}], "outputs": [3, 8]}}},
+    {"id": 3, "op": "elem", "args": [2], "type": "f32", "shape": [4], "attrs": {"index": 1}}],
+   "outputs": [3]})");
+  // Steps 0 and 1: x / 0.0 (cond false); step 2: x / 0.0 * -0.0 (Inf * -0.0 = NaN).
+  const double want_two[4] = {-INFINITY, NAN, INFINITY, NAN};
+  for (bool serial : {true, false}) {
+    runtime::CompileOptions opts;
+    opts.serial_loops = serial;
+    Literal got = runtime::Executable::compile(device(), g, opts)->run_host({literal(DType::F32, {4}, {-1.0, 0.0, 1.0, -0.0})})[0];
+    for (int64_t k = 0; k < 4; ++k) {
+      const double x = want_two[k] / 0.0 * -0.0;
+      EXPECT_TRUE(bit_equal(x, ir::get_f64(got, k))) << (serial ? "serial" : "host") << " loop, element " << k << ": "
+                                                     << describe(ir::get_f64(got, k)) << ", want " << describe(x);
+    }
+  }
+}
+
+// The workaround itself: a special literal reaches the module only through the push-constant
+// zero (OR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
+// this device's code and in NVIDIA's; a normal literal stays a plain constant, and a module
+// without special literals declares no push constants.
+codegen::KernelBinary divide_by_literal(const std::string& value, uint32_t vendor) {
+  const std::string g = R"({"version": 1, "name": "d", "nodes": [
+      {"id": 0, "op": "parameter", "type": "f32", "shape": [4], "attrs": {"index": 0}},
+      {"id": 1, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": )" +
+                        value + R"(}},
+      {"id": 2, "op": "divide", "args": [0, 1], "type": "f32", "shape": [4]}], "outputs": [2]})";
+  runtime::CompileOptions opts;
+  opts.as_vendor = vendor;
+  return runtime::Executable::compile(device(), ir::parse_graph(g), opts)->kernels().at(0);
+}
+
+TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
+  for (uint32_t vendor : {0u, 0x10DEu}) {
+    for (const std::string special : {"0.0", "\"-0.0\"", "\"inf\"", "\"-inf\"", "\"nan\"", "1e-45"}) {
+      const auto k = divide_by_literal(special, vendor);
+      const std::string text = codegen::disassemble(k.spirv);
+      EXPECT_EQ(k.push_constant_bytes, 4u) << special;
+      EXPECT_NE(text.find("PushConstant"), std::string::npos) << special << "\n" << text;
+      EXPECT_NE(text.find("OpBitwiseOr"), std::string::npos) << special << "\n" << text;
+      EXPECT_EQ(text.find("= OpConstant %float "), std::string::npos) << special << ": a plain float constant\n" << text;
+    }
+    const auto plain = divide_by_literal("2.5", vendor);
+    EXPECT_EQ(plain.push_constant_bytes, 0u);
+    EXPECT_EQ(codegen::disassemble(plain.spirv).find("PushConstant"), std::string::npos);
+    EXPECT_NE(codegen::disassemble(plain.spirv).find("= OpConstant %float 2.5"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace nxv
