@@ -6,13 +6,12 @@
 // polynomial lengths are chosen for f64 (fdlibm and Cephes are the models), which makes
 // them more than accurate enough at f32.
 //
-// Accuracy (measured on lavapipe against the C library in long double,
-// unit_tests/codegen_math_test.cpp, 4000 random and 35 edge inputs each): exp, expm1, log,
-// atan, cbrt within 3 ulp; log1p, sigmoid, tan, sinh, cosh, tanh, asin, acos, asinh, acosh,
-// atanh within 4; sin, cos within 3 for |x| < 2^20 pi/2 (Cody–Waite reduction with a
-// three-part pi/2; beyond it an exact remainder by 2 pi only keeps results in range);
-// erf within 3 ulp, erfc within 6 (Cody's rational approximations), erf_inv within 16; pow within
-// 2 + |y log x| ulp, exactly rounded products for integer exponents up to 64.
+// Accuracy, measured per function over a sweep by unit_tests/codegen_math_test.cpp, is
+// tabulated in docs/math-accuracy.md: exp and expm1 within 1 ulp (their last step is
+// compensated), the others within 0.7-3 ulp, erfc 5.2 (Cody's rational approximations), pow
+// within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
+// sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
+// exact remainder by 2 pi keeps results in range.
 #include <cmath>
 #include <functional>
 #include <set>
@@ -113,11 +112,16 @@ struct M {
   double ln2_hi() { return wide() ? kLn2Hi : kLn2HiF; }
   double ln2_lo() { return wide() ? kLn2Lo : kLn2LoF; }
 
-  // x = k ln2 + r, |r| <= ln2/2, r in two parts (exact for |k| < 2^20), and e^r - 1 = r Q(r)
-  // kept apart from the 1 so that expm1 does not lose it to cancellation.
+  // x = k ln2 + r, |r| <= ln2/2, and e^r - 1 kept apart from the 1 so that expm1 does not lose
+  // it to cancellation. In f64, r is r + r_lo (the reduction's rounding error carried on) and
+  // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
+  // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
+  // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone.
   struct Reduced {
-    Id k;   // 32-bit; clamped where x is out of range (its result is replaced there)
-    Id em;  // e^r - 1
+    Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
+    Id r;
+    Id tail;  // f64: e^r - 1 - r; f32: 0 (r holds all of e^r - 1)
+    Id em;    // e^r - 1, rounded
   };
   // x is clamped to a little beyond where e^x overflows or underflows, where 2^k (1 + e^r - 1)
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
@@ -126,8 +130,27 @@ struct M {
   Reduced reduce_exp(Id x) {
     x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
-    Id r = fma(kf, c(-ln2_lo()), fma(kf, c(-ln2_hi()), x));
-    return {to_i32(kf), mul(r, poly(r, wide() ? kExpm1Q64 : kExpm1Q32))};
+    Id r_hi = fma(kf, c(-ln2_hi()), x);  // exact: k ln2_hi has trailing zeros, and x is near it
+    if (!wide()) {
+      Id r = fma(kf, c(-ln2_lo()), r_hi);
+      Id em = mul(r, poly(r, kExpm1Q32));
+      return {to_i32(kf), em, c(0), em};
+    }
+    Id lo = mul(kf, c(ln2_lo()));
+    Id r = exact(sub(r_hi, lo));
+    Id r_lo = exact(sub(exact(sub(r_hi, r)), lo));
+    std::vector<double> p(kExpm1Q64.begin() + 1, kExpm1Q64.end());  // (e^r - 1 - r) / r^2
+    Id tail = fma(mul(r, r), poly(r, p), r_lo);
+    // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
+    return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail)))};
+  }
+  // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
+  // |r| < 1), the small parts added to err first.
+  Id e_plus_one(const Reduced& red) {
+    if (!wide()) return add(c(1), red.em);
+    Id s = exact(add(c(1), red.r));
+    Id err = exact(add(exact(sub(c(1), s)), red.r));
+    return exact(add(s, exact(add(err, red.tail))));
   }
   // 2^n, for n in the normal exponent range: the exponent field alone (no ldexp, which
   // drivers expand into range checks), built in 32-bit words (GPUs emulate 64-bit integers).
@@ -149,20 +172,28 @@ struct M {
   // e^x 2^scale: a negative scale gives e^x / 2^-scale where e^x alone would overflow.
   Id exp(Id x, int scale = 0) {
     Reduced red = reduce_exp(x);
-    return sel(nan(x), x, scale2(add(c(1), red.em), red.k, scale));
+    return sel(nan(x), x, scale2(e_plus_one(red), red.k, scale));
   }
 
   // e^x - 1 = 2^k (e^r - 1 - (2^-k - 1)): where 2^-k - 1 is exact (-1 <= k <= significand bits)
   // the only rounding is that difference's (fdlibm's s_expm1), and -0 stays -0 at k = 0;
   // elsewhere e^x - 1 loses nothing.
+  // In f64, r + (1 - 2^-k) is summed exactly (TwoSum) and the tail added before the one
+  // rounding of consequence.
   Id expm1_near(const Reduced& red) {
     Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
-    return mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
+    if (!wide()) return mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
+    Id d = sub(c(1), pow2(minus_k));
+    Id s = exact(add(red.r, d));
+    Id bb = exact(sub(s, red.r));
+    Id err = exact(add(exact(sub(red.r, exact(sub(s, bb)))), exact(sub(d, bb))));
+    Id v = mul(exact(add(s, exact(add(err, red.tail)))), pow2(red.k));
+    return sel(eq(red.r, c(0)), red.r, v);  // ±0 (x = ±0) stays itself
   }
   Id expm1(Id x) {
     Reduced red = reduce_exp(x);
     Id near = expm1_near(red);
-    Id far = sub(scale2(add(c(1), red.em), red.k, 0), c(1));
+    Id far = sub(scale2(e_plus_one(red), red.k, 0), c(1));
     Id in_near = b().op(spv::OpLogicalAnd, e.boolean(),
                         {b().op(spv::OpSGreaterThanEqual, e.boolean(), {red.k, i32(-1)}),
                          b().op(spv::OpSLessThanEqual, e.boolean(), {red.k, i32(wide() ? 53 : 24)})});
