@@ -178,7 +178,21 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     if (op == "add") return normalize(b.op(spv::OpFAdd, rt, {a, c}), t);
     if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
     if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
-    if (op == "divide") return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
+    if (op == "divide") {
+      // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126]: beyond,
+      // NVIDIA's goes through a reciprocal that flushes to zero (bf16 inf / 3.39e38 gave NaN,
+      // 3.39e38 / 3.39e38 gave 0 on the H100). Both operands scaled by 2^-2 there: exact, and
+      // the quotient is the same.
+      if (register_bits(t) == 32) {
+        Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p126)});
+        Id s = select(t, big, constant(t, 0.25), constant(t, 1.0));
+        a = b.op(spv::OpFMul, rt, {a, s});
+        c = b.op(spv::OpFMul, rt, {c, s});
+        b.decorate(a, spv::DecorationNoContraction);
+        b.decorate(c, spv::DecorationNoContraction);
+      }
+      return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
+    }
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
       const DType ct = compute_type(t);
