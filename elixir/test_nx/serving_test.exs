@@ -59,7 +59,7 @@ defmodule Nx.Vulkan.ServingTest do
         send(parent, {:partition, opts[:device], opts[:timeout]})
 
         fn batch ->
-          send(parent, {:batch, batch.size, batch.pad})
+          send(parent, {:batch, batch.size, opts[:timeout]})
           Nx.Defn.jit_apply(&Model.predict/1, [Nx.Batch.pad(batch, batch_size - batch.size)], opts)
         end
       end,
@@ -140,8 +140,8 @@ defmodule Nx.Vulkan.ServingTest do
       result = Nx.Serving.batched_run(config.test, Nx.Batch.concatenate([x]))
       assert result.shape == {6, 3}
       assert_close(expected(x), result)
-      assert_receive {:batch, 4, 0}
-      assert_receive {:batch, 2, 0}
+      assert_receive {:batch, 4, _}
+      assert_receive {:batch, 2, _}
     end
 
     test "concurrent callers each get their rows", config do
@@ -220,6 +220,10 @@ defmodule Nx.Vulkan.ServingTest do
           timeout: 30_000
         )
         |> Enum.map(fn {:ok, result} -> result end)
+
+      # Nx.Serving hands batches to the partitions in turn: both ran some.
+      assert_received {:batch, 2, 120_001}
+      assert_received {:batch, 2, 120_002}
 
       for {x, result} <- results do
         assert %Nx.Vulkan.Backend{device: device} = result.data
