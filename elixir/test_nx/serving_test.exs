@@ -296,8 +296,13 @@ defmodule Nx.Vulkan.ServingTest do
 
     setup do
       case start_peer() do
-        {:ok, peer, node} ->
-          on_exit(fn -> :peer.stop(peer) end)
+        {:ok, peer, node, started?} ->
+          on_exit(fn ->
+            :peer.stop(peer)
+            # the test node goes back to non-distributed if this test made it distributed
+            if started?, do: Node.stop()
+          end)
+
           %{node: node}
 
         {:error, reason} ->
@@ -331,7 +336,7 @@ defmodule Nx.Vulkan.ServingTest do
   defp start_peer do
     with true <- Code.ensure_loaded?(:peer) || {:error, :no_peer_module},
          {_, 0} <- System.cmd("epmd", ["-daemon"]),
-         :ok <- ensure_distributed() do
+         {:ok, started?} <- ensure_distributed() do
       name = :"nxv_serving_#{System.unique_integer([:positive])}@127.0.0.1"
 
       {:ok, peer, node} =
@@ -349,7 +354,7 @@ defmodule Nx.Vulkan.ServingTest do
 
       {:ok, _} = :erpc.call(node, :application, :ensure_all_started, [:nx])
       {:ok, _} = :erpc.call(node, :application, :ensure_all_started, [:nx_vulkan])
-      {:ok, peer, node}
+      {:ok, peer, node, started?}
     else
       {:error, _} = error -> error
       other -> {:error, other}
@@ -358,10 +363,10 @@ defmodule Nx.Vulkan.ServingTest do
 
   defp ensure_distributed do
     if Node.alive?() do
-      :ok
+      {:ok, false}
     else
       case Node.start(:"nxv_primary@127.0.0.1", :longnames) do
-        {:ok, _} -> :ok
+        {:ok, _} -> {:ok, true}
         {:error, reason} -> {:error, reason}
       end
     end
