@@ -16,6 +16,13 @@ defmodule Nx.Vulkan do
     * `:pipeline` - pass names to compile with (default: the runtime's pipeline)
     * `:output` - `:device` (default) or `:host` (`Nx.BinaryBackend` tensors)
     * `:cache` - `false` to trace and compile on every call
+    * `:devices` - which devices `__partitions_options__/1` (`Nx.Serving`'s
+      `partitions: true`) partitions over: see `Nx.Vulkan.Device.partitions/2`
+
+  An executable runs on the device its options select. An argument that is a tensor of
+  another `VkDevice` (`Nx.Vulkan.Device.key/1`) is copied to this one through the host
+  first, and the copy reported as a `[:nx_vulkan, :transfer]` event; the argument stays on
+  its device.
 
   ## Telemetry
 
@@ -23,6 +30,8 @@ defmodule Nx.Vulkan do
       `:total_time` (µs); metadata `:key`
     * `[:nx_vulkan, :run]` - measurements `:total_time` (µs), `:wall_ms`, `:device_ms`,
       `:dispatches`, `:submits`; metadata `:key`
+    * `[:nx_vulkan, :transfer]` - measurements `:bytes`; metadata `:from`, `:to` (device
+      configurations): an argument copied from another device before a run
   """
 
   @behaviour Nx.Defn.Compiler
@@ -126,13 +135,17 @@ defmodule Nx.Vulkan do
   end
 
   @impl true
-  def __partitions_options__(opts), do: [opts]
+  def __partitions_options__(opts) do
+    Device.partitions(opts, devices())
+  end
 
   # The backend of the tensors a jit returns: Nx.Defn.to_backend/1 and libraries (Axon,
   # Nx.Random) create tensors there to match them.
   @impl true
   def __to_backend__(opts) do
-    if Keyword.get(opts, :output) == :host, do: {Nx.BinaryBackend, []}, else: {Nx.Vulkan.Backend, Device.config(opts)}
+    if Keyword.get(opts, :output) == :host,
+      do: {Nx.BinaryBackend, []},
+      else: {Nx.Vulkan.Backend, Device.config(opts)}
   end
 
   # Nx <= 0.9 declares __stream__/7, Nx 0.10 neither, Nx >= 0.11 the optional __shard_jit__/6.
@@ -228,7 +241,12 @@ defmodule Nx.Vulkan do
             end
           end)
 
-        measurements = %{eval_time: eval_time, compile_time: compile_time, total_time: eval_time + compile_time}
+        measurements = %{
+          eval_time: eval_time,
+          compile_time: compile_time,
+          total_time: eval_time + compile_time
+        }
+
         :telemetry.execute([:nx_vulkan, :compile], measurements, %{key: key})
         %{exe: exe, used: used, template: Nx.to_template(expr), hooks: hooks}
     end
@@ -270,7 +288,7 @@ defmodule Nx.Vulkan do
 
   defp run(%{exe: exe, used: used, template: template, hooks: hooks}, args, key, config, output) do
     args = List.to_tuple(args)
-    inputs = Enum.map(used, &to_input(elem(args, &1)))
+    inputs = Enum.map(used, &to_input(elem(args, &1), config))
     mode = if output == :host, do: :binaries, else: :buffers
 
     {time, {results, stats}} = :timer.tc(fn -> Error.unwrap!(Native.run(exe, inputs, mode)) end)
@@ -295,13 +313,28 @@ defmodule Nx.Vulkan do
   end
 
   defp to_device(fun, config) when is_function(fun, 0), do: to_device(fun.(), config)
-  defp to_device(%T{data: %Nx.Vulkan.Backend{}} = t, _config), do: t
+
+  defp to_device(%T{data: %Nx.Vulkan.Backend{device: from}} = t, config) do
+    if Device.same?(from, config), do: t, else: Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
+  end
+
   defp to_device(%T{} = t, config), do: Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
 
-  defp to_input(fun) when is_function(fun, 0), do: to_input(fun.())
-  defp to_input(%T{data: %Nx.Vulkan.Backend{buffer: buffer}}), do: buffer
+  defp to_input(fun, config) when is_function(fun, 0), do: to_input(fun.(), config)
 
-  defp to_input(%T{} = t) do
+  defp to_input(%T{data: %Nx.Vulkan.Backend{buffer: buffer, device: from}} = t, config) do
+    if Device.same?(from, config) do
+      buffer
+    else
+      # A tensor of another VkDevice: copied through the host, never bound to this one's
+      # descriptor sets. The tensor itself stays where it is.
+      %T{data: %Nx.Vulkan.Backend{buffer: copy}} = Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
+      :telemetry.execute([:nx_vulkan, :transfer], %{bytes: Nx.byte_size(t)}, %{from: from, to: config})
+      copy
+    end
+  end
+
+  defp to_input(%T{} = t, _config) do
     t = Nx.devectorize(t)
     {type, dims} = IR.stored_type(t.type, t.shape)
     {type, dims, Nx.to_binary(t)}

@@ -46,6 +46,101 @@ defmodule Nx.Vulkan.Device do
     end
   end
 
+  @doc """
+  The identity of the `VkDevice` the configuration `opts` select: `{index, cache_dir,
+  timeout}`, as the runtime caches devices. Two configurations with the same key (`device:
+  ""` and `device: "0"` where the runtime picks device 0) share one `VkDevice` and its
+  buffers; two with different keys do not, even on one physical device (another `:timeout`
+  opens it again).
+  """
+  def key(opts) do
+    config = config(opts)
+
+    case :persistent_term.get({__MODULE__, :key, config}, nil) do
+      nil ->
+        index = Nx.Vulkan.Error.unwrap!(Nx.Vulkan.Native.device_info(get!(config))).index
+        key = {index, to_string(config[:cache_dir]), config[:timeout]}
+        :persistent_term.put({__MODULE__, :key, config}, key)
+        key
+
+      key ->
+        key
+    end
+  end
+
+  @doc "Whether the configurations `a` and `b` select the same `VkDevice` (see `key/1`)."
+  def same?(a, b), do: config(a) == config(b) or key(a) == key(b)
+
+  @doc """
+  The partitions `Nx.Vulkan.__partitions_options__/1` makes of `opts`: one option list per
+  selected device, each with `:device` set to that device's index (a string) and without
+  `:devices`. `devices` is the device list (`Nx.Vulkan.Native.list_devices/0`'s maps with
+  `:index`, `:name` and `:type`).
+
+    * `:devices` - `:all`, or a list whose entries are an index, part of a device name, or a
+      keyword list of device options (`:device`, `:cache_dir`, `:timeout`) for that partition
+    * else `:device`, if given: that one device
+    * else every device that is not a CPU device (lavapipe) when there is one, otherwise
+      the default device (the `:nx_vulkan` application's `:device`)
+  """
+  def partitions(opts, devices) do
+    {selected, opts} = Keyword.pop(opts, :devices)
+
+    selected =
+      cond do
+        selected == :all ->
+          Enum.map(devices, & &1.index)
+
+        is_list(selected) and selected != [] ->
+          selected
+
+        selected != nil ->
+          raise ArgumentError, ":devices must be :all or a non-empty list, got: #{inspect(selected)}"
+
+        Keyword.has_key?(opts, :device) ->
+          [opts[:device]]
+
+        true ->
+          default_partitions(devices)
+      end
+
+    for entry <- selected do
+      entry = if Keyword.keyword?(entry) and entry != [], do: entry, else: [device: entry]
+      index = resolve!(Keyword.fetch!(entry, :device), devices)
+      Keyword.merge(opts, Keyword.put(entry, :device, Integer.to_string(index)))
+    end
+  end
+
+  defp default_partitions(devices) do
+    case Enum.reject(devices, &(&1.type == "cpu")) do
+      [] -> [Application.fetch_env!(:nx_vulkan, :device)]
+      gpus -> Enum.map(gpus, & &1.index)
+    end
+  end
+
+  # An index, or part of a name (case-insensitive), to an index, as the runtime matches them;
+  # "" is the runtime's choice ($NXV_DEVICE, else the first device).
+  defp resolve!(selector, devices) do
+    selector = to_string(selector)
+    selector = if selector == "", do: System.get_env("NXV_DEVICE", ""), else: selector
+
+    found =
+      cond do
+        selector == "" -> List.first(devices)
+        selector =~ ~r/^[0-9]+$/ -> Enum.find(devices, &(&1.index == String.to_integer(selector)))
+        true -> Enum.find(devices, &String.contains?(String.downcase(&1.name), String.downcase(selector)))
+      end
+
+    case found do
+      %{index: index} ->
+        index
+
+      nil ->
+        names = Enum.map_join(devices, ", ", &"#{&1.index}: #{&1.name}")
+        raise ArgumentError, "no Vulkan device matches #{inspect(selector)}; devices: #{names}"
+    end
+  end
+
   @doc "Bytes of device memory held by live buffers."
   def memory_in_use(opts \\ []), do: Nx.Vulkan.Error.unwrap!(Nx.Vulkan.Native.bytes_in_use(get!(opts)))
 end

@@ -7,6 +7,12 @@ defmodule Nx.Vulkan.Backend do
 
   Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`).
 
+  A tensor carries its device configuration. `Nx.backend_transfer/2` and
+  `Nx.backend_copy/2` to another device copy it through the host (a transfer frees the
+  source); to a configuration of the same `VkDevice` (`Nx.Vulkan.Device.key/1`) a transfer
+  keeps the buffer. An operation on tensors of several devices runs on the first one's
+  device, the others copied there (`Nx.Vulkan`'s `[:nx_vulkan, :transfer]` event).
+
   Eager operations run on the device as one-node graphs through `Nx.Vulkan`:
   each callback applies the same `Nx.Defn.Expr` callback to its arguments under
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
@@ -60,9 +66,9 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def backend_transfer(%T{data: %__MODULE__{device: config}} = t, backend, opts) do
-    if backend == __MODULE__ and Device.config(opts) == config do
-      t
+  def backend_transfer(%T{data: %__MODULE__{device: config} = data} = t, backend, opts) do
+    if backend == __MODULE__ and Device.same?(opts, config) do
+      %{t | data: %{data | device: Device.config(opts)}}
     else
       try do
         backend_copy(t, backend, opts)
