@@ -179,19 +179,37 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
     if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
     if (op == "divide") {
-      // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126]: beyond,
-      // NVIDIA's goes through a reciprocal that flushes to zero (bf16 inf / 3.39e38 gave NaN,
-      // 3.39e38 / 3.39e38 gave 0 on the H100). Both operands scaled by 2^-2 there: exact, and
-      // the quotient is the same.
+      // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126], and
+      // NVIDIA's goes through a reciprocal that loses its precision near the bottom of the
+      // normal range and flushes below it (on the H100, bf16 inf / 3.39e38 gave NaN and
+      // 3.39e38 / 3.39e38 gave 0, then 0.996 with the divisor scaled to just below 2^126).
+      // Divisors above 2^120 scale both operands by 2^-8 first: exact, the same quotient
+      // (a dividend made subnormal only where the quotient is far below the normal range).
       if (register_bits(t) == 32) {
-        Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p126)});
-        Id s = select(t, big, constant(t, 0.25), constant(t, 1.0));
+        Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p120)});
+        Id s = select(t, big, constant(t, 0x1p-8), constant(t, 1.0));
         a = b.op(spv::OpFMul, rt, {a, s});
         c = b.op(spv::OpFMul, rt, {c, s});
         b.decorate(a, spv::DecorationNoContraction);
         b.decorate(c, spv::DecorationNoContraction);
       }
-      return normalize(b.op(spv::OpFDiv, rt, {a, c}), t);
+      Id q = b.op(spv::OpFDiv, rt, {a, c});
+      if (register_bits(t) == 32) {
+        // Vulkan allows OpFDiv 2.5 ulp, and NVIDIA's is not correctly rounded (x / x gave
+        // 0.99999994, which Nx's truncation to bf16 makes 0.996): one correction by the exact
+        // residual a - q c rounds it as IEEE does. Not where q is ±0 (its sign) or the
+        // correction is not finite (q infinite or NaN).
+        Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
+        Id corr = b.op(spv::OpFDiv, rt, {r, c});
+        Id finite = b.op(spv::OpLogicalNot, boolean(),
+                         {b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpIsNan, boolean(), {corr}), b.op(spv::OpIsInf, boolean(), {corr})})});
+        Id magnitude = b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {q}), u32c(0x7FFFFFFF)});
+        Id use = b.op(spv::OpLogicalAnd, boolean(), {finite, b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)})});
+        Id fixed = b.op(spv::OpFAdd, rt, {q, corr});
+        b.decorate(fixed, spv::DecorationNoContraction);
+        q = select(t, use, fixed, q);
+      }
+      return normalize(q, t);
     }
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
