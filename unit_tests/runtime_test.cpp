@@ -47,12 +47,27 @@ std::vector<float> floats(const HostTensor& t) {
 }
 
 // The reference: the same arithmetic in plain C++ (exp in double, rounded, as Nx does).
+float exp_mul_add_at(const std::vector<float>& x, const std::vector<float>& y, size_t i) {
+  return float(std::exp(double(x[i]))) * y[i] + x[i];
+}
+
+bool near_exp_mul_add(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& got, size_t i) {
+  const float want = exp_mul_add_at(x, y, i);
+  return std::fabs(got[i] - want) <= 1e-5f * (1 + std::fabs(want));
+}
+
 void expect_exp_mul_add(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& got) {
   ASSERT_EQ(got.size(), x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    float want = float(std::exp(double(x[i]))) * y[i] + x[i];
-    EXPECT_NEAR(got[i], want, 1e-5f * (1 + std::fabs(want))) << "at " << i;
-  }
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_TRUE(near_exp_mul_add(x, y, got, i)) << "at " << i << ": " << got[i] << ", want " << exp_mul_add_at(x, y, i);
+}
+
+// For threads: whether every element matches (gtest's assertions report from the main thread).
+bool all_near_exp_mul_add(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& got) {
+  if (got.size() != x.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!near_exp_mul_add(x, y, got, i)) return false;
+  return true;
 }
 
 std::vector<float> random_floats(size_t n, unsigned seed) {
@@ -307,13 +322,7 @@ TEST(Runtime, ThreadsCompilingAtOnceCreateEachPipelineOnce) {
         g.name = "thread" + std::to_string(t);  // another executable, the same kernels
         auto x = random_floats(n, t), y = random_floats(n, t + 50);
         auto got = floats(Executable::compile(dev, g)->run_host({f32_tensor(x), f32_tensor(y)})[0]);
-        for (size_t k = 0; k < x.size(); ++k) {
-          float want = float(std::exp(double(x[k]))) * y[k] + x[k];
-          if (std::fabs(got[k] - want) > 1e-5f * (1 + std::fabs(want))) {
-            ++failures;
-            break;
-          }
-        }
+        if (!all_near_exp_mul_add(x, y, got)) ++failures;
       }
     });
   for (auto& th : threads) th.join();
@@ -346,13 +355,7 @@ TEST(Runtime, ManyThreadsRunGraphsAtOnce) {
       for (int i = 0; i < 10; ++i) {
         auto x = random_floats(513, t * 100 + i), y = random_floats(513, t * 100 + i + 50);
         auto got = floats(exe->run_host({f32_tensor(x), f32_tensor(y)})[0]);
-        for (size_t k = 0; k < x.size(); ++k) {
-          float want = float(std::exp(double(x[k]))) * y[k] + x[k];
-          if (std::fabs(got[k] - want) > 1e-5f * (1 + std::fabs(want))) {
-            ++failures;
-            break;
-          }
-        }
+        if (!all_near_exp_mul_add(x, y, got)) ++failures;
       }
     });
   for (auto& th : threads) th.join();

@@ -580,26 +580,33 @@ TEST(SpecialValues, Dot) {
 
 // Casts between float types, and from floats to integers (truncation toward zero,
 // saturating, NaN → 0: docs/ir.md, as XLA; Nx.BinaryBackend raises there).
+// `as_type` of every value in v from `from` to `to`: kind 0 as a tensor, 1 as literals the
+// device converts, 2 as literals the compiler's passes fold on the host.
+Literal cast_values(DType from, DType to, int kind, const std::vector<double>& v) {
+  const int64_t n = int64_t(v.size());
+  GraphText gt;
+  std::vector<int> results;
+  if (kind > 0) {
+    for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
+  } else {
+    results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
+  }
+  auto g = gt.graph("cast", {kind > 0 ? gt.stack(results, to, {}) : results[0]});
+  if (kind == 2) return run(g, {})[0];
+  return kind == 1 ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+}
+
 TEST(SpecialValues, Casts) {
   const std::vector<DType> ints = {DType::S8, DType::U8, DType::S32, DType::U32, DType::S64, DType::U64};
   for (DType from : kFloats) {
     SKIP_UNLESS_SUPPORTED(from);
     const std::vector<double> v = special_values(from);
-    const int64_t n = int64_t(v.size());
     for (DType to : kFloats) {
       if (to == DType::F64 && !device()->info().caps.float64) continue;
       if (to == from) continue;
-      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+      for (int kind : {0, 1, 2}) {
         const bool lit = kind > 0;
-        GraphText gt;
-        std::vector<int> results;
-        if (lit) {
-          for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
-        } else {
-          results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
-        }
-        auto g = gt.graph("cast", {lit ? gt.stack(results, to, {}) : results[0]});
-        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        Literal got = cast_values(from, to, kind, v);
         Report r{"as_type", from, std::string(kind == 2 ? "literal (constant-folded)" : lit ? "literal" : "tensor") + " to " + ir::dtype_name(to), {}};
         for (size_t k = 0; k < v.size(); ++k)
           r.expect(describe(v[k]), round_to(to, v[k]), ir::get_f64(got, int64_t(k)), Check::Exact, true,
@@ -618,17 +625,9 @@ TEST(SpecialValues, Casts) {
           return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
         return int64_t(std::trunc(x));
       };
-      for (int kind : {0, 1, 2}) {  // a tensor, literals on the device, literals folded on the host
+      for (int kind : {0, 1, 2}) {
         const bool lit = kind > 0;
-        GraphText gt;
-        std::vector<int> results;
-        if (lit) {
-          for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
-        } else {
-          results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
-        }
-        auto g = gt.graph("cast_int", {lit ? gt.stack(results, to, {}) : results[0]});
-        Literal got = kind == 2 ? run(g, {})[0] : lit ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
+        Literal got = cast_values(from, to, kind, v);
         for (size_t k = 0; k < v.size(); ++k)
           EXPECT_EQ(ir::get_i64(got, int64_t(k)), want(v[k]))
               << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
