@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/emitter.h"
+#include "codegen/targets/launch.h"
 
 namespace nxv::codegen {
 
@@ -194,11 +195,11 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
         b.decorate(c, spv::DecorationNoContraction);
       }
       Id q = b.op(spv::OpFDiv, rt, {a, c});
-      if (register_bits(t) == 32) {
-        // Vulkan allows OpFDiv 2.5 ulp, and NVIDIA's is not correctly rounded (x / x gave
-        // 0.99999994, which Nx's truncation to bf16 makes 0.996): one correction by the exact
-        // residual a - q c rounds it as IEEE does. Not where q is ±0 (its sign) or the
-        // correction is not finite (q infinite or NaN).
+      if (register_bits(t) == 32 && corrects_f32_division(caps)) {
+        // One correction by the exact residual a - q c rounds the quotient as IEEE does
+        // (codegen/targets/launch.h; NVIDIA's x / x gave 0.99999994, which Nx's truncation to
+        // bf16 makes 0.996). Not where q is ±0 (its sign) or the correction is not finite (q
+        // infinite or NaN).
         Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
         Id corr = b.op(spv::OpFDiv, rt, {r, c});
         Id finite = b.op(spv::OpLogicalNot, boolean(),

@@ -44,6 +44,8 @@ bool tile_transposes(const DeviceCaps& caps) { return caps.vendor_id != 0x10005;
 
 bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 && caps.float64; }
 
+bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
+
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   switch (caps.vendor_id) {
     case 0x10005: return launch_lavapipe(caps, k);

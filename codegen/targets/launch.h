@@ -50,6 +50,12 @@ bool tile_transposes(const DeviceCaps& caps);
 // fraction of its f32 rate, which a dot product would pay in full.
 bool computes_f32_in_f64(const DeviceCaps& caps);
 
+// Whether a 32-bit float division takes one correction by its exact residual (a fused
+// multiply-add) to be correctly rounded: Vulkan allows OpFDiv 2.5 ulp and GPUs use it
+// (NVIDIA's x / x gave 0.99999994). Not on lavapipe, whose division is the CPU's, already
+// correctly rounded, and whose Fma need not be fused.
+bool corrects_f32_division(const DeviceCaps& caps);
+
 // The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup (a warp,
 // a wave, a SIMD row of lavapipe's lanes).
 uint32_t serial_workgroup_size(const DeviceCaps& caps);
