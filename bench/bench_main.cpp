@@ -2,6 +2,7 @@
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
 //             [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]
+//   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output
 // once) instead of the built-in workloads: how to time one op or variant of a kernel.
@@ -9,6 +10,12 @@
 // Inputs live on the device before timing starts, so the figures are the graph's own cost:
 // `device` is GPU time between the first and last dispatch (timestamp queries), `wall` the
 // whole run() call including submission and the fence wait.
+//
+// --serve measures batched inference throughput as Nx.Serving with one partition per device
+// drives it: an MLP 784-512-512-10 (f32, softmax) with its weights resident on each device,
+// one host thread per device uploading a batch, running it and reading the result back, for
+// SECONDS. Listing devices 0,1 gives the 2-GPU figure; a selector may repeat (0,0 opens the
+// device twice). bench/serving_bench.exs is the same measurement through Elixir.
 //
 // Warm-up runs for at least --warmup-ms as well as --warmup runs: GPUs drop to their idle
 // clock while the host prepares inputs and take a few hundred ms of load to boost again, and
@@ -22,7 +29,9 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/workloads.h"
@@ -43,6 +52,9 @@ struct Options {
   std::string device;
   std::string json_path;
   std::vector<std::string> graphs;
+  double serve_seconds = 0;
+  std::vector<std::string> devices = {""};
+  int64_t batch = 64;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -81,13 +93,22 @@ Options parse(int argc, char** argv) {
       o.filter = value();
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--serve") {
+      o.serve_seconds = std::stod(value());
+    } else if (a == "--devices") {
+      o.devices.clear();
+      std::stringstream list(value());
+      for (std::string sel; std::getline(list, sel, ',');) o.devices.push_back(sel);
+    } else if (a == "--batch") {
+      o.batch = std::stoll(value());
     } else if (a == "--graph") {
       o.graphs.push_back(value());
     } else if (a == "--json") {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]");
+                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]\n"
+                "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
       usage_error("unknown argument " + a);
@@ -114,10 +135,6 @@ ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
   return lit;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 bench::Workload graph_workload(const std::string& path) {
   ir::Graph g = ir::read_graph_file(path);
@@ -137,10 +154,101 @@ struct Row {
   double compile_ms, wall_ms, device_ms, gbps;
 };
 
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+int serve(const Options& o) {
+  const ir::DType t = ir::DType::F32;
+  bench::Workload w = bench::mlp_inference(t, o.batch, {784, 512, 512, 10});
+  struct Partition {
+    std::shared_ptr<runtime::Device> dev;
+    std::shared_ptr<runtime::Executable> exe;
+    std::vector<runtime::BufferPtr> weights;
+    std::vector<double> latency_ms;
+  };
+  std::vector<Partition> parts(o.devices.size());
+  std::mt19937_64 rng(42);
+  const auto& in_types = w.graph.node(0).results;  // the batch is parameter 0
+  ir::Literal batch = random_input(in_types[0], rng);
+  for (size_t d = 0; d < parts.size(); ++d) {
+    runtime::RuntimeOptions ro;
+    ro.device = o.devices[d];
+    auto& p = parts[d];
+    p.dev = runtime::Device::open(ro);
+    p.exe = runtime::Executable::compile(p.dev, w.graph);
+    for (size_t k = 1; k < p.exe->input_types().size(); ++k) {
+      auto lit = random_input(p.exe->input_types()[k], rng);
+      p.weights.push_back(p.dev->upload(lit.type, lit.data.data(), lit.data.size()));
+    }
+    std::printf("partition %zu: %s (%s)\n", d, p.dev->info().name.c_str(), p.dev->info().type.c_str());
+  }
+  const auto& out_type = parts[0].exe->output_types()[0];
+  auto one_batch = [&](Partition& p, std::vector<uint8_t>& result) {
+    std::vector<runtime::BufferPtr> inputs{p.dev->upload(batch.type, batch.data.data(), batch.data.size())};
+    inputs.insert(inputs.end(), p.weights.begin(), p.weights.end());
+    auto outs = p.exe->run(inputs);
+    p.dev->download(*outs[0], result.data(), result.size());
+  };
+  for (auto& p : parts) {  // compile-time effects and clock ramp-up stay out of the figure
+    std::vector<uint8_t> result(out_type.byte_size());
+    auto w0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < o.warmup_ms)
+      one_batch(p, result);
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + std::chrono::duration<double>(o.serve_seconds);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(parts.size());
+  for (size_t d = 0; d < parts.size(); ++d)
+    threads.emplace_back([&, d] {
+      try {
+        std::vector<uint8_t> result(out_type.byte_size());
+        while (std::chrono::steady_clock::now() < deadline) {
+          auto t0 = std::chrono::steady_clock::now();
+          one_batch(parts[d], result);
+          parts[d].latency_ms.push_back(
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+      } catch (const std::exception& e) {
+        errors[d] = e.what();
+      }
+    });
+  for (auto& th : threads) th.join();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t d = 0; d < parts.size(); ++d)
+    if (!errors[d].empty()) throw std::runtime_error("partition " + std::to_string(d) + ": " + errors[d]);
+  std::vector<double> all;
+  for (const auto& p : parts) all.insert(all.end(), p.latency_ms.begin(), p.latency_ms.end());
+  double batches = static_cast<double>(all.size());
+  std::printf("serve %s: %zu partition(s), batch %lld, %.1f s: %.0f rows/s, %.1f batches/s, latency p50 %.3f ms, "
+              "p99 %.3f ms\n",
+              w.name.c_str(), parts.size(), static_cast<long long>(o.batch), secs, batches * o.batch / secs,
+              batches / secs, percentile(all, 0.5), percentile(all, 0.99));
+  if (!o.json_path.empty()) {
+    nlohmann::json devs = nlohmann::json::array(), per = nlohmann::json::array();
+    for (const auto& p : parts) {
+      devs.push_back(p.dev->info().name);
+      per.push_back(p.latency_ms.size());
+    }
+    std::ofstream(o.json_path) << nlohmann::json{{"workload", w.name},          {"devices", devs},
+                                                 {"batch", o.batch},           {"seconds", secs},
+                                                 {"rows_per_s", batches * o.batch / secs},
+                                                 {"batches_per_partition", per},
+                                                 {"p50_ms", percentile(all, 0.5)},
+                                                 {"p99_ms", percentile(all, 0.99)}}
+                                      .dump(2)
+                               << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
+  if (o.serve_seconds > 0) return serve(o);
   runtime::RuntimeOptions ro;
   ro.device = o.device;
   auto dev = runtime::Device::open(ro);
@@ -187,7 +295,7 @@ int main(int argc, char** argv) try {
       device.push_back(st.device_ms);
     }
     Row r{w.name, ir::dtype_name(t), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
-          median(wall), median(device), 0};
+          percentile(wall, 0.5), percentile(device, 0.5), 0};
     double secs = (r.device_ms > 0 ? r.device_ms : r.wall_ms) / 1e3;
     r.gbps = w.min_bytes / secs / 1e9;
     rows.push_back(r);

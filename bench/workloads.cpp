@@ -82,15 +82,20 @@ Workload row_sum(DType t, int64_t side) {
   return {"rowsum", t, w.finish({s}), bytes(side * side + side, t)};
 }
 
+// Softmax over the last axis of a matrix, max-subtracted as Nx's users write it.
+NodeId row_softmax(GraphWriter& w, NodeId x, DType t) {
+  int64_t rows = w.shape(x)[0], cols = w.shape(x)[1];
+  json keep = {{"axes", {1}}, {"keep_axes", true}};
+  NodeId m = w.node("reduce_max", {x}, t, {rows, 1}, keep);
+  NodeId e = w.node("exp", {w.node("subtract", {x, m}, t, {rows, cols})}, t, {rows, cols});
+  NodeId s = w.node("sum", {e}, t, {rows, 1}, keep);
+  return w.node("divide", {e, s}, t, {rows, cols});
+}
+
 Workload softmax(DType t, int64_t side) {
   GraphWriter w("softmax");
   NodeId x = w.param(0, t, {side, side});
-  json keep = {{"axes", {1}}, {"keep_axes", true}};
-  NodeId m = w.node("reduce_max", {x}, t, {side, 1}, keep);
-  NodeId e = w.node("exp", {w.node("subtract", {x, m}, t, {side, side})}, t, {side, side});
-  NodeId s = w.node("sum", {e}, t, {side, 1}, keep);
-  NodeId out = w.node("divide", {e, s}, t, {side, side});
-  return {"softmax", t, w.finish({out}), 2 * bytes(side * side, t)};
+  return {"softmax", t, w.finish({row_softmax(w, x, t)}), 2 * bytes(side * side, t)};
 }
 
 Workload transpose(DType t, int64_t side) {
@@ -117,7 +122,32 @@ Workload leapfrog(DType t, int64_t d, int steps = 32) {
   return {"leapfrog_d" + std::to_string(d), t, w.finish({q, p}), 4 * bytes(d, t)};
 }
 
+// One dense layer x·w + b of a batch of rows, as Nx.Defn.Expr gives it: `dot` contracting
+// x's last axis with w's first, the bias broadcast over the batch.
+NodeId dense(GraphWriter& w, NodeId x, NodeId weight, NodeId bias, DType t) {
+  int64_t rows = w.shape(x)[0], cols = w.shape(weight)[1];
+  NodeId xw = w.node("dot", {x, weight}, t, {rows, cols},
+                     {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
+                      {"batch_axes2", json::array()}});
+  NodeId b = w.node("broadcast", {bias}, t, {rows, cols}, {{"shape", {rows, cols}}, {"axes", {1}}});
+  return w.ew("add", {xw, b}, t);
+}
+
 }  // namespace
+
+Workload mlp_inference(DType t, int64_t batch, const std::vector<int64_t>& widths) {
+  GraphWriter w("mlp_infer");
+  NodeId h = w.param(0, t, {batch, widths[0]});
+  uint64_t moved = bytes(batch * (widths[0] + widths.back()), t);
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    NodeId weight = w.param(int(2 * l + 1), t, {widths[l], widths[l + 1]});
+    NodeId bias = w.param(int(2 * l + 2), t, {widths[l + 1]});
+    moved += bytes(widths[l] * widths[l + 1] + widths[l + 1], t);
+    h = dense(w, h, weight, bias, t);
+    if (l + 2 < widths.size()) h = w.ew("max", {h, w.scalar(0, t)}, t);
+  }
+  return {"mlp_infer", t, w.finish({row_softmax(w, h, t)}), moved};
+}
 
 std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const std::vector<int64_t>& leapfrog_dims) {
   std::vector<Workload> ws;

@@ -23,4 +23,8 @@ struct Workload {
 std::vector<Workload> make_workloads(ir::DType dtype, int64_t flat_elems, int64_t square_side,
                                      const std::vector<int64_t>& leapfrog_dims);
 
+// A softmax classifier's forward pass, `widths` = {inputs, hidden..., classes}, ReLU between
+// layers; parameters are the batch, then each layer's weight and bias.
+Workload mlp_inference(ir::DType dtype, int64_t batch, const std::vector<int64_t>& widths);
+
 }  // namespace nxv::bench

@@ -32,6 +32,8 @@ uint64_t size_class(uint64_t bytes) {
 
 BufferImpl::~BufferImpl() { dev_->release(alloc_, type_.byte_size()); }
 
+const Device& BufferImpl::device() const { return *dev_; }
+
 DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
     : instance_(instance), phys_(phys), info_(std::move(info)), opts_(std::move(opts)) {
   uint32_t n = 0;
@@ -258,6 +260,25 @@ void DeviceImpl::release(const Allocation& a, uint64_t bytes) {
   free_.emplace(a.capacity, a);
 }
 
+Allocation DeviceImpl::acquire_staging(uint64_t bytes) {
+  uint64_t cap = size_class(bytes);
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    auto it = staging_free_.find(cap);
+    if (it != staging_free_.end()) {
+      Allocation a = it->second;
+      staging_free_.erase(it);
+      return a;
+    }
+  }
+  return allocate_memory(cap, true);
+}
+
+void DeviceImpl::release_staging(const Allocation& a) {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  staging_free_.emplace(a.capacity, a);
+}
+
 void DeviceImpl::free_raw(const Allocation& a) {
   if (a.mapped) vkUnmapMemory(device_, a.memory);
   vkDestroyBuffer(device_, a.buffer, nullptr);
@@ -269,6 +290,7 @@ void DeviceImpl::trim() {
   {
     std::lock_guard<std::mutex> lock(pool_mutex_);
     idle.swap(free_);
+    idle.merge(staging_free_);
   }
   for (auto& [cap, a] : idle) free_raw(a);
 }
@@ -290,7 +312,7 @@ BufferPtr DeviceImpl::upload(const ir::TensorType& type, const void* data, size_
     std::memcpy(a.mapped, data, bytes);
     return buf;
   }
-  Allocation staging = allocate_memory(size_class(bytes), true);
+  Allocation staging = acquire_staging(bytes);
   std::memcpy(staging.mapped, data, bytes);
   try {
     submit([&](VkCommandBuffer cb, SubmitContext&) {
@@ -298,14 +320,19 @@ BufferPtr DeviceImpl::upload(const ir::TensorType& type, const void* data, size_
       vkCmdCopyBuffer(cb, staging.buffer, a.buffer, 1, &region);
     });
   } catch (...) {
-    free_raw(staging);
+    release_staging(staging);
     throw;
   }
-  free_raw(staging);
+  release_staging(staging);
   return buf;
 }
 
 void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
+  if (&b.device() != this)
+    throw Error(Error::Kind::InvalidArgument, "download from device " + std::to_string(info().index) + " (" +
+                                                  info().name + ") of a buffer that lives on device " +
+                                                  std::to_string(b.device().info().index) + " (" +
+                                                  b.device().info().name + ")");
   const auto& a = static_cast<const BufferImpl&>(b).alloc();
   if (bytes > b.bytes())
     throw Error(Error::Kind::InvalidArgument, "download of " + std::to_string(bytes) + " bytes from a buffer of " +
@@ -315,7 +342,7 @@ void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
     std::memcpy(dst, a.mapped, bytes);
     return;
   }
-  Allocation staging = allocate_memory(size_class(bytes), true);
+  Allocation staging = acquire_staging(bytes);
   try {
     submit([&](VkCommandBuffer cb, SubmitContext&) {
       VkBufferCopy region{0, 0, bytes};
@@ -323,10 +350,10 @@ void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
     });
     std::memcpy(dst, staging.mapped, bytes);
   } catch (...) {
-    free_raw(staging);
+    release_staging(staging);
     throw;
   }
-  free_raw(staging);
+  release_staging(staging);
 }
 
 const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {

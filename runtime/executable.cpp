@@ -304,6 +304,13 @@ class ExecutableImpl : public Executable {
         throw Error(Error::Kind::InvalidArgument,
                     "parameter " + std::to_string(i) + " expects " + ir::to_string(inputs_[i]) + ", got " +
                         (inputs[i] ? ir::to_string(inputs[i]->type()) : std::string("no buffer")));
+      // Another VkDevice's buffer handle is undefined behaviour to bind, not an error Vulkan reports.
+      if (&inputs[i]->device() != dev_.get())
+        throw Error(Error::Kind::InvalidArgument,
+                    "parameter " + std::to_string(i) + " of graph '" + source_.name + "' lives on device " +
+                        std::to_string(inputs[i]->device().info().index) + " (" + inputs[i]->device().info().name +
+                        "), the graph runs on device " + std::to_string(dev_->info().index) + " (" +
+                        dev_->info().name + "): copy it across first");
     }
     // Every value's buffers: parameters, literals, kernel and control-flow results, and the elems naming them.
     std::map<ir::NodeId, std::vector<BufferPtr>> values;

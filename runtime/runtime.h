@@ -58,6 +58,9 @@ class Buffer {
   virtual ~Buffer() = default;
   virtual const ir::TensorType& type() const = 0;
   virtual uint64_t bytes() const = 0;
+  // The device whose memory holds it: it can be read or computed on there only, and moves
+  // to another device by a download and an upload.
+  virtual const Device& device() const = 0;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 

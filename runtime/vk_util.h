@@ -49,6 +49,7 @@ class BufferImpl : public Buffer {
   ~BufferImpl() override;
   const ir::TensorType& type() const override { return type_; }
   uint64_t bytes() const override { return type_.byte_size(); }
+  const Device& device() const override;
   const Allocation& alloc() const { return alloc_; }
 
  private:
@@ -117,6 +118,11 @@ class DeviceImpl : public Device {
  private:
   Allocation allocate_raw(uint64_t bytes);
   Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
+  // Host-visible memory for one transfer, pooled like device memory: a vkAllocateMemory and
+  // vkFreeMemory per upload took milliseconds on NVIDIA and serialised the threads serving
+  // from two GPUs in one process.
+  Allocation acquire_staging(uint64_t bytes);
+  void release_staging(const Allocation& a);
   void free_raw(const Allocation& a);
   Pipeline create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options);
   // Writes the VkPipelineCache to disk when pipelines were created since the last write:
@@ -142,7 +148,8 @@ class DeviceImpl : public Device {
 
   std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation
   std::mutex pool_mutex_;
-  std::multimap<uint64_t, Allocation> free_;  // capacity → idle allocation
+  std::multimap<uint64_t, Allocation> free_;          // capacity → idle allocation
+  std::multimap<uint64_t, Allocation> staging_free_;  // the same, host-visible, for transfers
   std::atomic<uint64_t> in_use_{0};
   std::mutex pipeline_mutex_;
   std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid

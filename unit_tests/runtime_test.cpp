@@ -362,6 +362,68 @@ TEST(Runtime, ManyThreadsRunGraphsAtOnce) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// The devices a 2-GPU Nx.Serving spreads its partitions over: every GPU listed, or the
+// first device opened twice where there is one GPU or none (two VkDevices on lavapipe in CI:
+// Device::open shares one VkDevice per configuration, so the second differs in its timeout).
+std::vector<std::shared_ptr<Device>> two_or_more_devices() {
+  std::vector<std::shared_ptr<Device>> devs;
+  for (const auto& d : list_devices())
+    if (d.type != "cpu") {
+      RuntimeOptions o;
+      o.device = std::to_string(d.index);
+      devs.push_back(Device::open(o));
+    }
+  while (devs.size() < 2) {
+    RuntimeOptions o;
+    o.timeout_ms += devs.size();
+    devs.push_back(Device::open(o));
+  }
+  return devs;
+}
+
+TEST(Runtime, EachDeviceRunsItsOwnExecutableAtOnce) {
+  auto devs = two_or_more_devices();
+  std::vector<std::thread> threads;
+  std::vector<int> failures(devs.size());
+  for (size_t d = 0; d < devs.size(); ++d)
+    threads.emplace_back([&, d] {
+      auto exe = Executable::compile(devs[d], exp_mul_add(777));
+      for (int i = 0; i < 10; ++i) {
+        auto x = random_floats(777, d * 100 + i), y = random_floats(777, d * 100 + i + 50);
+        if (!all_near_exp_mul_add(x, y, floats(exe->run_host({f32_tensor(x), f32_tensor(y)})[0]))) ++failures[d];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (size_t d = 0; d < devs.size(); ++d) EXPECT_EQ(failures[d], 0) << "device " << d;
+}
+
+TEST(Runtime, BuffersStayOnTheirDevice) {
+  auto devs = two_or_more_devices();
+  auto x = random_floats(64, 3);
+  auto t = f32_tensor(x);
+  auto on_first = devs[0]->upload(t.type, t.data.data(), t.data.size());
+  EXPECT_EQ(&on_first->device(), devs[0].get());
+  auto exe = Executable::compile(devs[1], exp_mul_add(64));
+  auto on_second = devs[1]->upload(t.type, t.data.data(), t.data.size());
+  try {
+    exe->run({on_first, on_second});
+    FAIL() << "expected InvalidArgument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("parameter 0 of graph 'ema' lives on device"), std::string::npos) << e.what();
+  }
+  std::vector<uint8_t> back(t.data.size());
+  EXPECT_THROW(devs[1]->download(*on_first, back.data(), back.size()), Error);
+  // Copied across explicitly, the same values run there.
+  devs[0]->download(*on_first, back.data(), back.size());
+  auto copied = devs[1]->upload(t.type, back.data(), back.size());
+  std::vector<uint8_t> out(t.data.size());
+  devs[1]->download(*exe->run({copied, on_second})[0], out.data(), out.size());
+  std::vector<float> got(x.size());
+  std::memcpy(got.data(), out.data(), out.size());
+  expect_exp_mul_add(x, x, got);
+}
+
 // Narrow signed integers compared with a 64-bit constant (Nx types the literal in `x > 1`
 // as s64): sign extension must survive the driver's constant folding.
 TEST(Runtime, NarrowIntegersCompareWithWideConstants) {
