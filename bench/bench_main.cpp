@@ -151,7 +151,7 @@ struct Row {
   std::string name, dtype;
   int64_t elems;
   int dispatches;
-  double compile_ms, wall_ms, device_ms, gbps;
+  double compile_ms, wall_ms, device_ms, gbps, tflops;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -295,13 +295,16 @@ int main(int argc, char** argv) try {
       device.push_back(st.device_ms);
     }
     Row r{w.name, ir::dtype_name(t), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
-          percentile(wall, 0.5), percentile(device, 0.5), 0};
+          percentile(wall, 0.5), percentile(device, 0.5), 0, 0};
     double secs = (r.device_ms > 0 ? r.device_ms : r.wall_ms) / 1e3;
     r.gbps = w.min_bytes / secs / 1e9;
+    r.tflops = w.flops / secs / 1e12;
     rows.push_back(r);
-    std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s\n",
+    std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s",
                 r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
                 r.wall_ms, r.device_ms, r.gbps);
+    if (w.flops > 0) std::printf("  %8.3f TFLOP/s", r.tflops);
+    std::printf("\n");
     std::fflush(stdout);
   }
 
@@ -310,7 +313,7 @@ int main(int argc, char** argv) try {
     for (const auto& r : rows)
       j.push_back({{"workload", r.name}, {"dtype", r.dtype}, {"elements", r.elems}, {"dispatches", r.dispatches},
                    {"compile_ms", r.compile_ms}, {"wall_ms", r.wall_ms}, {"device_ms", r.device_ms},
-                   {"gbps", r.gbps}});
+                   {"gbps", r.gbps}, {"tflops", r.tflops}});
     std::ofstream(o.json_path) << nlohmann::json{{"device", dev->info().name}, {"results", j}}.dump(2) << "\n";
   }
   return 0;

@@ -32,6 +32,32 @@ def workloads(dtype, flat, side):
         ("softmax", lambda a: jax.nn.softmax(a, axis=-1), (m,), 2 * m.nbytes),
         ("transpose", lambda a: a.T + 0, (m,), 2 * m.nbytes),
     ]
+    # Dense work at the precision nxv computes (exact f32: XLA's `highest`).
+    hi = jax.lax.Precision.HIGHEST
+    mm = lambda a, b: jnp.matmul(a, b, precision=hi)  # noqa: E731
+    for n in (1024, 4096) if side > 1024 else (1024,):
+        a = jax.random.uniform(k1, (n, n), f, -1, 1)
+        b = jax.random.uniform(k2, (n, n), f, -1, 1)
+        w.append((f"dot{n}", mm, (a, b), 3 * a.nbytes, 2.0 * n**3))
+    q = jax.random.uniform(k1, (16, 512, 64), f, -1, 1)
+    kk = jax.random.uniform(k2, (16, 512, 64), f, -1, 1)
+    w.append(("attention", lambda a, b: jnp.einsum("hid,hjd->hij", a, b, precision=hi), (q, kk),
+              2 * q.nbytes + q.nbytes * 8, 2.0 * 16 * 512 * 512 * 64))
+    widths = (784, 1024, 1024, 10)
+    params = []
+    for i in range(3):
+        params.append(jax.random.uniform(jax.random.fold_in(k1, i), (widths[i], widths[i + 1]), f, -1, 1))
+        params.append(jax.random.uniform(jax.random.fold_in(k2, i), (widths[i + 1],), f, -1, 1))
+    xb = jax.random.uniform(k1, (256, 784), f, -1, 1)
+
+    def mlp(x, *ps):
+        for i in range(3):
+            x = mm(x, ps[2 * i]) + ps[2 * i + 1]
+            if i < 2:
+                x = jnp.maximum(x, 0)
+        return jax.nn.softmax(x, axis=-1)
+
+    w.append(("mlp_infer", mlp, (xb, *params), xb.nbytes, 2.0 * 256 * sum(widths[i] * widths[i + 1] for i in range(3))))
     if dtype == "f64":
         for d in (8, 1000):
             q = jax.random.normal(k1, (d,), f)
@@ -85,11 +111,13 @@ def main():
     for dtype in ("f32", "f64"):
         flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
         side = 8192 if a.size == "full" else 1024
-        for name, fn, args, nbytes in workloads(dtype, flat, side):
+        for name, fn, args, nbytes, *flops in workloads(dtype, flat, side):
             ms = time_call(jax.jit(fn), args, a.runs)
             gbps = nbytes / (ms / 1e3) / 1e9
-            rows.append({"workload": name, "dtype": dtype, "wall_ms": ms, "gbps": gbps})
-            print(f"{name:18s} {dtype:4s} wall {ms:9.3f} ms  {gbps:8.1f} GB/s", flush=True)
+            tflops = flops[0] / (ms / 1e3) / 1e12 if flops else 0
+            rows.append({"workload": name, "dtype": dtype, "wall_ms": ms, "gbps": gbps, "tflops": tflops})
+            print(f"{name:18s} {dtype:4s} wall {ms:9.3f} ms  {gbps:8.1f} GB/s" + (f"  {tflops:8.3f} TFLOP/s" if flops else ""),
+                  flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": jax.devices()[0].device_kind, "jax": jax.__version__, "results": rows}, f, indent=2)

@@ -8,13 +8,14 @@ import sys
 nxv = json.load(open(sys.argv[1]))["results"]
 jax = {(r["workload"], r["dtype"]): r for r in json.load(open(sys.argv[2]))["results"]}
 copy = {r["dtype"]: r["gbps"] for r in nxv if r["workload"] == "copy"}
-print("| workload | dtype | dispatches | nxv device ms | nxv wall ms | GB/s | % copy | JAX wall ms | JAX / nxv wall |")
+print("| workload | dtype | dispatches | nxv device ms | nxv wall ms | GB/s or TFLOP/s | % copy | JAX wall ms | JAX / nxv wall |")
 print("|---|---|---|---|---|---|---|---|---|")
 for r in nxv:
-    moves = not r["workload"].startswith("leapfrog")
+    moves = not r["workload"].startswith("leapfrog") and not r.get("tflops")
     j = jax.get((r["workload"], r["dtype"]))
     cells = [r["workload"], r["dtype"], str(r["dispatches"]), f"{r['device_ms']:.3f}", f"{r['wall_ms']:.3f}",
-             f"{r['gbps']:.0f}" if moves else "", f"{100 * r['gbps'] / copy[r['dtype']]:.0f}%" if moves else "",
+             f"{r['gbps']:.0f}" if moves else f"{r['tflops']:.2f} TFLOP/s" if r.get("tflops") else "",
+             f"{100 * r['gbps'] / copy[r['dtype']]:.0f}%" if moves else "",
              f"{j['wall_ms']:.3f}" if j else "", f"{j['wall_ms'] / r['wall_ms']:.2f}" if j else ""]
     print("| " + " | ".join(cells) + " |")
 for name in ("leapfrog_d8", "leapfrog_d1000"):

@@ -135,6 +135,28 @@ NodeId dense(GraphWriter& w, NodeId x, NodeId weight, NodeId bias, DType t) {
 
 }  // namespace
 
+Workload square_dot(DType t, int64_t n) {
+  GraphWriter w("dot" + std::to_string(n));
+  NodeId a = w.param(0, t, {n, n}), b = w.param(1, t, {n, n});
+  NodeId d = w.node("dot", {a, b}, t, {n, n},
+                    {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
+                     {"batch_axes2", json::array()}});
+  Workload r{"dot" + std::to_string(n), t, w.finish({d}), 3 * bytes(n * n, t)};
+  r.flops = 2.0 * double(n) * double(n) * double(n);
+  return r;
+}
+
+Workload attention_scores(DType t) {
+  const int64_t heads = 16, len = 512, dim = 64;
+  GraphWriter w("attention");
+  NodeId q = w.param(0, t, {heads, len, dim}), k = w.param(1, t, {heads, len, dim});
+  NodeId s = w.node("dot", {q, k}, t, {heads, len, len},
+                    {{"contract_axes1", {2}}, {"contract_axes2", {2}}, {"batch_axes1", {0}}, {"batch_axes2", {0}}});
+  Workload r{"attention", t, w.finish({s}), bytes(2 * heads * len * dim + heads * len * len, t)};
+  r.flops = 2.0 * heads * len * len * dim;
+  return r;
+}
+
 Workload mlp_inference(DType t, int64_t batch, const std::vector<int64_t>& widths) {
   GraphWriter w("mlp_infer");
   NodeId h = w.param(0, t, {batch, widths[0]});
@@ -146,7 +168,9 @@ Workload mlp_inference(DType t, int64_t batch, const std::vector<int64_t>& width
     h = dense(w, h, weight, bias, t);
     if (l + 2 < widths.size()) h = w.ew("max", {h, w.scalar(0, t)}, t);
   }
-  return {"mlp_infer", t, w.finish({row_softmax(w, h, t)}), moved};
+  Workload r{"mlp_infer", t, w.finish({row_softmax(w, h, t)}), moved};
+  for (size_t l = 0; l + 1 < widths.size(); ++l) r.flops += 2.0 * double(batch) * double(widths[l]) * double(widths[l + 1]);
+  return r;
 }
 
 std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const std::vector<int64_t>& leapfrog_dims) {
@@ -160,6 +184,11 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(transpose(t, side));
   if (t == DType::F64)
     for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
+  // Dense work: the full size adds the 4096-square product.
+  ws.push_back(square_dot(t, 1024));
+  if (side > 1024) ws.push_back(square_dot(t, 4096));
+  ws.push_back(attention_scores(t));
+  ws.push_back(mlp_inference(t, 256, {784, 1024, 1024, 10}));
   return ws;
 }
 

@@ -16,7 +16,14 @@ struct Workload {
   // Bytes a perfect implementation must move per call (each input read once, each output
   // written once): the numerator of achieved bandwidth.
   uint64_t min_bytes = 0;
+  // Floating-point operations per call where the work is compute-bound (dot: 2 per
+  // multiply-add), the numerator of achieved FLOP/s; 0 elsewhere.
+  double flops = 0;
 };
+
+// Dense products: an n x n square dot, and attention's batched q·kᵀ ({16,512,64}·{16,64,512}).
+Workload square_dot(ir::DType dtype, int64_t n);
+Workload attention_scores(ir::DType dtype);
 
 // `size` overrides the element count of the flat workloads and the side of the square ones,
 // so the same workloads run small on lavapipe and full-size on a GPU.

@@ -25,7 +25,7 @@ using namespace nxv;
 namespace {
 
 struct Args {
-  std::string cmd, file, stage = "all", kernel, device, passes, inputs, outputs;
+  std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs;
   bool check = false;
   uint64_t seed = 0;
   int repeat = 1;
@@ -34,12 +34,14 @@ struct Args {
 
 const char* kUsage =
     "usage: nxv devices\n"
-    "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]\n"
+    "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|kernels|spirv|glsl|all] [--kernel=NAME]\n"
+    "                [--device=SEL | --target=generic|nvidia|amd|lavapipe]\n"
     "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
     "                [--host-loops]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
-    "  explore   the IR as read, after each pass, each kernel's SPIR-V and a GLSL view\n"
+    "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
+    "            for a device's kernels (--device) or a vendor's without one (--target)\n"
     "  run       compiles and runs on a device; inputs from FILE (a JSON array of\n"
     "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
     "            the results in the same form; --check compares them with the reference\n"
@@ -66,7 +68,8 @@ Args parse(int argc, char** argv) {
     } else if (s == "--help" || s == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
-    } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("passes", a.passes) ||
+    } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("target", a.target) ||
+               opt("passes", a.passes) ||
                opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
     } else if (opt("seed", num)) {
       a.seed = std::stoull(num);
@@ -118,7 +121,7 @@ int explore(const Args& a) {
   });
   pm.run(g);
   // Without --device the generic target keeps the output independent of the machine.
-  codegen::DeviceCaps caps = a.device.empty() ? codegen::generic_caps() : [&] {
+  codegen::DeviceCaps caps = a.device.empty() ? codegen::target_caps(a.target.empty() ? "generic" : a.target) : [&] {
     runtime::RuntimeOptions o;
     o.device = a.device;
     return runtime::Device::open(o)->info().caps;
@@ -129,10 +132,10 @@ int explore(const Args& a) {
     ++dispatches;
     auto k = codegen::compile_kernel(n, g, caps);
     if (!a.kernel.empty() && k.name != a.kernel) continue;
-    if (all || a.stage == "spirv" || a.stage == "glsl") {
+    if (all || a.stage == "kernels" || a.stage == "spirv" || a.stage == "glsl") {
       std::printf("// ----- kernel %s: fuses", k.name.c_str());
       for (auto id : k.fused_nodes) std::printf(" %%%lld", static_cast<long long>(id));
-      std::printf(" -----\n");
+      std::printf(" -----\n//   launch: %s\n", k.launch.c_str());
       if (n.attrs.contains("reads"))
         for (const auto& [id, why] : n.attrs["reads"].items())
           std::printf("//   reads %%%s from a buffer: %s\n", id.c_str(), why.get<std::string>().c_str());

@@ -17,18 +17,6 @@ using ir::DType;
 using Values = spirv::Builder::Values;
 
 namespace {
-// Decomposes the flat counter r over `extents` (row-major) into per-axis u32 ids.
-std::vector<Id> split_counter(Emitter& e, Id r, const std::vector<int64_t>& extents) {
-  std::vector<Id> out(extents.size());
-  int64_t stride = 1;
-  for (size_t i = extents.size(); i-- > 0;) {
-    Id q = stride == 1 ? r : e.b.op(spv::OpUDiv, e.u32(), {r, e.u32c(stride)});
-    out[i] = i == 0 ? q : e.b.op(spv::OpUMod, e.u32(), {q, e.u32c(extents[i])});
-    stride *= extents[i];
-  }
-  return out;
-}
-
 std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
   std::vector<int64_t> axes;
   if (!node.attrs.contains(key) || node.attrs[key].is_null()) {
@@ -117,7 +105,7 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   f.init = {init};
   f.count = ir::num_elements(extents);
   f.step = [&](const Values& acc, Id counter) {
-    auto rd = split_counter(*this, counter, extents);
+    auto rd = split(counter, extents);
     std::vector<Id> d = base;
     for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
     Id v = value(x, index_from_dims(in, d));
@@ -150,7 +138,7 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
   if (n == 0) throw ir::IrError(node, "argmax/argmin of an empty axis");
 
   auto at = [&](Id counter) {
-    auto rd = split_counter(*this, counter, extents);
+    auto rd = split(counter, extents);
     std::vector<Id> d = base;
     for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
     return value(x, index_from_dims(in, d));
@@ -189,53 +177,98 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
   return convert(r[1], DType::U32, t);
 }
 
+std::vector<Id> Emitter::split(Id r, const std::vector<int64_t>& extents) {
+  std::vector<Id> out(extents.size());
+  int64_t stride = 1;
+  for (size_t i = extents.size(); i-- > 0;) {
+    Id q = stride == 1 ? r : b.op(spv::OpUDiv, u32(), {r, u32c(stride)});
+    out[i] = i == 0 ? q : b.op(spv::OpUMod, u32(), {q, u32c(extents[i])});
+    stride *= extents[i];
+  }
+  return out;
+}
+
+DotAxes DotAxes::of(const ir::Node& node, const ir::Shape& as, const ir::Shape& bs) {
+  auto list = [&](const char* k) {
+    return node.attrs.contains(k) ? node.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};
+  };
+  DotAxes d{list("contract_axes1"), list("contract_axes2"), list("batch_axes1"), list("batch_axes2"), {}, {}};
+  if (d.c1.size() != d.c2.size() || d.b1.size() != d.b2.size()) throw ir::IrError(node, "dot axes lists do not pair up");
+  auto in_list = [](const std::vector<int64_t>& l, int64_t a) { return std::find(l.begin(), l.end(), a) != l.end(); };
+  for (size_t i = 0; i < as.size(); ++i)
+    if (!in_list(d.c1, int64_t(i)) && !in_list(d.b1, int64_t(i))) d.free1.push_back(int64_t(i));
+  for (size_t i = 0; i < bs.size(); ++i)
+    if (!in_list(d.c2, int64_t(i)) && !in_list(d.b2, int64_t(i))) d.free2.push_back(int64_t(i));
+  if (d.b1.size() + d.free1.size() + d.free2.size() != node.type().shape.size())
+    throw ir::IrError(node, "result rank does not match the dot's free and batch axes");
+  for (size_t j = 0; j < d.c1.size(); ++j)
+    if (as.at(d.c1[j]) != bs.at(d.c2[j])) throw ir::IrError(node, "contracted axes differ in size");
+  return d;
+}
+
+Index Emitter::operand_index(const ir::Shape& shape, const std::vector<int64_t>& batch_axes,
+                             const std::vector<int64_t>& free_axes, const std::vector<int64_t>& contract_axes,
+                             const std::vector<Id>& batch, const std::vector<Id>& free, const std::vector<Id>& contract) {
+  Index idx;
+  idx.shape = shape;
+  idx.dims.assign(shape.size(), 0);
+  for (size_t i = 0; i < batch_axes.size(); ++i) idx.dims.at(batch_axes[i]) = batch.at(i);
+  for (size_t i = 0; i < free_axes.size(); ++i) idx.dims.at(free_axes[i]) = free.at(i);
+  for (size_t i = 0; i < contract_axes.size(); ++i) idx.dims.at(contract_axes[i]) = contract.at(i);
+  return idx;
+}
+
+DType Emitter::dot_accumulator_type(const ir::Node& dot) { return compute_type(dot.type().dtype); }
+
+Id Emitter::dot_zero(const ir::Node& dot) {
+  const DType at = dot_accumulator_type(dot);
+  return ir::is_float(at) ? float_literal(at, 0.0) : constant(at, 0);  // +0.0 hidden from the driver, as a sum's
+}
+
+Id Emitter::dot_term(const ir::Node& dot, Id acc, Id x, Id y) {
+  const DType at = dot_accumulator_type(dot);
+  const bool fl = ir::is_float(at);
+  Id rt = reg_type(at);
+  // (f32 operands: their product is exact in f64)
+  x = convert(x, arg(dot, 0).type().dtype, at);
+  y = convert(y, arg(dot, 1).type().dtype, at);
+  return b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc, b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y})});
+}
+
+Id Emitter::dot_result(const ir::Node& dot, Id acc) {
+  const DType t = dot.type().dtype;
+  return normalize(convert(acc, dot_accumulator_type(dot), t), t);
+}
+
 Id Emitter::emit_dot(const ir::Node& node, Index& index) {
-  const DType t = node.type().dtype;
   const ir::Node& an = arg(node, 0);
   const ir::Node& bn = arg(node, 1);
   const ir::Shape& as = an.type().shape;
   const ir::Shape& bs = bn.type().shape;
-  auto list = [&](const char* k) {
-    return node.attrs.contains(k) ? node.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};
-  };
-  auto c1 = list("contract_axes1"), b1 = list("batch_axes1"), c2 = list("contract_axes2"), b2 = list("batch_axes2");
-  if (c1.size() != c2.size() || b1.size() != b2.size()) throw ir::IrError(node, "dot axes lists do not pair up");
+  const DotAxes d = DotAxes::of(node, as, bs);
   auto out = dims(index);
-  auto in_list = [](const std::vector<int64_t>& l, int64_t a) { return std::find(l.begin(), l.end(), a) != l.end(); };
-
-  // Output dims: batch, free of a, free of b.
-  std::vector<Id> ad(as.size(), 0), bd(bs.size(), 0);
-  size_t k = 0;
-  for (size_t i = 0; i < b1.size(); ++i, ++k) ad.at(b1[i]) = bd.at(b2[i]) = out.at(k);
-  for (size_t i = 0; i < as.size(); ++i)
-    if (!in_list(c1, i) && !in_list(b1, i)) ad[i] = out.at(k++);
-  for (size_t i = 0; i < bs.size(); ++i)
-    if (!in_list(c2, i) && !in_list(b2, i)) bd[i] = out.at(k++);
-  if (k != out.size()) throw ir::IrError(node, "result rank does not match the dot's free and batch axes");
+  const size_t nb = d.b1.size(), n1 = d.free1.size();
+  const std::vector<Id> batch(out.begin(), out.begin() + nb), free1(out.begin() + nb, out.begin() + nb + n1),
+      free2(out.begin() + nb + n1, out.end());
   std::vector<int64_t> extents;
-  for (size_t j = 0; j < c1.size(); ++j) {
-    if (as.at(c1[j]) != bs.at(c2[j])) throw ir::IrError(node, "contracted axes differ in size");
-    extents.push_back(as[c1[j]]);
-  }
-  const bool fl = ir::is_float(t);
-  const DType at = compute_type(t);
-  Id rt = reg_type(at);
+  for (int64_t a : d.c1) extents.push_back(as[a]);
+  const DType at = dot_accumulator_type(node);
   Fold f;
-  f.types = {rt};
-  f.init = {fl ? float_literal(at, 0.0) : constant(at, 0)};  // +0.0 hidden from the driver, as a sum's
+  f.types = {reg_type(at)};
+  f.init = {dot_zero(node)};
   f.count = ir::num_elements(extents);
   f.step = [&](const Values& acc, Id c) {
-    auto rd = split_counter(*this, c, extents);
-    std::vector<Id> ai = ad, bi = bd;
-    for (size_t j = 0; j < c1.size(); ++j) ai[c1[j]] = bi[c2[j]] = rd[j];
-    // (f32 operands: their product is exact in f64)
-    Id x = convert(value(an, index_from_dims(as, ai)), an.type().dtype, at);
-    Id y = convert(value(bn, index_from_dims(bs, bi)), bn.type().dtype, at);
-    return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc[0], b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y})})};
+    auto rd = split(c, extents);
+    Id x = value(an, operand_index(as, d.b1, d.free1, d.c1, batch, free1, rd));
+    Id y = value(bn, operand_index(bs, d.b2, d.free2, d.c2, batch, free2, rd));
+    return Values{dot_term(node, acc[0], x, y)};
   };
-  f.combine = [&](const Values& a, const Values& c) { return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a[0], c[0]})}; };
+  const bool fl = ir::is_float(at);
+  f.combine = [&](const Values& a, const Values& c) {
+    return Values{b.op(fl ? spv::OpFAdd : spv::OpIAdd, reg_type(at), {a[0], c[0]})};
+  };
   auto r = fold(out, f);
-  return normalize(convert(r[0], at, t), t);
+  return dot_result(node, r[0]);
 }
 
 }  // namespace nxv::codegen

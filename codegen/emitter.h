@@ -63,6 +63,14 @@ struct Fold {
   std::function<std::vector<Id>(const std::vector<Id>& a, const std::vector<Id>& b)> combine;
 };
 
+// A dot's axes: the contracted and batch pairs, and each operand's free axes in the order
+// they appear in the result (batch axes, a's free axes, b's free axes).
+struct DotAxes {
+  std::vector<int64_t> c1, c2, b1, b2, free1, free2;
+  // Throws IrError naming the dot when the lists do not pair up with its operands.
+  static DotAxes of(const ir::Node& dot, const ir::Shape& a, const ir::Shape& b);
+};
+
 // Asks the driver to keep Nx's float semantics for the float widths the module uses
 // (codegen of every module calls it before end_main).
 void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps);
@@ -137,6 +145,19 @@ class Emitter {
   Index index_from_dims(const ir::Shape& shape, std::vector<Id> dims);
   // An integer register value of type t as a u32 position clamped to [0, hi] (hi >= 0).
   Id clamped_index(Id v, ir::DType t, int64_t hi);
+  // The flat counter r over `extents` (row-major) as per-axis u32 ids.
+  std::vector<Id> split(Id r, const std::vector<int64_t>& extents);
+  // A dot operand's index from its batch, free and contracted positions (per axis lists).
+  static Index operand_index(const ir::Shape& shape, const std::vector<int64_t>& batch_axes,
+                             const std::vector<int64_t>& free_axes, const std::vector<int64_t>& contract_axes,
+                             const std::vector<Id>& batch, const std::vector<Id>& free, const std::vector<Id>& contract);
+  // The dot's product-and-add step in its compute type (one term of the contraction), and
+  // the accumulator's start and final rounding: shared by the per-element and tiled kernels
+  // so that both give the same bits.
+  ir::DType dot_accumulator_type(const ir::Node& dot);
+  Id dot_zero(const ir::Node& dot);
+  Id dot_term(const ir::Node& dot, Id acc, Id x, Id y);  // x, y: operand values, converted here
+  Id dot_result(const ir::Node& dot, Id acc);
   Id all_true(const std::vector<Id>& conds);  // true when empty
 
  private:

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "codegen/emitter.h"
+#include "codegen/matmul.h"
 #include "codegen/targets/launch.h"
 #include "ir/ops.h"
 
@@ -103,6 +104,7 @@ uint64_t position_takers(const LaunchConfig& launch) {
 uint32_t unroll_of(const LaunchConfig& launch) { return launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll); }
 
 PositionLoop position_loop(const ir::Node& kernel, const LaunchConfig& launch, int64_t items) {
+  if (launch.matmul.m) return {launch.matmul.tiles, launch.group_count};
   if (auto rs = row_split(kernel); rs && items > 0) return {rs->rows(), position_takers(launch)};
   if (launch.tiles) return {items / (kTransposeTile * kTransposeTile), launch.group_count};
   return {items / launch.vector_width, position_takers(launch) * unroll_of(launch)};
@@ -147,6 +149,25 @@ std::set<ir::NodeId> at_output_position(const ir::Graph& body) {
     if (all) aligned.insert(it->id);
   }
   return aligned;
+}
+
+// The body's dot when the kernel is a matrix multiplication for codegen/matmul.h: one
+// result, computed per element from the dot at its own position, no other loop.
+const ir::Node* matmul_dot(const ir::Node& kernel, const ir::Graph& body) {
+  if (kernel.results.size() != 1) return nullptr;
+  const ir::Node* dot = nullptr;
+  for (const auto& n : body.nodes) {
+    const auto f = ir::op_family(n.op);
+    if (n.op == "dot") {
+      if (dot) return nullptr;
+      dot = &n;
+    } else if (f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction || f == ir::OpFamily::Scatter ||
+               n.op == "elem" || n.is_tuple()) {
+      return nullptr;
+    }
+  }
+  if (!dot || dot->type().shape != kernel.results[0].shape || !at_output_position(body).count(dot->id)) return nullptr;
+  return dot;
 }
 
 // Parameters read at the output position of some result (maybe elsewhere too).
@@ -478,6 +499,8 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   b.begin_main();
   if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
+  } else if (launch.matmul.m) {
+    emit_matmul(body, *matmul_dot(kernel, body), e, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.tiles) {
     emit_staged_tiles(body, e, inputs, outputs.at(0), launch, positions, kernel.results[0].shape,
                       staged_transposes(body, kernel), &m.shared_bytes);
@@ -533,6 +556,19 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
   wider.group_count = uint32_t(groups);
   return wider;
 }
+
+std::string describe(const LaunchConfig& launch, bool rows) {
+  std::string s;
+  if (const MatmulTiles& t = launch.matmul; t.m) {
+    s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
+        std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " + (t.staged ? "staged" : "direct");
+  } else {
+    s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
+    if (launch.cooperative) s += ", cooperative";
+    if (launch.vector_width > 1) s += ", vectors of " + std::to_string(launch.vector_width);
+  }
+  return s + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";
+}
 }  // namespace
 
 KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps) {
@@ -577,7 +613,11 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps)};
-  LaunchConfig launch = !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
+  const ir::Node* dot = rs ? nullptr : matmul_dot(kernel, body);
+  const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
+  const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};
+  LaunchConfig launch = tiles.m                                                        ? launch_matmul(caps, product, tiles)
+                        : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
   Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
@@ -598,6 +638,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   out.push_constant_bytes = m.push_constant_bytes;
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
+  out.launch = describe(launch, rs.has_value());
 
   std::string err = validate(out.spirv, caps.api_version);
   if (!err.empty()) throw ir::IrError(kernel, "generated SPIR-V does not validate (codegen bug): " + err);

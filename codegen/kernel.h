@@ -29,6 +29,9 @@ struct KernelBinary {
   // Bytes of the module's push-constant block: a zero word (spirv::Builder::push_constant_zero)
   // that the runtime pushes as zeros.
   uint32_t push_constant_bytes = 0;
+  // How it runs, for the explorer and the lit tests that pin kernel selection: "elements",
+  // "rows", "cooperative", "transpose tiles", or "matmul MxNxK tiles, TMxTN per invocation, staged|direct".
+  std::string launch;
 };
 
 // Throws ir::IrError naming the node when the kernel cannot be generated

@@ -41,5 +41,9 @@ struct DeviceCaps {
 
 // A device-independent default (used by lit tests so their output is stable).
 DeviceCaps generic_caps();
+// The generic caps as a vendor's device reports them where its kernels differ ("nvidia",
+// "amd", "lavapipe"; "generic"): the explorer's --target, for lit tests of kernel choice.
+// Throws std::invalid_argument for another name.
+DeviceCaps target_caps(const std::string& name);
 
 }  // namespace nxv::codegen

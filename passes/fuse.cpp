@@ -4,8 +4,10 @@
 // needs no intermediate buffers: every elementwise or index-mapping producer can be
 // evaluated inside its consumer. A node is *materialised* (gets a buffer, ends a region)
 // only when something outside the elemental world must read it: a graph output, a user
-// that cannot inline it (dot, a reduction result feeding anything, control flow), or a
-// producer shared by several kernels whose cone is too big to recompute in each. Fan-out
+// that cannot inline it (a reduction result feeding anything, control flow), or a
+// producer shared by several kernels whose cone is too big to recompute in each. A dot
+// roots a region of its own (its inlined producers are its tiles' prologue) unless its one
+// user is elementwise over its shape: then it is inlined there (the epilogue). Fan-out
 // alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
 // it; inside one region the emitter computes each node once per element, so diamonds and
 // long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
@@ -43,9 +45,9 @@ bool inlinable(const Node& n) {
   if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
   return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Gather;
 }
-// Can root a region: anything inlinable, reductions and indexed updates (their producers are
-// evaluated inside their loops).
-bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n); }
+// Can root a region: anything inlinable, reductions, indexed updates and dots (their
+// producers are evaluated inside their loops: a dot's are its tiles' prologue).
+bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n) || n.op == "dot"; }
 
 // A producer inlined into several kernels is recomputed in each; beyond this many ops in
 // its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element
@@ -65,6 +67,7 @@ class Fuse : public Pass {
 
     auto materialised = [&](const Node& n) {
       if (n.op == "constant") return false;  // a scalar literal: copied into every region
+      if (n.op == "dot" && !outputs.count(n.id) && !forced.count(n.id)) return !epilogue_fits(g, n, users);
       if (!inlinable(n) || outputs.count(n.id) || forced.count(n.id)) return true;
       for (NodeId u : users[n.id])
         if (!can_root(g.node(u))) return true;
@@ -85,8 +88,10 @@ class Fuse : public Pass {
       }
       merge_siblings(g, regions);
       auto costly = costly_duplicates(g, regions, materialised);
-      for (const auto& r : regions)
+      for (const auto& r : regions) {
         if (auto m = narrowing_split(g, r)) costly.push_back(*m);
+        if (auto d = dot_off_its_output(g, r)) costly.push_back(*d);
+      }
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
     }
@@ -108,12 +113,47 @@ class Fuse : public Pass {
     int64_t row_split = -1;         // >= 0: a row kernel (see fuse_rows)
   };
 
+  // A dot's epilogue: its one user, elementwise over the dot's shape, may compute it in
+  // registers (codegen/matmul.h tiles the product and applies the user to each tile).
+  // The user's own users must be elementwise of the same shape too (or none): read by
+  // another dot or a reduction, the user would be inlined there and take the dot along.
+  static bool epilogue_fits(const Graph& g, const Node& dot, std::map<NodeId, std::vector<NodeId>>& users) {
+    auto keeps_element = [&](NodeId id) {
+      const Node& u = g.node(id);
+      return ir::is_elementwise(ir::op_family(u.op)) && u.type().shape == dot.type().shape;
+    };
+    const auto& us = users[dot.id];
+    if (us.size() != 1 || !keeps_element(us[0])) return false;
+    const auto& next = users[us[0]];
+    return std::all_of(next.begin(), next.end(), keeps_element);
+  }
+
+  // A dot inlined where it is not computed at the region's one output position (the region
+  // ended as a reduction, a row kernel or one of several results): materialise it, so that
+  // it keeps its tiles rather than a loop per element read.
+  static std::optional<NodeId> dot_off_its_output(const Graph& g, const Region& r) {
+    for (NodeId m : r.members) {
+      const Node& dot = g.node(m);
+      if (dot.op != "dot" || std::find(r.roots.begin(), r.roots.end(), m) != r.roots.end()) continue;
+      if (r.roots.size() != 1 || g.node(r.roots[0]).type().shape != dot.type().shape) return m;
+      // Every member downstream of the dot keeps its element: elementwise of its shape.
+      std::set<NodeId> after{m};
+      for (const auto& n : g.nodes) {
+        if (!r.members.count(n.id) || after.count(n.id)) continue;
+        if (std::none_of(n.args.begin(), n.args.end(), [&](NodeId a) { return after.count(a) > 0; })) continue;
+        if (!ir::is_elementwise(ir::op_family(n.op)) || n.type().shape != dot.type().shape) return m;
+        after.insert(n.id);
+      }
+    }
+    return std::nullopt;
+  }
+
   template <class Pred>
   void collect(const Graph& g, NodeId id, const Pred& materialised, Region& r) {
     if (!r.members.insert(id).second) return;
     for (NodeId a : g.node(id).args) {
       const Node& p = g.node(a);
-      if (p.op == "constant" || (inlinable(p) && !materialised(p))) collect(g, a, materialised, r);
+      if (p.op == "constant" || ((inlinable(p) || p.op == "dot") && !materialised(p))) collect(g, a, materialised, r);
       else r.inputs.insert(a);
     }
   }
@@ -130,11 +170,14 @@ class Fuse : public Pass {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
+        if (holds_dot(g, regions[c])) continue;  // a row kernel would lose the dot's tiles
         auto frame = row_frame(g, regions[c]);
         if (!frame) continue;
         for (size_t a = 0; a < regions.size() && !changed; ++a) {
           std::optional<int64_t> p;
-          if (a == c || !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users))) continue;
+          if (a == c || holds_dot(g, regions[a]) ||
+              !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users)))
+            continue;
           Region& rc = regions[c];
           const Region& ra = regions[a];
           std::set<NodeId> inputs = joined_inputs(rc, ra);
@@ -267,6 +310,10 @@ class Fuse : public Pass {
   }
 
   static size_t bindings(const Region& r) { return r.inputs.size() + r.roots.size(); }
+
+  static bool holds_dot(const Graph& g, const Region& r) {
+    return std::any_of(r.members.begin(), r.members.end(), [&](NodeId m) { return g.node(m).op == "dot"; });
+  }
 
   // What one kernel made of a and b reads from outside: neither's roots.
   static std::set<NodeId> joined_inputs(const Region& a, const Region& b) {
@@ -442,6 +489,7 @@ class Fuse : public Pass {
     k.attrs = {{"kind", first.op == "argmax" || first.op == "argmin" ? "argreduce"
                         : is_reduction(first)                       ? "reduce"
                         : is_indexed_update(first)                  ? "indexed"
+                        : holds_dot(g, r)                           ? "dot"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
     if (r.row_split >= 0) k.attrs["row_split"] = r.row_split;

@@ -10,4 +10,8 @@ LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, 1, vector_lanes(k, 16));
 }
 
+MatmulTiles matmul_tiles_amd(const DeviceCaps& caps, const MatmulShape& s) {
+  return matmul_worth_tiling(s) ? staged_tiles(caps, s, 64, 64, 4) : MatmulTiles{};
+}
+
 }  // namespace nxv::codegen

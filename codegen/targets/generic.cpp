@@ -1,6 +1,9 @@
 // Unknown vendors, and the device-independent caps used for stable lit output.
 #include "codegen/targets/launch.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace nxv::codegen {
 
 DeviceCaps generic_caps() {
@@ -15,10 +18,41 @@ DeviceCaps generic_caps() {
   return c;
 }
 
+DeviceCaps target_caps(const std::string& name) {
+  DeviceCaps c = generic_caps();
+  c.api_version = (1u << 22) | (3u << 12);  // Vulkan 1.3
+  c.name = name;
+  if (name == "nvidia") {  // an H100's limits
+    c.vendor_id = 0x10DE;
+    c.max_workgroup_invocations = 1024;
+    c.max_shared_memory_bytes = 49152;
+    c.max_workgroup_count_x = 2147483647u;
+  } else if (name == "amd") {
+    c.vendor_id = 0x1002;
+    c.max_workgroup_invocations = 1024;
+    c.max_shared_memory_bytes = 65536;
+  } else if (name == "lavapipe") {
+    c.vendor_id = 0x10005;
+    c.max_workgroup_invocations = 1024;
+    c.max_shared_memory_bytes = 32768;
+    c.max_loop_steps = 65535;
+    c.subgroup_size = 8;
+  } else if (name == "generic") {
+    c = generic_caps();
+  } else {
+    throw std::invalid_argument("unknown target '" + name + "' (generic, nvidia, amd, lavapipe)");
+  }
+  return c;
+}
+
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   // Fewer outputs than a GPU has lanes, each with a long reduction: let a workgroup share each one.
   if (k.items < 8192 && k.reduction >= 256) return cooperate(caps, k.items, 128, 65535);
   return cover(caps, k.items, 64, 65535);
+}
+
+MatmulTiles matmul_tiles_generic(const DeviceCaps& caps, const MatmulShape& s) {
+  return matmul_worth_tiling(s) ? staged_tiles(caps, s, 64, 64, 4) : MatmulTiles{};
 }
 
 }  // namespace nxv::codegen

@@ -55,6 +55,39 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   }
 }
 
+MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
+  switch (caps.vendor_id) {
+    case 0x10005: return matmul_tiles_lavapipe(caps, s);
+    case 0x10DE: return matmul_tiles_nvidia(caps, s);
+    case 0x1002: return matmul_tiles_amd(caps, s);
+    default: return matmul_tiles_generic(caps, s);
+  }
+}
+
+bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 && s.k >= 8 && s.m * s.n * s.k >= (1 << 18); }
+
+MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread) {
+  MatmulTiles t{m, n, 16, thread, thread, true};
+  // Each slice row is padded by one element against bank conflicts (codegen/emit_matmul.cpp).
+  while (t.k > 1 && uint64_t(t.k) * (m + n + 2) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
+  // Every invocation loads the same number of each slice's elements.
+  if (t.invocations() > caps.max_workgroup_invocations || (m * t.k) % t.invocations() || (n * t.k) % t.invocations())
+    return {};
+  return t;
+}
+
+int64_t matmul_tile_count(const MatmulShape& s, const MatmulTiles& t) {
+  return s.batch * ((s.m + t.m - 1) / t.m) * ((s.n + t.n - 1) / t.n);
+}
+
+LaunchConfig launch_matmul(const DeviceCaps& caps, const MatmulShape& s, const MatmulTiles& tiles) {
+  const int64_t groups = std::min<int64_t>({std::max<int64_t>(matmul_tile_count(s, tiles), 1), 65535, caps.max_workgroup_count_x});
+  LaunchConfig c{tiles.invocations(), uint32_t(groups), false, 1};
+  c.matmul = tiles;
+  c.matmul.tiles = matmul_tile_count(s, tiles);
+  return c;
+}
+
 // lavapipe compiles a shader with LLVM the first time it runs it (Mesa's disk cache keeps
 // it for later processes). Measured cold (MESA_SHADER_CACHE_DISABLE, 2 cores, 2026-11-23):
 // serial loops of 2,805 words 0.1 s, 7,125 words 0.6 s, 16,720-21,580 words 2.6-3.2 s,

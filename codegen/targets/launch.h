@@ -8,6 +8,25 @@
 
 namespace nxv::codegen {
 
+// A tiled matrix multiplication (codegen/matmul.h): each workgroup computes tile m x n of
+// the output, each invocation thread_m x thread_n of it in registers, stepping the
+// contraction k at a time; staged: the operands' k-slices of the tile go through shared
+// memory (loaded once per workgroup), else each invocation reads its own.
+struct MatmulTiles {
+  uint32_t m = 0, n = 0, k = 0, thread_m = 0, thread_n = 0;
+  bool staged = false;
+  int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
+  uint32_t invocations() const { return (m / thread_m) * (n / thread_n); }
+};
+
+// What a kernel that is one dot (with elementwise work before and after it) multiplies:
+// `batch` products of m x k by k x n, elements of `bytes` in the accumulator's type.
+struct MatmulShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  int bytes = 4;
+  bool integer = false;
+};
+
 struct LaunchConfig {
   uint32_t workgroup_size;  // local_size_x
   uint32_t group_count;     // dispatch x; the kernel loops when items exceed what one pass covers
@@ -22,6 +41,8 @@ struct LaunchConfig {
   // Each workgroup computes kTransposeTile x kTransposeTile output tiles, staging transposed
   // arguments through shared memory (kernel.cpp). workgroup_size divides the tile.
   bool tiles = false;
+  // m > 0: a tiled matrix multiplication; group g computes output tiles g, g + groups, ...
+  MatmulTiles matmul;
 };
 
 constexpr int64_t kTransposeTile = 32;
@@ -69,11 +90,28 @@ bool serial_subgroup_barriers(const DeviceCaps& caps);
 // driver's compile time grows faster than the module (see launch.cpp).
 uint64_t serial_loop_max_words(const DeviceCaps& caps);
 
+// The tiles of a matrix multiplication on the device; m == 0 where the per-element dot is
+// as good (small products). Per vendor, as choose_launch.
+MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s);
+// One group per output tile up to the device's group limit.
+LaunchConfig launch_matmul(const DeviceCaps& caps, const MatmulShape& s, const MatmulTiles& tiles);
+int64_t matmul_tile_count(const MatmulShape& s, const MatmulTiles& tiles);
+// Whether a product is big enough in every direction for tiles to pay: a matrix-vector
+// product (m or n small) or a short contraction stays per element.
+bool matmul_worth_tiling(const MatmulShape& s);
+// Shared-memory tiles of `m` x `n` per workgroup and `thread` x `thread` per invocation, with
+// the largest k-step of 16 or less whose staged slices fit the device's shared memory.
+MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread);
+
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k);
+MatmulTiles matmul_tiles_generic(const DeviceCaps& caps, const MatmulShape& s);
+MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s);
+MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s);
+MatmulTiles matmul_tiles_amd(const DeviceCaps& caps, const MatmulShape& s);
 
 // One invocation per `unroll` * `lanes` items: enough groups to cover them, capped at max_groups.
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,

@@ -14,4 +14,12 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 64, 64, 1, lanes);
 }
 
+// No shared memory (a workgroup barrier makes lavapipe's LLVM build the shader as a
+// coroutine): each invocation computes 4 x 4 outputs from its own loads, which the CPU's
+// caches share between the lanes of a group.
+MatmulTiles matmul_tiles_lavapipe(const DeviceCaps&, const MatmulShape& s) {
+  if (!matmul_worth_tiling(s)) return {};
+  return MatmulTiles{32, 32, 4, 4, 4, false};
+}
+
 }  // namespace nxv::codegen

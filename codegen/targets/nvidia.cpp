@@ -22,4 +22,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
+// 64 x 64 output tiles of 4 x 4 per invocation (256 invocations), operand slices staged
+// through shared memory.
+MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
+  return matmul_worth_tiling(s) ? staged_tiles(caps, s, 64, 64, 4) : MatmulTiles{};
+}
+
 }  // namespace nxv::codegen

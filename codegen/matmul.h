@@ -1,0 +1,24 @@
+// The tiled matrix multiplication: a kernel whose body is one dot, with per-element work on
+// its operands before it (casts, transposes, scaling: the prologue) and on its result after
+// it (bias, activation: the epilogue), computed as output tiles per workgroup and register
+// tiles per invocation instead of one output element per invocation.
+#pragma once
+
+#include <cstdint>
+
+#include "codegen/emitter.h"
+#include "codegen/targets/launch.h"
+
+namespace nxv::codegen {
+
+// The product `dot` (a body node) computes, for the device's tile choice.
+MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const DeviceCaps& caps);
+
+// Emits main's body for launch.matmul: workgroup g takes output tiles g, g + groups, ...;
+// each invocation accumulates its register tile over the contraction in the order the
+// per-element dot adds its terms (the same bits), then computes the body's output from it
+// and stores. Adds the shared memory it declares to *shared_bytes.
+void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const BufferRef& output,
+                 const LaunchConfig& launch, uint64_t* shared_bytes);
+
+}  // namespace nxv::codegen

@@ -1,0 +1,216 @@
+// The tiled matrix multiplication (codegen/matmul.h) against the reference interpreter:
+// every tile variant, on the default device (lavapipe in CI: its direct variant through
+// the runtime, the staged one through run_spirv with another vendor's tile choice), over
+// edge shapes (1, primes, non-multiples of the tile, an empty contraction, many batches),
+// transposed and batched operands read in place, every element type, fused prologues
+// and epilogues; and which variant each target selects.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "codegen/kernel.h"
+#include "codegen/targets/launch.h"
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "ir/literal.h"
+#include "passes/pass.h"
+#include "runtime/runtime.h"
+
+namespace nxv {
+namespace {
+
+using ir::DType;
+
+std::string shape_json(const ir::Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string list(const std::vector<int64_t>& v) { return shape_json(v); }
+
+struct Case {
+  int64_t batch, m, k, n;
+  DType t;
+  bool transpose_a = false, transpose_b = false;
+  bool epilogue = false;  // relu(x·w + bias), with exp on a's elements as prologue
+};
+
+std::string name(const Case& c) {
+  return std::string(ir::dtype_name(c.t)) + " " + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
+         std::to_string(c.k) + "x" + std::to_string(c.n) + (c.transpose_a ? " aT" : "") + (c.transpose_b ? " bT" : "") +
+         (c.epilogue ? " fused" : "");
+}
+
+// dot of a [batch?, m, k] (or [batch?, k, m] read transposed) and b [batch?, k, n] (or
+// [batch?, n, k]), contracting k in place, as Nx.dot lowers.
+ir::Graph product(const Case& c) {
+  const bool batched = c.batch > 1;
+  auto with_batch = [&](ir::Shape s) {
+    if (batched) s.insert(s.begin(), c.batch);
+    return s;
+  };
+  const int64_t off = batched ? 1 : 0;
+  ir::Shape as = with_batch(c.transpose_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k});
+  ir::Shape bs = with_batch(c.transpose_b ? ir::Shape{c.n, c.k} : ir::Shape{c.k, c.n});
+  ir::Shape out = with_batch({c.m, c.n});
+  const std::string t = ir::dtype_name(c.t);
+  std::vector<int64_t> b1, b2;
+  if (batched) b1 = b2 = {0};
+  std::string nodes = R"({"id": 0, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(as) +
+                      R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(bs) + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "parameter", "type": ")" + t + R"(", "shape": [)" + std::to_string(c.n) + R"(], "attrs": {"index": 2}},
+    {"id": 3, "op": ")" + std::string(c.epilogue ? "exp" : "negate") + R"(", "args": [0], "type": ")" + t +
+                      R"(", "shape": )" + shape_json(as) + R"(},
+    {"id": 4, "op": "dot", "args": [3, 1], "type": ")" + t + R"(", "shape": )" + shape_json(out) +
+                      R"(, "attrs": {"contract_axes1": )" + list({off + (c.transpose_a ? 0 : 1)}) +
+                      R"(, "contract_axes2": )" + list({off + (c.transpose_b ? 1 : 0)}) + R"(, "batch_axes1": )" +
+                      list(b1) + R"(, "batch_axes2": )" + list(b2) + "}}";
+  int last = 4;
+  if (c.epilogue) {
+    ir::Shape axes{int64_t(out.size()) - 1};
+    nodes += R"(,
+    {"id": 5, "op": "broadcast", "args": [2], "type": ")" + t + R"(", "shape": )" + shape_json(out) +
+             R"(, "attrs": {"shape": )" + shape_json(out) + R"(, "axes": )" + shape_json(axes) + R"(}},
+    {"id": 6, "op": "add", "args": [4, 5], "type": ")" + t + R"(", "shape": )" + shape_json(out) + R"(},
+    {"id": 7, "op": "constant", "type": ")" + t + R"(", "shape": [], "attrs": {"value": 0}},
+    {"id": 8, "op": "max", "args": [6, 7], "type": ")" + t + R"(", "shape": )" + shape_json(out) + "}";
+    last = 8;
+  }
+  return ir::parse_graph(R"({"version": 1, "name": "matmul", "nodes": [)" + nodes + R"(], "outputs": [)" +
+                         std::to_string(last) + "]}");
+}
+
+std::vector<ir::Literal> inputs_for(const ir::Graph& g, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<ir::Literal> in;
+  for (const auto* p : g.parameters()) {
+    ir::Literal lit{p->type(), std::vector<uint8_t>(p->type().byte_size())};
+    for (int64_t i = 0; i < p->type().num_elements(); ++i) {
+      ir::Scalar v;
+      if (ir::is_float(p->type().dtype)) v.f = double(int64_t(rng() % 17) - 8) / 8;  // exact in every float type
+      else v.i = ir::is_signed_int(p->type().dtype) ? int64_t(rng() % 7) - 3 : int64_t(rng() % 7), v.is_integer = true;
+      ir::set_element(lit, i, v);
+    }
+    in.push_back(std::move(lit));
+  }
+  return in;
+}
+
+// Small multiples of 1/8 keep every partial sum exact in f32 and f64 up to these sizes, so
+// any order of summation gives the reference's bits; f16 and bf16 round their results once.
+// A fused prologue's exp is within a few ulp where f32 is computed in f32 (GPUs).
+void expect_matches(const Case& c, const ir::Literal& got, const ir::Literal& want) {
+  ASSERT_EQ(got.type, want.type) << name(c);
+  const double tol = c.t == DType::F16 ? 2e-3 : c.t == DType::BF16 ? 1e-2 : !c.epilogue ? 0 : c.t == DType::F32 ? 1e-5 : 1e-13;
+  int bad = 0;
+  for (int64_t i = 0; i < want.type.num_elements() && bad < 5; ++i) {
+    const double g = ir::get_f64(got, i), w = ir::get_f64(want, i);
+    if (std::fabs(g - w) > tol * std::max(1.0, std::fabs(w))) {
+      ADD_FAILURE() << name(c) << ": element " << i << " is " << g << ", want " << w;
+      ++bad;
+    }
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> cs;
+  for (DType t : {DType::F32, DType::F64, DType::S32, DType::F16, DType::BF16, DType::S8, DType::U8})
+    cs.push_back({1, 67, 45, 71, t});
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {128, 32, 96}, {97, 131, 61}, {16, 1024, 16},
+                                                             {1, 512, 1024}, {1024, 8, 1}, {63, 17, 129}})
+    cs.push_back({1, m, k, n, DType::F32});
+  cs.push_back({1, 70, 50, 90, DType::F32, true, false});
+  cs.push_back({1, 70, 50, 90, DType::F32, false, true});
+  cs.push_back({1, 70, 50, 90, DType::F64, true, true});
+  cs.push_back({7, 33, 64, 40, DType::F32});
+  cs.push_back({16, 64, 64, 64, DType::F32, false, true});  // attention's q · kᵀ
+  cs.push_back({3, 40, 24, 72, DType::F64, true, false});
+  cs.push_back({1, 65, 37, 130, DType::F32, false, false, true});
+  cs.push_back({4, 48, 33, 48, DType::F64, false, true, true});
+  cs.push_back({300, 16, 16, 64, DType::F32});  // many batches
+  cs.push_back({1, 64, 0, 64, DType::F32});     // an empty contraction: zeros
+  return cs;
+}
+
+TEST(Matmul, TiledProductsMatchTheReference) {
+  auto dev = runtime::Device::open();
+  for (const Case& c : cases()) {
+    if (c.t == DType::F64 && !dev->info().caps.float64) continue;
+    ir::Graph g = product(c);
+    auto in = inputs_for(g, unsigned(c.m * 131 + c.k * 7 + c.n));
+    auto want = ir::interpret(g, in);
+    auto exe = runtime::Executable::compile(dev, g);
+    auto got = exe->run_host(in);
+    expect_matches(c, got.at(0), want.at(0));
+  }
+}
+
+// The lowered graph's one kernel holding the dot (its prologue and epilogue fused).
+std::pair<ir::Graph, const ir::Node*> lowered(const ir::Graph& g) {
+  ir::Graph low = g;
+  passes::PassManager(passes::default_pipeline()).run(low);
+  const ir::Node* kernel = nullptr;
+  for (const auto& n : low.nodes)
+    if (n.op == "kernel" && n.attrs.value("kind", std::string()) == "dot") kernel = &n;
+  return {std::move(low), kernel};
+}
+
+// Every tile variant on the default device: its own through the runtime above, and each
+// vendor's (the staged shared-memory kernels included) as a module run through run_spirv.
+TEST(Matmul, EveryTargetsTilesRunCorrectlyOnThisDevice) {
+  runtime::RuntimeOptions robust;
+  robust.robust_buffer_access = true;
+  auto dev = runtime::Device::open(robust);
+  const auto& own = dev->info().caps;
+  for (const std::string target : {"nvidia", "amd", "generic", "lavapipe"}) {
+    // The device's own features and limits under another vendor's tile choice: the module must run here.
+    codegen::DeviceCaps caps = own;
+    caps.vendor_id = codegen::target_caps(target).vendor_id;
+    for (const Case& c : cases()) {
+      if ((c.t == DType::F64 && !own.float64) || c.t == DType::F16 || c.t == DType::BF16 || c.t == DType::S8 ||
+          c.t == DType::U8)
+        continue;  // narrow storage types need device features the canned caps may not match
+      ir::Graph g = product(c);
+      auto [low, kernel] = lowered(g);
+      ASSERT_NE(kernel, nullptr) << name(c);
+      auto kb = codegen::compile_kernel(*kernel, low, caps);
+      EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << target << " " << name(c);
+      auto in = inputs_for(g, unsigned(c.m * 131 + c.k * 7 + c.n));
+      std::vector<runtime::BufferPtr> bufs;
+      for (ir::NodeId a : kernel->args) {
+        const int64_t index = low.node(a).attrs.value("index", int64_t(-1));
+        ASSERT_GE(index, 0) << "the kernel reads a graph input only";
+        bufs.push_back(dev->upload(in[index].type, in[index].data.data(), in[index].data.size()));
+      }
+      runtime::SpirvLaunch launch;
+      launch.push_constants.assign(kb.push_constant_bytes, 0);
+      for (int i = 0; i < 3; ++i) launch.group_count[i] = kb.group_count[i];
+      auto out = runtime::run_spirv(dev, kb.spirv, bufs, kernel->results, launch);
+      ir::Literal got{kernel->results[0], std::vector<uint8_t>(kernel->results[0].byte_size())};
+      dev->download(*out[0], got.data.data(), got.data.size());
+      expect_matches(c, got, ir::interpret(g, in).at(0));
+    }
+  }
+}
+
+// Which kernel each target selects, by shape.
+TEST(Matmul, TargetsSelectTilesBySize) {
+  auto launch_of = [](const Case& c, const std::string& target) {
+    auto [low, kernel] = lowered(product(c));
+    return codegen::compile_kernel(*kernel, low, codegen::target_caps(target)).launch;
+  };
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 32x32x4 tiles, 4x4 per invocation, direct", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
+  // Matrix-vector products and tiny ones stay per element.
+  EXPECT_EQ(launch_of({1, 1024, 1024, 1, DType::F32}, "nvidia").find("matmul"), std::string::npos);
+  EXPECT_EQ(launch_of({1, 8, 8, 8, DType::F32}, "nvidia").find("matmul"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nxv
