@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The issue-3 workloads in JAX/XLA, timed the same way as nxv_bench (median of N after warm-up).
 
-    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--json FILE]
+    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR] [--json FILE]
 
 Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
 """
@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--size", choices=["small", "full"], default="small")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json")
+    ap.add_argument("--filter", default="", help="only workloads whose name contains this")
     a = ap.parse_args()
     rows = []
     print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
@@ -112,6 +113,8 @@ def main():
         flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
         side = 8192 if a.size == "full" else 1024
         for name, fn, args, nbytes, *flops in workloads(dtype, flat, side):
+            if a.filter not in name:
+                continue
             ms = time_call(jax.jit(fn), args, a.runs)
             gbps = nbytes / (ms / 1e3) / 1e9
             tflops = flops[0] / (ms / 1e3) / 1e12 if flops else 0

@@ -134,6 +134,8 @@ std::vector<Case> cases() {
   cs.push_back({4, 48, 33, 48, DType::F64, false, true, true});
   cs.push_back({300, 16, 16, 64, DType::F32});  // many batches
   cs.push_back({1, 64, 0, 64, DType::F32});     // an empty contraction: zeros
+  cs.push_back({1, 2048, 12, 2049, DType::F32});  // enough tiles for NVIDIA's largest
+  cs.push_back({1, 2047, 9, 2048, DType::F64});
   return cs;
 }
 
@@ -205,6 +207,8 @@ TEST(Matmul, TargetsSelectTilesBySize) {
     return codegen::compile_kernel(*kernel, low, codegen::target_caps(target)).launch;
   };
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 64x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 32x32x4 tiles, 4x4 per invocation, direct", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
   // Matrix-vector products and tiny ones stay per element.

@@ -66,8 +66,9 @@ MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
 
 bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 && s.k >= 8 && s.m * s.n * s.k >= (1 << 18); }
 
-MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread) {
-  MatmulTiles t{m, n, 16, thread, thread, true};
+MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
+                         uint32_t k) {
+  MatmulTiles t{m, n, k, thread, thread, true};
   // Each slice row is padded by one element against bank conflicts (codegen/emit_matmul.cpp).
   while (t.k > 1 && uint64_t(t.k) * (m + n + 2) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
   // Every invocation loads the same number of each slice's elements.

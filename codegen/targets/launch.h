@@ -100,8 +100,9 @@ int64_t matmul_tile_count(const MatmulShape& s, const MatmulTiles& tiles);
 // product (m or n small) or a short contraction stays per element.
 bool matmul_worth_tiling(const MatmulShape& s);
 // Shared-memory tiles of `m` x `n` per workgroup and `thread` x `thread` per invocation, with
-// the largest k-step of 16 or less whose staged slices fit the device's shared memory.
-MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread);
+// the largest k-step of `k` or less whose staged slices fit the device's shared memory.
+MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
+                         uint32_t k = 16);
 
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
