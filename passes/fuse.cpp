@@ -49,6 +49,14 @@ bool inlinable(const Node& n) {
 // producers are evaluated inside their loops: a dot's are its tiles' prologue).
 bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n) || n.op == "dot"; }
 
+// What a dot may compute in its prologue: moving or converting elements. Its operands'
+// elements are read once per output tile (more often by a dot too small to tile, once per
+// output element), so arithmetic there is recomputed; it gets a buffer instead.
+bool cheap_prologue(const Node& n) {
+  const auto f = ir::op_family(n.op);
+  return n.op == "constant" || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Convert || f == ir::OpFamily::Metadata;
+}
+
 // A producer inlined into several kernels is recomputed in each; beyond this many ops in
 // its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element
 // is cheaper than a dispatch and a round trip through memory, so the bar is high.
@@ -69,6 +77,7 @@ class Fuse : public Pass {
       if (n.op == "constant") return false;  // a scalar literal: copied into every region
       if (n.op == "dot" && !outputs.count(n.id) && !forced.count(n.id)) return !epilogue_fits(g, n, users);
       if (!inlinable(n) || outputs.count(n.id) || forced.count(n.id)) return true;
+      if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return true;
       for (NodeId u : users[n.id])
         if (!can_root(g.node(u))) return true;
       return false;
@@ -126,6 +135,15 @@ class Fuse : public Pass {
     if (us.size() != 1 || !keeps_element(us[0])) return false;
     const auto& next = users[us[0]];
     return std::all_of(next.begin(), next.end(), keeps_element);
+  }
+
+  // Whether a dot reads `id`'s elements, directly or through a cheap prologue.
+  static bool feeds_dot(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) {
+    for (NodeId u : users[id]) {
+      const Node& un = g.node(u);
+      if (un.op == "dot" || (cheap_prologue(un) && feeds_dot(g, u, users))) return true;
+    }
+    return false;
   }
 
   // A dot inlined where it is not computed at the region's one output position (the region
@@ -445,6 +463,7 @@ class Fuse : public Pass {
     if (forced.count(n.id)) return "shared by kernels of different shapes and too costly to recompute";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
+    if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return "arithmetic read by a dot, which inlines only index maps and casts";
     return "materialised";
   }
 
