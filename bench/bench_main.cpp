@@ -1,9 +1,11 @@
 // nxv_bench: times whole graphs (compile once, run many) and prints a table.
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
-//             [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]
+//             [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
+// --dump writes each selected workload's graph to DIR/NAME_DTYPE.json (for `nxv run --check`
+// and `nxv explore`) and exits.
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output
 // once) instead of the built-in workloads: how to time one op or variant of a kernel.
 //
@@ -52,6 +54,7 @@ struct Options {
   std::string device;
   std::string json_path;
   std::vector<std::string> graphs;
+  std::string dump_dir;
   double serve_seconds = 0;
   std::vector<std::string> devices = {""};
   int64_t batch = 64;
@@ -93,6 +96,8 @@ Options parse(int argc, char** argv) {
       o.filter = value();
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--dump") {
+      o.dump_dir = value();
     } else if (a == "--serve") {
       o.serve_seconds = std::stod(value());
     } else if (a == "--devices") {
@@ -107,7 +112,7 @@ Options parse(int argc, char** argv) {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...]\n"
+                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
@@ -261,6 +266,13 @@ int main(int argc, char** argv) try {
     int64_t flat = o.full ? (t == ir::DType::F64 ? 16 << 20 : 64 << 20) : 1 << 20;
     int64_t side = o.full ? 8192 : 1024;
     for (auto& w : bench::make_workloads(t, flat, side, {8, 1000})) workloads.push_back(std::move(w));
+  }
+  if (!o.dump_dir.empty()) {
+    std::filesystem::create_directories(o.dump_dir);
+    for (const auto& w : workloads)
+      if (o.filter.empty() || w.name.find(o.filter) != std::string::npos)
+        std::ofstream(o.dump_dir + "/" + w.name + "_" + ir::dtype_name(w.dtype) + ".json") << ir::write_graph(w.graph);
+    return 0;
   }
   std::vector<Row> rows;
   std::mt19937_64 rng(42);

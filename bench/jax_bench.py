@@ -58,6 +58,21 @@ def workloads(dtype, flat, side):
         return jax.nn.softmax(x, axis=-1)
 
     w.append(("mlp_infer", mlp, (xb, *params), xb.nbytes, 2.0 * 256 * sum(widths[i] * widths[i + 1] for i in range(3))))
+    yb = jax.nn.one_hot(jax.random.randint(k2, (256,), 0, 10), 10, dtype=f)
+
+    def loss(ps, x, y):
+        for i in range(3):
+            x = mm(x, ps[2 * i]) + ps[2 * i + 1]
+            if i < 2:
+                x = jnp.maximum(x, 0)
+        return jnp.mean(jax.nn.logsumexp(x, axis=-1) - jnp.sum(x * y, axis=-1))
+
+    def train_step(x, y, *ps):
+        value, grads = jax.value_and_grad(loss)(ps, x, y)
+        return value, [p - 0.01 * g for p, g in zip(ps, grads)]
+
+    macs = [256 * widths[i] * widths[i + 1] for i in range(3)]
+    w.append(("mlp_train", train_step, (xb, yb, *params), 0, 2.0 * (2 * macs[0] + 3 * macs[1] + 3 * macs[2])))
     if dtype == "f64":
         for d in (8, 1000):
             q = jax.random.normal(k1, (d,), f)

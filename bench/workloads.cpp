@@ -173,6 +173,64 @@ Workload mlp_inference(DType t, int64_t batch, const std::vector<int64_t>& width
   return r;
 }
 
+Workload mlp_train_step(DType t, int64_t batch, const std::vector<int64_t>& widths) {
+  GraphWriter w("mlp_train");
+  const size_t layers = widths.size() - 1;
+  const int64_t classes = widths.back();
+  NodeId x = w.param(0, t, {batch, widths[0]}), y = w.param(1, t, {batch, classes});
+  std::vector<NodeId> weights, biases, acts{x};
+  for (size_t l = 0; l < layers; ++l) {
+    weights.push_back(w.param(int(2 * l + 2), t, {widths[l], widths[l + 1]}));
+    biases.push_back(w.param(int(2 * l + 3), t, {widths[l + 1]}));
+  }
+  auto matmul = [&](NodeId a, NodeId b, int64_t ca, int64_t cb, ir::Shape out) {
+    return w.node("dot", {a, b}, t, std::move(out),
+                  {{"contract_axes1", {ca}}, {"contract_axes2", {cb}}, {"batch_axes1", json::array()},
+                   {"batch_axes2", json::array()}});
+  };
+  for (size_t l = 0; l < layers; ++l) {
+    NodeId z = dense(w, acts.back(), weights[l], biases[l], t);
+    acts.push_back(l + 1 < layers ? w.ew("max", {z, w.scalar(0, t)}, t) : z);
+  }
+  // loss = mean over the batch of logsumexp(logits) - <logits, y>
+  NodeId logits = acts.back();
+  json keep = {{"axes", {1}}, {"keep_axes", true}};
+  NodeId m = w.node("reduce_max", {logits}, t, {batch, 1}, keep);
+  NodeId e = w.node("exp", {w.node("subtract", {logits, m}, t, {batch, classes})}, t, {batch, classes});
+  NodeId s = w.node("sum", {e}, t, {batch, 1}, keep);
+  NodeId lse = w.node("add", {w.node("log", {s}, t, {batch, 1}), m}, t, {batch, 1});
+  NodeId picked = w.node("sum", {w.ew("multiply", {logits, y}, t)}, t, {batch, 1}, keep);
+  NodeId loss = w.node("divide", {w.node("sum", {w.node("subtract", {lse, picked}, t, {batch, 1})}, t, {},
+                                         {{"axes", nullptr}, {"keep_axes", false}}),
+                                  w.scalar(double(batch), t)},
+                       t, {});
+  // d loss / d logits = (softmax - y) / batch
+  NodeId delta = w.node("divide", {w.node("subtract", {w.node("divide", {e, s}, t, {batch, classes}), y}, t, {batch, classes}),
+                                   w.scalar(double(batch), t)},
+                        t, {batch, classes});
+  std::vector<NodeId> outputs{loss}, updated(2 * layers);
+  for (size_t l = layers; l-- > 0;) {
+    const int64_t in = widths[l], out = widths[l + 1];
+    NodeId dw = matmul(acts[l], delta, 0, 0, {in, out});
+    NodeId db = w.node("sum", {delta}, t, {out}, {{"axes", {0}}, {"keep_axes", false}});
+    auto step = [&](NodeId p, NodeId g) { return w.ew("subtract", {p, w.ew("multiply", {g, w.scalar(0.01, t)}, t)}, t); };
+    updated[2 * l] = step(weights[l], dw);
+    updated[2 * l + 1] = step(biases[l], db);
+    if (l == 0) break;
+    NodeId dh = matmul(delta, weights[l], 1, 1, {batch, in});
+    NodeId active = w.node("greater", {acts[l], w.scalar(0, t)}, DType::U8, {batch, in});
+    delta = w.node("select", {active, dh, w.scalar(0, t)}, t, {batch, in});
+  }
+  outputs.insert(outputs.end(), updated.begin(), updated.end());
+  Workload r{"mlp_train", t, w.finish(outputs), 0};
+  for (size_t l = 0; l < layers; ++l) {
+    const double macs = double(batch) * double(widths[l]) * double(widths[l + 1]);
+    r.flops += 2 * macs * (l == 0 ? 2 : 3);  // forward, weight gradient, and input gradient above the first layer
+    r.min_bytes += bytes(2 * (widths[l] * widths[l + 1] + widths[l + 1]), t);
+  }
+  return r;
+}
+
 std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const std::vector<int64_t>& leapfrog_dims) {
   std::vector<Workload> ws;
   ws.push_back(copy(t, flat));
@@ -189,6 +247,7 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   if (side > 1024) ws.push_back(square_dot(t, 4096));
   ws.push_back(attention_scores(t));
   ws.push_back(mlp_inference(t, 256, {784, 1024, 1024, 10}));
+  ws.push_back(mlp_train_step(t, 256, {784, 1024, 1024, 10}));
   return ws;
 }
 

@@ -25,6 +25,12 @@ struct Workload {
 Workload square_dot(ir::DType dtype, int64_t n);
 Workload attention_scores(ir::DType dtype);
 
+// One SGD step of that classifier (value and gradient of the mean cross-entropy, then
+// w -= 0.01 dw for every parameter), as Nx.Defn.grad expresses it: parameters are the batch,
+// its one-hot labels, then each layer's weight and bias; results the loss and the new
+// parameters.
+Workload mlp_train_step(ir::DType dtype, int64_t batch, const std::vector<int64_t>& widths);
+
 // `size` overrides the element count of the flat workloads and the side of the square ones,
 // so the same workloads run small on lavapipe and full-size on a GPU.
 std::vector<Workload> make_workloads(ir::DType dtype, int64_t flat_elems, int64_t square_side,

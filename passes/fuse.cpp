@@ -124,8 +124,9 @@ class Fuse : public Pass {
 
   // A dot's epilogue: its one user, elementwise over the dot's shape, may compute it in
   // registers (codegen/matmul.h tiles the product and applies the user to each tile).
-  // The user's own users must be elementwise of the same shape too (or none): read by
-  // another dot or a reduction, the user would be inlined there and take the dot along.
+  // The user's own users must be elementwise of the same shape too (or none), or the user
+  // gets a buffer anyway (read by another dot): inlined into a reduction, the user would
+  // take the dot along.
   static bool epilogue_fits(const Graph& g, const Node& dot, std::map<NodeId, std::vector<NodeId>>& users) {
     auto keeps_element = [&](NodeId id) {
       const Node& u = g.node(id);
@@ -134,7 +135,7 @@ class Fuse : public Pass {
     const auto& us = users[dot.id];
     if (us.size() != 1 || !keeps_element(us[0])) return false;
     const auto& next = users[us[0]];
-    return std::all_of(next.begin(), next.end(), keeps_element);
+    return std::all_of(next.begin(), next.end(), keeps_element) || feeds_dot(g, us[0], users);
   }
 
   // Whether a dot reads `id`'s elements, directly or through a cheap prologue.
@@ -390,6 +391,7 @@ class Fuse : public Pass {
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
+    if (holds_dot(g, a) || holds_dot(g, b)) return false;  // a dot's kernel has one result (codegen/matmul.h)
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
