@@ -14,8 +14,8 @@
 // in f64 through the f64 forms and rounds once).
 //
 // Accuracy, measured per function over a sweep by unit_tests/codegen_math_test.cpp, is
-// tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp but erfc (5.2 ulp,
-// Cody's rational approximations) and erf_inv (3.2, Newton steps on erf and erfc); pow
+// tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp but erfc (4.2 ulp,
+// Cody's rational approximations) and erf_inv (2.7, Newton steps on erf and erfc); pow
 // within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
 // sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
 // exact remainder by 2 pi keeps results in range.
@@ -783,7 +783,19 @@ struct M {
     far = div(sub(c(kOneOverSqrtPi), far), a);
     // beyond this erfc underflows (CALERF's XBIG for the width)
     const double big = wide() ? 26.543 : 9.194;
-    Id v = mul(exp_minus_square(a), sel(le(a, c(4)), mid, far));
+    Id rat = sel(le(a, c(4)), mid, far);
+    Id v;
+    if (wide()) {
+      // e^{-a^2} as the double-word 2^k (hi + lo) (a^2 exact), multiplied by the rational
+      // with one rounding (and the scaling's, where the result is subnormal).
+      auto [sq, sq_err] = two_product(a, a);
+      Reduced red = reduce_exp(neg(sq));
+      DW ep = exp_parts(red);
+      auto [p, pe] = two_product_finite(ep.hi, rat);
+      v = scale2(add(p, fma(sub(ep.lo, mul(ep.hi, sq_err)), rat, pe)), red.k, 0);
+    } else {
+      v = mul(exp_minus_square(a), rat);
+    }
     return sel(lt(a, c(big)), v, c(0));
   }
   // f64 erf as fdlibm's s_erf: x + x y(x^2) below 0.84375, erx + P(a - 1) / Q(a - 1) below
