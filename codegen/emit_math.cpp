@@ -36,18 +36,20 @@ constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.908214929270587
 constexpr double kLn2HiF = 6.9313812256e-01, kLn2LoF = 9.0580006145e-06;
 constexpr double kLog2e = 1.44269504088896338700e+00;
 // (e^r - 1) / r on |r| <= ln2/2: Chebyshev fits (mpmath.chebyfit), relative error of r Q(r)
-// 2.4e-17 (f64) and 1.2e-8 (f32) with these coefficients rounded to double.
+// 1.2e-18 (f64; that of e^r - 1 + 1/2 too, expm1's k = 1) and 1.2e-8 (f32) with these
+// coefficients rounded to double.
 const std::vector<double> kExpm1Q64 = {1.0,
-                                       0.5000000000000006,
+                                       0.5,
                                        0.1666666666666667,
-                                       0.041666666666573066,
-                                       0.008333333333326136,
-                                       0.001388888893251478,
-                                       0.00019841269874820627,
-                                       2.480150431378554e-05,
-                                       2.7557255400206422e-06,
-                                       2.7626371065696354e-07,
-                                       2.5105217004720745e-08};
+                                       0.04166666666666667,
+                                       0.008333333333326141,
+                                       0.0013888888888883752,
+                                       0.00019841269874800493,
+                                       2.4801587325533363e-05,
+                                       2.7557255425746435e-06,
+                                       2.7557273661348637e-07,
+                                       2.510520637395701e-08,
+                                       2.0914679376583935e-09};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
 // pi/2 as a double-double.
@@ -153,6 +155,7 @@ struct M {
     Id r;
     Id tail;  // f64: e^r - 1 - r; f32: 0 (r holds all of e^r - 1)
     Id em;    // e^r - 1, rounded
+    Id tail_hi, tail_lo;  // f64: tail = r^2/2 (exact) + tail_lo, for expm1's double-word sums
   };
   // x is clamped to a little beyond where e^x overflows or underflows, where 2^k (1 + e^r - 1)
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
@@ -165,15 +168,21 @@ struct M {
     if (!wide()) {
       Id r = fma(kf, c(-ln2_lo()), r_hi);
       Id em = mul(r, poly(r, kExpm1Q32));
-      return {to_i32(kf), em, c(0), em};
+      return {to_i32(kf), em, c(0), em, c(0), c(0)};
     }
     Id lo = mul(kf, c(ln2_lo()));
     Id r = exact(sub(r_hi, lo));
     Id r_lo = exact(sub(exact(sub(r_hi, r)), lo));
-    std::vector<double> p(kExpm1Q64.begin() + 1, kExpm1Q64.end());  // (e^r - 1 - r) / r^2
-    Id tail = fma(mul(r, r), poly(r, p), r_lo);
+    // tail = e^(r + r_lo) - 1 - r = r^2 Q(r) + e^r r_lo, Q = (e^r - 1 - r) / r^2 = q1 + r P(r)
+    // (q1 = 1/2 here): r^2/2 exact (Dekker's square) as tail_hi, the rest small (r^3/6 and
+    // below) as tail_lo, so that r + tail_hi + tail_lo carries e^r - 1 to about 2^-59.
+    auto [rr, rr_err] = two_square(r);
+    Id tail_hi = mul(c(0.5), rr);
+    std::vector<double> p(kExpm1Q64.begin() + 2, kExpm1Q64.end());
+    Id tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
+    Id tail = exact(add(tail_hi, tail_lo));
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
-    return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail)))};
+    return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
   // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
   // |r| < 1), the small parts added to err first.
@@ -209,8 +218,8 @@ struct M {
   // e^x - 1 = 2^k (e^r - 1 - (2^-k - 1)): where 2^-k - 1 is exact (-1 <= k <= significand bits)
   // the only rounding is that difference's (fdlibm's s_expm1), and -0 stays -0 at k = 0;
   // elsewhere e^x - 1 loses nothing.
-  // In f64, r + (1 - 2^-k) is summed exactly (TwoSum) and the tail added before the one
-  // rounding of consequence.
+  // In f64, r + (1 - 2^-k) + r^2/2 is summed exactly (TwoSum, Fast2Sum) and the rest of the
+  // tail added before the one rounding of consequence.
   Id expm1_near(const Reduced& red) {
     Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
     if (!wide()) return mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
@@ -218,7 +227,8 @@ struct M {
     Id s = exact(add(red.r, d));
     Id bb = exact(sub(s, red.r));
     Id err = exact(add(exact(sub(red.r, exact(sub(s, bb)))), exact(sub(d, bb))));
-    Id v = mul(exact(add(s, exact(add(err, red.tail)))), pow2(red.k));
+    DW s2 = fast_two_sum(s, red.tail_hi);  // |r^2/2| < |r + 1 - 2^-k|
+    Id v = mul(exact(add(s2.hi, exact(add(s2.lo, exact(add(err, red.tail_lo)))))), pow2(red.k));
     return sel(eq(red.r, c(0)), red.r, v);  // ±0 (x = ±0) stays itself
   }
   Id expm1(Id x) {
@@ -334,7 +344,8 @@ struct M {
   DW expm1_parts(const Reduced& red) {
     Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
     DW s = two_sum(red.r, sub(c(1), pow2(minus_k)));
-    return fast_two_sum(s.hi, exact(add(s.lo, red.tail)));
+    DW s2 = fast_two_sum(s.hi, red.tail_hi);
+    return fast_two_sum(s2.hi, exact(add(s2.lo, exact(add(s.lo, red.tail_lo)))));
   }
   // v 2^k for 2^k normal (exact where v's parts stay normal).
   DW dw_scale(const DW& v, Id k32) {
@@ -782,7 +793,8 @@ struct M {
                                       6.05183413124413191e-2, 2.33520497626869185e-3}));
     far = div(sub(c(kOneOverSqrtPi), far), a);
     // beyond this erfc underflows (CALERF's XBIG for the width)
-    const double big = wide() ? 26.543 : 9.194;
+    // (f64: erfc is below half the smallest subnormal beyond 27.3)
+    const double big = wide() ? 27.3 : 9.194;
     Id rat = sel(le(a, c(4)), mid, far);
     Id v;
     if (wide()) {
@@ -803,12 +815,20 @@ struct M {
   Id erf_wide(Id x) {
     Id a = abs(x);
     Id z = mul(x, x);
-    Id y = div(poly(z, {1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
-                        -5.77027029648944159157e-03, -2.37630166566501626084e-05}),
-               poly(z, {1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
-                        1.32494738004321644526e-04, -3.96022827877536812320e-06}));
+    const double pp0 = 1.28379167095512558561e-01;
+    Id r1 = poly(z, {-3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
+                     -2.37630166566501626084e-05});
+    Id s1 = poly(z, {3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                     1.32494738004321644526e-04, -3.96022827877536812320e-06});
+    Id den = fma(z, s1, c(1));
+    Id y = div(fma(z, r1, c(pp0)), den);
+    // Below 1/4, x (2/sqrt(pi) + z t), t = (y - pp0) / z, with 2/sqrt(pi) in two parts and its
+    // product by x exact: y's own roundings would cost up to 0.4 ulp near the top of a binade.
+    Id t = div(fma(c(-pp0), s1, r1), den);
+    auto [p, pe] = two_product_finite(x, c(1.12837916709551255856e+00));
+    Id small = add(p, fma(x, fma(z, t, c(1.5335459613165881e-17)), pe));
     Id x8 = mul(x, c(8));  // subnormal x: scaled, so that the result is rounded once
-    Id v0 = sel(lt(a, c(0x1p-1000)), mul(c(0.125), fma(x8, y, x8)), fma(x, y, x));
+    Id v0 = sel(lt(a, c(0x1p-1000)), mul(c(0.125), fma(x8, y, x8)), sel(lt(a, c(0.25)), small, fma(x, y, x)));
     Id s = sub(a, c(1));
     Id pq = div(poly(s, {-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
                          3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
