@@ -15,7 +15,7 @@
 //
 // Accuracy, measured per function over a sweep by unit_tests/codegen_math_test.cpp, is
 // tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp but erfc (4.2 ulp,
-// Cody's rational approximations) and erf_inv (2.7, Newton steps on erf and erfc); pow
+// Cody's rational approximations) and erf_inv (3.4, Newton steps on erf and erfc); pow
 // within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
 // sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
 // exact remainder by 2 pi keeps results in range.
@@ -161,7 +161,9 @@ struct M {
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
   // what limits f64 kernels on GPUs). A NaN comes out of the clamp unspecified: callers
   // restore it.
-  Reduced reduce_exp(Id x) {
+  // exact_square: r^2/2 exact (expm1 and tanh, whose results are e^r - 1 itself); otherwise
+  // tail is one double (e^r = 1 + r + tail), within 2^-55 of it.
+  Reduced reduce_exp(Id x, bool exact_square = false) {
     x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r_hi = fma(kf, c(-ln2_hi()), x);  // exact: k ln2_hi has trailing zeros, and x is near it
@@ -176,11 +178,17 @@ struct M {
     // tail = e^(r + r_lo) - 1 - r = r^2 Q(r) + e^r r_lo, Q = (e^r - 1 - r) / r^2 = q1 + r P(r)
     // (q1 = 1/2 here): r^2/2 exact (Dekker's square) as tail_hi, the rest small (r^3/6 and
     // below) as tail_lo, so that r + tail_hi + tail_lo carries e^r - 1 to about 2^-59.
-    auto [rr, rr_err] = two_square(r);
-    Id tail_hi = mul(c(0.5), rr);
     std::vector<double> p(kExpm1Q64.begin() + 2, kExpm1Q64.end());
-    Id tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
-    Id tail = exact(add(tail_hi, tail_lo));
+    Id tail_hi, tail_lo, tail;
+    if (exact_square) {
+      auto [rr, rr_err] = two_square(r);
+      tail_hi = mul(c(0.5), rr);
+      tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
+      tail = exact(add(tail_hi, tail_lo));
+    } else {
+      tail = fma(mul(r, r), fma(r, poly(r, p), c(kExpm1Q64[1])), fma(r_lo, r, r_lo));
+      tail_hi = tail, tail_lo = c(0);
+    }
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
     return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
@@ -232,7 +240,7 @@ struct M {
     return sel(eq(red.r, c(0)), red.r, v);  // ±0 (x = ±0) stays itself
   }
   Id expm1(Id x) {
-    Reduced red = reduce_exp(x);
+    Reduced red = reduce_exp(x, true);
     Id near = expm1_near(red);
     Id far;
     if (wide()) {
@@ -399,7 +407,7 @@ struct M {
     Id a = abs(x);
     // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
     // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
-    Reduced red = reduce_exp(add(a, a));
+    Reduced red = reduce_exp(add(a, a), true);
     Id v;
     if (wide()) {
       // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
