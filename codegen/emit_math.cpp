@@ -2,13 +2,20 @@
 // for the float widths GLSL.std.450 has no instruction for (Vulkan gives Exp, Log, Sin, ...
 // only 16- and 32-bit forms), for the f32 functions GLSL lacks (expm1, log1p, cbrt, erf,
 // erfc, erf_inv) and for those drivers get wrong in f32 (the inverse trig/hyperbolics,
-// atan2; see emit_elementwise.cpp). One implementation serves both widths; the reductions and
-// polynomial lengths are chosen for f64 (fdlibm and Cephes are the models), which makes
-// them more than accurate enough at f32.
+// atan2; see emit_elementwise.cpp). fdlibm and Cephes are the models.
+//
+// In f64, each function ends in double-word arithmetic (a value carried as hi + lo): the
+// argument reduction's rounding error is kept, the leading terms (x, 1 - x^2/2, e ln2 + f -
+// f^2/2, the atan or pi/2 of a reduction) are added with error-free sums, products that
+// matter are exact by Dekker's algorithm with Veltkamp's split (never Fma: lavapipe's is not
+// always fused), quotients are corrected by their exact residual, and the polynomial's
+// smaller terms are added to lo, so that the one rounding of consequence is the last. f32
+// keeps the shorter single-rounding forms (a GPU computes it in f32; lavapipe computes f32
+// in f64 through the f64 forms and rounds once).
 //
 // Accuracy, measured per function over a sweep by unit_tests/codegen_math_test.cpp, is
-// tabulated in docs/math-accuracy.md: exp and expm1 within 1 ulp (their last step is
-// compensated), the others within 0.7-3 ulp, erfc 5.2 (Cody's rational approximations), pow
+// tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp but erfc (4.2 ulp,
+// Cody's rational approximations) and erf_inv (3.4, Newton steps on erf and erfc); pow
 // within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
 // sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
 // exact remainder by 2 pi keeps results in range.
@@ -29,18 +36,20 @@ constexpr double kLn2Hi = 6.93147180369123816490e-01, kLn2Lo = 1.908214929270587
 constexpr double kLn2HiF = 6.9313812256e-01, kLn2LoF = 9.0580006145e-06;
 constexpr double kLog2e = 1.44269504088896338700e+00;
 // (e^r - 1) / r on |r| <= ln2/2: Chebyshev fits (mpmath.chebyfit), relative error of r Q(r)
-// 2.4e-17 (f64) and 1.2e-8 (f32) with these coefficients rounded to double.
+// 1.2e-18 (f64; that of e^r - 1 + 1/2 too, expm1's k = 1) and 1.2e-8 (f32) with these
+// coefficients rounded to double.
 const std::vector<double> kExpm1Q64 = {1.0,
-                                       0.5000000000000006,
+                                       0.5,
                                        0.1666666666666667,
-                                       0.041666666666573066,
-                                       0.008333333333326136,
-                                       0.001388888893251478,
-                                       0.00019841269874820627,
-                                       2.480150431378554e-05,
-                                       2.7557255400206422e-06,
-                                       2.7626371065696354e-07,
-                                       2.5105217004720745e-08};
+                                       0.04166666666666667,
+                                       0.008333333333326141,
+                                       0.0013888888888883752,
+                                       0.00019841269874800493,
+                                       2.4801587325533363e-05,
+                                       2.7557255425746435e-06,
+                                       2.7557273661348637e-07,
+                                       2.510520637395701e-08,
+                                       2.0914679376583935e-09};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
 // pi/2 as a double-double.
@@ -95,6 +104,30 @@ struct M {
     b().decorate(v, spv::DecorationNoContraction);
     return v;
   }
+  // Double-word arithmetic (hi + lo, |lo| at most half an ulp of hi where normalized): the
+  // error-free sums of Knuth (TwoSum) and Dekker (Fast2Sum, |a| >= |x| or a = 0), and a
+  // quotient of double-words with one correction by the exact residual.
+  struct DW {
+    Id hi, lo;
+  };
+  DW two_sum(Id a, Id x) {
+    Id s = exact(add(a, x));
+    Id bb = exact(sub(s, a));
+    return {s, exact(add(exact(sub(a, exact(sub(s, bb)))), exact(sub(x, bb))))};
+  }
+  DW fast_two_sum(Id a, Id x) {
+    Id s = exact(add(a, x));
+    return {s, exact(add(exact(sub(a, s)), x))};
+  }
+  // (n_hi + n_lo) / (d_hi + d_lo): n_hi - q d_hi is exact (Sterbenz) and its rounding error
+  // the product's, so the correction leaves an error of a few 2^-106.
+  DW dw_div(Id n_hi, Id n_lo, Id d_hi, Id d_lo) {
+    Id q = div(n_hi, d_hi);
+    auto [p, pe] = two_product_finite(q, d_hi);
+    Id res = add(sub(exact(sub(n_hi, p)), pe), sub(n_lo, mul(q, d_lo)));
+    return {q, div(res, d_hi)};
+  }
+  Id round(const DW& v) { return exact(add(v.hi, v.lo)); }
   // c[0] + x (c[1] + x (c[2] + ...)).
   Id poly(Id x, const std::vector<double>& coeffs) {
     Id acc = c(coeffs.back());
@@ -122,27 +155,42 @@ struct M {
     Id r;
     Id tail;  // f64: e^r - 1 - r; f32: 0 (r holds all of e^r - 1)
     Id em;    // e^r - 1, rounded
+    Id tail_hi, tail_lo;  // f64: tail = r^2/2 (exact) + tail_lo, for expm1's double-word sums
   };
   // x is clamped to a little beyond where e^x overflows or underflows, where 2^k (1 + e^r - 1)
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
   // what limits f64 kernels on GPUs). A NaN comes out of the clamp unspecified: callers
   // restore it.
-  Reduced reduce_exp(Id x) {
+  // exact_square: r^2/2 exact (expm1 and tanh, whose results are e^r - 1 itself); otherwise
+  // tail is one double (e^r = 1 + r + tail), within 2^-55 of it.
+  Reduced reduce_exp(Id x, bool exact_square = false) {
     x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r_hi = fma(kf, c(-ln2_hi()), x);  // exact: k ln2_hi has trailing zeros, and x is near it
     if (!wide()) {
       Id r = fma(kf, c(-ln2_lo()), r_hi);
       Id em = mul(r, poly(r, kExpm1Q32));
-      return {to_i32(kf), em, c(0), em};
+      return {to_i32(kf), em, c(0), em, c(0), c(0)};
     }
     Id lo = mul(kf, c(ln2_lo()));
     Id r = exact(sub(r_hi, lo));
     Id r_lo = exact(sub(exact(sub(r_hi, r)), lo));
-    std::vector<double> p(kExpm1Q64.begin() + 1, kExpm1Q64.end());  // (e^r - 1 - r) / r^2
-    Id tail = fma(mul(r, r), poly(r, p), r_lo);
+    // tail = e^(r + r_lo) - 1 - r = r^2 Q(r) + e^r r_lo, Q = (e^r - 1 - r) / r^2 = q1 + r P(r)
+    // (q1 = 1/2 here): r^2/2 exact (Dekker's square) as tail_hi, the rest small (r^3/6 and
+    // below) as tail_lo, so that r + tail_hi + tail_lo carries e^r - 1 to about 2^-59.
+    std::vector<double> p(kExpm1Q64.begin() + 2, kExpm1Q64.end());
+    Id tail_hi, tail_lo, tail;
+    if (exact_square) {
+      auto [rr, rr_err] = two_square(r);
+      tail_hi = mul(c(0.5), rr);
+      tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
+      tail = exact(add(tail_hi, tail_lo));
+    } else {
+      tail = fma(mul(r, r), fma(r, poly(r, p), c(kExpm1Q64[1])), fma(r_lo, r, r_lo));
+      tail_hi = tail, tail_lo = c(0);
+    }
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
-    return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail)))};
+    return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
   // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
   // |r| < 1), the small parts added to err first.
@@ -178,8 +226,8 @@ struct M {
   // e^x - 1 = 2^k (e^r - 1 - (2^-k - 1)): where 2^-k - 1 is exact (-1 <= k <= significand bits)
   // the only rounding is that difference's (fdlibm's s_expm1), and -0 stays -0 at k = 0;
   // elsewhere e^x - 1 loses nothing.
-  // In f64, r + (1 - 2^-k) is summed exactly (TwoSum) and the tail added before the one
-  // rounding of consequence.
+  // In f64, r + (1 - 2^-k) + r^2/2 is summed exactly (TwoSum, Fast2Sum) and the rest of the
+  // tail added before the one rounding of consequence.
   Id expm1_near(const Reduced& red) {
     Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
     if (!wide()) return mul(sub(red.em, sub(pow2(minus_k), c(1))), pow2(red.k));
@@ -187,24 +235,75 @@ struct M {
     Id s = exact(add(red.r, d));
     Id bb = exact(sub(s, red.r));
     Id err = exact(add(exact(sub(red.r, exact(sub(s, bb)))), exact(sub(d, bb))));
-    Id v = mul(exact(add(s, exact(add(err, red.tail)))), pow2(red.k));
+    DW s2 = fast_two_sum(s, red.tail_hi);  // |r^2/2| < |r + 1 - 2^-k|
+    Id v = mul(exact(add(s2.hi, exact(add(s2.lo, exact(add(err, red.tail_lo)))))), pow2(red.k));
     return sel(eq(red.r, c(0)), red.r, v);  // ±0 (x = ±0) stays itself
   }
   Id expm1(Id x) {
-    Reduced red = reduce_exp(x);
+    Reduced red = reduce_exp(x, true);
     Id near = expm1_near(red);
-    Id far = sub(scale2(e_plus_one(red), red.k, 0), c(1));
+    Id far;
+    if (wide()) {
+      // 2^k (hi + lo) - 1 with one rounding: the 1 subtracted from 2^k hi error-free.
+      DW ep = exp_parts(red);
+      Id eh = scale2(ep.hi, red.k, 0);
+      DW d = two_sum(eh, c(-1));
+      far = sel(inf(eh), eh, add(d.hi, add(d.lo, scale2(ep.lo, red.k, 0))));
+    } else {
+      far = sub(scale2(e_plus_one(red), red.k, 0), c(1));
+    }
     Id in_near = b().op(spv::OpLogicalAnd, e.boolean(),
                         {b().op(spv::OpSGreaterThanEqual, e.boolean(), {red.k, i32(-1)}),
                          b().op(spv::OpSLessThanEqual, e.boolean(), {red.k, i32(wide() ? 53 : 24)})});
     return sel(nan(x), x, sel(in_near, near, far));
   }
 
-  // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)), log m = 2 atanh((m-1)/(m+1)) as a series.
+  // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)).
+  // f64: log m = log1p(f), f = m - 1 exact, as fdlibm's e_log: f - f^2/2 + s (f^2/2 + R(s^2)),
+  // s = f / (2 + f), with f^2/2 exact (Dekker's product) and the sum e ln2_hi + f - f^2/2
+  // error-free, so that the one rounding of consequence is the last (hi + lo). x_lo, a low
+  // part of the argument, enters as x_lo / x; extra_e is added to the exponent (log 2x for
+  // x beyond 2x's range). For finite x > 0; log() handles the rest. lo holds the series'
+  // cubic term too (it is not normalized: round() or fast_two_sum it).
+  DW log_dw(Id x, Id x_lo = 0, Id extra_e = 0) {
+    const int mant = 52, bias = 1023;
+    Id tiny = lt(x, c(2.2250738585072014e-308));
+    Id xs = sel(tiny, mul(x, c(18014398509481984.0)), x);  // 2^54
+    Id ebias = b().op(spv::OpISub, it(), {b().op(spv::OpShiftRightLogical, it(), {bits_of(xs), k(uint64_t(mant))}), k(uint64_t(bias - 1))});
+    Id m = from_bits(b().op(spv::OpBitwiseOr, it(), {b().op(spv::OpBitwiseAnd, it(), {bits_of(xs), k((uint64_t(1) << mant) - 1)}),
+                                                      k(uint64_t(bias - 1) << mant)}));  // [0.5, 1)
+    Id ef = b().op(spv::OpConvertSToF, rt(), {ebias});
+    ef = sel(tiny, sub(ef, c(54)), ef);
+    if (extra_e) ef = add(ef, extra_e);
+    Id small = lt(m, c(0.70710678118654752440));
+    m = sel(small, add(m, m), m);
+    ef = sel(small, sub(ef, c(1)), ef);
+    Id f = exact(sub(m, c(1)));
+    Id s = div(f, add(c(2), f));
+    Id z = mul(s, s);
+    // fdlibm's Lg1..Lg7: 2 atanh(s) = 2s + s R(s^2) within 2^-58.45 on |s| <= 0.1716.
+    Id r = mul(z, poly(z, {6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01,
+                           2.222219843214978396e-01, 1.818357216161805012e-01, 1.531383769920937332e-01,
+                           1.479819860511658591e-01}));
+    auto [ff, ffe] = two_square(f);
+    Id hfsq = mul(c(0.5), ff), hfsq_lo = mul(c(0.5), ffe);
+    DW t = fast_two_sum(f, neg(hfsq));                            // |f| > f^2/2
+    DW u = fast_two_sum(mul(ef, c(kLn2Hi)), t.hi);                // e ln2_hi exact, 0 or larger than |t|
+    Id lo = add(mul(s, add(hfsq, r)), fma(ef, c(kLn2Lo), neg(hfsq_lo)));
+    if (x_lo) lo = add(lo, div(x_lo, x));
+    return {u.hi, add(u.lo, add(t.lo, lo))};
+  }
+  Id log_specials(Id x, Id v) {
+    v = sel(eq(x, c(0)), c(-INFINITY), v);
+    v = sel(lt(x, c(0)), c(NAN), v);
+    v = sel(eq(x, c(INFINITY)), x, v);
+    return sel(nan(x), x, v);
+  }
   Id log(Id x) {
-    const int mant = wide() ? 52 : 23, bias = wide() ? 1023 : 127;
+    if (wide()) return log_specials(x, round(log_dw(x)));
+    const int mant = 23, bias = 127;
     // Subnormals: scale into the normal range first.
-    Id tiny = lt(x, c(wide() ? 2.2250738585072014e-308 : 1.17549435e-38));
+    Id tiny = lt(x, c(1.17549435e-38));
     Id xs = sel(tiny, mul(x, c(18014398509481984.0)), x);  // 2^54
     Id ebias = b().op(spv::OpISub, it(), {b().op(spv::OpShiftRightLogical, it(), {bits_of(xs), k(uint64_t(mant))}), k(uint64_t(bias - 1))});
     Id m = from_bits(b().op(spv::OpBitwiseOr, it(), {b().op(spv::OpBitwiseAnd, it(), {bits_of(xs), k((uint64_t(1) << mant) - 1)}),
@@ -214,19 +313,28 @@ struct M {
     Id small = lt(m, c(0.70710678118654752440));
     m = sel(small, add(m, m), m);
     ef = sel(small, sub(ef, c(1)), ef);
+    // f32: 2 atanh((m-1)/(m+1)) as a series.
     Id f = div(sub(m, c(1)), add(m, c(1)));
     Id s = mul(f, f);
     std::vector<double> coeffs;
-    for (int n = 0; n < (wide() ? 12 : 6); ++n) coeffs.push_back(2.0 / (2 * n + 1));
+    for (int n = 0; n < 6; ++n) coeffs.push_back(2.0 / (2 * n + 1));
     Id logm = mul(f, poly(s, coeffs));
     Id v = add(mul(ef, c(ln2_hi())), fma(ef, c(ln2_lo()), logm));
-    v = sel(eq(x, c(0)), c(-INFINITY), v);
-    v = sel(lt(x, c(0)), c(NAN), v);
-    v = sel(eq(x, c(INFINITY)), x, v);
-    return sel(nan(x), x, v);
+    return log_specials(x, v);
   }
 
   Id log1p(Id x) {
+    if (wide()) {
+      // 1 + x = u + u_lo exactly (TwoSum), log(u) + u_lo / u as fdlibm's s_log1p.
+      DW u = two_sum(c(1), x);
+      Id v = round(log_dw(u.hi, u.lo));
+      // below 2^-28, x - x^2/2 (to 2^-57.6; the log's double-word sum would round twice near 2^-52)
+      v = sel(lt(abs(x), c(0x1p-28)), fma(mul(c(-0.5), x), x, x), v);
+      v = sel(eq(u.hi, c(0)), c(-INFINITY), v);
+      v = sel(lt(x, c(-1)), c(NAN), v);
+      v = sel(or_(eq(x, c(0)), eq(x, c(INFINITY))), x, v);  // keeps -0
+      return sel(nan(x), x, v);
+    }
     // log(u) * x / (u - 1) with u = 1 + x cancels the rounding of u (Goldberg).
     Id u = exact(add(c(1), x));
     // (x / (u - 1) first: near 1, where log(u) * x overflows for x near the largest finite)
@@ -235,14 +343,61 @@ struct M {
     return sel(eq(x, c(INFINITY)), x, v);
   }
 
+  // f64 e^x as the double-word 2^k (hi + lo), unscaled: 1 + r + tail as e_plus_one adds it.
+  DW exp_parts(const Reduced& red) {
+    DW s = fast_two_sum(c(1), red.r);
+    return fast_two_sum(s.hi, exact(add(s.lo, red.tail)));
+  }
+  // f64 e^x - 1 as 2^k (hi + lo), for k in [0, 64]: expm1_near's sum, unrounded.
+  DW expm1_parts(const Reduced& red) {
+    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
+    DW s = two_sum(red.r, sub(c(1), pow2(minus_k)));
+    DW s2 = fast_two_sum(s.hi, red.tail_hi);
+    return fast_two_sum(s2.hi, exact(add(s2.lo, exact(add(s.lo, red.tail_lo)))));
+  }
+  // v 2^k for 2^k normal (exact where v's parts stay normal).
+  DW dw_scale(const DW& v, Id k32) {
+    Id p = pow2(k32);
+    return {mul(v.hi, p), mul(v.lo, p)};
+  }
+  // 1 / (hi + lo) for hi >= 1 (to 2^-100 or so).
+  DW dw_recip(const DW& v) {
+    Id y = div(c(1), v.hi);
+    auto [p, pe] = two_product_finite(y, v.hi);
+    return {y, mul(y, sub(sub(exact(sub(c(1), p)), pe), mul(y, v.lo)))};
+  }
+  // f64 sinh and cosh below 22 from e^a and e^-a as double-words (sinh below 1/2 from its
+  // Taylor series to a^15: the difference would cancel); beyond, e^a / 2.
   Id sinh(Id x) {
     Id a = abs(x);
+    if (wide()) {
+      Reduced red = reduce_exp(a);
+      DW ep = exp_parts(red);
+      DW ea = dw_scale(ep, red.k), inv = dw_recip(ea);
+      DW d = fast_two_sum(ea.hi, neg(inv.hi));
+      Id mid = mul(c(0.5), add(d.hi, add(d.lo, sub(ea.lo, inv.lo))));
+      std::vector<double> coeffs;
+      for (int n = 1; n <= 7; ++n) coeffs.push_back(M::inverse_factorials(2 * n + 2)[size_t(2 * n + 1)]);
+      Id z = mul(a, a);
+      Id small = fma(mul(a, z), poly(z, coeffs), a);
+      Id big = scale2(ep.hi, red.k, -1);
+      return sel(nan(x), x, copysign(sel(gt(a, c(22)), big, sel(lt(a, c(0.5)), small, mid)), x));
+    }
     Id em = expm1(a);
     Id near = mul(c(0.5), add(em, div(em, add(em, c(1)))));
     return copysign(sel(gt(a, c(22)), half_exp(a), near), x);
   }
   Id cosh(Id x) {
     Id a = abs(x);
+    if (wide()) {
+      Reduced red = reduce_exp(a);
+      DW ep = exp_parts(red);
+      DW ea = dw_scale(ep, red.k), inv = dw_recip(ea);
+      DW s = fast_two_sum(ea.hi, inv.hi);
+      Id mid = mul(c(0.5), add(s.hi, add(s.lo, add(ea.lo, inv.lo))));
+      Id big = scale2(ep.hi, red.k, -1);
+      return sel(nan(x), x, sel(gt(a, c(22)), big, mid));
+    }
     Id ea = exp(a);
     Id near = mul(c(0.5), add(ea, div(c(1), ea)));
     return sel(gt(a, c(22)), half_exp(a), near);
@@ -252,11 +407,34 @@ struct M {
     Id a = abs(x);
     // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
     // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
-    Id em = expm1_near(reduce_exp(add(a, a)));
-    Id v = div(em, add(em, c(2)));
+    Reduced red = reduce_exp(add(a, a), true);
+    Id v;
+    if (wide()) {
+      // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
+      DW em = dw_scale(expm1_parts(red), red.k);
+      DW d = two_sum(em.hi, c(2));
+      v = round(dw_div(em.hi, em.lo, d.hi, add(d.lo, em.lo)));
+      v = sel(lt(a, c(0x1p-30)), a, v);
+    } else {
+      Id em = expm1_near(red);
+      v = div(em, add(em, c(2)));
+    }
     return sel(nan(x), x, copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x));
   }
-  Id sigmoid(Id x) { return div(c(1), add(c(1), exp(neg(x)))); }
+  Id sigmoid(Id x) {
+    if (!wide()) return div(c(1), add(c(1), exp(neg(x))));
+    // 1 / (1 + e^-|x|) or e^-|x| / (1 + e^-|x|) by x's sign, as a quotient of double-words;
+    // beyond |x| = 40, 1 or e^x (1 + e^x rounds to 1 there).
+    Id ax = abs(x);
+    Reduced red = reduce_exp(neg(ax));
+    DW ep = exp_parts(red);
+    DW em = dw_scale(ep, red.k);
+    DW d = fast_two_sum(c(1), em.hi);
+    Id negx = sign_bit(x);
+    Id v = round(dw_div(sel(negx, em.hi, c(1)), sel(negx, em.lo, c(0)), d.hi, add(d.lo, em.lo)));
+    v = sel(gt(ax, c(40)), sel(negx, scale2(ep.hi, red.k, 0), c(1)), v);
+    return sel(nan(x), x, v);
+  }
 
   Id cbrt(Id x) {
     // Tiny inputs are scaled by 2^(3k) first: the Newton step cubes y, which must not underflow.
@@ -310,18 +488,70 @@ struct M {
     return {r, b().op(spv::OpConvertFToU, e.u32(), {sel(nan(q4), c(0), q4)})};
   }
   Id quadrant_is(Id q, uint32_t v) { return b().op(spv::OpIEqual, e.boolean(), {q, e.u32c(v)}); }
+  // f64: x = q pi/2 + r_hi + r_lo, the parts of pi/2 fdlibm's (33 bits: q p1 and q p2 are
+  // exact), x - q p1 exact and its difference with q p2 summed error-free.
+  std::pair<DW, Id> reduce_dw(Id x) {
+    x = sel(gt(abs(x), c(1647099.0)), rem(x, c(6.28318530717958623200)), x);
+    Id q = floor(fma(x, c(0.63661977236758134308), c(0.5)));
+    Id r1 = fma(q, c(-kPio2_1), x);  // exact, fused or not
+    DW r2 = two_sum(r1, neg(mul(q, c(kPio2_2))));
+    Id tail = sub(r2.lo, fma(q, c(8.47842766036889956997e-32), mul(q, c(kPio2_3))));  // fdlibm's pio2_3t
+    Id q4 = sub(q, mul(c(4), floor(mul(q, c(0.25)))));
+    return {fast_two_sum(r2.hi, tail), b().op(spv::OpConvertFToU, e.u32(), {sel(nan(q4), c(0), q4)})};
+  }
+  // sin and cos of r_hi + r_lo, |r| <= pi/4 (and a little beyond), as double-words: fdlibm's
+  // k_sin and k_cos polynomials (within 2^-58), the leading terms r and 1 - r^2/2 added
+  // error-free (r^2 exact by Dekker's product).
+  DW sin_dw(const DW& r) {
+    Id z = mul(r.hi, r.hi);
+    Id p = poly(z, {8.33333333332248946124e-03, -1.98412698298579493134e-04, 2.75573137070700676789e-06,
+                    -2.50507602534068634195e-08, 1.58969099521155010221e-10});
+    Id v = mul(z, r.hi);
+    Id lo = sub(fma(v, fma(z, p, c(-1.66666666666666324348e-01)), r.lo), mul(mul(c(0.5), z), r.lo));
+    return fast_two_sum(r.hi, lo);
+  }
+  DW cos_dw(const DW& r) {
+    auto [z, ze] = two_square(r.hi);
+    Id p = poly(z, {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+                    -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11});
+    DW w = fast_two_sum(c(1), mul(c(-0.5), z));
+    Id lo = add(sub(w.lo, fma(c(0.5), ze, mul(r.hi, r.lo))), mul(mul(z, z), p));
+    return fast_two_sum(w.hi, lo);
+  }
+  DW dw_neg(const DW& v) { return {neg(v.hi), neg(v.lo)}; }
+  DW dw_sel(Id cond, const DW& a, const DW& x) { return {sel(cond, a.hi, x.hi), sel(cond, a.lo, x.lo)}; }
   Id sin(Id x) {
+    if (wide()) {
+      auto [r, q] = reduce_dw(x);
+      DW s = sin_dw(r), co = cos_dw(r);
+      DW v = dw_sel(quadrant_is(q, 0), s, dw_sel(quadrant_is(q, 1), co, dw_sel(quadrant_is(q, 2), dw_neg(s), dw_neg(co))));
+      return sel(eq(x, c(0)), x, round(v));  // keeps -0.0
+    }
     auto [r, q] = reduce(x);
     Id s = sin_kernel(r), co = cos_kernel(r);
     Id v = sel(quadrant_is(q, 0), s, sel(quadrant_is(q, 1), co, sel(quadrant_is(q, 2), neg(s), neg(co))));
     return sel(eq(x, c(0)), x, v);  // keeps -0.0
   }
   Id cos(Id x) {
+    if (wide()) {
+      auto [r, q] = reduce_dw(x);
+      DW s = sin_dw(r), co = cos_dw(r);
+      DW v = dw_sel(quadrant_is(q, 0), co, dw_sel(quadrant_is(q, 1), dw_neg(s), dw_sel(quadrant_is(q, 2), dw_neg(co), s)));
+      return round(v);
+    }
     auto [r, q] = reduce(x);
     Id s = sin_kernel(r), co = cos_kernel(r);
     return sel(quadrant_is(q, 0), co, sel(quadrant_is(q, 1), neg(s), sel(quadrant_is(q, 2), neg(co), s)));
   }
   Id tan(Id x) {
+    if (wide()) {
+      // sin / cos (or -cos / sin) as a quotient of double-words.
+      auto [r, q] = reduce_dw(x);
+      DW s = sin_dw(r), co = cos_dw(r);
+      Id odd = b().op(spv::OpIEqual, e.boolean(), {b().op(spv::OpBitwiseAnd, e.u32(), {q, e.u32c(1)}), e.u32c(1)});
+      DW n = dw_sel(odd, dw_neg(co), s), d = dw_sel(odd, s, co);
+      return sel(eq(x, c(0)), x, round(dw_div(n.hi, n.lo, d.hi, d.lo)));
+    }
     auto [r, q] = reduce(x);
     Id s = sin_kernel(r), co = cos_kernel(r);
     Id odd = b().op(spv::OpIEqual, e.boolean(), {b().op(spv::OpBitwiseAnd, e.u32(), {q, e.u32c(1)}), e.u32c(1)});
@@ -329,26 +559,97 @@ struct M {
     return sel(eq(x, c(0)), x, v);
   }
 
+  // f64 atan on [0, inf]: atan a = atan c + atan u, u = (a - c) / (1 + a c) for c = 0, 1 or
+  // inf by a's range (|u| <= 7/16), u to double-word precision (a -+ 1 summed error-free, the
+  // quotient corrected by its residual), atan c in two parts, and u + u^3 P(u^2) (fdlibm's
+  // s_atan polynomial, within 2^-56 on |u| <= 7/16) added to them error-free.
+  Id atan_pos_wide(Id a) {
+    Id mid = ge(a, c(7.0 / 16)), big = ge(a, c(39.0 / 16));
+    DW n = two_sum(a, c(-1)), d = two_sum(a, c(1));
+    DW u = dw_div(sel(big, c(-1), sel(mid, n.hi, a)), sel(big, c(0), sel(mid, n.lo, c(0))), sel(big, a, sel(mid, d.hi, c(1))),
+                  sel(big, c(0), sel(mid, d.lo, c(0))));
+    u.lo = sel(or_(mid, big), u.lo, c(0));  // u = a exactly
+    Id z = mul(u.hi, u.hi);
+    Id p = mul(mul(u.hi, z), poly(z, {-3.33333333333329318027e-01, 1.99999999998764832476e-01, -1.42857142725034663711e-01,
+                                      1.11111104054623557880e-01, -9.09088713343650656196e-02, 7.69187620504482999495e-02,
+                                      -6.66107313738753120669e-02, 5.83357013379057348645e-02, -4.97687799461593236017e-02,
+                                      3.65315727442169155270e-02, -1.62858201153657823623e-02}));
+    Id hi = sel(big, c(kPio2), sel(mid, c(kPio4), c(0)));
+    Id lo = sel(big, c(kPio2Lo), sel(mid, c(3.06161699786838301793e-17), c(0)));
+    DW s = fast_two_sum(hi, u.hi);  // |u| < 1/2 <= hi, or hi = 0
+    Id v = add(s.hi, add(s.lo, add(lo, add(fma(u.lo, neg(z), u.lo), p))));
+    return sel(gt(a, c(0x1p60)), c(kPio2), v);  // (and the infinity, whose 1/a is 0)
+  }
   // atan on [0, inf]: 1/a above 1, then (t-1)/(t+1) above tan(pi/8), then the series.
   Id atan_pos(Id a) {
+    if (wide()) return atan_pos_wide(a);
     Id big = gt(a, c(1));
     Id t = sel(big, div(c(1), a), a);
     Id mid = gt(t, c(0.41421356237309504880));
     Id u = sel(mid, div(sub(t, c(1)), add(t, c(1))), t);
     std::vector<double> coeffs;
-    for (int n = 0; n < (wide() ? 22 : 10); ++n) coeffs.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
+    for (int n = 0; n < 10; ++n) coeffs.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
     Id v = mul(u, poly(mul(u, u), coeffs));
     v = sel(mid, add(c(kPio4), v), v);
     return sel(big, sub(c(kPio2), v), v);
   }
   Id atan(Id x) { return sel(nan(x), x, copysign(atan_pos(abs(x)), x)); }
+  // f64 asin and acos from asin a = a + a R(a^2) for a <= 1/2 and, beyond,
+  // asin a = pi/2 - 2 asin s, s = sqrt((1 - a) / 2) (exact square, s to double-word precision
+  // by its residual): fdlibm's e_asin rational R (within 2^-58.75), pi/2 and pi in two parts.
+  struct AsinParts {
+    Id big;    // a > 1/2
+    Id v;      // a or s
+    DW small;  // (asin v - v) in hi + lo, v's low part included
+  };
+  AsinParts asin_parts(Id a) {
+    Id big = gt(a, c(0.5));
+    Id t = mul(sub(c(1), a), c(0.5));  // exact
+    Id s = sqrt(t);
+    auto [p, pe] = two_square(s);
+    Id s_lo = sel(eq(t, c(0)), c(0), div(sub(exact(sub(t, p)), pe), add(s, s)));
+    Id z = sel(big, t, mul(a, a));
+    Id v = sel(big, s, a);
+    Id num = mul(z, poly(z, {1.66666666666666657415e-01, -3.25565818622400915405e-01, 2.01212532134862925881e-01,
+                             -4.00555345006794114027e-02, 7.91534994289814532176e-04, 3.47933107596021167570e-05}));
+    Id den = poly(z, {1.0, -2.40339491173441421878e+00, 2.02094576023350569471e+00, -6.88283971605453293030e-01,
+                      7.70381505559019352791e-02});
+    Id r = mul(v, div(num, den));
+    // asin(s + s_lo) = asin s + s_lo (1 + t/2)
+    return {big, v, {r, sel(big, mul(s_lo, fma(c(0.5), t, c(1))), c(0))}};
+  }
   Id asin(Id x) {
-    Id v = atan(div(x, sqrt(mul(sub(c(1), x), add(c(1), x)))));
-    return sel(gt(abs(x), c(1)), c(NAN), v);
+    if (!wide()) {
+      Id v = atan(div(x, sqrt(mul(sub(c(1), x), add(c(1), x)))));
+      return sel(gt(abs(x), c(1)), c(NAN), v);
+    }
+    Id a = abs(x);
+    AsinParts ap = asin_parts(a);
+    Id small = add(ap.v, ap.small.hi);
+    DW w = fast_two_sum(c(kPio2Hi), mul(c(-2), ap.v));
+    Id big = add(w.hi, add(w.lo, sub(c(kPio2Lo), mul(c(2), add(ap.small.lo, ap.small.hi)))));
+    Id v = copysign(sel(ap.big, big, small), x);
+    v = sel(gt(a, c(1)), c(NAN), v);
+    return sel(nan(x), x, v);
   }
   Id acos(Id x) {
-    Id v = mul(c(2), atan_pos(sqrt(div(sub(c(1), x), add(c(1), x)))));
-    return sel(or_(gt(abs(x), c(1)), nan(x)), c(NAN), v);
+    if (!wide()) {
+      Id v = mul(c(2), atan_pos(sqrt(div(sub(c(1), x), add(c(1), x)))));
+      return sel(or_(gt(abs(x), c(1)), nan(x)), c(NAN), v);
+    }
+    Id a = abs(x);
+    AsinParts ap = asin_parts(a);
+    Id neg_x = sign_bit(x);
+    Id tail = add(ap.small.lo, ap.small.hi);
+    // |x| <= 1/2: pi/2 - x - (asin x - x)
+    DW w0 = fast_two_sum(c(kPio2Hi), neg(x));
+    Id v0 = add(w0.hi, add(w0.lo, sub(c(kPio2Lo), copysign(ap.small.hi, x))));
+    // x > 1/2: 2 asin s; x < -1/2: pi - 2 asin s
+    Id v1 = add(mul(c(2), ap.v), mul(c(2), tail));
+    DW w2 = fast_two_sum(c(kPi), mul(c(-2), ap.v));
+    Id v2 = add(w2.hi, add(w2.lo, sub(c(1.22464679914735317720e-16), mul(c(2), tail))));
+    Id v = sel(ap.big, sel(neg_x, v2, v1), v0);
+    return sel(or_(gt(a, c(1)), nan(x)), c(NAN), v);
   }
   // The magnitude of atan2(y >= 0, x) for finite, nonzero arguments.
   Id atan2_core(Id ay, Id x) {
@@ -356,16 +657,48 @@ struct M {
     return sel(sign_bit(x), sub(c(kPi), v), v);
   }
 
+  // f64 asinh a = log(a + sqrt(a^2 + 1)) with the argument to double-word precision (a^2
+  // exact, the square root corrected by its residual, the sums error-free), log 2a beyond 2^28.
   Id asinh(Id x) {
     Id a = abs(x);
-    Id huge = add(log(a), c(0.69314718055994530942));
-    Id big = log(add(add(a, a), div(c(1), add(sqrt(fma(a, a, c(1))), a))));
-    Id a2 = mul(a, a);
-    Id small = log1p(add(a, div(a2, add(c(1), sqrt(add(c(1), a2))))));
-    Id v = sel(gt(a, c(268435456.0)), huge, sel(gt(a, c(2)), big, small));
+    Id v;
+    if (wide()) {
+      auto [p, pe] = two_square(a);  // (beyond 2^28, discarded)
+      DW h = two_sum(c(1), p);
+      h = fast_two_sum(h.hi, add(h.lo, pe));  // (a^2 + 1 >= a^2)
+      Id s = sqrt(h.hi);
+      auto [ss, sse] = two_square(s);
+      Id s_lo = div(add(sub(exact(sub(h.hi, ss)), sse), h.lo), add(s, s));
+      DW y = fast_two_sum(s, a);  // s > a
+      Id huge = gt(a, c(268435456.0));
+      v = round(log_dw(sel(huge, a, y.hi), sel(huge, c(0), add(y.lo, s_lo)), sel(huge, c(1), c(0))));
+      // below 2^-26, a (to 2^-54.6; the log's double-word sum would round twice near 2^-52)
+      v = sel(or_(lt(a, c(0x1p-26)), eq(a, c(INFINITY))), a, v);
+    } else {
+      Id huge = add(log(a), c(0.69314718055994530942));
+      Id big = log(add(add(a, a), div(c(1), add(sqrt(fma(a, a, c(1))), a))));
+      Id a2 = mul(a, a);
+      Id small = log1p(add(a, div(a2, add(c(1), sqrt(add(c(1), a2))))));
+      v = sel(gt(a, c(268435456.0)), huge, sel(gt(a, c(2)), big, small));
+    }
     return sel(nan(x), x, copysign(v, x));
   }
   Id acosh(Id x) {
+    if (wide()) {
+      // log(x + sqrt(x^2 - 1)) with the argument to double-word precision as asinh's, log 2x
+      // beyond 2^28.
+      auto [p, pe] = two_square(x);  // (beyond 2^28, discarded)
+      DW h = two_sum(p, c(-1));
+      h = fast_two_sum(h.hi, add(h.lo, pe));
+      Id s = sqrt(h.hi);
+      auto [ss, sse] = two_square(s);
+      Id s_lo = sel(eq(h.hi, c(0)), c(0), div(add(sub(exact(sub(h.hi, ss)), sse), h.lo), add(s, s)));
+      DW y = fast_two_sum(x, s);  // x > s
+      Id huge = gt(x, c(268435456.0));
+      Id v = round(log_dw(sel(huge, x, y.hi), sel(huge, c(0), add(y.lo, s_lo)), sel(huge, c(1), c(0))));
+      v = sel(eq(x, c(INFINITY)), x, v);
+      return sel(or_(lt(x, c(1)), nan(x)), c(NAN), v);
+    }
     Id huge = add(log(x), c(0.69314718055994530942));
     Id big = log(sub(add(x, x), div(c(1), add(x, sqrt(fma(x, x, c(-1)))))));
     Id t = sub(x, c(1));
@@ -375,9 +708,18 @@ struct M {
   }
   Id atanh(Id x) {
     Id a = abs(x);
-    Id small = mul(c(0.5), log1p(add(add(a, a), div(mul(add(a, a), a), sub(c(1), a)))));
-    Id big = mul(c(0.5), log1p(div(add(a, a), sub(c(1), a))));
-    Id v = sel(lt(a, c(0.5)), small, big);
+    Id v;
+    if (wide()) {
+      // 1/2 log((1 + a) / (1 - a)), the quotient of double-words (1 -+ a summed error-free).
+      DW n = fast_two_sum(c(1), a), d = fast_two_sum(c(1), neg(a));
+      DW q = dw_div(n.hi, n.lo, d.hi, d.lo);
+      v = mul(c(0.5), round(log_dw(q.hi, q.lo)));
+      v = sel(lt(a, c(0x1p-30)), a, v);
+    } else {
+      Id small = mul(c(0.5), log1p(add(add(a, a), div(mul(add(a, a), a), sub(c(1), a)))));
+      Id big = mul(c(0.5), log1p(div(add(a, a), sub(c(1), a))));
+      v = sel(lt(a, c(0.5)), small, big);
+    }
     v = sel(eq(a, c(1)), c(INFINITY), v);
     v = sel(gt(a, c(1)), c(NAN), v);
     return sel(nan(x), x, copysign(v, x));
@@ -387,19 +729,32 @@ struct M {
   // driver may implement it unfused (lavapipe does), which makes err 0; NoContraction keeps
   // the compiler from fusing these steps either.
   std::pair<Id, Id> two_product(Id x, Id y) {
+    auto [p, err] = two_product_finite(x, y);
+    // Huge operands overflow the split; their products are infinite anyway.
+    return {p, sel(inf(p), c(0), sel(nan(err), c(0), err))};
+  }
+  std::pair<Id, Id> halves(Id v) {
     const double split = wide() ? 134217729.0 : 4097.0;  // 2^27 + 1, 2^12 + 1
-    auto halves = [&](Id v) {
-      Id p = exact(mul(v, c(split)));
-      Id hi = exact(sub(p, exact(sub(p, v))));
-      return std::make_pair(hi, exact(sub(v, hi)));
-    };
+    Id p = exact(mul(v, c(split)));
+    Id hi = exact(sub(p, exact(sub(p, v))));
+    return {hi, exact(sub(v, hi))};
+  }
+  // The same where the operands are below 2^996 (or the result is discarded beyond).
+  std::pair<Id, Id> two_product_finite(Id x, Id y) {
     Id p = exact(mul(x, y));
     auto [xh, xl] = halves(x);
     auto [yh, yl] = halves(y);
     Id err = exact(add(exact(add(exact(add(exact(sub(exact(mul(xh, yh)), p)), exact(mul(xh, yl)))), exact(mul(xl, yh)))),
                        exact(mul(xl, yl))));
-    // Huge operands overflow the split; their products are infinite anyway.
-    return {p, sel(inf(p), c(0), sel(nan(err), c(0), err))};
+    return {p, err};
+  }
+  // x^2 = p + err exactly, one split (x below 2^996, or the result discarded beyond).
+  std::pair<Id, Id> two_square(Id x) {
+    Id p = exact(mul(x, x));
+    auto [xh, xl] = halves(x);
+    Id cross = exact(mul(xh, xl));
+    Id err = exact(add(exact(add(exact(sub(exact(mul(xh, xh)), p)), exact(add(cross, cross)))), exact(mul(xl, xl))));
+    return {p, err};
   }
   // e^{-x^2} with the rounding error of x^2 carried along (it would cost |x|^2 ulp).
   Id exp_minus_square(Id a) {
@@ -446,11 +801,55 @@ struct M {
                                       6.05183413124413191e-2, 2.33520497626869185e-3}));
     far = div(sub(c(kOneOverSqrtPi), far), a);
     // beyond this erfc underflows (CALERF's XBIG for the width)
-    const double big = wide() ? 26.543 : 9.194;
-    Id v = mul(exp_minus_square(a), sel(le(a, c(4)), mid, far));
+    // (f64: erfc is below half the smallest subnormal beyond 27.3)
+    const double big = wide() ? 27.3 : 9.194;
+    Id rat = sel(le(a, c(4)), mid, far);
+    Id v;
+    if (wide()) {
+      // e^{-a^2} as the double-word 2^k (hi + lo) (a^2 exact), multiplied by the rational
+      // with one rounding (and the scaling's, where the result is subnormal).
+      auto [sq, sq_err] = two_product(a, a);
+      Reduced red = reduce_exp(neg(sq));
+      DW ep = exp_parts(red);
+      auto [p, pe] = two_product_finite(ep.hi, rat);
+      v = scale2(add(p, fma(sub(ep.lo, mul(ep.hi, sq_err)), rat, pe)), red.k, 0);
+    } else {
+      v = mul(exp_minus_square(a), rat);
+    }
     return sel(lt(a, c(big)), v, c(0));
   }
+  // f64 erf as fdlibm's s_erf: x + x y(x^2) below 0.84375, erx + P(a - 1) / Q(a - 1) below
+  // 1.25 (the rationals within 2^-57.9), 1 - erfc beyond (erfc < 0.08 there).
+  Id erf_wide(Id x) {
+    Id a = abs(x);
+    Id z = mul(x, x);
+    const double pp0 = 1.28379167095512558561e-01;
+    Id r1 = poly(z, {-3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
+                     -2.37630166566501626084e-05});
+    Id s1 = poly(z, {3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                     1.32494738004321644526e-04, -3.96022827877536812320e-06});
+    Id den = fma(z, s1, c(1));
+    Id y = div(fma(z, r1, c(pp0)), den);
+    // Below 1/4, x (2/sqrt(pi) + z t), t = (y - pp0) / z, with 2/sqrt(pi) in two parts and its
+    // product by x exact: y's own roundings would cost up to 0.4 ulp near the top of a binade.
+    Id t = div(fma(c(-pp0), s1, r1), den);
+    auto [p, pe] = two_product_finite(x, c(1.12837916709551255856e+00));
+    Id small = add(p, fma(x, fma(z, t, c(1.5335459613165881e-17)), pe));
+    Id x8 = mul(x, c(8));  // subnormal x: scaled, so that the result is rounded once
+    Id v0 = sel(lt(a, c(0x1p-1000)), mul(c(0.125), fma(x8, y, x8)), sel(lt(a, c(0.25)), small, fma(x, y, x)));
+    Id s = sub(a, c(1));
+    Id pq = div(poly(s, {-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+                         3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+                         -2.16637559486879084300e-03}),
+                poly(s, {1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01, 7.18286544141962662868e-02,
+                         1.26171219808761642112e-01, 1.36370839120290507362e-02, 1.19844998467991074170e-02}));
+    Id v1 = add(c(8.45062911510467529297e-01), pq);
+    Id v2 = sub(c(1), erfc_tail(a));
+    Id v = sel(lt(a, c(0.84375)), v0, copysign(sel(lt(a, c(1.25)), v1, v2), x));
+    return sel(nan(x), x, v);
+  }
   Id erf(Id x) {
+    if (wide()) return erf_wide(x);
     Id a = abs(x);
     Id v = sel(le(a, c(0.46875)), erf_small(x), copysign(sub(c(1), erfc_tail(a)), x));
     return sel(nan(x), x, v);
@@ -501,8 +900,10 @@ struct M {
   Id pow_pos(Id ax, Id y) {
     Id general;
     if (wide()) {
-      auto [p, perr] = two_product(y, log(ax));
-      general = mul(exp(p), add(c(1), perr));
+      DW l = log_dw(ax);
+      l = fast_two_sum(l.hi, l.lo);  // (log_dw's lo holds the series' cubic term)
+      auto [p, perr] = two_product(y, l.hi);
+      general = mul(exp(p), add(c(1), fma(y, l.lo, perr)));
     } else {
       general = b().ext(GLSLstd450Pow, rt(), {ax, y});
     }
