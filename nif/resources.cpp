@@ -18,7 +18,7 @@ bool open_type(ErlNifEnv* env, const char* name) {
 
 bool open_resource_types(ErlNifEnv* env) {
   return open_type<DeviceResource>(env, "nxv_device") && open_type<ExecutableResource>(env, "nxv_executable") &&
-         open_type<BufferResource>(env, "nxv_buffer");
+         open_type<BufferResource>(env, "nxv_buffer") && open_type<CellResource>(env, "nxv_cell");
 }
 
 runtime::BufferPtr BufferResource::get() const {
@@ -32,6 +32,17 @@ bool BufferResource::free() {
   bool was_live = buffer_ != nullptr;
   buffer_.reset();
   return was_live;
+}
+
+ERL_NIF_TERM CellResource::get(ErlNifEnv* env) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enif_make_copy(env, term_);
+}
+
+void CellResource::put(ERL_NIF_TERM term) {
+  std::lock_guard<std::mutex> lock(mu_);
+  enif_clear_env(env_);
+  term_ = enif_make_copy(env_, term);
 }
 
 }  // namespace nxv::nif
