@@ -347,7 +347,9 @@ defmodule Nx.Vulkan do
     else
       # A tensor of another VkDevice: copied through the host, never bound to this one's
       # descriptor sets. The tensor itself stays where it is.
-      %T{data: %Nx.Vulkan.Backend{buffer: copy}} = Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
+      %T{data: %Nx.Vulkan.Backend{buffer: copy}} =
+        Nx.backend_copy(t, {Nx.Vulkan.Backend, config ++ [lazy: false]})
+
       :telemetry.execute([:nx_vulkan, :transfer], %{bytes: Nx.byte_size(t)}, %{from: from, to: config})
       copy
     end

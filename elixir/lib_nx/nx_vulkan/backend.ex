@@ -38,7 +38,7 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def init(opts) do
     opts = Keyword.validate!(opts, [:lazy | @device_keys])
-    if lazy?(opts), do: Device.config(opts) ++ [lazy: true], else: Device.config(opts)
+    Device.config(opts) ++ [lazy: lazy?(opts)]
   end
 
   # Backend options reach the callbacks as given (Nx.tensor/2's `backend: {Nx.Vulkan.Backend,

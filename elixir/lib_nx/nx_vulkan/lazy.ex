@@ -27,7 +27,10 @@ defmodule Nx.Vulkan.Lazy do
   # drops its expression, so nothing keeps the tensors it was computed from.
 
   alias Nx.Tensor, as: T
-  alias Nx.Vulkan.{Backend, Device, Error, Native}
+
+  # At most this many bytes of outputs come to the host with a read
+  @host_bytes 65_536
+  alias Nx.Vulkan.{Backend, Device, Error, LockedCache, Native}
 
   @doc "Whether any tensor in the (flat) list is lazy."
   def lazy?(tensors), do: Enum.any?(tensors, &match?(%T{data: %Backend{cell: cell}} when cell != nil, &1))
@@ -145,6 +148,7 @@ defmodule Nx.Vulkan.Lazy do
       steps: [],
       step_count: 0,
       computed: [],
+      bytes: %{},
       read_by_new: MapSet.new()
     }
 
@@ -165,16 +169,28 @@ defmodule Nx.Vulkan.Lazy do
     leaves = state.leaf_values |> Enum.reverse() |> List.to_tuple()
     cells = Map.new(state.computed, fn {j, cell, node} -> {j, {cell, node}} end)
 
+    # A read of small values takes them (and the values kept with them) to the host in the
+    # run itself, without a download each: they stay there until a graph reads them,
+    # which gets them as arguments.
+    output =
+      if reason == :read and Enum.sum(Enum.map(outputs, &Map.fetch!(state.bytes, &1))) <= @host_bytes,
+        do: :host,
+        else: :device
+
     results =
       try do
-        run(steps, outputs, leaves, config)
+        run(steps, outputs, leaves, config, output)
       rescue
         exception -> replay_eagerly(steps, outputs, leaves, config, exception, __STACKTRACE__)
       end
 
-    Enum.zip_with(outputs, Tuple.to_list(results), fn j, %T{data: %Backend{buffer: buffer}} ->
+    Enum.zip_with(outputs, Tuple.to_list(results), fn j, result ->
       {cell, _} = Map.fetch!(cells, j)
-      put(cell, {:value, buffer})
+
+      case result do
+        %T{data: %Backend{buffer: buffer}} -> put(cell, {:value, buffer})
+        %T{data: %Nx.BinaryBackend{state: binary}} -> put(cell, {:host, binary})
+      end
     end)
 
     kept = MapSet.new(outputs)
@@ -207,10 +223,32 @@ defmodule Nx.Vulkan.Lazy do
     )
   end
 
-  # The graph as one function of the leaves, jitted: its closure holds the steps and
-  # outputs only, so the executable cache keys on the structure.
-  defp run(steps, outputs, leaves, config) do
-    graph = fn leaves ->
+  # The graph, compiled by Nx.Vulkan once per structure: the steps (the callbacks'
+  # functions, whose closures hold their output templates and options, and the positions
+  # of their arguments), the outputs and the parameters' templates; never the tensors.
+  # (Both outputs share one executable, cached by Nx.Vulkan under `key`.)
+  defp run(steps, outputs, leaves, config, output) do
+    leaves = Tuple.to_list(leaves)
+    templates = Enum.map(leaves, &Nx.to_template/1)
+    key = {__MODULE__, steps, outputs, templates}
+
+    {_, compiled} =
+      LockedCache.run({key, config, output}, fn ->
+        vars = templates |> Enum.with_index(&Nx.Defn.Expr.parameter(&1, :root, &2)) |> List.to_tuple()
+        Nx.Vulkan.__compile__(key, [vars], &trace(steps, outputs, &1), [output: output] ++ config)
+      end)
+
+    [results] = compiled.([leaves])
+    results
+  end
+
+  # As Nx.Defn's tracing: numbers the callbacks' functions make are Nx.Defn.Expr constants.
+  defp trace(steps, outputs, [leaves]) do
+    pdict_key = Nx.Shared.backend_pdict_key()
+    previous_backend = Process.put(pdict_key, {Nx.Defn.Expr, []})
+    previous_compiler = Process.put(Nx.Defn.Compiler, Nx.Vulkan)
+
+    try do
       results =
         steps
         |> Tuple.to_list()
@@ -218,11 +256,15 @@ defmodule Nx.Vulkan.Lazy do
           Tuple.append(results, apply(fun, subst(args, leaves, results)))
         end)
 
-      outputs |> Enum.map(&elem(results, &1)) |> List.to_tuple()
+      outputs |> Enum.map(&Nx.Defn.Expr.tensor(elem(results, &1))) |> List.to_tuple()
+    after
+      restore(pdict_key, previous_backend)
+      restore(Nx.Defn.Compiler, previous_compiler)
     end
-
-    Nx.Defn.jit_apply(graph, [leaves], [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
   end
+
+  defp restore(key, nil), do: Process.delete(key)
+  defp restore(key, value), do: Process.put(key, value)
 
   # The graph failed as a whole: each operation alone, as the eager backend runs it, so
   # that an error is the one the operation that causes it raises eagerly. If none fails,
@@ -281,7 +323,7 @@ defmodule Nx.Vulkan.Lazy do
           :deallocated ->
             freed!()
 
-          {:pending, name, fun, args, _size, seen} = node ->
+          {:pending, name, fun, args, _depth, seen} = node ->
             {args, state} =
               try do
                 Enum.map_reduce(args, state, &visit/2)
@@ -298,6 +340,7 @@ defmodule Nx.Vulkan.Lazy do
               | steps: [{name, fun, args} | state.steps],
                 step_count: j + 1,
                 nodes: Map.put(state.nodes, cell, ref),
+                bytes: Map.put(state.bytes, j, Nx.byte_size(t)),
                 computed: [{j, cell, node} | state.computed]
             }
 
@@ -307,7 +350,9 @@ defmodule Nx.Vulkan.Lazy do
   end
 
   defp visit(%T{} = t, state), do: leaf(nil, t, state)
-  defp visit(number, state) when is_number(number), do: leaf(nil, number, state)
+
+  defp visit(number, state) when is_number(number),
+    do: leaf(nil, Nx.tensor(number, backend: Nx.BinaryBackend), state)
 
   defp visit(tuple, state) when is_tuple(tuple) do
     {list, state} = tuple |> Tuple.to_list() |> Enum.map_reduce(state, &visit/2)
