@@ -25,4 +25,12 @@ ERL_NIF_TERM cell_put(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   });
 }
 
+// cell_put_if(cell, tag, term): replaces the cell's term while it is a tuple tagged `tag`
+ERL_NIF_TERM cell_put_if(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return guarded(env, [&] {
+    bool replaced = get_resource<CellResource>(env, argv[0], "cell").put_if(env, argv[1], argv[2]);
+    return ok(env, atom(env, replaced ? "true" : "false"));
+  });
+}
+
 }  // namespace nxv::nif

@@ -45,4 +45,16 @@ void CellResource::put(ERL_NIF_TERM term) {
   term_ = enif_make_copy(env_, term);
 }
 
+bool CellResource::put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int arity = 0;
+  const ERL_NIF_TERM* elements = nullptr;
+  if (!enif_get_tuple(env_, term_, &arity, &elements) || arity < 1 || enif_compare(elements[0], tag) != 0)
+    return false;
+  (void)env;
+  enif_clear_env(env_);
+  term_ = enif_make_copy(env_, term);
+  return true;
+}
+
 }  // namespace nxv::nif

@@ -60,6 +60,9 @@ class CellResource {
   // A copy of the term, made in `env`.
   ERL_NIF_TERM get(ErlNifEnv* env) const;
   void put(ERL_NIF_TERM term);
+  // Replaces the term only while it is a tuple whose first element is `tag` (compared as
+  // terms); whether it did.
+  bool put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term);
 
  private:
   mutable std::mutex mu_;

@@ -243,5 +243,12 @@ defmodule Nx.Vulkan.NativeTest do
     assert {:ok, {:from, pid}} = Native.cell_get(cell)
     assert is_pid(pid)
     assert {:error, {:badarg, _}} = Native.cell_get(buf)
+
+    # replaced only while tagged as given
+    assert {:ok, true} = Native.cell_put_if(cell, :from, {:pending, 1})
+    assert {:ok, false} = Native.cell_put_if(cell, :value, :nope)
+    assert {:ok, true} = Native.cell_put_if(cell, :pending, :done)
+    assert {:ok, false} = Native.cell_put_if(cell, :pending, :again)
+    assert Native.cell_get(cell) == {:ok, :done}
   end
 end

@@ -99,4 +99,10 @@ defmodule Nx.Vulkan.Native do
 
   @doc "Replaces the cell's term: `{:ok, :ok}`."
   def cell_put(_cell, _term), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Replaces the cell's term only while it is a tuple whose first element is `tag`:
+  `{:ok, true}` if it did, else `{:ok, false}`.
+  """
+  def cell_put_if(_cell, _tag, _term), do: :erlang.nif_error(:not_loaded)
 end

@@ -5,7 +5,13 @@ defmodule Nx.Vulkan.Backend do
       Nx.default_backend(Nx.Vulkan.Backend)
       Nx.backend_transfer(t, {Nx.Vulkan.Backend, device: "1"})
 
-  Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`).
+  Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`), and `:lazy`
+  (default: the application environment's `:lazy`, `false`).
+
+  With `lazy: true` an eager operation returns a pending tensor instead of running; the
+  operations a value depends on run as one graph, compiled once per structure, when the
+  value is read on the host, given to a jitted function, after `:lazy_max_depth` chained
+  operations, or on `Nx.Vulkan.sync/1` (docs/elixir.md, "Lazy mode").
 
   A tensor carries its device configuration. `Nx.backend_transfer/2` and
   `Nx.backend_copy/2` to another device copy it through the host (a transfer frees the

@@ -12,25 +12,28 @@ defmodule Nx.Vulkan.Lazy do
   #       it depends on, itself included (bounded by :lazy_max_depth); `seen` once a
   #       flush computed it without keeping it
   #   {:value, buffer} - computed (or uploaded)
-  #   {:host, binary} - a constant, given to the graphs that use it as a host argument
+  #   {:host, binary} - a constant, or a small value computed for a read; graphs that
+  #       read it get it as a host argument
   #   :deallocated
   #
   # A flush collects the pending nodes the tensors asked for depend on and compiles them,
   # with Nx.Vulkan, as one graph whose parameters are the computed tensors they read
-  # (one per buffer), whose outputs are the tensors asked for and the nodes an earlier
-  # flush already computed without keeping (a node is kept the second time a graph
-  # needs it, so a value read again is computed at most twice and one nobody reads again
-  # never gets a buffer). The graph is jitted with a function that captures only that
-  # structure (the callbacks' functions, with their output templates and options, and the
-  # positions of parameters and nodes), so executables are cached by structure: a loop
-  # that repeats the same operations runs the same executable. A computed node's cell
-  # drops its expression, so nothing keeps the tensors it was computed from.
+  # (one per buffer or cell), whose outputs are the tensors asked for and the nodes an
+  # earlier flush computed without keeping that a node no flush computed yet reads (so a
+  # value needed again is kept the second time it is computed, and one nobody reads again
+  # never gets a buffer). It is compiled once per structure: the callbacks' functions,
+  # whose closures hold their output templates and options, the positions of parameters
+  # and nodes, the outputs and the parameters' templates, never the tensors; a loop that
+  # repeats the same operations runs the same executable. A computed node's cell drops
+  # its expression, so nothing keeps the tensors it was computed from. Cells change from
+  # pending only (cell_put_if), so of two processes computing one node the first result
+  # stands and a deallocation is never undone.
 
   alias Nx.Tensor, as: T
-
-  # At most this many bytes of outputs come to the host with a read
-  @host_bytes 65_536
   alias Nx.Vulkan.{Backend, Device, Error, LockedCache, Native}
+
+  # At most this many bytes of outputs come to the host with a read.
+  @host_bytes 65_536
 
   @doc "Whether any tensor in the (flat) list is lazy."
   def lazy?(tensors), do: Enum.any?(tensors, &match?(%T{data: %Backend{cell: cell}} when cell != nil, &1))
@@ -114,6 +117,7 @@ defmodule Nx.Vulkan.Lazy do
         :already_deallocated
 
       _ ->
+        # (a value computed meanwhile is freed with the cell)
         put(cell, :deallocated)
         :ok
     end
@@ -188,8 +192,8 @@ defmodule Nx.Vulkan.Lazy do
       {cell, _} = Map.fetch!(cells, j)
 
       case result do
-        %T{data: %Backend{buffer: buffer}} -> put(cell, {:value, buffer})
-        %T{data: %Nx.BinaryBackend{state: binary}} -> put(cell, {:host, binary})
+        %T{data: %Backend{buffer: buffer}} -> put_pending(cell, {:value, buffer})
+        %T{data: %Nx.BinaryBackend{state: binary}} -> put_pending(cell, {:host, binary})
       end
     end)
 
@@ -208,7 +212,7 @@ defmodule Nx.Vulkan.Lazy do
 
     for {j, cell, {:pending, name, fun, args, _depth, _seen}} <- state.computed,
         not MapSet.member?(kept, j) do
-      put(cell, {:pending, name, fun, args, Map.fetch!(depths, j), true})
+      put_pending(cell, {:pending, name, fun, args, Map.fetch!(depths, j), true})
     end
 
     :telemetry.execute(
@@ -389,4 +393,5 @@ defmodule Nx.Vulkan.Lazy do
 
   defp get(cell), do: Error.unwrap!(Native.cell_get(cell))
   defp put(cell, state), do: Error.unwrap!(Native.cell_put(cell, state))
+  defp put_pending(cell, state), do: Error.unwrap!(Native.cell_put_if(cell, :pending, state))
 end
