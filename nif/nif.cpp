@@ -27,6 +27,10 @@ ErlNifFunc nif_functions[] = {
     {"download", 1, download, kIo},
     {"buffer_info", 1, buffer_info, 0},
     {"free", 1, free_buffer, 0},
+    {"cell_new", 1, cell_new, 0},
+    {"cell_get", 1, cell_get, 0},
+    {"cell_put", 2, cell_put, 0},
+    {"cell_put_if", 3, cell_put_if, 0},
 };
 
 int load(ErlNifEnv* env, void**, ERL_NIF_TERM) { return open_resource_types(env) ? 0 : 1; }

@@ -19,6 +19,12 @@ ERL_NIF_TERM download(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM buffer_info(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM free_buffer(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 
+// cells.cpp
+ERL_NIF_TERM cell_new(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM cell_get(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM cell_put(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+ERL_NIF_TERM cell_put_if(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
+
 // executables.cpp
 ERL_NIF_TERM compile(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);
 ERL_NIF_TERM executable_info(ErlNifEnv* env, int argc, const ERL_NIF_TERM argv[]);

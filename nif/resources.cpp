@@ -18,7 +18,7 @@ bool open_type(ErlNifEnv* env, const char* name) {
 
 bool open_resource_types(ErlNifEnv* env) {
   return open_type<DeviceResource>(env, "nxv_device") && open_type<ExecutableResource>(env, "nxv_executable") &&
-         open_type<BufferResource>(env, "nxv_buffer");
+         open_type<BufferResource>(env, "nxv_buffer") && open_type<CellResource>(env, "nxv_cell");
 }
 
 runtime::BufferPtr BufferResource::get() const {
@@ -32,6 +32,29 @@ bool BufferResource::free() {
   bool was_live = buffer_ != nullptr;
   buffer_.reset();
   return was_live;
+}
+
+ERL_NIF_TERM CellResource::get(ErlNifEnv* env) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enif_make_copy(env, term_);
+}
+
+void CellResource::put(ERL_NIF_TERM term) {
+  std::lock_guard<std::mutex> lock(mu_);
+  enif_clear_env(env_);
+  term_ = enif_make_copy(env_, term);
+}
+
+bool CellResource::put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int arity = 0;
+  const ERL_NIF_TERM* elements = nullptr;
+  if (!enif_get_tuple(env_, term_, &arity, &elements) || arity < 1 || enif_compare(elements[0], tag) != 0)
+    return false;
+  (void)env;
+  enif_clear_env(env_);
+  term_ = enif_make_copy(env_, term);
+  return true;
 }
 
 }  // namespace nxv::nif

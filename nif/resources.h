@@ -45,6 +45,31 @@ class BufferResource {
   runtime::BufferPtr buffer_;
 };
 
+// A mutable slot holding one Erlang term in an environment of its own: Nx.Vulkan.Backend's
+// lazy tensors keep their pending expression here, then the buffer a flush computed for
+// it, so that the expression (and the tensors it refers to) is released once computed.
+// The term, and any resource it refers to, lives until it is replaced or the cell is
+// garbage-collected.
+class CellResource {
+ public:
+  static constexpr const char* kName = "cell";
+  CellResource() : env_(enif_alloc_env()) {}
+  ~CellResource() { enif_free_env(env_); }
+  CellResource(const CellResource&) = delete;
+  CellResource& operator=(const CellResource&) = delete;
+  // A copy of the term, made in `env`.
+  ERL_NIF_TERM get(ErlNifEnv* env) const;
+  void put(ERL_NIF_TERM term);
+  // Replaces the term only while it is a tuple whose first element is `tag` (compared as
+  // terms); whether it did.
+  bool put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term);
+
+ private:
+  mutable std::mutex mu_;
+  ErlNifEnv* env_;
+  ERL_NIF_TERM term_ = 0;
+};
+
 // Registers the resource types; called from the NIF's load callback.
 bool open_resource_types(ErlNifEnv* env);
 

@@ -113,6 +113,18 @@ defmodule Nx.Vulkan do
   # makes the same one for the factorisations it inlines.
   defp f32_in_f64?(opts), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.computes_f32_in_f64
 
+  @doc """
+  Computes the pending work of the lazy `Nx.Vulkan.Backend` tensors in `container` (a
+  tensor, a tuple, a map, any `Nx.Container`) now, as one graph per device, and returns
+  the container. Tensors that are not lazy, or already computed, are left as they are.
+  See `Nx.Vulkan.Backend` (lazy mode).
+  """
+  def sync(container) do
+    tensors = Nx.Defn.Composite.reduce(container, [], fn t, acc -> [t | acc] end)
+    Nx.Vulkan.Lazy.sync(Enum.reverse(tensors), :sync)
+    container
+  end
+
   @doc "Bytes of device memory held by live buffers on the device `opts` select."
   def memory_in_use(opts \\ []), do: Device.memory_in_use(opts)
 
@@ -314,6 +326,10 @@ defmodule Nx.Vulkan do
 
   defp to_device(fun, config) when is_function(fun, 0), do: to_device(fun.(), config)
 
+  # A lazy tensor: its buffer (computed now if pending), or a host constant.
+  defp to_device(%T{data: %Nx.Vulkan.Backend{cell: cell}} = t, config) when cell != nil,
+    do: to_device(Nx.Vulkan.Lazy.eager(t), config)
+
   defp to_device(%T{data: %Nx.Vulkan.Backend{device: from}} = t, config) do
     if Device.same?(from, config), do: t, else: Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
   end
@@ -322,13 +338,18 @@ defmodule Nx.Vulkan do
 
   defp to_input(fun, config) when is_function(fun, 0), do: to_input(fun.(), config)
 
+  defp to_input(%T{data: %Nx.Vulkan.Backend{cell: cell}} = t, config) when cell != nil,
+    do: to_input(Nx.Vulkan.Lazy.eager(t), config)
+
   defp to_input(%T{data: %Nx.Vulkan.Backend{buffer: buffer, device: from}} = t, config) do
     if Device.same?(from, config) do
       buffer
     else
       # A tensor of another VkDevice: copied through the host, never bound to this one's
       # descriptor sets. The tensor itself stays where it is.
-      %T{data: %Nx.Vulkan.Backend{buffer: copy}} = Nx.backend_copy(t, {Nx.Vulkan.Backend, config})
+      %T{data: %Nx.Vulkan.Backend{buffer: copy}} =
+        Nx.backend_copy(t, {Nx.Vulkan.Backend, config ++ [lazy: false]})
+
       :telemetry.execute([:nx_vulkan, :transfer], %{bytes: Nx.byte_size(t)}, %{from: from, to: config})
       copy
     end

@@ -232,4 +232,23 @@ defmodule Nx.Vulkan.NativeTest do
 
     assert Enum.all?(results)
   end
+
+  test "a cell holds one term, resources included, shared by every process", %{device: device} do
+    {:ok, buf} = Native.upload(device, "f32", [2], f32([1.0, 2.0]))
+    {:ok, cell} = Native.cell_new({:value, buf, %{a: [1, 2.5, "x"]}})
+    assert {:ok, {:value, ^buf, %{a: [1, 2.5, "x"]}}} = Native.cell_get(cell)
+    assert {:ok, :ok} = Native.cell_put(cell, :replaced)
+    assert Task.async(fn -> Native.cell_get(cell) end) |> Task.await() == {:ok, :replaced}
+    assert {:ok, :ok} = Task.async(fn -> Native.cell_put(cell, {:from, self()}) end) |> Task.await()
+    assert {:ok, {:from, pid}} = Native.cell_get(cell)
+    assert is_pid(pid)
+    assert {:error, {:badarg, _}} = Native.cell_get(buf)
+
+    # replaced only while tagged as given
+    assert {:ok, true} = Native.cell_put_if(cell, :from, {:pending, 1})
+    assert {:ok, false} = Native.cell_put_if(cell, :value, :nope)
+    assert {:ok, true} = Native.cell_put_if(cell, :pending, :done)
+    assert {:ok, false} = Native.cell_put_if(cell, :pending, :again)
+    assert Native.cell_get(cell) == {:ok, :done}
+  end
 end

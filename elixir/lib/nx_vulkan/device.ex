@@ -69,7 +69,7 @@ defmodule Nx.Vulkan.Device do
   end
 
   @doc "Whether the configurations `a` and `b` select the same `VkDevice` (see `key/1`)."
-  def same?(a, b), do: config(a) == config(b) or key(a) == key(b)
+  def same?(a, b), do: a == b or config(a) == config(b) or key(a) == key(b)
 
   @doc """
   The partitions `Nx.Vulkan.__partitions_options__/1` makes of `opts`: one option list per

@@ -86,4 +86,23 @@ defmodule Nx.Vulkan.Native do
   `{:ok, :ok}`, or `{:ok, :already_deallocated}`.
   """
   def free(_buffer), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  A new cell: a mutable slot holding one term (any term, resources included) until it is
+  replaced or the cell is garbage-collected. `Nx.Vulkan.Backend`'s lazy tensors keep their
+  pending expression, then their buffer, in one.
+  """
+  def cell_new(_term), do: :erlang.nif_error(:not_loaded)
+
+  @doc "A copy of the cell's term: `{:ok, term}`."
+  def cell_get(_cell), do: :erlang.nif_error(:not_loaded)
+
+  @doc "Replaces the cell's term: `{:ok, :ok}`."
+  def cell_put(_cell, _term), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Replaces the cell's term only while it is a tuple whose first element is `tag`:
+  `{:ok, true}` if it did, else `{:ok, false}`.
+  """
+  def cell_put_if(_cell, _tag, _term), do: :erlang.nif_error(:not_loaded)
 end

@@ -5,7 +5,13 @@ defmodule Nx.Vulkan.Backend do
       Nx.default_backend(Nx.Vulkan.Backend)
       Nx.backend_transfer(t, {Nx.Vulkan.Backend, device: "1"})
 
-  Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`).
+  Options: `:device`, `:cache_dir`, `:timeout` (see `Nx.Vulkan.Device`), and `:lazy`
+  (default: the application environment's `:lazy`, `false`).
+
+  With `lazy: true` an eager operation returns a pending tensor instead of running; the
+  operations a value depends on run as one graph, compiled once per structure, when the
+  value is read on the host, given to a jitted function, after `:lazy_max_depth` chained
+  operations, or on `Nx.Vulkan.sync/1` (docs/elixir.md, "Lazy mode").
 
   A tensor carries its device configuration. `Nx.backend_transfer/2` and
   `Nx.backend_copy/2` to another device copy it through the host (a transfer frees the
@@ -27,22 +33,35 @@ defmodule Nx.Vulkan.Backend do
 
   @behaviour Nx.Backend
   @enforce_keys [:buffer, :device]
-  defstruct [:buffer, :device]
+  defstruct [:buffer, :device, cell: nil]
 
   alias Nx.Tensor, as: T
-  alias Nx.Vulkan.{Device, Error, IR, Native}
+  alias Nx.Vulkan.{Device, Error, IR, Lazy, Native}
 
   @callbacks Nx.Backend.behaviour_info(:callbacks)
   @device_keys [:device, :cache_dir, :timeout]
 
   @impl true
-  def init(opts), do: Device.config(Keyword.validate!(opts, @device_keys))
+  def init(opts) do
+    opts = Keyword.validate!(opts, [:lazy | @device_keys])
+    Device.config(opts) ++ [lazy: lazy?(opts)]
+  end
+
+  # Backend options reach the callbacks as given (Nx.tensor/2's `backend: {Nx.Vulkan.Backend,
+  # opts}`) or from init/1: without `:lazy`, the application's default.
+  defp lazy?(opts), do: Keyword.get_lazy(opts, :lazy, fn -> Application.get_env(:nx_vulkan, :lazy, false) end)
 
   ## Transfers
 
   @impl true
   def constant(out, number, opts) do
-    out |> Nx.BinaryBackend.constant(number, []) |> Nx.BinaryBackend.backend_transfer(__MODULE__, opts)
+    host = Nx.BinaryBackend.constant(out, number, [])
+
+    if lazy?(opts) do
+      Lazy.from_host(out, Nx.BinaryBackend.to_binary(host, Nx.size(out)), Device.config(opts))
+    else
+      Nx.BinaryBackend.backend_transfer(host, __MODULE__, opts)
+    end
   end
 
   @impl true
@@ -51,12 +70,20 @@ defmodule Nx.Vulkan.Backend do
     device = Device.get!(config)
     {type, dims} = IR.stored_type(type, shape)
     buffer = Error.unwrap!(Native.upload(device, type, dims, binary))
-    %{t | data: %__MODULE__{buffer: buffer, device: config}}
+
+    if lazy?(opts),
+      do: Lazy.from_buffer(t, buffer, config),
+      else: %{t | data: %__MODULE__{buffer: buffer, device: config}}
   end
 
   @impl true
-  def to_binary(%T{data: %__MODULE__{buffer: buffer}, type: {_, bits}}, limit) do
-    binary = Error.unwrap!(Native.download(buffer))
+  def to_binary(%T{type: {_, bits}} = t, limit) do
+    binary =
+      case Lazy.eager(t) do
+        %T{data: %__MODULE__{buffer: buffer}} -> Error.unwrap!(Native.download(buffer))
+        %T{data: %Nx.BinaryBackend{state: binary}} -> binary
+      end
+
     binary_part(binary, 0, min(byte_size(binary), limit * div(bits, 8)))
   end
 
@@ -66,8 +93,9 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def backend_transfer(%T{data: %__MODULE__{device: config} = data} = t, backend, opts) do
+  def backend_transfer(%T{data: %__MODULE__{device: config}} = t, backend, opts) do
     if backend == __MODULE__ and Device.same?(opts, config) do
+      %T{data: data} = t = if lazy?(opts), do: Lazy.lazy(t), else: t
       %{t | data: %{data | device: Device.config(opts)}}
     else
       try do
@@ -79,9 +107,11 @@ defmodule Nx.Vulkan.Backend do
   end
 
   @impl true
-  def backend_deallocate(%T{data: %__MODULE__{buffer: buffer}}) do
+  def backend_deallocate(%T{data: %__MODULE__{cell: nil, buffer: buffer}}) do
     Error.unwrap!(Native.free(buffer))
   end
+
+  def backend_deallocate(%T{} = t), do: Lazy.deallocate(t)
 
   @impl true
   def inspect(%T{} = t, inspect_opts) do
@@ -98,20 +128,25 @@ defmodule Nx.Vulkan.Backend do
     remainder = rem(axis_size, batch_size)
     last = if remainder != 0 and opts[:leftover] == :repeat, do: full, else: full - 1
 
+    out = Nx.to_template(out)
+
     Stream.map(0..last//1, fn
       ^full ->
-        jit(
+        op(
+          :to_batched,
+          out,
           fn t ->
             Nx.concatenate([
               Nx.slice_along_axis(t, full * batch_size, remainder),
               Nx.slice_along_axis(t, 0, batch_size - remainder)
             ])
           end,
+          [tensor],
           [tensor]
         )
 
       i ->
-        jit(&Nx.slice_along_axis(&1, &2, batch_size), [tensor, i * batch_size])
+        op(:to_batched, out, &Nx.slice_along_axis(&1, &2, batch_size), [tensor], [tensor, i * batch_size])
     end)
   end
 
@@ -120,14 +155,19 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def concatenate(out, tensors, axis) do
     out = Nx.to_template(out)
-    jit(&Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
+
+    op(:concatenate, out, &Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis), tensors, [
+      List.to_tuple(tensors)
+    ])
   end
 
   @impl true
   def slice(out, tensor, start, lengths, strides) do
     out = Nx.to_template(out)
 
-    jit(
+    op(
+      :slice,
+      out,
       &Nx.Defn.Expr.slice(out, &1, Tuple.to_list(&2), lengths, strides),
       [tensor | Enum.filter(start, &is_struct(&1, T))],
       [tensor, List.to_tuple(start)]
@@ -138,7 +178,9 @@ defmodule Nx.Vulkan.Backend do
   def put_slice(out, tensor, start, slice) do
     out = Nx.to_template(out)
 
-    jit(
+    op(
+      :put_slice,
+      out,
       &Nx.Defn.Expr.put_slice(out, &1, Tuple.to_list(&2), &3),
       [tensor, slice | Enum.filter(start, &is_struct(&1, T))],
       [tensor, List.to_tuple(start), slice]
@@ -168,7 +210,7 @@ defmodule Nx.Vulkan.Backend do
     @impl true
     def stack(out, tensors, axis) do
       out = Nx.to_template(out)
-      jit(&Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
+      op(:stack, out, &Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
     end
   end
 
@@ -274,7 +316,9 @@ defmodule Nx.Vulkan.Backend do
         Nx.Defn.Expr.unquote(name)(out, unquote_splicing(args))
       end
 
-      jit(
+      op(
+        unquote(name),
+        out,
         expr_fun,
         [unquote_splicing(tensor_args)],
         [unquote_splicing(tensor_args)],
@@ -318,7 +362,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   defp on_host(name, out, args) do
-    config = device_of(args)
+    config = device_of(args) ++ lazy_opts(Enum.filter(args, &is_struct(&1, T)))
     host_args = Enum.map(args, &to_host/1)
 
     # Functions given to map, reduce and window_reduce make tensors of their own: on the
@@ -338,14 +382,29 @@ defmodule Nx.Vulkan.Backend do
 
   ## Helpers
 
-  defp on_this_backend(tensors, fun), do: Nx.with_default_backend({__MODULE__, device_of(tensors)}, fun)
+  defp on_this_backend(tensors, fun),
+    do: Nx.with_default_backend({__MODULE__, device_of(tensors) ++ lazy_opts(tensors)}, fun)
 
-  defp jit(fun, args), do: jit(fun, args, args, [])
-  defp jit(fun, tensors, args), do: jit(fun, tensors, args, [])
+  defp lazy_opts(tensors), do: if(Lazy.lazy?(tensors), do: [lazy: true], else: [])
 
-  defp jit(fun, tensors, args, opts) do
+  # An operation of output template `out`: `fun` applied to `args`, whose tensors are
+  # `tensors`; `opts` are the backend options of a callback that takes them. Pending
+  # when any tensor (or, without tensors, `opts`) is lazy, else run now.
+  defp op(name, out, fun, tensors, args, opts \\ []) do
     config = if opts == [], do: device_of(tensors), else: Device.config(opts)
-    Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
+
+    if Lazy.lazy?(tensors) or (tensors == [] and lazy?(opts)) do
+      Lazy.defer(name, out, fun, tensors, args, config)
+    else
+      Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
+    end
+  end
+
+  # One graph now, whatever the mode (callbacks whose outputs have no template here);
+  # lazy tensors are computed first, and the results of lazy operands are lazy.
+  defp jit(fun, tensors, args) do
+    result = Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ device_of(tensors))
+    if Lazy.lazy?(tensors), do: Nx.Defn.Composite.traverse(result, &Lazy.lazy/1), else: result
   end
 
   # The device of the first device tensor among `tensors`, else the default.

@@ -1,0 +1,431 @@
+defmodule Nx.Vulkan.LazyTest.Model do
+  import Nx.Defn
+
+  defn loop(q) do
+    {_, q} =
+      while {i = 0, q}, i < 5 do
+        {i + 1, q + 0.1 * q}
+      end
+
+    q
+  end
+end
+
+defmodule Nx.Vulkan.LazyTest do
+  # Nx.Vulkan.Backend's lazy mode: when pending work is computed (flush rules), that it is
+  # computed as one graph cached by structure, errors, tensors shared across processes,
+  # and the memory pending work holds. Not async: the tests count telemetry events and
+  # measure device memory. (NXV_LAZY=1 runs the rest of the suite in lazy mode.)
+  use Nx.Vulkan.Case, async: false
+
+  import Nx.Vulkan.Eventually
+  alias Nx.Vulkan.{Device, Native}
+
+  # A device configuration no other test uses, so that its bytes-in-use count is ours.
+  @private [device: "", cache_dir: "none", timeout: 119_997]
+  @lazy {Nx.Vulkan.Backend, [lazy: true]}
+
+  setup do
+    test = self()
+    id = make_ref()
+
+    :telemetry.attach_many(
+      id,
+      [[:nx_vulkan, :lazy, :flush], [:nx_vulkan, :compile], [:nx_vulkan, :lazy, :fallback]],
+      &__MODULE__.forward/4,
+      test
+    )
+
+    on_exit(fn -> :telemetry.detach(id) end)
+    :ok
+  end
+
+  def forward(event, measurements, metadata, test), do: send(test, {:event, event, measurements, metadata})
+
+  defp lazy(t, opts \\ []), do: Nx.backend_transfer(t, {Nx.Vulkan.Backend, [lazy: true] ++ opts})
+
+  # :pending, :value (a buffer), :host (a host binary) or :deallocated
+  defp state(%Nx.Tensor{data: %Nx.Vulkan.Backend{cell: cell}}) when cell != nil do
+    case Native.cell_get(cell) do
+      {:ok, state} when is_tuple(state) -> elem(state, 0)
+      {:ok, state} -> state
+    end
+  end
+
+  defp flushes do
+    receive do
+      {:event, [:nx_vulkan, :lazy, :flush], m, meta} -> [{m, meta} | flushes()]
+    after
+      0 -> []
+    end
+  end
+
+  defp compiles do
+    receive do
+      {:event, [:nx_vulkan, :compile], _, _} -> 1 + compiles()
+    after
+      0 -> 0
+    end
+  end
+
+  defp flush_events(fun) do
+    flushes()
+    result = fun.()
+    {result, flushes()}
+  end
+
+  describe "mode" do
+    test "lazy: true, the application default and Nx.Vulkan.VulkanoBackend make lazy tensors" do
+      assert state(Nx.tensor([1.0, 2.0], backend: @lazy)) == :value
+      assert state(Nx.tensor(1.0, backend: @lazy)) == :host
+      assert state(Nx.iota({3}, backend: @lazy)) == :pending
+      assert state(Nx.tensor([1.0], backend: Nx.Vulkan.VulkanoBackend)) == :value
+      eager = Nx.tensor([1.0], backend: {Nx.Vulkan.VulkanoBackend, lazy: false})
+      assert %Nx.Vulkan.Backend{cell: nil} = eager.data
+
+      previous = Application.get_env(:nx_vulkan, :lazy)
+      Application.put_env(:nx_vulkan, :lazy, true)
+
+      try do
+        assert state(Nx.tensor([1.0], backend: Nx.Vulkan.Backend)) == :value
+
+        assert %Nx.Vulkan.Backend{cell: nil} =
+                 Nx.tensor([1.0], backend: {Nx.Vulkan.Backend, lazy: false}).data
+      after
+        Application.put_env(:nx_vulkan, :lazy, previous)
+      end
+    end
+
+    test "an operation on a lazy and an eager tensor is lazy; its results read as the eager ones" do
+      a = Nx.tensor([[1.0, -2.0], [3.5, 4.0]])
+      eager = Nx.backend_transfer(a, Nx.Vulkan.Backend)
+      t = Nx.add(lazy(a), eager)
+      assert state(t) == :pending
+      assert Nx.to_binary(t) == Nx.to_binary(Nx.add(eager, eager))
+    end
+  end
+
+  describe "eXMC's path" do
+    test "Nx.Defn.Evaluator over Nx.Vulkan.VulkanoBackend: value_and_grad and a while loop, one graph per read" do
+      logp = fn q ->
+        z = Nx.divide(Nx.subtract(q, Nx.tensor([2.0, -1.0], type: :f64)), Nx.tensor([3.0, 0.5], type: :f64))
+        Nx.sum(Nx.multiply(-0.5, Nx.multiply(z, z)))
+      end
+
+      step = fn q ->
+        {value, grad} = Nx.Defn.value_and_grad(q, logp)
+        {value, Nx.add(q, Nx.multiply(0.1, grad))}
+      end
+
+      loop = &__MODULE__.Model.loop/1
+
+      q = Nx.tensor([0.5, 0.5], type: :f64)
+
+      expected =
+        {Nx.Defn.jit(step, compiler: Nx.Defn.Evaluator).(q),
+         Nx.Defn.jit(loop, compiler: Nx.Defn.Evaluator).(q)}
+
+      Nx.with_default_backend(Nx.Vulkan.VulkanoBackend, fn ->
+        dq = Nx.backend_copy(q, Nx.Vulkan.VulkanoBackend)
+        assert state(dq) == :value
+        {{value, next}, events} = flush_events(fn -> Nx.Defn.jit(step, compiler: Nx.Defn.Evaluator).(dq) end)
+        assert events == []
+        assert state(value) == :pending and state(next) == :pending
+        {result, _} = flush_events(fn -> {value, next} |> Nx.Vulkan.sync() end)
+        assert_close(result, elem(expected, 0))
+        assert_close(Nx.Defn.jit(loop, compiler: Nx.Defn.Evaluator).(dq), elem(expected, 1))
+      end)
+    end
+  end
+
+  describe "flush rules" do
+    test "operations stay pending until a value is read, then run as one graph" do
+      a = lazy(Nx.tensor([1.0, 2.0, 3.0]))
+
+      {t, events} = flush_events(fn -> a |> Nx.multiply(2) |> Nx.add(1) |> Nx.exp() |> Nx.sum() end)
+
+      assert events == []
+      assert state(t) == :pending
+
+      {value, [{m, meta}]} = flush_events(fn -> Nx.to_number(t) end)
+      assert meta.reason == :read
+      assert m.nodes == 4
+      assert meta.ops == [:multiply, :add, :exp, :sum]
+
+      assert_in_delta value,
+                      Nx.to_number(
+                        Nx.tensor([1.0, 2.0, 3.0])
+                        |> Nx.multiply(2)
+                        |> Nx.add(1)
+                        |> Nx.exp()
+                        |> Nx.sum()
+                      ),
+                      1.0e-2
+
+      # a small value read comes to the host with the run
+      assert state(t) == :host
+      # computed once: reading again runs nothing
+      assert {^value, []} = flush_events(fn -> Nx.to_number(t) end)
+    end
+
+    test "to_binary, inspect, backend_copy, backend_transfer, to_batched and host callbacks flush" do
+      a = lazy(Nx.iota({4}, type: :f32))
+      expected = Nx.iota({4}, type: :f32) |> Nx.multiply(3)
+
+      for {name, read} <- [
+            to_binary: &Nx.to_binary/1,
+            inspect: &inspect/1,
+            backend_copy: &Nx.backend_copy(&1, Nx.BinaryBackend),
+            backend_transfer: &Nx.backend_transfer(&1, Nx.BinaryBackend),
+            reduce: &Nx.reduce(&1, 0.0, fn x, acc -> Nx.add(x, acc) end)
+          ] do
+        t = Nx.multiply(a, 3)
+        {result, events} = flush_events(fn -> read.(t) end)
+        assert length(events) >= 1, "#{name}"
+        # (a transfer releases the source)
+        assert state(t) in [:value, :host, :deallocated], "#{name}"
+
+        case name do
+          :to_binary -> assert result == Nx.to_binary(expected)
+          :inspect -> assert result =~ "[0.0, 3.0, 6.0, 9.0]"
+          :reduce -> assert_close(result, Nx.sum(expected))
+          _ -> assert_close(result, expected)
+        end
+      end
+    end
+
+    test "to_batched's batches are pending slices" do
+      t = Nx.multiply(lazy(Nx.iota({5}, type: :f32)), 3)
+      {batches, []} = flush_events(fn -> Enum.to_list(Nx.to_batched(t, 2, leftover: :repeat)) end)
+      assert Enum.map(batches, &state/1) == [:pending, :pending, :pending]
+
+      expected =
+        Nx.to_batched(Nx.multiply(Nx.iota({5}, type: :f32), 3), 2, leftover: :repeat) |> Enum.to_list()
+
+      assert_close(List.to_tuple(batches), List.to_tuple(expected))
+    end
+
+    test "Nx.Vulkan.sync/1 computes a container's tensors as one graph" do
+      a = lazy(Nx.tensor([1.0, 2.0]))
+      x = Nx.sin(a)
+      y = Nx.cos(x)
+      z = Nx.multiply(x, y)
+
+      {%{x: ^x, z: ^z}, [{m, meta}]} = flush_events(fn -> Nx.Vulkan.sync(%{x: x, z: z}) end)
+      assert meta.reason == :sync
+      assert {m.nodes, m.outputs} == {3, 2}
+      assert state(x) == :value and state(z) == :value
+      # y was computed inside that graph without being kept
+      assert state(y) == :pending
+      assert_close(y, Nx.cos(Nx.sin(Nx.tensor([1.0, 2.0]))))
+      assert Nx.Vulkan.sync(Nx.tensor(1.0)) == Nx.tensor(1.0)
+    end
+
+    test "a jitted function computes the lazy tensors it is given" do
+      a = lazy(Nx.tensor([1.0, 2.0]))
+      t = Nx.add(a, 1)
+      {result, events} = flush_events(fn -> Nx.Vulkan.jit(&Nx.multiply(&1, &1)).(t) end)
+      assert [{_, %{reason: :read}}] = events
+      assert_close(result, Nx.tensor([4.0, 9.0]))
+    end
+
+    test "pending work past the bound is computed; no pending tensor depends on more" do
+      previous = Application.get_env(:nx_vulkan, :lazy_max_depth)
+      Application.put_env(:nx_vulkan, :lazy_max_depth, 10)
+
+      try do
+        a = lazy(Nx.tensor([1.0, 2.0]))
+        {t, events} = flush_events(fn -> Enum.reduce(1..35, a, fn _, t -> Nx.add(t, 1) end) end)
+        assert length(events) == 3
+        assert Enum.all?(events, fn {m, meta} -> meta.reason == :bound and m.nodes <= 10 end)
+        assert_close(t, Nx.tensor([36.0, 37.0]))
+      after
+        Application.put_env(:nx_vulkan, :lazy_max_depth, previous)
+      end
+    end
+
+    test "a loop repeating the same operations compiles its graph once" do
+      x0 = lazy(Nx.tensor([0.5, -1.0, 2.0], type: :f64))
+      step = Nx.tensor(0.01, type: :f64, backend: @lazy)
+      # warm: the first iterations' graphs differ (nothing was computed before them)
+      loop = fn x, n ->
+        Enum.reduce(1..n, {x, 0.0}, fn _, {x, acc} ->
+          grad = Nx.negate(x)
+          x = x |> Nx.add(Nx.multiply(step, grad)) |> Nx.multiply(0.999)
+          energy = x |> Nx.multiply(x) |> Nx.sum() |> Nx.to_number()
+          {x, acc + energy}
+        end)
+      end
+
+      {x, _} = loop.(x0, 3)
+      compiles()
+      {x, _} = loop.(x, 20)
+      assert compiles() == 0
+
+      expected =
+        Enum.reduce(1..23, Nx.tensor([0.5, -1.0, 2.0], type: :f64), fn _, x ->
+          x |> Nx.add(Nx.multiply(Nx.tensor(0.01, type: :f64), Nx.negate(x))) |> Nx.multiply(0.999)
+        end)
+
+      assert_close(x, expected)
+    end
+
+    test "parameters are the buffers read, not their identity: graphs of other tensors hit the cache" do
+      f = fn a, b -> a |> Nx.multiply(b) |> Nx.add(a) |> Nx.sum() |> Nx.to_number() end
+      f.(lazy(Nx.tensor([1.0, 2.0])), lazy(Nx.tensor([3.0, 4.0])))
+      compiles()
+      assert f.(lazy(Nx.tensor([5.0, 6.0])), lazy(Nx.tensor([7.0, 8.0]))) == 5.0 * 7 + 5 + 6 * 8 + 6
+      assert compiles() == 0
+      # the same tensor twice is one parameter: another graph
+      c = lazy(Nx.tensor([1.0, 2.0]))
+      assert f.(c, c) == 1 + 1 + 4 + 2
+      assert compiles() == 1
+    end
+  end
+
+  describe "errors" do
+    test "shape and type errors are raised by the operation itself" do
+      a = lazy(Nx.tensor([1.0, 2.0]))
+      b = lazy(Nx.tensor([1.0, 2.0, 3.0]))
+      assert_raise ArgumentError, ~r/cannot broadcast/, fn -> Nx.add(a, b) end
+      assert_raise ArgumentError, fn -> Nx.dot(a, b) end
+      assert_raise ArgumentError, fn -> Nx.bitwise_and(a, a) end
+    end
+
+    test "an error inside a pending graph is raised by the flush, naming the operation" do
+      a = lazy(Nx.tensor([1.0, 2.0]))
+      freed = Nx.backend_transfer(Nx.tensor([3.0, 4.0]), Nx.Vulkan.Backend)
+      t = Nx.exp(a) |> Nx.subtract(freed) |> Nx.sum()
+      Nx.backend_deallocate(freed)
+
+      error = assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_number(t) end
+      assert error.message =~ "subtract"
+      # the tensor stays pending (and fails again); the rest of the graph is unaffected
+      assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_number(t) end
+      assert_close(Nx.exp(a), Nx.exp(Nx.tensor([1.0, 2.0])))
+    end
+
+    test "deallocating a pending tensor drops its work; its readers raise" do
+      a = lazy(Nx.tensor([1.0, 2.0]))
+      t = Nx.add(a, 1)
+      assert Nx.backend_deallocate(t) == :ok
+      assert Nx.backend_deallocate(t) == :already_deallocated
+      assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_binary(t) end
+      assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_binary(Nx.multiply(t, 2)) end
+      assert Nx.backend_deallocate(a) == :ok
+      assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.to_binary(a) end
+    end
+  end
+
+  describe "concurrency" do
+    test "a pending tensor shared by many processes is computed right in each" do
+      a = lazy(Nx.iota({64}, type: :f32))
+      shared = a |> Nx.multiply(0.5) |> Nx.sin()
+      expected = Nx.iota({64}, type: :f32) |> Nx.multiply(0.5) |> Nx.sin()
+
+      1..32
+      |> Task.async_stream(
+        fn i ->
+          own = shared |> Nx.add(i) |> Nx.sum()
+          assert_close(shared, expected)
+          assert_close(own, Nx.sum(Nx.add(expected, i)))
+          :ok
+        end,
+        max_concurrency: 32,
+        timeout: 120_000
+      )
+      |> Enum.each(&assert(&1 == {:ok, :ok}))
+
+      assert state(shared) == :host
+    end
+
+    test "a tensor made pending by a process that exits is computed by another" do
+      t = Task.async(fn -> lazy(Nx.tensor([1.0, 4.0])) |> Nx.sqrt() |> Nx.add(1) end) |> Task.await()
+      :erlang.garbage_collect()
+      assert state(t) == :pending
+      assert_close(t, Nx.tensor([2.0, 3.0]))
+    end
+  end
+
+  describe "memory" do
+    defp in_use, do: Device.memory_in_use(@private)
+
+    test "intermediate values nothing reads again get no buffer" do
+      n = 1_000_000
+      x = Nx.iota({n}, type: :f32, backend: {Nx.Vulkan.Backend, [lazy: true] ++ @private})
+      Nx.Vulkan.sync(x)
+      warm = x |> Nx.add(1) |> Nx.multiply(2) |> Nx.exp() |> Nx.sum() |> Nx.to_number()
+      :erlang.garbage_collect()
+      baseline = in_use()
+
+      # a1 and a2 are alive (bound here) but only read inside the flush of s
+      a1 = Nx.add(x, 1)
+      a2 = Nx.multiply(a1, 2)
+      s = a2 |> Nx.exp() |> Nx.sum()
+      assert Nx.to_number(s) == warm
+      assert in_use() - baseline < 4 * n, "#{in_use() - baseline} bytes more"
+      assert state(a1) == :pending and state(a2) == :pending
+
+      # read again, a2 is computed again and kept
+      assert_close(a2, Nx.iota({n}, type: :f32) |> Nx.add(1) |> Nx.multiply(2))
+      assert state(a2) == :value
+      assert in_use() - baseline > 4 * n - 4096
+    end
+
+    test "a 10,000-iteration loop holds bounded memory" do
+      x0 =
+        Nx.tensor(List.duplicate(1.0, 1024),
+          type: :f32,
+          backend: {Nx.Vulkan.Backend, [lazy: true] ++ @private}
+        )
+
+      v0 = Nx.multiply(x0, 0.0)
+
+      run = fn {x, v}, n ->
+        Enum.reduce(1..n, {x, v}, fn i, {x, v} ->
+          v = v |> Nx.multiply(0.9) |> Nx.subtract(Nx.multiply(x, 0.01))
+          x = Nx.add(x, v)
+          # a value read every 100 iterations, as a sampler reads its acceptance test
+          if rem(i, 100) == 0, do: Nx.to_number(Nx.sum(x))
+          {x, v}
+        end)
+      end
+
+      # in a process of its own, whose heap is the loop's alone
+      task =
+        Task.async(fn ->
+          state = run.({x0, v0}, 1_000)
+          :erlang.garbage_collect()
+          after_1k = {in_use(), :erlang.process_info(self(), :total_heap_size) |> elem(1)}
+          {x, _} = state = run.(state, 9_000)
+          :erlang.garbage_collect()
+          after_10k = {in_use(), :erlang.process_info(self(), :total_heap_size) |> elem(1)}
+          _ = state
+          {after_1k, after_10k, Nx.to_binary(x)}
+        end)
+
+      {{mem_1k, heap_1k}, {mem_10k, heap_10k}, x} = Task.await(task, 300_000)
+      assert mem_10k <= mem_1k + 64 * 1024, "#{mem_1k} -> #{mem_10k} bytes"
+      assert heap_10k <= heap_1k * 2 + 10_000, "heap #{heap_1k} -> #{heap_10k} words"
+      refute Enum.any?(Nx.to_flat_list(Nx.from_binary(x, :f32)), &(&1 in [:nan, :infinity, :neg_infinity]))
+    end
+
+    test "device memory of dropped pending and computed tensors comes back" do
+      x = Nx.iota({100_000}, type: :f32, backend: {Nx.Vulkan.Backend, [lazy: true] ++ @private})
+      Nx.Vulkan.sync(Nx.add(x, 1))
+      :erlang.garbage_collect()
+      baseline = in_use()
+
+      pid =
+        spawn(fn ->
+          ts = for i <- 1..20, do: x |> Nx.add(i) |> Nx.exp()
+          Nx.Vulkan.sync(Enum.take(ts, 10) |> List.to_tuple())
+          receive do: (:stop -> :ok)
+        end)
+
+      assert eventually(fn -> in_use() >= baseline + 10 * 400_000 end, 30_000)
+      send(pid, :stop)
+      assert eventually(fn -> in_use() <= baseline end, 10_000), "#{in_use()} bytes, baseline #{baseline}"
+    end
+  end
+end
