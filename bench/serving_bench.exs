@@ -9,7 +9,8 @@
 # opened with another :timeout).
 #
 #   cd elixir && NX_PATH=... mix run ../bench/serving_bench.exs \
-#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--json FILE]
+#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--output host|device]
+#     [--json FILE]
 defmodule ServingBench do
   import Nx.Defn
 
@@ -41,8 +42,10 @@ defmodule ServingBench do
 
   # One partition per entry of `devices` (nil: the compiler's default); each keeps the
   # parameters on its own device and pads every batch to `batch_size` (one executable).
-  def serving(params, batch_size, devices) do
-    defn_opts = [compiler: Nx.Vulkan] ++ if(devices, do: [devices: devices], else: [])
+  def serving(params, batch_size, devices, output) do
+    # output: :host returns the batch's result to the host in the run: Nx.Serving then
+    # slices each caller's rows out of a host tensor, not one device op per caller.
+    defn_opts = [compiler: Nx.Vulkan, output: output] ++ if(devices, do: [devices: devices], else: [])
 
     Nx.Serving.new(
       fn opts ->
@@ -65,7 +68,7 @@ defmodule ServingBench do
     batch_size = opts[:batch_size]
     devices = parse_devices(opts[:devices])
     params = params()
-    serving = serving(params, batch_size, devices)
+    serving = serving(params, batch_size, devices, String.to_existing_atom(opts[:output] || "host"))
 
     partitions =
       Nx.Vulkan.__partitions_options__([compiler: Nx.Vulkan] ++ if(devices, do: [devices: devices], else: []))
@@ -148,7 +151,14 @@ end
 
 {opts, _, _} =
   OptionParser.parse(System.argv(),
-    strict: [devices: :string, batch_size: :integer, callers: :integer, seconds: :integer, json: :string]
+    strict: [
+      devices: :string,
+      batch_size: :integer,
+      callers: :integer,
+      seconds: :integer,
+      json: :string,
+      output: :string
+    ]
   )
 
 opts = Keyword.merge([batch_size: 64, callers: 128, seconds: 10], opts)
