@@ -258,16 +258,11 @@ struct M {
     return sel(nan(x), x, sel(in_near, near, far));
   }
 
-  // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)).
-  // f64: log m = log1p(f), f = m - 1 exact, as fdlibm's e_log: f - f^2/2 + s (f^2/2 + R(s^2)),
-  // s = f / (2 + f), with f^2/2 exact (Dekker's product) and the sum e ln2_hi + f - f^2/2
-  // error-free, so that the one rounding of consequence is the last (hi + lo). x_lo, a low
-  // part of the argument, enters as x_lo / x; extra_e is added to the exponent (log 2x for
-  // x beyond 2x's range). For finite x > 0; log() handles the rest. lo holds the series'
-  // cubic term too (it is not normalized: round() or fast_two_sum it).
-  DW log_dw(Id x, Id x_lo = 0, Id extra_e = 0) {
-    const int mant = 52, bias = 1023;
-    Id tiny = lt(x, c(2.2250738585072014e-308));
+  // x = m 2^e with m in [sqrt(1/2), sqrt(2)), e as a float (plus extra_e): for finite
+  // x > 0, subnormals scaled into the normal range first.
+  std::pair<Id, Id> log_reduce(Id x, Id extra_e = 0) {
+    const int mant = wide() ? 52 : 23, bias = wide() ? 1023 : 127;
+    Id tiny = lt(x, c(wide() ? 2.2250738585072014e-308 : 1.17549435e-38));
     Id xs = sel(tiny, mul(x, c(18014398509481984.0)), x);  // 2^54
     Id ebias = b().op(spv::OpISub, it(), {b().op(spv::OpShiftRightLogical, it(), {bits_of(xs), k(uint64_t(mant))}), k(uint64_t(bias - 1))});
     Id m = from_bits(b().op(spv::OpBitwiseOr, it(), {b().op(spv::OpBitwiseAnd, it(), {bits_of(xs), k((uint64_t(1) << mant) - 1)}),
@@ -276,8 +271,18 @@ struct M {
     ef = sel(tiny, sub(ef, c(54)), ef);
     if (extra_e) ef = add(ef, extra_e);
     Id small = lt(m, c(0.70710678118654752440));
-    m = sel(small, add(m, m), m);
-    ef = sel(small, sub(ef, c(1)), ef);
+    return {sel(small, add(m, m), m), sel(small, sub(ef, c(1)), ef)};
+  }
+
+  // log x = e ln2 + log m, m in [sqrt(1/2), sqrt(2)).
+  // f64: log m = log1p(f), f = m - 1 exact, as fdlibm's e_log: f - f^2/2 + s (f^2/2 + R(s^2)),
+  // s = f / (2 + f), with f^2/2 exact (Dekker's product) and the sum e ln2_hi + f - f^2/2
+  // error-free, so that the one rounding of consequence is the last (hi + lo). x_lo, a low
+  // part of the argument, enters as x_lo / x; extra_e is added to the exponent (log 2x for
+  // x beyond 2x's range). For finite x > 0; log() handles the rest. lo holds the series'
+  // cubic term too (it is not normalized: round() or fast_two_sum it).
+  DW log_dw(Id x, Id x_lo = 0, Id extra_e = 0) {
+    auto [m, ef] = log_reduce(x, extra_e);
     Id f = exact(sub(m, c(1)));
     Id s = div(f, add(c(2), f));
     Id z = mul(s, s);
@@ -301,18 +306,7 @@ struct M {
   }
   Id log(Id x) {
     if (wide()) return log_specials(x, round(log_dw(x)));
-    const int mant = 23, bias = 127;
-    // Subnormals: scale into the normal range first.
-    Id tiny = lt(x, c(1.17549435e-38));
-    Id xs = sel(tiny, mul(x, c(18014398509481984.0)), x);  // 2^54
-    Id ebias = b().op(spv::OpISub, it(), {b().op(spv::OpShiftRightLogical, it(), {bits_of(xs), k(uint64_t(mant))}), k(uint64_t(bias - 1))});
-    Id m = from_bits(b().op(spv::OpBitwiseOr, it(), {b().op(spv::OpBitwiseAnd, it(), {bits_of(xs), k((uint64_t(1) << mant) - 1)}),
-                                                      k(uint64_t(bias - 1) << mant)}));  // [0.5, 1)
-    Id ef = b().op(spv::OpConvertSToF, rt(), {ebias});
-    ef = sel(tiny, sub(ef, c(54)), ef);
-    Id small = lt(m, c(0.70710678118654752440));
-    m = sel(small, add(m, m), m);
-    ef = sel(small, sub(ef, c(1)), ef);
+    auto [m, ef] = log_reduce(x);
     // f32: 2 atanh((m-1)/(m+1)) as a series.
     Id f = div(sub(m, c(1)), add(m, c(1)));
     Id s = mul(f, f);

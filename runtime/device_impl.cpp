@@ -236,15 +236,7 @@ Allocation DeviceImpl::allocate_raw(uint64_t bytes) {
     throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
                                               "'s largest storage buffer (" +
                                               std::to_string(info_.caps.max_storage_buffer_range) + " bytes)");
-  {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    auto it = free_.find(cap);
-    if (it != free_.end()) {
-      Allocation a = it->second;
-      free_.erase(it);
-      return a;
-    }
-  }
+  if (auto a = take_pooled(free_, cap)) return *a;
   try {
     return allocate_memory(cap, false);
   } catch (const Error& e) {
@@ -260,17 +252,18 @@ void DeviceImpl::release(const Allocation& a, uint64_t bytes) {
   free_.emplace(a.capacity, a);
 }
 
+std::optional<Allocation> DeviceImpl::take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity) {
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  auto it = pool.find(capacity);
+  if (it == pool.end()) return std::nullopt;
+  Allocation a = it->second;
+  pool.erase(it);
+  return a;
+}
+
 Allocation DeviceImpl::acquire_staging(uint64_t bytes) {
   uint64_t cap = size_class(bytes);
-  {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    auto it = staging_free_.find(cap);
-    if (it != staging_free_.end()) {
-      Allocation a = it->second;
-      staging_free_.erase(it);
-      return a;
-    }
-  }
+  if (auto a = take_pooled(staging_free_, cap)) return *a;
   return allocate_memory(cap, true);
 }
 

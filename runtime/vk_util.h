@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -122,6 +123,8 @@ class DeviceImpl : public Device {
   // vkFreeMemory per upload took milliseconds on NVIDIA and serialised the threads serving
   // from two GPUs in one process.
   Allocation acquire_staging(uint64_t bytes);
+  // An idle allocation of exactly `capacity` from `pool` (free_ or staging_free_), if any.
+  std::optional<Allocation> take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity);
   void release_staging(const Allocation& a);
   void free_raw(const Allocation& a);
   Pipeline create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options);
