@@ -835,6 +835,14 @@ struct M {
     Id is_mid = le(a, c(4));
     return {sel(is_mid, mid.hi, far.hi), sel(is_mid, mid.lo, far.lo)};
   }
+  // e^{a^2} erfc(a) for a > 0.46875, rounded step by step.
+  Id erfc_scaled(Id a) {
+    Id mid = div(cody_numerator(a, kErfcMidP), cody_denominator(a, kErfcMidQ));
+    Id z = div(c(1), mul(a, a));
+    Id far = div(mul(z, cody_numerator(z, kErfcFarP)), cody_denominator(z, kErfcFarQ));
+    far = div(sub(c(kOneOverSqrtPi), far), a);
+    return sel(le(a, c(4)), mid, far);
+  }
   // f64 erfc(a) for a > 0.46875 as the double-word 2^k (hi + lo): e^{-a^2} as exp_parts
   // gives it (a^2 exact, its rounding error carried), times the double-word rational.
   struct ScaledDW {
@@ -860,11 +868,7 @@ struct M {
       ScaledDW t = erfc_tail_parts(a);
       return sel(lt(a, c(big)), scale2(add(t.hi, t.lo), t.k, 0), c(0));
     }
-    Id mid = div(cody_numerator(a, kErfcMidP), cody_denominator(a, kErfcMidQ));
-    Id z = div(c(1), mul(a, a));
-    Id far = div(mul(z, cody_numerator(z, kErfcFarP)), cody_denominator(z, kErfcFarQ));
-    far = div(sub(c(kOneOverSqrtPi), far), a);
-    Id rat = sel(le(a, c(4)), mid, far);
+    Id rat = erfc_scaled(a);
     if (wide()) {
       // e^{-a^2} as the double-word 2^k (hi + lo) (a^2 exact), multiplied by the rational
       // with one rounding (and the scaling's, where the result is subnormal).
@@ -968,25 +972,38 @@ struct M {
     return sel(lt(w, c(5)), central, tail);
   }
   // The approximation, then Newton steps on erf (on erfc in the tails, where 1 - |x| is
-  // exact and erf(y) near 1 is not); with no steps, Complex.erf_inv's value.
+  // exact and erf(y) near 1 is not; in f64 on log erfc but for the last); with no steps,
+  // Complex.erf_inv's value.
   Id erf_inv(Id x, int newton_steps, bool fused) {
     Id a = abs(x);
     Id w = neg(log(mul(sub(c(1), a), add(c(1), a))));
     Id y = mul(giles(w, fused), a);
-    for (int i = 0; i < newton_steps; ++i) {
-      Id resid;
-      if (wide() && i + 1 == newton_steps) {
-        // The last step's residual from double-words: erf(y) or erfc(y) is within a few ulp
-        // of a or 1 - a (exact), so hi's difference is exact (Sterbenz) and lo is added to it.
-        ScaledDW t = erfc_tail_parts(y);
-        Id tail = sub(sub(scale2(t.hi, t.k, 0), sub(c(1), a)), neg(scale2(t.lo, t.k, 0)));
-        DW s = erf_small_dw(y);
-        resid = sel(gt(a, c(0.5)), tail, sub(sub(a, s.hi), s.lo));
-      } else {
-        resid = sel(gt(a, c(0.5)), sub(erfc(y, false), sub(c(1), a)), sub(a, erf(y)));
+    if (wide() && newton_steps > 0) {
+      // Above 0.5, Newton steps on log erfc(y) = log(1 - a): -y^2 + log(e^{y^2} erfc(y)),
+      // quadratic even from Giles' start near 1 (0.7 off at 1 - 2^-53), where steps on
+      // erfc itself advance by about 1/(2y); below, one step on erf.
+      Id log_target = log(sub(c(1), a));
+      Id upper = gt(a, c(0.5));
+      for (int i = 0; i + 1 < newton_steps; ++i) {
+        Id r = erfc_scaled(y);
+        Id g = sub(sub(log(r), mul(y, y)), log_target);
+        Id up = add(y, mul(mul(g, c(0.88622692545275801365)), r));
+        Id low = i == 0 ? add(y, div(sub(a, erf(y)), mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y)))))) : y;
+        y = sel(upper, up, low);
       }
-      Id deriv = mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))));
-      y = add(y, div(resid, deriv));
+      // The last step's residual from double-words: erf(y) or erfc(y) is within a few ulp
+      // of a or 1 - a (exact), so hi's difference is exact (Sterbenz) and lo is added to it.
+      ScaledDW t = erfc_tail_parts(y);
+      Id tail = sub(sub(scale2(t.hi, t.k, 0), sub(c(1), a)), neg(scale2(t.lo, t.k, 0)));
+      DW s = erf_small_dw(y);
+      Id resid = sel(upper, tail, sub(sub(a, s.hi), s.lo));
+      y = add(y, div(resid, mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))))));
+    } else {
+      for (int i = 0; i < newton_steps; ++i) {
+        Id resid = sel(gt(a, c(0.5)), sub(erfc(y), sub(c(1), a)), sub(a, erf(y)));
+        Id deriv = mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))));
+        y = add(y, div(resid, deriv));
+      }
     }
     y = sel(eq(a, c(1)), c(INFINITY), y);
     y = sel(gt(a, c(1)), c(NAN), y);
@@ -1057,7 +1074,7 @@ Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType
   if (op == "cbrt") return m.cbrt(x);
   if (op == "erf") return m.erf(x);
   if (op == "erfc") return m.erfc(x);
-  return m.erf_inv(x, m.wide() ? 3 : 1, true);
+  return m.erf_inv(x, m.wide() ? 4 : 1, true);
 }
 
 Id Emitter::math_erf_inv_as_binary_backend(Id x, DType t) { return M{*this, t, nullptr}.erf_inv(x, 0, false); }
