@@ -14,8 +14,8 @@
 // in f64 through the f64 forms and rounds once).
 //
 // Accuracy, measured per function over a sweep by unit_tests/codegen_math_test.cpp, is
-// tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp but erfc (4.2 ulp,
-// Cody's rational approximations) and erf_inv (3.4, Newton steps on erf and erfc); pow
+// tabulated in docs/math-accuracy.md: in f64 every function within 1 ulp (erfc's rational
+// evaluated in double-words, erf_inv's last Newton step on double-word erf and erfc); pow
 // within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
 // sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
 // exact remainder by 2 pi keeps results in range.
@@ -757,7 +757,8 @@ struct M {
   }
   // W. J. Cody's rational Chebyshev approximations (Math. Comp. 23, 1969; netlib specfun
   // CALERF): erf(x)/x on |x| <= 0.46875, e^{x^2} erfc(x) on (0.46875, 4] and, in 1/x^2,
-  // beyond. Straight-line code, accurate to a few ulp in f64: f32 erf and erfc can then
+  // beyond. Straight-line code, accurate to a few ulp in f64 rounded step by step (f64 erfc
+  // evaluates them in double-words, erfc_scaled_dw): f32 erf and erfc can then
   // be computed in f64 even inside reductions (a loop there would multiply past
   // lavapipe's loop limit).
   // (((c[n] z + c[0]) z + c[1]) z + ...) z, then + c[n-1]: CALERF's evaluation order.
@@ -780,25 +781,88 @@ struct M {
                cody_denominator(z, {2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
                                     2.84423683343917062e03}));
   }
-  // erfc(a) for a > 0.46875 (0 where it underflows).
-  Id erfc_tail(Id a) {
-    Id mid = div(cody_numerator(a, {5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
-                                    2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
-                                    2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8}),
-                 cody_denominator(a, {1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
-                                      1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
-                                      3.43936767414372164e03, 1.23033935480374942e03}));
+  // Cody's coefficients for e^{a^2} erfc(a), 0.46875 < a <= 4 (numerator, denominator), and
+  // a e^{a^2} erfc(a) in z = 1/a^2 beyond.
+  inline static const std::vector<double> kErfcMidP = {
+      5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
+      8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
+      2.15311535474403846e-8};
+  inline static const std::vector<double> kErfcMidQ = {
+      1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
+      3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03};
+  inline static const std::vector<double> kErfcFarP = {3.05326634961232344e-1, 3.60344899949804439e-1,
+                                                       1.25781726111229246e-1, 1.60837851487422766e-2,
+                                                       6.58749161529837803e-4, 1.63153871373020978e-2};
+  inline static const std::vector<double> kErfcFarQ = {2.56852019228982242e00, 1.87295284992346047e00,
+                                                       5.27905102951428412e-1, 6.05183413124413191e-2,
+                                                       2.33520497626869185e-3};
+  // Cody's Horner scheme in double-word arithmetic, acc = (acc + c[i]) z for all but the
+  // last coefficient, then + c[n-1]: each product exact (z split once), each sum error-free,
+  // the errors gathered in lo (all terms positive here, so lo stays a few ulp of hi).
+  DW horner_dw(Id z, DW acc, const std::vector<double>& coeffs) {
+    auto [zh, zl] = halves(z);
+    for (size_t i = 0; i < coeffs.size(); ++i) {
+      DW s = two_sum(acc.hi, c(coeffs[i]));
+      Id lo = add(acc.lo, s.lo);
+      if (i + 1 == coeffs.size()) return {s.hi, lo};
+      Id p = exact(mul(s.hi, z));
+      auto [sh, sl] = halves(s.hi);
+      Id pe = exact(add(exact(add(exact(add(exact(sub(exact(mul(sh, zh)), p)), exact(mul(sh, zl)))), exact(mul(sl, zh)))),
+                        exact(mul(sl, zl))));
+      acc = {p, fma(lo, z, pe)};
+    }
+    return acc;
+  }
+  // e^{a^2} erfc(a) for a > 0.46875 as a double-word (f64), the roundings of Horner's steps
+  // and of the quotient kept in lo.
+  DW erfc_scaled_dw(Id a) {
+    const std::vector<double> num(kErfcMidP.begin(), kErfcMidP.end() - 1);
+    DW n = horner_dw(a, {mul(c(kErfcMidP.back()), a), c(0)}, num);
+    DW d = horner_dw(a, {a, c(0)}, kErfcMidQ);
+    DW mid = dw_div(n.hi, n.lo, d.hi, d.lo);
+    // Beyond 4: (1/sqrt(pi) - t) / a, t = z P(z) / Q(z) below 0.018 (its roundings scaled
+    // down), 1/sqrt(pi) in two parts and the quotient corrected.
     Id z = div(c(1), mul(a, a));
-    Id far = div(mul(z, cody_numerator(z, {3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
-                                           1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2})),
-                 cody_denominator(z, {2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
-                                      6.05183413124413191e-2, 2.33520497626869185e-3}));
+    Id t = div(mul(z, cody_numerator(z, kErfcFarP)), cody_denominator(z, kErfcFarQ));
+    DW f = fast_two_sum(c(kOneOverSqrtPi), neg(t));
+    DW far = dw_div(f.hi, add(f.lo, c(7.66772980658294e-18)), a, c(0));
+    Id is_mid = le(a, c(4));
+    return {sel(is_mid, mid.hi, far.hi), sel(is_mid, mid.lo, far.lo)};
+  }
+  // e^{a^2} erfc(a) for a > 0.46875, rounded step by step.
+  Id erfc_scaled(Id a) {
+    Id mid = div(cody_numerator(a, kErfcMidP), cody_denominator(a, kErfcMidQ));
+    Id z = div(c(1), mul(a, a));
+    Id far = div(mul(z, cody_numerator(z, kErfcFarP)), cody_denominator(z, kErfcFarQ));
     far = div(sub(c(kOneOverSqrtPi), far), a);
+    return sel(le(a, c(4)), mid, far);
+  }
+  // f64 erfc(a) for a > 0.46875 as the double-word 2^k (hi + lo): e^{-a^2} as exp_parts
+  // gives it (a^2 exact, its rounding error carried), times the double-word rational.
+  struct ScaledDW {
+    Id hi, lo, k;
+  };
+  ScaledDW erfc_tail_parts(Id a) {
+    DW rat = erfc_scaled_dw(a);
+    auto [sq, sq_err] = two_product(a, a);
+    Reduced red = reduce_exp(neg(sq));
+    DW ep = exp_parts(red);
+    auto [p, pe] = two_product_finite(ep.hi, rat.hi);
+    Id lo = add(pe, add(mul(sub(ep.lo, mul(ep.hi, sq_err)), rat.hi), mul(ep.hi, rat.lo)));
+    return {p, lo, red.k};
+  }
+  // erfc(a) for a > 0.46875 (0 where it underflows); precise (f64): the double-word product
+  // rounded once (and by the scaling, where the result is subnormal).
+  Id erfc_tail(Id a, bool precise = false) {
     // beyond this erfc underflows (CALERF's XBIG for the width)
     // (f64: erfc is below half the smallest subnormal beyond 27.3)
     const double big = wide() ? 27.3 : 9.194;
-    Id rat = sel(le(a, c(4)), mid, far);
     Id v;
+    if (wide() && precise) {
+      ScaledDW t = erfc_tail_parts(a);
+      return sel(lt(a, c(big)), scale2(add(t.hi, t.lo), t.k, 0), c(0));
+    }
+    Id rat = erfc_scaled(a);
     if (wide()) {
       // e^{-a^2} as the double-word 2^k (hi + lo) (a^2 exact), multiplied by the rational
       // with one rounding (and the scaling's, where the result is subnormal).
@@ -842,14 +906,45 @@ struct M {
     Id v = sel(lt(a, c(0.84375)), v0, copysign(sel(lt(a, c(1.25)), v1, v2), x));
     return sel(nan(x), x, v);
   }
+  // f64 erf(x) for |x| < 0.84375 as a double-word: erf_wide's forms, the last sum not rounded.
+  DW erf_small_dw(Id x) {
+    Id a = abs(x);
+    Id z = mul(x, x);
+    const double pp0 = 1.28379167095512558561e-01;
+    Id r1 = poly(z, {-3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
+                     -2.37630166566501626084e-05});
+    Id s1 = poly(z, {3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                     1.32494738004321644526e-04, -3.96022827877536812320e-06});
+    Id den = fma(z, s1, c(1));
+    Id y = div(fma(z, r1, c(pp0)), den);
+    Id t = div(fma(c(-pp0), s1, r1), den);
+    auto [p, pe] = two_product_finite(x, c(1.12837916709551255856e+00));
+    Id small_lo = fma(x, fma(z, t, c(1.5335459613165881e-17)), pe);
+    Id is_small = lt(a, c(0.25));
+    return {sel(is_small, p, x), sel(is_small, small_lo, mul(x, y))};
+  }
   Id erf(Id x) {
     if (wide()) return erf_wide(x);
     Id a = abs(x);
     Id v = sel(le(a, c(0.46875)), erf_small(x), copysign(sub(c(1), erfc_tail(a)), x));
     return sel(nan(x), x, v);
   }
-  Id erfc(Id x) {
+  Id erfc(Id x, bool precise = true) {
     Id a = abs(x);
+    if (wide() && precise) {
+      // Below 0.46875, (1 - x) error-free minus x y(x^2) (fdlibm's erf rational, below 0.06);
+      // beyond, the double-word tail (2 - erfc for negative x, rounded once more).
+      Id z = mul(x, x);
+      Id y = div(poly(z, {1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+                          -5.77027029648944159157e-03, -2.37630166566501626084e-05}),
+                 poly(z, {1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
+                          1.32494738004321644526e-04, -3.96022827877536812320e-06}));
+      DW s = fast_two_sum(c(1), neg(x));
+      Id small = add(s.hi, sub(s.lo, mul(x, y)));
+      Id tail = erfc_tail(a, true);
+      Id v = sel(le(a, c(0.46875)), small, sel(sign_bit(x), sub(c(2), tail), tail));
+      return sel(nan(x), x, v);
+    }
     Id pos = sel(le(a, c(0.46875)), sub(c(1), erf_small(a)), erfc_tail(a));
     Id v = sel(sign_bit(x), sub(c(2), pos), pos);
     return sel(nan(x), x, v);
@@ -871,15 +966,38 @@ struct M {
     return sel(lt(w, c(5)), central, tail);
   }
   // The approximation, then Newton steps on erf (on erfc in the tails, where 1 - |x| is
-  // exact and erf(y) near 1 is not); with no steps, Complex.erf_inv's value.
+  // exact and erf(y) near 1 is not; in f64 on log erfc but for the last); with no steps,
+  // Complex.erf_inv's value.
   Id erf_inv(Id x, int newton_steps, bool fused) {
     Id a = abs(x);
     Id w = neg(log(mul(sub(c(1), a), add(c(1), a))));
     Id y = mul(giles(w, fused), a);
-    for (int i = 0; i < newton_steps; ++i) {
-      Id resid = sel(gt(a, c(0.5)), sub(erfc(y), sub(c(1), a)), sub(a, erf(y)));
-      Id deriv = mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))));
-      y = add(y, div(resid, deriv));
+    if (wide() && newton_steps > 0) {
+      // Above 0.5, Newton steps on log erfc(y) = log(1 - a): -y^2 + log(e^{y^2} erfc(y)),
+      // quadratic even from Giles' start near 1 (0.7 off at 1 - 2^-53), where steps on
+      // erfc itself advance by about 1/(2y); below, one step on erf.
+      Id log_target = log(sub(c(1), a));
+      Id upper = gt(a, c(0.5));
+      for (int i = 0; i + 1 < newton_steps; ++i) {
+        Id r = erfc_scaled(y);
+        Id g = sub(sub(log(r), mul(y, y)), log_target);
+        Id up = add(y, mul(mul(g, c(0.88622692545275801365)), r));
+        Id low = i == 0 ? add(y, div(sub(a, erf(y)), mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y)))))) : y;
+        y = sel(upper, up, low);
+      }
+      // The last step's residual from double-words: erf(y) or erfc(y) is within a few ulp
+      // of a or 1 - a (exact), so hi's difference is exact (Sterbenz) and lo is added to it.
+      ScaledDW t = erfc_tail_parts(y);
+      Id tail = sub(sub(scale2(t.hi, t.k, 0), sub(c(1), a)), neg(scale2(t.lo, t.k, 0)));
+      DW s = erf_small_dw(y);
+      Id resid = sel(upper, tail, sub(sub(a, s.hi), s.lo));
+      y = add(y, div(resid, mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))))));
+    } else {
+      for (int i = 0; i < newton_steps; ++i) {
+        Id resid = sel(gt(a, c(0.5)), sub(erfc(y), sub(c(1), a)), sub(a, erf(y)));
+        Id deriv = mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))));
+        y = add(y, div(resid, deriv));
+      }
     }
     y = sel(eq(a, c(1)), c(INFINITY), y);
     y = sel(gt(a, c(1)), c(NAN), y);
@@ -950,7 +1068,7 @@ Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType
   if (op == "cbrt") return m.cbrt(x);
   if (op == "erf") return m.erf(x);
   if (op == "erfc") return m.erfc(x);
-  return m.erf_inv(x, m.wide() ? 3 : 1, true);
+  return m.erf_inv(x, m.wide() ? 4 : 1, true);
 }
 
 Id Emitter::math_erf_inv_as_binary_backend(Id x, DType t) { return M{*this, t, nullptr}.erf_inv(x, 0, false); }
