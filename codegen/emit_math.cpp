@@ -878,8 +878,13 @@ struct M {
   }
   // f64 erf as fdlibm's s_erf: x + x y(x^2) below 0.84375, erx + P(a - 1) / Q(a - 1) below
   // 1.25 (the rationals within 2^-57.9), 1 - erfc beyond (erfc < 0.08 there).
-  Id erf_wide(Id x) {
-    Id a = abs(x);
+  // fdlibm's erf below 0.84375: erf x = x + x y(x^2). Below 1/4, x (2/sqrt(pi) + z t),
+  // t = (y - pp0) / z, as p + lo with 2/sqrt(pi) in two parts and its product by x exact:
+  // y's own roundings would cost up to 0.4 ulp near the top of a binade.
+  struct ErfSmall {
+    Id y, p, lo;
+  };
+  ErfSmall erf_small_parts(Id x) {
     Id z = mul(x, x);
     const double pp0 = 1.28379167095512558561e-01;
     Id r1 = poly(z, {-3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
@@ -888,11 +893,15 @@ struct M {
                      1.32494738004321644526e-04, -3.96022827877536812320e-06});
     Id den = fma(z, s1, c(1));
     Id y = div(fma(z, r1, c(pp0)), den);
-    // Below 1/4, x (2/sqrt(pi) + z t), t = (y - pp0) / z, with 2/sqrt(pi) in two parts and its
-    // product by x exact: y's own roundings would cost up to 0.4 ulp near the top of a binade.
     Id t = div(fma(c(-pp0), s1, r1), den);
     auto [p, pe] = two_product_finite(x, c(1.12837916709551255856e+00));
-    Id small = add(p, fma(x, fma(z, t, c(1.5335459613165881e-17)), pe));
+    return {y, p, fma(x, fma(z, t, c(1.5335459613165881e-17)), pe)};
+  }
+  Id erf_wide(Id x) {
+    Id a = abs(x);
+    ErfSmall e = erf_small_parts(x);
+    Id y = e.y;
+    Id small = add(e.p, e.lo);
     Id x8 = mul(x, c(8));  // subnormal x: scaled, so that the result is rounded once
     Id v0 = sel(lt(a, c(0x1p-1000)), mul(c(0.125), fma(x8, y, x8)), sel(lt(a, c(0.25)), small, fma(x, y, x)));
     Id s = sub(a, c(1));
@@ -908,20 +917,9 @@ struct M {
   }
   // f64 erf(x) for |x| < 0.84375 as a double-word: erf_wide's forms, the last sum not rounded.
   DW erf_small_dw(Id x) {
-    Id a = abs(x);
-    Id z = mul(x, x);
-    const double pp0 = 1.28379167095512558561e-01;
-    Id r1 = poly(z, {-3.25042107247001499370e-01, -2.84817495755985104766e-02, -5.77027029648944159157e-03,
-                     -2.37630166566501626084e-05});
-    Id s1 = poly(z, {3.97917223959155352819e-01, 6.50222499887672944485e-02, 5.08130628187576562776e-03,
-                     1.32494738004321644526e-04, -3.96022827877536812320e-06});
-    Id den = fma(z, s1, c(1));
-    Id y = div(fma(z, r1, c(pp0)), den);
-    Id t = div(fma(c(-pp0), s1, r1), den);
-    auto [p, pe] = two_product_finite(x, c(1.12837916709551255856e+00));
-    Id small_lo = fma(x, fma(z, t, c(1.5335459613165881e-17)), pe);
-    Id is_small = lt(a, c(0.25));
-    return {sel(is_small, p, x), sel(is_small, small_lo, mul(x, y))};
+    ErfSmall e = erf_small_parts(x);
+    Id is_small = lt(abs(x), c(0.25));
+    return {sel(is_small, e.p, x), sel(is_small, e.lo, mul(x, e.y))};
   }
   Id erf(Id x) {
     if (wide()) return erf_wide(x);
