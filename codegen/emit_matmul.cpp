@@ -32,6 +32,7 @@ struct Operand {
   const ir::Node& node;
   std::vector<int64_t> batch_axes, free_axes, contract_axes;
   std::vector<int64_t> free_extents;
+  uint32_t tile;  // its free extent per output tile (tiles' m or n)
 };
 
 }  // namespace
@@ -58,16 +59,15 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
-  const Operand A{an, d.b1, d.free1, d.c1, extents_of(an.type().shape, d.free1)};
-  const Operand B{bn, d.b2, d.free2, d.c2, extents_of(bn.type().shape, d.free2)};
+  const MatmulTiles& t = launch.matmul;
+  const Operand A{an, d.b1, d.free1, d.c1, extents_of(an.type().shape, d.free1), t.m};
+  const Operand B{bn, d.b2, d.free2, d.c2, extents_of(bn.type().shape, d.free2), t.n};
   const std::vector<int64_t> batch_extents = extents_of(an.type().shape, d.b1);
   const std::vector<int64_t> k_extents = extents_of(an.type().shape, d.c1);
   const int64_t M = ir::num_elements(A.free_extents), N = ir::num_elements(B.free_extents);
   const int64_t K = ir::num_elements(k_extents);
-  const MatmulTiles& t = launch.matmul;
   const uint32_t wg = t.invocations(), cols = t.n / t.thread_n;
   const int64_t tiles_m = (M + t.m - 1) / t.m, tiles_n = (N + t.n - 1) / t.n;
-  const int64_t tiles = ir::num_elements(batch_extents) * tiles_m * tiles_n;
   const DType acc_t = e.dot_accumulator_type(dot);
   const Id acc_type = e.reg_type(acc_t);
   const size_t regs = size_t(t.thread_m) * t.thread_n;
@@ -75,7 +75,10 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   auto u = [&](spv::Op op, Id x, Id y) { return b.op(op, e.u32(), {x, y}); };
   auto c = [&](int64_t v) { return e.u32c(uint64_t(v)); };
   auto less = [&](Id x, int64_t v) { return b.op(spv::OpULessThan, e.boolean(), {x, c(v)}); };
-  auto clamp = [&](Id x, int64_t hi) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(hi - 1)}); };
+  // Into [0, hi): only where the tiles overrun it (hi not a multiple of the tile's extent).
+  auto clamp = [&](Id x, int64_t hi, uint32_t tile) {
+    return hi % tile == 0 ? x : b.ext(GLSLstd450UMin, e.u32(), {x, c(hi - 1)});
+  };
   const Id local = b.builtin_x(spv::BuiltInLocalInvocationId);
   const Id tx = u(spv::OpUMod, local, c(cols)), ty = u(spv::OpUDiv, local, c(cols));
 
@@ -84,8 +87,8 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   // adds nothing to an accumulator that starts at +0.
   auto element = [&](const Operand& o, Id batch, Id free, Id k) {
     Index idx = Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
-                                       e.split(batch, batch_extents), e.split(clamp(free, ir::num_elements(o.free_extents)), o.free_extents),
-                                       e.split(clamp(k, K), k_extents));
+                                       e.split(batch, batch_extents), e.split(clamp(free, ir::num_elements(o.free_extents), o.tile), o.free_extents),
+                                       e.split(clamp(k, K, t.k), k_extents));
     Id v = e.value(o.node, idx);
     if (K % t.k == 0) return v;
     const DType ot = o.node.type().dtype;
@@ -125,7 +128,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   };
 
   b.position_loop(
-      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], tiles); },
+      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], t.tiles); },
       [&](const Values& p) {
         Id tn = u(spv::OpUMod, p[0], c(tiles_n));
         Id tm = u(spv::OpUMod, u(spv::OpUDiv, p[0], c(tiles_n)), c(tiles_m));
