@@ -35,7 +35,27 @@ struct Operand {
   uint32_t tile;  // its free extent per output tile (tiles' m or n)
 };
 
+// Whether `node` can be read `lanes` elements at a time along the last of `axes`: a graph
+// input whose innermost axis that is, a multiple of `lanes` long (so that no vector straddles
+// two rows and every vector's first element is a multiple of `lanes` into the buffer).
+bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes) {
+  const ir::Shape& s = node.type().shape;
+  return lanes > 1 && node.op == "parameter" && node.type().dtype == DType::F32 && !s.empty() && !axes.empty() &&
+         axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
+}
+
 }  // namespace
+
+std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
+  if (!t.broadcast) return {};
+  const ir::Node& an = body.node(dot.args.at(0));
+  const ir::Node& bn = body.node(dot.args.at(1));
+  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
+  std::vector<const ir::Node*> r;
+  if (reads_as_vectors(an, d.c1, t.vector)) r.push_back(&an);
+  if (reads_as_vectors(bn, d.free2, t.vector)) r.push_back(&bn);
+  return r;
+}
 
 MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const DeviceCaps& caps) {
   const ir::Shape& as = body.node(dot.args.at(0)).type().shape;
@@ -50,6 +70,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.k = ir::num_elements(extents_of(as, d.c1));
   s.bytes = Emitter::register_bits(acc) / 8;
   s.integer = !ir::is_float(t);
+  s.f32_operands = body.node(dot.args.at(0)).type().dtype == DType::F32 && body.node(dot.args.at(1)).type().dtype == DType::F32;
   return s;
 }
 
@@ -66,7 +87,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   const std::vector<int64_t> k_extents = extents_of(an.type().shape, d.c1);
   const int64_t M = ir::num_elements(A.free_extents), N = ir::num_elements(B.free_extents);
   const int64_t K = ir::num_elements(k_extents);
-  const uint32_t wg = t.invocations(), cols = t.n / t.thread_n;
+  const uint32_t wg = t.invocations(), cols = t.n / t.thread_n, V = t.vector;
   const int64_t tiles_m = (M + t.m - 1) / t.m, tiles_n = (N + t.n - 1) / t.n;
   const DType acc_t = e.dot_accumulator_type(dot);
   const Id acc_type = e.reg_type(acc_t);
@@ -81,19 +102,52 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   };
   const Id local = b.builtin_x(spv::BuiltInLocalInvocationId);
   const Id tx = u(spv::OpUMod, local, c(cols)), ty = u(spv::OpUDiv, local, c(cols));
+  Id lane = 0;
+  if (t.broadcast) {
+    b.capability(spv::CapabilityGroupNonUniform);
+    b.capability(spv::CapabilityGroupNonUniformBallot);
+    lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
+  }
 
-  // Element (free, k) of an operand in batch `batch`, at positions clamped into range; past
-  // the contraction's end it is 0 (so is the other operand's: 0 * inf would be NaN), which
-  // adds nothing to an accumulator that starts at +0.
-  auto element = [&](const Operand& o, Id batch, Id free, Id k) {
-    Index idx = Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
-                                       e.split(batch, batch_extents), e.split(clamp(free, ir::num_elements(o.free_extents), o.tile), o.free_extents),
-                                       e.split(clamp(k, K, t.k), k_extents));
-    Id v = e.value(o.node, idx);
-    if (K % t.k == 0) return v;
-    const DType ot = o.node.type().dtype;
-    return e.select(ot, less(k, K), v, ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0));
+  auto index_of = [&](const Operand& o, Id batch, Id free, Id k) {
+    return Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
+                                  e.split(batch, batch_extents), e.split(free, o.free_extents), e.split(k, k_extents));
   };
+  // Past the contraction's end an operand is 0 (so is the other's: 0 * inf would be NaN),
+  // which adds nothing to an accumulator that starts at +0.
+  auto zero_past_k = [&](Id type, Id k, Id v, Id zero, uint32_t lanes = 1) {
+    if (K % t.k == 0) return v;
+    Id in = less(k, K);
+    if (lanes > 1) in = b.op(spv::OpCompositeConstruct, b.type_vector(e.boolean(), lanes), std::vector<Id>(lanes, in));
+    return e.b_select(type, in, v, zero);
+  };
+  auto zero_of = [&](const ir::Node& o) {
+    const DType ot = o.type().dtype;
+    return ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0);
+  };
+  // Element (free, k) of an operand in batch `batch`, at positions clamped into range.
+  auto element = [&](const Operand& o, Id batch, Id free, Id k) {
+    Id v = e.value(o.node, index_of(o, batch, clamp(free, ir::num_elements(o.free_extents), o.tile), clamp(k, K, t.k)));
+    return zero_past_k(e.reg_type(o.node.type().dtype), k, v, zero_of(o.node));
+  };
+  // Elements (free, k), ... of a vector-read operand (matmul_vector_operands): `along_k`, k to
+  // k + V - 1 (k a multiple of V, as is K), else free to free + V - 1.
+  auto run = [&](const Operand& o, const BufferRef& buf, Id batch, Id free, Id k, bool along_k) {
+    const int64_t F = ir::num_elements(o.free_extents);
+    if (!along_k && F % o.tile) free = b.ext(GLSLstd450UMin, e.u32(), {free, c(F - V)});
+    Id kc = K % t.k == 0 ? k : b.ext(GLSLstd450UMin, e.u32(), {k, c(along_k ? K - V : K - 1)});
+    Index idx = index_of(o, batch, free, kc);
+    Id v = e.load_vector(buf, u(spv::OpUDiv, e.linear(idx), c(V)));
+    if (K % t.k == 0) return v;
+    const Id type = e.buffer_entry_type(buf);
+    return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(V, zero_of(o.node))), V);
+  };
+  auto vector_buffer = [&](const Operand& o, const std::vector<int64_t>& axes) -> const BufferRef* {
+    const BufferRef* buf = reads_as_vectors(o.node, axes, V) ? e.input_buffer(o.node) : nullptr;
+    return buf && buf->lanes == V ? buf : nullptr;
+  };
+  const BufferRef* vector_a = t.broadcast ? vector_buffer(A, A.contract_axes) : nullptr;
+  const BufferRef* vector_b = t.broadcast ? vector_buffer(B, B.free_axes) : nullptr;
 
   // Staged: one k-slice of each operand's tile in shared memory, [k][free] with rows padded
   // by one element against bank conflicts; the workgroup loads it together.
@@ -135,9 +189,13 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
         Id batch = u(spv::OpUDiv, p[0], c(tiles_m * tiles_n));
         Id m0 = u(spv::OpIMul, tm, c(t.m)), n0 = u(spv::OpIMul, tn, c(t.n));
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
-        // n0 + tx + j * cols: neighbouring invocations read and write neighbouring columns.
+        // n0 + tx + j * cols (in runs of V: n0 + (tx + (j / V) * cols) * V + j % V):
+        // neighbouring invocations read and write neighbouring columns.
         auto row = [&](uint32_t i) { return u(spv::OpIAdd, u(spv::OpIAdd, m0, ty), c(int64_t(i) * (t.m / t.thread_m))); };
-        auto col = [&](uint32_t j) { return u(spv::OpIAdd, u(spv::OpIAdd, n0, tx), c(int64_t(j) * cols)); };
+        auto col = [&](uint32_t j) {
+          Id run0 = V == 1 ? u(spv::OpIAdd, n0, tx) : u(spv::OpIAdd, n0, u(spv::OpIMul, tx, c(V)));
+          return u(spv::OpIAdd, run0, c(int64_t(j / V) * cols * V + j % V));
+        };
         std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(dot));
         types.push_back(e.u32());
         init.push_back(c(0));
@@ -151,14 +209,39 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
                 b.workgroup_barrier();
               }
               Values next(s.begin(), s.end() - 1);
+              // Broadcast: lane l holds elements k0 + l * V, ..., of each of its rows (which
+              // the whole subgroup shares); step kk takes lane kk / V's.
+              std::vector<std::vector<Id>> lane_a(t.thread_m);
+              if (t.broadcast)
+                for (uint32_t i = 0; i < t.thread_m; ++i) {
+                  Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
+                  if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
+                  else
+                    for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+                }
+              const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
+              std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
+              auto shared_a = [&](uint32_t i, uint32_t kk) {
+                const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
+                if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
+                if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
+                return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
+              };
               for (uint32_t kk = 0; kk < t.k; ++kk) {
                 std::vector<Id> x(t.thread_m), y(t.thread_n);
                 for (uint32_t i = 0; i < t.thread_m; ++i)
-                  x[i] = t.staged ? b.op_in_place(spv::OpLoad, sa.elem, {slot(sa, c(kk), u(spv::OpIAdd, ty, c(int64_t(i) * (t.m / t.thread_m))))})
-                                  : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
-                for (uint32_t j = 0; j < t.thread_n; ++j)
-                  y[j] = t.staged ? b.op_in_place(spv::OpLoad, sb.elem, {slot(sb, c(kk), u(spv::OpIAdd, tx, c(int64_t(j) * cols)))})
-                                  : element(B, batch, col(j), u(spv::OpIAdd, k0, c(kk)));
+                  x[i] = t.staged      ? b.op_in_place(spv::OpLoad, sa.elem, {slot(sa, c(kk), u(spv::OpIAdd, ty, c(int64_t(i) * (t.m / t.thread_m))))})
+                         : t.broadcast ? shared_a(i, kk)
+                                       : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
+                const Id k = u(spv::OpIAdd, k0, c(kk));
+                for (uint32_t j = 0; j < t.thread_n; ++j) {
+                  if (t.staged) y[j] = b.op_in_place(spv::OpLoad, sb.elem, {slot(sb, c(kk), u(spv::OpIAdd, tx, c(int64_t(j) * cols)))});
+                  else if (!vector_b) y[j] = element(B, batch, col(j), k);
+                  else if (j % V == 0) {
+                    Id v = run(B, *vector_b, batch, col(j), k, false);
+                    for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
+                  }
+                }
                 for (uint32_t i = 0; i < t.thread_m; ++i)
                   for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
               }

@@ -47,6 +47,12 @@ Id Emitter::value(const ir::Node& node, Index index) {
   return v;
 }
 
+const BufferRef* Emitter::input_buffer(const ir::Node& param) const {
+  const int64_t i = param.attrs.value("index", int64_t(-1));
+  if (param.op != "parameter" || i < 0 || size_t(i) < bound_.size() || size_t(i) >= inputs_.size()) return nullptr;
+  return &inputs_[size_t(i)];
+}
+
 Id Emitter::compute(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   if (op == "parameter") {

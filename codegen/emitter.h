@@ -80,6 +80,8 @@ class Emitter {
   Emitter(spirv::Builder& b, const DeviceCaps& caps, const ir::Graph& body);
   // The buffers that body parameter i reads (by attrs.index).
   void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
+  // The buffer a parameter node reads (nullptr for a serial loop's bound values).
+  const BufferRef* input_buffer(const ir::Node& param) const;
   void set_cooperation(const Cooperation& c) { coop_ = c; }
   // In cooperative code, the position `offset` past this invocation's first: every
   // straight-line fold and element loop names position k the same (value-numbered) id, so

@@ -365,9 +365,10 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
       });
 }
 
-// One storage buffer per binding. With lanes > 1 the results and the arguments of
-// `vector_params` are arrays of vectors; any other reads of those arguments take a component.
-void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t lanes,
+// One storage buffer per binding. With lanes > 1 the arguments of `vector_params` are arrays
+// of vectors, and so are the results with output_lanes > 1; any other reads of those
+// arguments take a component.
+void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t lanes, uint32_t output_lanes,
                       const std::vector<const ir::Node*>& vector_params, std::vector<BufferRef>* inputs,
                       std::vector<BufferRef>* outputs) {
   auto read_as_vectors = [&](int arg) {
@@ -377,7 +378,7 @@ void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t
   for (size_t i = 0; i < bindings.size(); ++i) {
     const auto& bnd = bindings[i];
     bool in = bnd.kind == Binding::Kind::Input;
-    BufferRef buf{0, bnd.dtype, !in || read_as_vectors(bnd.index) ? lanes : 1};
+    BufferRef buf{0, bnd.dtype, !in ? output_lanes : read_as_vectors(bnd.index) ? lanes : 1};
     buf.variable = e.b.storage_buffer(e.buffer_entry_type(buf), ir::dtype_bytes(bnd.dtype) * buf.lanes, uint32_t(i), in);
     e.b.name(buf.variable, (in ? "arg" : "result") + std::to_string(bnd.index));
     (in ? inputs : outputs)->push_back(buf);
@@ -485,10 +486,12 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   spirv::Builder b;
   Emitter e(b, caps, body);
   check_types(kernel, body, caps, e, bindings);
-  const uint32_t lanes = launch.vector_width;
-  const auto vector_params = lanes > 1 ? params_read_at_output_position(body) : std::vector<const ir::Node*>{};
+  const uint32_t lanes = launch.matmul.m ? launch.matmul.vector : launch.vector_width;
+  const auto vector_params = launch.matmul.m ? matmul_vector_operands(body, *matmul_dot(kernel, body), launch.matmul)
+                             : lanes > 1     ? params_read_at_output_position(body)
+                                             : std::vector<const ir::Node*>{};
   std::vector<BufferRef> inputs, outputs;
-  declare_bindings(e, bindings, lanes, vector_params, &inputs, &outputs);
+  declare_bindings(e, bindings, lanes, launch.vector_width, vector_params, &inputs, &outputs);
   e.set_inputs(inputs);
   std::vector<VectorRead> vector_reads;
   for (const ir::Node* p : vector_params)
@@ -561,7 +564,9 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   std::string s;
   if (const MatmulTiles& t = launch.matmul; t.m) {
     s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
-        std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " + (t.staged ? "staged" : "direct");
+        std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +
+               (t.staged ? "staged" : t.broadcast ? "subgroup broadcast" : "direct") +
+               (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) : "");
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";

@@ -30,7 +30,8 @@ struct KernelBinary {
   // that the runtime pushes as zeros.
   uint32_t push_constant_bytes = 0;
   // How it runs, for the explorer and the lit tests that pin kernel selection: "elements",
-  // "rows", "cooperative", "transpose tiles", or "matmul MxNxK tiles, TMxTN per invocation, staged|direct".
+  // "rows", "cooperative", "transpose tiles", or "matmul MxNxK tiles, TMxTN per invocation,
+  // staged|direct|subgroup broadcast[, vectors of V]".
   std::string launch;
 };
 

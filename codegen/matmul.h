@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "codegen/emitter.h"
 #include "codegen/targets/launch.h"
@@ -13,6 +14,11 @@ namespace nxv::codegen {
 
 // The product `dot` (a body node) computes, for the device's tile choice.
 MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const DeviceCaps& caps);
+
+// The graph inputs among the dot's operands that a kernel with `tiles` reads as vectors of
+// tiles.vector elements (a run of columns, or of a lane's contracted elements): 32-bit
+// parameters whose innermost axis is the one read that way and a multiple of it long.
+std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
 // Emits main's body for launch.matmul: workgroup g takes output tiles g, g + groups, ...;
 // each invocation accumulates its register tile over the contraction in the order the

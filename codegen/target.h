@@ -27,6 +27,7 @@ struct DeviceCaps {
   bool preserve_denorms_f64 = false;
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
+  bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders
   bool cooperative_matrix = false;
   uint32_t subgroup_size = 32;
   uint32_t max_workgroup_invocations = 256;

@@ -86,6 +86,8 @@ DeviceInfo describe(VkPhysicalDevice pd) {
                           (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_shuffle = (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                        (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+  c.subgroup_ballot = (sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
+                      (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_size = sub.subgroupSize;
   c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;

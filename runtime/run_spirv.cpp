@@ -27,6 +27,7 @@ std::set<uint32_t> allowed_capabilities(const codegen::DeviceCaps& c) {
   allow_if(c.storage_buffer_8bit, {spv::CapabilityStorageBuffer8BitAccess});
   allow_if(c.subgroup_arithmetic, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformArithmetic});
   allow_if(c.subgroup_shuffle, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformShuffle});
+  allow_if(c.subgroup_ballot, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformBallot});
   // The float controls this compiler's own modules declare (codegen: declare_float_controls).
   allow_if(c.preserve_signed_zero_inf_nan_f32 || c.preserve_signed_zero_inf_nan_f64,
            {spv::CapabilitySignedZeroInfNanPreserve});

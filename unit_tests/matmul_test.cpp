@@ -207,7 +207,10 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 64x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 64x64x4 tiles, 8x8 per invocation, direct", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe")
+                .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 4", 0),
+            0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
   // Matrix-vector products and tiny ones stay per element.
   EXPECT_EQ(launch_of({1, 1024, 1024, 1, DType::F32}, "nvidia").find("matmul"), std::string::npos);

@@ -37,6 +37,7 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_shared_memory_bytes = 32768;
     c.max_loop_steps = 65535;
     c.subgroup_size = 8;
+    c.subgroup_ballot = true;
   } else if (name == "generic") {
     c = generic_caps();
   } else {

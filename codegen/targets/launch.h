@@ -15,6 +15,15 @@ namespace nxv::codegen {
 struct MatmulTiles {
   uint32_t m = 0, n = 0, k = 0, thread_m = 0, thread_n = 0;
   bool staged = false;
+  // Not staged, with a row of invocations one subgroup and k its size: each lane reads one
+  // element of a k-slice of the first operand's rows, which subgroup broadcasts hand to the
+  // others. Where a load costs a loop over the lanes (lavapipe), that cuts the first
+  // operand's loads by the subgroup's size.
+  bool broadcast = false;
+  // Broadcast kernels: an invocation's columns come in runs of `vector`, and a lane reads
+  // k / subgroup consecutive elements of each row; each run is one vector load where the
+  // operand is a graph input laid out that way (matmul_vector_operands).
+  uint32_t vector = 1;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   uint32_t invocations() const { return (m / thread_m) * (n / thread_n); }
 };
@@ -25,6 +34,7 @@ struct MatmulShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   int bytes = 4;
   bool integer = false;
+  bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
 };
 
 struct LaunchConfig {

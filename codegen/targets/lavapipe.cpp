@@ -15,13 +15,22 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 // No shared memory (a workgroup barrier makes lavapipe's LLVM build the shader as a
-// coroutine): each invocation computes 8 x 8 outputs from its own loads, which the CPU's
-// caches share between the lanes of a group. f32 1024^2 on 2 cores (2026-11-26, a loaded
-// machine): one output per invocation 29.9 s, 32x32 tiles of 4x4 6.2 s, 64x64 of 8x8 1.2 s
-// (wider groups or k-steps of 1 to 8 within 5%).
-MatmulTiles matmul_tiles_lavapipe(const DeviceCaps&, const MatmulShape& s) {
+// coroutine): each invocation computes a register tile from its own loads. A storage-buffer
+// load is a loop over the SIMD lanes with a bounds check and a spill per lane, and costs far
+// more than the arithmetic, so the kernel loads as little as it can: the lanes of a subgroup
+// (a SIMD row) share a row of the first operand by subgroup broadcasts, and f32 operands are
+// read four elements per load. f32 1024^2 on 2 cores, CPU seconds per product (2026-11-26):
+// 64x64 tiles of 8x8 2.58; with broadcasts 128x32 of 16x4 1.40; and vectors of 4 128x64 of
+// 16x8 1.22 (256x64 of 32x8 1.24). f64 1024^2: 2.31, 1.35 with broadcasts.
+MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
-  return MatmulTiles{64, 64, 4, 8, 8, false};
+  const uint32_t lanes = caps.subgroup_size;
+  if (!caps.subgroup_ballot || lanes < 2 || lanes > 16) return MatmulTiles{64, 64, 4, 8, 8, false};
+  const uint32_t vector = s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
+  MatmulTiles t{128, lanes * thread_n, lanes * vector, 16, thread_n, false};
+  t.broadcast = true;
+  t.vector = vector;
+  return t;
 }
 
 }  // namespace nxv::codegen
