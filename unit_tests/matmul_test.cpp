@@ -204,7 +204,9 @@ TEST(Matmul, TargetsSelectTilesBySize) {
     auto [low, kernel] = lowered(product(c));
     return codegen::compile_kernel(*kernel, low, codegen::target_caps(target)).launch;
   };
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 1024, 256, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 64x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe")

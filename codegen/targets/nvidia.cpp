@@ -26,10 +26,14 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // 4096^2 f32 / f64; 1024^2 f32): 64x64 tiles of 4x4 per invocation 23.7 / 15.1; 20; 128x128
 // of 8x8 in k-steps of 8 31.0 / 16.1 (16 steps: 28.0), but 12.9 at 1024^2, which then has
 // too few tiles for 132 SMs; f64 64x64 of 8x8 (64 invocations) 17.3. Large f32 products take
-// the 128x128 tiles, the rest 64x64.
+// the 128x128 tiles, the rest 64x64, except f32 products with fewer than 256 such tiles (an
+// MLP's 256x1024 layers: 64 tiles), which take 32x32 tiles of 2x2 in k-steps of 32 to fill
+// the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference
+// 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130).
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
+  if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
 }
