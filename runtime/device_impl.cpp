@@ -81,6 +81,14 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
     feats.features.robustBufferAccess = VK_TRUE;
     robust_ = Robustness::DeviceWide;
   }
+  const bool push_descriptors = has_device_extension(phys_, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (push_descriptors) {
+    extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    VkPhysicalDevicePushDescriptorPropertiesKHR pd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &pd};
+    vkGetPhysicalDeviceProperties2(phys_, &p2);
+    max_push_descriptors_ = pd.maxPushDescriptors;
+  }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family_;
@@ -93,6 +101,9 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   dci.ppEnabledExtensionNames = extensions.data();
   vk_check(vkCreateDevice(phys_, &dci, nullptr, &device_), "vkCreateDevice");
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  if (push_descriptors)
+    push_descriptor_set_ =
+        reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(vkGetDeviceProcAddr(device_, "vkCmdPushDescriptorSetKHR"));
   vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
   for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i) {
     auto f = mem_props_.memoryTypes[i].propertyFlags;
@@ -418,6 +429,8 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
   for (uint32_t i = 0; i < p.bindings; ++i)
     binds[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  p.push_descriptors = push_descriptor_set_ && p.bindings <= max_push_descriptors_;
+  if (p.push_descriptors) dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
   dl.bindingCount = p.bindings;
   dl.pBindings = binds.data();
   vk_check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout");
@@ -455,7 +468,7 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
                                  const std::vector<const Buffer*>& buffers, const uint32_t group_count[3],
                                  const std::vector<uint8_t>& push_constants, const Buffer* indirect,
                                  uint64_t indirect_offset) {
-  VkDescriptorSet set = ctx.allocate_set(p.set_layout);
+  VkDescriptorSet set = p.push_descriptors ? VK_NULL_HANDLE : ctx.allocate_set(p.set_layout);
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (size_t b = 0; b < buffers.size(); ++b) {
@@ -467,9 +480,14 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
     writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[b].pBufferInfo = &infos[b];
   }
-  vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (p.push_descriptors) {
+    if (!writes.empty())
+      push_descriptor_set_(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, uint32_t(writes.size()), writes.data());
+  } else {
+    vkUpdateDescriptorSets(device_, uint32_t(writes.size()), writes.data(), 0, nullptr);
+    vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  }
   // Bytes the caller does not give are zeros: a generated module's push-constant word is a
   // zero the driver must not know at compile time (codegen: Emitter::float_literal).
   std::vector<uint8_t> push = push_constants;

@@ -28,6 +28,7 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindings = 0;
   uint32_t push_constant_bytes = 0;
+  bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
 };
 
 struct PipelineOptions {
@@ -148,6 +149,10 @@ class DeviceImpl : public Device {
   VkPhysicalDeviceMemoryProperties mem_props_{};
   bool unified_ = false;  // device-local memory is host-visible: no staging needed
   enum class Robustness { None, PerPipeline, DeviceWide } robust_ = Robustness::None;
+  // VK_KHR_push_descriptor, where the device has it: a dispatch's buffers written into the
+  // command buffer, without a descriptor set to allocate and update (host time per dispatch).
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
+  uint32_t max_push_descriptors_ = 0;
 
   std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation
   std::mutex pool_mutex_;
