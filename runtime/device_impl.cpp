@@ -81,7 +81,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
     feats.features.robustBufferAccess = VK_TRUE;
     robust_ = Robustness::DeviceWide;
   }
-  const bool push_descriptors = has_device_extension(phys_, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  const bool push_descriptors = opts_.push_descriptors && has_device_extension(phys_, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   if (push_descriptors) {
     extensions.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     VkPhysicalDevicePushDescriptorPropertiesKHR pd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES_KHR};

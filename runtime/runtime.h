@@ -47,6 +47,9 @@ struct RuntimeOptions {
   // elsewhere (run_spirv) — lavapipe, where an unchecked write lands in the host's memory.
   // It roughly halves lavapipe's speed, so it is opt-in, for the device run_spirv uses.
   bool robust_buffer_access = false;
+  // Bind a dispatch's buffers with VK_KHR_push_descriptor where the device has it, else with
+  // a descriptor set per dispatch (off: always the latter, so that tests cover both).
+  bool push_descriptors = true;
 };
 
 class Device;

@@ -137,6 +137,22 @@ TEST(Runtime, RunsAGraphAgainstTheReference) {
   EXPECT_EQ(st.submits, 1);  // the whole graph in one submit
 }
 
+// Buffers bound by descriptor sets, as on devices without VK_KHR_push_descriptor (or kernels
+// with more bindings than it allows): the same results, one submit.
+TEST(Runtime, RunsWithDescriptorSetsAsWellAsPushDescriptors) {
+  RuntimeOptions sets;
+  sets.push_descriptors = false;
+  auto dev = Device::open(sets);
+  auto exe = Executable::compile(dev, exp_mul_add(1000));
+  auto x = random_floats(1000, 1), y = random_floats(1000, 2);
+  for (int run = 0; run < 3; ++run) {  // the sets' pools are reset and reused between submits
+    RunStats st;
+    auto out = exe->run_host({f32_tensor(x), f32_tensor(y)}, &st);
+    expect_exp_mul_add(x, y, floats(out.at(0)));
+    EXPECT_EQ(st.submits, 1);
+  }
+}
+
 // lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
 // DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
 // elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
