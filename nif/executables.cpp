@@ -96,10 +96,9 @@ ERL_NIF_TERM run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     if (terms.size() != expected.size())
       throw BadArg("run: the executable takes " + std::to_string(expected.size()) + " inputs, got " +
                    std::to_string(terms.size()));
-    std::vector<runtime::HostWrite> writes;
-    std::vector<runtime::BufferPtr> inputs = get_inputs(env, terms, device, expected, &writes);
+    std::vector<runtime::BufferPtr> inputs = get_inputs(env, terms, device, expected);
     runtime::RunStats stats;
-    auto outputs = exe.run_with(inputs, std::move(writes), &stats);
+    auto outputs = exe.run(inputs, &stats);
     return run_result(env, device, std::move(outputs), binaries, stats);
   });
 }

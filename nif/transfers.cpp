@@ -27,8 +27,7 @@ runtime::BufferPtr on_device(const BufferResource& input, const std::shared_ptr<
 
 std::vector<runtime::BufferPtr> get_inputs(ErlNifEnv* env, const std::vector<ERL_NIF_TERM>& terms,
                                            const std::shared_ptr<runtime::Device>& device,
-                                           const std::vector<ir::TensorType>& expected,
-                                           std::vector<runtime::HostWrite>* writes) {
+                                           const std::vector<ir::TensorType>& expected) {
   std::vector<runtime::BufferPtr> inputs(terms.size());
   std::vector<runtime::Upload> uploads;
   std::vector<size_t> uploaded;  // the inputs `uploads` become, in order
@@ -49,14 +48,7 @@ std::vector<runtime::BufferPtr> get_inputs(ErlNifEnv* env, const std::vector<ERL
       throw BadArg(what + ": expected a buffer or {type, shape, binary}");
     ir::TensorType type = get_tensor_type(env, parts[0], parts[1], what.c_str());
     check(type);
-    runtime::Upload upload = binary_upload(env, type, parts[2], what);
-    if (writes && upload.bytes <= runtime::kMaxRunWriteBytes) {
-      inputs[i] = device->allocate(type);
-      const auto* data = static_cast<const uint8_t*>(upload.data);
-      writes->push_back({inputs[i], std::vector<uint8_t>(data, data + upload.bytes)});
-      continue;
-    }
-    uploads.push_back(upload);
+    uploads.push_back(binary_upload(env, type, parts[2], what));
     uploaded.push_back(i);
   }
   if (!uploads.empty()) {

@@ -248,25 +248,9 @@ class ExecutableImpl : public Executable {
   const std::vector<ir::TensorType>& output_types() const override { return outputs_; }
 
   std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats) override {
-    return run_with(inputs, {}, stats);
-  }
-
-  std::vector<BufferPtr> run_with(const std::vector<BufferPtr>& inputs, std::vector<HostWrite> writes,
-                                  RunStats* stats) override {
-    std::vector<Pending> batch;
-    for (auto& w : writes) {
-      if (!w.buffer || w.bytes.size() > kMaxRunWriteBytes || w.bytes.size() > w.buffer->bytes())
-        throw Error(Error::Kind::InvalidArgument,
-                    "graph '" + source_.name + "': a write of " + std::to_string(w.bytes.size()) + " bytes into " +
-                        (w.buffer ? ir::to_string(w.buffer->type()) : std::string("no buffer")) + " does not fit");
-      if (&w.buffer->device() != dev_.get())
-        throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "': a write into another device's buffer");
-      if (!w.bytes.empty()) batch.push_back(Pending{nullptr, {std::move(w.buffer)}, std::move(w.bytes)});
-    }
     // Each submit waits at most the timeout; host-driven loops are held to it as a whole,
     // or a loop whose condition never turns false would keep its caller forever.
-    return run_until(inputs, stats, Clock::now() + std::chrono::milliseconds(dev_->options().timeout_ms),
-                     std::move(batch));
+    return run_until(inputs, stats, Clock::now() + std::chrono::milliseconds(dev_->options().timeout_ms));
   }
 
   // Device memory one run allocates (its kernels' results).
@@ -292,11 +276,10 @@ class ExecutableImpl : public Executable {
     return groups;
   }
 
-  // `batch`: writes that go first.
-  std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline,
-                                   std::vector<Pending> batch = {}) {
+  std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
     auto t0 = Clock::now();
     RunStats local;
+    std::vector<Pending> batch;
     auto outs = record(inputs, batch, local, deadline);
     submit(*dev_, batch, local);
     if (stats) {

@@ -117,14 +117,6 @@ struct RunStats {
   int submits = 0;
 };
 
-// Bytes a run writes into one of its input buffers (one the caller allocated) before
-// anything reads it, at most kMaxRunWriteBytes (vkCmdUpdateBuffer's limit).
-struct HostWrite {
-  BufferPtr buffer;
-  std::vector<uint8_t> bytes;
-};
-constexpr size_t kMaxRunWriteBytes = 65536;
-
 class Executable {
  public:
   virtual ~Executable() = default;
@@ -143,11 +135,6 @@ class Executable {
 
   // Thread-safe: many threads may run the same executable at once.
   virtual std::vector<BufferPtr> run(const std::vector<BufferPtr>& inputs, RunStats* stats = nullptr) = 0;
-  // As run/2, with `writes` recorded at the start of the run's first submit: small host
-  // arguments cost no submit of their own, as an upload each does where the host cannot
-  // map device memory.
-  virtual std::vector<BufferPtr> run_with(const std::vector<BufferPtr>& inputs, std::vector<HostWrite> writes,
-                                          RunStats* stats = nullptr) = 0;
   std::vector<HostTensor> run_host(const std::vector<HostTensor>& inputs, RunStats* stats = nullptr);
 };
 

@@ -163,33 +163,6 @@ TEST(Runtime, RunsAGraphAgainstTheReference) {
   EXPECT_EQ(st.submits, 1);  // the whole graph in one submit
 }
 
-// The host arguments written by the run itself, in its one submit, beside an uploaded one.
-TEST(Runtime, RunWithWritesItsHostArgumentsInItsOwnSubmit) {
-  auto dev = Device::open();
-  auto exe = Executable::compile(dev, exp_mul_add(1000));
-  auto x = random_floats(1000, 3), y = random_floats(1000, 4);
-  auto tx = f32_tensor(x), ty = f32_tensor(y);
-  auto bx = dev->allocate(tx.type), by = dev->allocate(ty.type);
-  RunStats st;
-  auto out = exe->run_with({bx, by}, {{bx, tx.data}, {by, ty.data}}, &st);
-  EXPECT_EQ(st.submits, 1);
-  std::vector<float> got(1000);
-  dev->download(*out.at(0), got.data(), got.size() * 4);
-  expect_exp_mul_add(x, y, got);
-
-  auto uploaded = dev->upload(ty.type, ty.data.data(), ty.data.size());
-  auto bx2 = dev->allocate(tx.type);
-  auto again = exe->run_with({bx2, uploaded}, {{bx2, tx.data}}, nullptr);
-  std::vector<float> got2(1000);
-  dev->download(*again.at(0), got2.data(), got2.size() * 4);
-  EXPECT_EQ(got2, got);
-
-  // more bytes than the buffer holds, or than one write may carry
-  EXPECT_THROW(exe->run_with({bx, by}, {{bx, std::vector<uint8_t>(bx->bytes() + 4)}}, nullptr), Error);
-  auto big = dev->allocate({ir::DType::F32, {int64_t(kMaxRunWriteBytes / 4 + 1)}});
-  EXPECT_THROW(exe->run_with({bx, by}, {{big, std::vector<uint8_t>(kMaxRunWriteBytes + 4)}}, nullptr), Error);
-}
-
 // lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
 // DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
 // elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
