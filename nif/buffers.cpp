@@ -10,7 +10,8 @@ ERL_NIF_TERM upload(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     auto& device = get_resource<DeviceResource>(env, argv[0], "device").device;
     ir::TensorType type = get_tensor_type(env, argv[1], argv[2], "upload");
-    auto buffer = upload_binary(env, *device, type, argv[3], "upload");
+    runtime::Upload u = binary_upload(env, type, argv[3], "upload");
+    auto buffer = device->upload(u.type, u.data, u.bytes);
     return ok(env, make_resource(env, std::make_unique<BufferResource>(device, std::move(buffer))));
   });
 }
@@ -18,7 +19,7 @@ ERL_NIF_TERM upload(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
 ERL_NIF_TERM download(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     auto& resource = get_resource<BufferResource>(env, argv[0], "buffer");
-    return ok(env, download_binary(env, *resource.device(), *resource.get()));
+    return ok(env, download_binaries(env, *resource.device(), {resource.get()}).at(0));
   });
 }
 

@@ -33,4 +33,15 @@ ERL_NIF_TERM cell_put_if(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   });
 }
 
+// cell_field(cell, tag, index): element `index` (0-based) of the cell's term while it is a
+// tuple tagged `tag`, else false
+ERL_NIF_TERM cell_field(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
+  return guarded(env, [&] {
+    int index = 0;
+    if (!enif_get_int(env, argv[2], &index)) throw BadArg("cell_field: the index must be an integer");
+    ERL_NIF_TERM element = get_resource<CellResource>(env, argv[0], "cell").field(env, argv[1], index);
+    return ok(env, element ? element : atom(env, "false"));
+  });
+}
+
 }  // namespace nxv::nif

@@ -70,12 +70,10 @@ bool binaries_mode(ErlNifEnv* env, ERL_NIF_TERM mode) {
 ERL_NIF_TERM run_result(ErlNifEnv* env, const std::shared_ptr<runtime::Device>& device,
                         std::vector<runtime::BufferPtr> outputs, bool binaries, const runtime::RunStats& stats) {
   std::vector<ERL_NIF_TERM> results;
-  for (auto& out : outputs) {
-    if (binaries)
-      results.push_back(download_binary(env, *device, *out));
-    else
-      results.push_back(make_resource(env, std::make_unique<BufferResource>(device, std::move(out))));
-  }
+  if (binaries)
+    results = download_binaries(env, *device, outputs);
+  else
+    for (auto& out : outputs) results.push_back(make_resource(env, std::make_unique<BufferResource>(device, std::move(out))));
   ERL_NIF_TERM stats_map = make_map(env, {
                                              {"wall_ms", enif_make_double(env, stats.wall_ms)},
                                              {"device_ms", enif_make_double(env, stats.device_ms)},
@@ -98,8 +96,7 @@ ERL_NIF_TERM run(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     if (terms.size() != expected.size())
       throw BadArg("run: the executable takes " + std::to_string(expected.size()) + " inputs, got " +
                    std::to_string(terms.size()));
-    std::vector<runtime::BufferPtr> inputs;
-    for (size_t i = 0; i < terms.size(); ++i) inputs.push_back(get_input(env, terms[i], device, &expected[i], i));
+    std::vector<runtime::BufferPtr> inputs = get_inputs(env, terms, device, expected);
     runtime::RunStats stats;
     auto outputs = exe.run(inputs, &stats);
     return run_result(env, device, std::move(outputs), binaries, stats);
@@ -114,9 +111,7 @@ ERL_NIF_TERM run_spirv(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     if (module.size == 0 || module.size % 4) throw BadArg("spirv: a SPIR-V module is a non-empty whole number of 32-bit words");
     std::vector<uint32_t> words(module.size / 4);
     std::memcpy(words.data(), module.data, module.size);
-    std::vector<runtime::BufferPtr> inputs;
-    std::vector<ERL_NIF_TERM> input_terms = get_list(env, argv[2], "inputs");
-    for (size_t i = 0; i < input_terms.size(); ++i) inputs.push_back(get_input(env, input_terms[i], device, nullptr, i));
+    std::vector<runtime::BufferPtr> inputs = get_inputs(env, get_list(env, argv[2], "inputs"), device, {});
     std::vector<ir::TensorType> outputs;
     for (ERL_NIF_TERM t : get_list(env, argv[3], "outputs")) {
       int arity;

@@ -31,6 +31,7 @@ ErlNifFunc nif_functions[] = {
     {"cell_get", 1, cell_get, 0},
     {"cell_put", 2, cell_put, 0},
     {"cell_put_if", 3, cell_put_if, 0},
+    {"cell_field", 3, cell_field, 0},
 };
 
 int load(ErlNifEnv* env, void**, ERL_NIF_TERM) { return open_resource_types(env) ? 0 : 1; }

@@ -45,12 +45,27 @@ void CellResource::put(ERL_NIF_TERM term) {
   term_ = enif_make_copy(env_, term);
 }
 
+namespace {
+// The elements of `term` while it is a tuple whose first element is `tag`, else null.
+const ERL_NIF_TERM* tagged(ErlNifEnv* env, ERL_NIF_TERM term, ERL_NIF_TERM tag, int* arity) {
+  const ERL_NIF_TERM* elements = nullptr;
+  if (!enif_get_tuple(env, term, arity, &elements) || *arity < 1 || enif_compare(elements[0], tag) != 0) return nullptr;
+  return elements;
+}
+}  // namespace
+
+ERL_NIF_TERM CellResource::field(ErlNifEnv* env, ERL_NIF_TERM tag, int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int arity = 0;
+  const ERL_NIF_TERM* elements = tagged(env_, term_, tag, &arity);
+  if (!elements || index < 0 || index >= arity) return 0;
+  return enif_make_copy(env, elements[index]);
+}
+
 bool CellResource::put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term) {
   std::lock_guard<std::mutex> lock(mu_);
   int arity = 0;
-  const ERL_NIF_TERM* elements = nullptr;
-  if (!enif_get_tuple(env_, term_, &arity, &elements) || arity < 1 || enif_compare(elements[0], tag) != 0)
-    return false;
+  if (!tagged(env_, term_, tag, &arity)) return false;
   (void)env;
   enif_clear_env(env_);
   term_ = enif_make_copy(env_, term);

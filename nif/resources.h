@@ -63,6 +63,10 @@ class CellResource {
   // Replaces the term only while it is a tuple whose first element is `tag` (compared as
   // terms); whether it did.
   bool put_if(ErlNifEnv* env, ERL_NIF_TERM tag, ERL_NIF_TERM term);
+  // A copy, made in `env`, of element `index` of the term while it is a tuple whose first
+  // element is `tag` and that has such an element; 0 otherwise. The rest of the term is not
+  // copied (a pending expression holds closures and tensors).
+  ERL_NIF_TERM field(ErlNifEnv* env, ERL_NIF_TERM tag, int index) const;
 
  private:
   mutable std::mutex mu_;

@@ -7,16 +7,18 @@
 
 namespace nxv::nif {
 
-// Uploads `data` (a binary term) as a tensor of `type`; BadArg naming `what` when its size is wrong.
-runtime::BufferPtr upload_binary(ErlNifEnv* env, runtime::Device& device, const ir::TensorType& type,
-                                 ERL_NIF_TERM data, const std::string& what);
+// `data` (a binary term) to upload as a tensor of `type`; BadArg naming `what` when its size is wrong.
+runtime::Upload binary_upload(ErlNifEnv* env, const ir::TensorType& type, ERL_NIF_TERM data, const std::string& what);
 
-// An input: a buffer resource (of another device: copied through the host) or
-// {type, shape, binary}; BadArg naming input `i` when it is neither or not of type `expected`.
-runtime::BufferPtr get_input(ErlNifEnv* env, ERL_NIF_TERM term, const std::shared_ptr<runtime::Device>& device,
-                             const ir::TensorType* expected, size_t i);
+// The inputs: each a buffer resource (of another device: copied through the host) or
+// {type, shape, binary}, the binaries uploaded together (Device::upload_all); BadArg naming
+// input i when it is neither or not of type expected[i] (`expected` empty: any type).
+std::vector<runtime::BufferPtr> get_inputs(ErlNifEnv* env, const std::vector<ERL_NIF_TERM>& terms,
+                                           const std::shared_ptr<runtime::Device>& device,
+                                           const std::vector<ir::TensorType>& expected);
 
-// A new binary holding the buffer's contents.
-ERL_NIF_TERM download_binary(ErlNifEnv* env, runtime::Device& device, const runtime::Buffer& buffer);
+// New binaries holding the buffers' contents, downloaded together (Device::download_all).
+std::vector<ERL_NIF_TERM> download_binaries(ErlNifEnv* env, runtime::Device& device,
+                                            const std::vector<runtime::BufferPtr>& buffers);
 
 }  // namespace nxv::nif

@@ -306,53 +306,87 @@ BufferPtr DeviceImpl::allocate(const ir::TensorType& type) {
 }
 
 BufferPtr DeviceImpl::upload(const ir::TensorType& type, const void* data, size_t bytes) {
-  if (bytes != uint64_t(type.byte_size()))
-    throw Error(Error::Kind::InvalidArgument, "upload of " + ir::to_string(type) + " needs " +
-                                                  std::to_string(type.byte_size()) + " bytes, got " + std::to_string(bytes));
-  auto buf = allocate(type);
-  const auto& a = static_cast<BufferImpl&>(*buf).alloc();
-  if (bytes == 0) return buf;
-  if (a.mapped) {
-    std::memcpy(a.mapped, data, bytes);
-    return buf;
+  return upload_all({{type, data, bytes}}).at(0);
+}
+
+void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) { download_all({{&b, dst, bytes}}); }
+
+std::vector<BufferPtr> DeviceImpl::upload_all(const std::vector<Upload>& uploads) {
+  std::vector<BufferPtr> bufs;
+  // Offsets into the staging buffer of the uploads that need it (UINT64_MAX: written directly).
+  std::vector<uint64_t> offsets;
+  uint64_t staged = 0;
+  for (const auto& u : uploads) {
+    if (u.bytes != uint64_t(u.type.byte_size()))
+      throw Error(Error::Kind::InvalidArgument, "upload of " + ir::to_string(u.type) + " needs " +
+                                                    std::to_string(u.type.byte_size()) + " bytes, got " +
+                                                    std::to_string(u.bytes));
+    bufs.push_back(allocate(u.type));
+    const auto& a = static_cast<BufferImpl&>(*bufs.back()).alloc();
+    if (u.bytes == 0 || a.mapped) {
+      if (u.bytes) std::memcpy(a.mapped, u.data, u.bytes);
+      offsets.push_back(UINT64_MAX);
+      continue;
+    }
+    offsets.push_back(staged);
+    staged += u.bytes;
   }
-  Allocation staging = acquire_staging(bytes);
-  std::memcpy(staging.mapped, data, bytes);
+  if (staged == 0) return bufs;
+  Allocation staging = acquire_staging(staged);
+  for (size_t i = 0; i < uploads.size(); ++i)
+    if (offsets[i] != UINT64_MAX) std::memcpy(static_cast<uint8_t*>(staging.mapped) + offsets[i], uploads[i].data, uploads[i].bytes);
   try {
     submit([&](VkCommandBuffer cb, SubmitContext&) {
-      VkBufferCopy region{0, 0, bytes};
-      vkCmdCopyBuffer(cb, staging.buffer, a.buffer, 1, &region);
+      for (size_t i = 0; i < uploads.size(); ++i) {
+        if (offsets[i] == UINT64_MAX) continue;
+        VkBufferCopy region{offsets[i], 0, uploads[i].bytes};
+        vkCmdCopyBuffer(cb, staging.buffer, static_cast<BufferImpl&>(*bufs[i]).alloc().buffer, 1, &region);
+      }
     });
   } catch (...) {
     release_staging(staging);
     throw;
   }
   release_staging(staging);
-  return buf;
+  return bufs;
 }
 
-void DeviceImpl::download(const Buffer& b, void* dst, size_t bytes) {
-  if (&b.device() != this)
-    throw Error(Error::Kind::InvalidArgument, "download from device " + std::to_string(info().index) + " (" +
-                                                  info().name + ") of a buffer that lives on device " +
-                                                  std::to_string(b.device().info().index) + " (" +
-                                                  b.device().info().name + ")");
-  const auto& a = static_cast<const BufferImpl&>(b).alloc();
-  if (bytes > b.bytes())
-    throw Error(Error::Kind::InvalidArgument, "download of " + std::to_string(bytes) + " bytes from a buffer of " +
-                                                  std::to_string(b.bytes()));
-  if (bytes == 0) return;
-  if (a.mapped) {
-    std::memcpy(dst, a.mapped, bytes);
-    return;
+void DeviceImpl::download_all(const std::vector<Download>& downloads) {
+  std::vector<uint64_t> offsets;
+  uint64_t staged = 0;
+  for (const auto& d : downloads) {
+    const Buffer& b = *d.buffer;
+    if (&b.device() != this)
+      throw Error(Error::Kind::InvalidArgument, "download from device " + std::to_string(info().index) + " (" +
+                                                    info().name + ") of a buffer that lives on device " +
+                                                    std::to_string(b.device().info().index) + " (" +
+                                                    b.device().info().name + ")");
+    if (d.bytes > b.bytes())
+      throw Error(Error::Kind::InvalidArgument, "download of " + std::to_string(d.bytes) + " bytes from a buffer of " +
+                                                    std::to_string(b.bytes()));
+    const auto& a = static_cast<const BufferImpl&>(b).alloc();
+    if (d.bytes == 0 || a.mapped) {
+      if (d.bytes) std::memcpy(d.dst, a.mapped, d.bytes);
+      offsets.push_back(UINT64_MAX);
+      continue;
+    }
+    offsets.push_back(staged);
+    staged += d.bytes;
   }
-  Allocation staging = acquire_staging(bytes);
+  if (staged == 0) return;
+  Allocation staging = acquire_staging(staged);
   try {
     submit([&](VkCommandBuffer cb, SubmitContext&) {
-      VkBufferCopy region{0, 0, bytes};
-      vkCmdCopyBuffer(cb, a.buffer, staging.buffer, 1, &region);
+      for (size_t i = 0; i < downloads.size(); ++i) {
+        if (offsets[i] == UINT64_MAX) continue;
+        VkBufferCopy region{0, offsets[i], downloads[i].bytes};
+        vkCmdCopyBuffer(cb, static_cast<const BufferImpl&>(*downloads[i].buffer).alloc().buffer, staging.buffer, 1,
+                        &region);
+      }
     });
-    std::memcpy(dst, staging.mapped, bytes);
+    for (size_t i = 0; i < downloads.size(); ++i)
+      if (offsets[i] != UINT64_MAX)
+        std::memcpy(downloads[i].dst, static_cast<uint8_t*>(staging.mapped) + offsets[i], downloads[i].bytes);
   } catch (...) {
     release_staging(staging);
     throw;

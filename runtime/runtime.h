@@ -69,6 +69,18 @@ using BufferPtr = std::shared_ptr<Buffer>;
 
 using HostTensor = ir::Literal;
 
+// One tensor of a batched upload (Device::upload_all) or download (Device::download_all).
+struct Upload {
+  ir::TensorType type;
+  const void* data;
+  size_t bytes;
+};
+struct Download {
+  const Buffer* buffer;
+  void* dst;
+  size_t bytes;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -79,6 +91,11 @@ class Device {
   virtual const RuntimeOptions& options() const = 0;
   virtual BufferPtr upload(const ir::TensorType& type, const void* data, size_t bytes) = 0;
   virtual void download(const Buffer& buf, void* dst, size_t bytes) = 0;
+  // Several transfers through one staging buffer and one submit: where the host cannot map
+  // device memory each transfer is a submit and a fence wait, which dominate a small
+  // graph's run (its scalar arguments and results).
+  virtual std::vector<BufferPtr> upload_all(const std::vector<Upload>& uploads) = 0;
+  virtual void download_all(const std::vector<Download>& downloads) = 0;
   virtual BufferPtr allocate(const ir::TensorType& type) = 0;
   // Bytes of device memory held by live buffers (pool free lists excluded).
   virtual uint64_t bytes_in_use() const = 0;

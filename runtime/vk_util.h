@@ -87,6 +87,8 @@ class DeviceImpl : public Device {
   const RuntimeOptions& options() const override { return opts_; }
   BufferPtr upload(const ir::TensorType& type, const void* data, size_t bytes) override;
   void download(const Buffer& buf, void* dst, size_t bytes) override;
+  std::vector<BufferPtr> upload_all(const std::vector<Upload>& uploads) override;
+  void download_all(const std::vector<Download>& downloads) override;
   BufferPtr allocate(const ir::TensorType& type) override;
   uint64_t bytes_in_use() const override { return in_use_; }
   void trim() override;

@@ -251,4 +251,35 @@ defmodule Nx.Vulkan.NativeTest do
     assert {:ok, false} = Native.cell_put_if(cell, :pending, :again)
     assert Native.cell_get(cell) == {:ok, :done}
   end
+
+  test "cell_field reads one element of a tagged tuple", %{device: device} do
+    {:ok, buf} = Native.upload(device, "f32", [2], f32([1.0, 2.0]))
+    {:ok, cell} = Native.cell_new({:pending, :add, fn -> buf end, [buf], 3, false})
+    assert Native.cell_field(cell, :pending, 4) == {:ok, 3}
+    assert Native.cell_field(cell, :pending, 3) == {:ok, [buf]}
+    assert Native.cell_field(cell, :pending, 0) == {:ok, :pending}
+    # another tag, an index past the tuple or before it, a term that is no tuple
+    assert Native.cell_field(cell, :value, 4) == {:ok, false}
+    assert Native.cell_field(cell, :pending, 6) == {:ok, false}
+    assert Native.cell_field(cell, :pending, -1) == {:ok, false}
+    assert {:ok, :ok} = Native.cell_put(cell, :deallocated)
+    assert Native.cell_field(cell, :pending, 4) == {:ok, false}
+    assert {:error, {:badarg, _}} = Native.cell_field(cell, :pending, :x)
+    assert {:error, {:badarg, _}} = Native.cell_field(buf, :pending, 4)
+  end
+
+  test "run uploads host inputs and downloads results together", %{device: device} do
+    # a + b, exact in f32, for inputs of several sizes given as binaries, or beside a buffer
+    for n <- [1, 3, 257, 4099] do
+      a = Enum.map(1..n, &(&1 * 0.5))
+      b = Enum.map(1..n, &(-&1 * 0.25))
+      {:ok, exe} = Native.compile(device, add_graph(n), [])
+      {:ok, buf} = Native.upload(device, "f32", [n], f32(a))
+
+      for inputs <- [[{"f32", [n], f32(a)}, {"f32", [n], f32(b)}], [buf, {"f32", [n], f32(b)}]] do
+        {:ok, {[out], _}} = Native.run(exe, inputs, :binaries)
+        assert from_f32(out) == Enum.zip_with(a, b, &(&1 + &2))
+      end
+    end
+  end
 end

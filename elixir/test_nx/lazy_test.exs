@@ -168,6 +168,29 @@ defmodule Nx.Vulkan.LazyTest do
       assert {^value, []} = flush_events(fn -> Nx.to_number(t) end)
     end
 
+    test "numbers, constants and values read before are host arguments of one graph" do
+      compute = fn backend ->
+        a = Nx.tensor([0.5, -1.5, 2.0], type: :f64, backend: backend)
+        r = Nx.sum(Nx.multiply(a, a))
+        read = Nx.to_number(r)
+        c = Nx.tensor(0.25, type: :f64, backend: backend)
+        d = Nx.tensor([2.0, 4.0, 8.0], type: :f64, backend: backend)
+        {read, r, c, a |> Nx.multiply(c) |> Nx.add(r) |> Nx.subtract(1.5) |> Nx.divide(d)}
+      end
+
+      {read, r, c, t} = compute.(@lazy)
+      # the value read and the constant stay on the host until a graph reads them
+      assert state(r) == :host and state(c) == :host
+      {_, [{m, meta}]} = flush_events(fn -> Nx.to_binary(t) end)
+      assert meta.ops == [:multiply, :add, :subtract, :divide]
+      # a's buffer, r, c, the number and d
+      assert m.parameters == 5
+
+      {expected_read, _, _, expected} = compute.(Nx.BinaryBackend)
+      assert_in_delta read, expected_read, 1.0e-12
+      assert_close(expected, t)
+    end
+
     test "to_binary, inspect, backend_copy, backend_transfer, to_batched and host callbacks flush" do
       a = lazy(Nx.iota({4}, type: :f32))
       expected = Nx.iota({4}, type: :f32) |> Nx.multiply(3)

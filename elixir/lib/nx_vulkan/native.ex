@@ -105,4 +105,10 @@ defmodule Nx.Vulkan.Native do
   `{:ok, true}` if it did, else `{:ok, false}`.
   """
   def cell_put_if(_cell, _tag, _term), do: :erlang.nif_error(:not_loaded)
+
+  @doc """
+  Element `index` (0-based) of the cell's term while it is a tuple whose first element is
+  `tag`, without copying the rest of the term: `{:ok, element}`, else `{:ok, false}`.
+  """
+  def cell_field(_cell, _tag, _index), do: :erlang.nif_error(:not_loaded)
 end

@@ -409,9 +409,9 @@ defmodule Nx.Vulkan.Backend do
 
   # The device of the first device tensor among `tensors`, else the default.
   defp device_of(tensors) do
-    Enum.find_value(tensors, Device.config([]), fn
+    Enum.find_value(tensors, fn
       %T{data: %__MODULE__{device: config}} -> config
       _ -> nil
-    end)
+    end) || Device.config([])
   end
 end

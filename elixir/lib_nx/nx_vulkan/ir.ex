@@ -174,7 +174,11 @@ defmodule Nx.Vulkan.IR do
   0.13's 2- and 4-bit integers and 8-bit floats). Complex types are stored as their parts
   (stored_type/2) before they get here.
   """
-  def type_name({kind, size}) when {kind, size} in @ir_types, do: "#{kind}#{size}"
+  # One clause per type: the name is built at compile time, so that a graph's parameters
+  # cost no string building per run.
+  for {kind, size} <- @ir_types do
+    def type_name({unquote(kind), unquote(size)}), do: unquote("#{kind}#{size}")
+  end
 
   def type_name(type),
     do: raise(ArgumentError, "Nx.Vulkan does not support type #{Nx.Type.to_string(type)}")

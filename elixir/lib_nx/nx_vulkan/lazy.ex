@@ -66,13 +66,13 @@ defmodule Nx.Vulkan.Lazy do
 
     depth =
       Enum.reduce(inputs, 1, fn %T{data: %Backend{cell: cell, device: device}} = t, acc ->
-        case get(cell) do
-          {:pending, _, _, _, depth, _} ->
+        case pending_depth(cell) do
+          false ->
+            acc
+
+          depth ->
             # pending work of another VkDevice is computed there, then copied as an argument
             if Device.same?(device, config), do: max(acc, depth + 1), else: sync([t], :device) && acc
-
-          _ ->
-            acc
         end
       end)
 
@@ -130,7 +130,7 @@ defmodule Nx.Vulkan.Lazy do
   def sync(tensors, reason) do
     tensors
     |> Enum.filter(fn
-      %T{data: %Backend{cell: cell}} when cell != nil -> match?({:pending, _, _, _, _, _}, get(cell))
+      %T{data: %Backend{cell: cell}} when cell != nil -> pending_depth(cell) != false
       _ -> false
     end)
     |> Enum.group_by(& &1.data.device)
@@ -210,8 +210,9 @@ defmodule Nx.Vulkan.Lazy do
         Map.put(depths, j, Enum.reduce(pending, 1, &max(Map.fetch!(depths, &1) + 1, &2)))
       end)
 
-    for {j, cell, {:pending, name, fun, args, _depth, _seen}} <- state.computed,
-        not MapSet.member?(kept, j) do
+    for {j, cell, {:pending, name, fun, args, depth, seen}} <- state.computed,
+        not MapSet.member?(kept, j),
+        not seen or depth != Map.fetch!(depths, j) do
       put_pending(cell, {:pending, name, fun, args, Map.fetch!(depths, j), true})
     end
 
@@ -239,7 +240,8 @@ defmodule Nx.Vulkan.Lazy do
     {_, compiled} =
       LockedCache.run({key, config, output}, fn ->
         vars = templates |> Enum.with_index(&Nx.Defn.Expr.parameter(&1, :root, &2)) |> List.to_tuple()
-        Nx.Vulkan.__compile__(key, [vars], &trace(steps, outputs, &1), [output: output] ++ config)
+        opts = [output: output, cache: false] ++ config
+        Nx.Vulkan.__compile__(key, [vars], &trace(steps, outputs, &1), opts)
       end)
 
     [results] = compiled.([leaves])
@@ -392,6 +394,8 @@ defmodule Nx.Vulkan.Lazy do
   defp freed!, do: raise(Error, kind: :badarg, message: "badarg: the buffer was already freed")
 
   defp get(cell), do: Error.unwrap!(Native.cell_get(cell))
+  # The depth of a pending cell, false if it is not pending; reads nothing else of its term.
+  defp pending_depth(cell), do: Error.unwrap!(Native.cell_field(cell, :pending, 4))
   defp put(cell, state), do: Error.unwrap!(Native.cell_put(cell, state))
   defp put_pending(cell, state), do: Error.unwrap!(Native.cell_put_if(cell, :pending, state))
 end
