@@ -38,6 +38,7 @@
 
 #include "bench/workloads.h"
 #include "ir/json.h"
+#include "ir/literal.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -129,13 +130,9 @@ ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
   // Scalars are step sizes: keep them small so 32 leapfrog steps stay finite.
   double scale = t.shape.empty() ? 0.01 : 1.0;
   for (int64_t i = 0; i < n; ++i) {
-    double v = dist(rng) * scale;
-    if (t.dtype == ir::DType::F64) {
-      std::memcpy(lit.data.data() + i * 8, &v, 8);
-    } else {
-      float f = static_cast<float>(v);
-      std::memcpy(lit.data.data() + i * 4, &f, 4);
-    }
+    ir::Scalar v;
+    v.f = dist(rng) * scale;
+    ir::set_element(lit, i, v);  // rounded to the element type (f16 and bf16 too)
   }
   return lit;
 }

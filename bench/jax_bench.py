@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The issue-3 workloads in JAX/XLA, timed the same way as nxv_bench (median of N after warm-up).
 
-    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR] [--json FILE]
+    python3 bench/jax_bench.py [--size small|full] [--dtypes f32,f64] [--runs 30] [--filter SUBSTR] [--json FILE]
 
 Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
 """
@@ -17,7 +17,7 @@ import jax.numpy as jnp  # noqa: E402  (x64 must be enabled before arrays are ma
 
 
 def workloads(dtype, flat, side):
-    f = jnp.float64 if dtype == "f64" else jnp.float32
+    f = {"f64": jnp.float64, "f32": jnp.float32, "f16": jnp.float16, "bf16": jnp.bfloat16}[dtype]
     key = jax.random.PRNGKey(0)
     k1, k2 = jax.random.split(key)
     x = jax.random.uniform(k1, (flat,), f, -1, 1)
@@ -121,10 +121,11 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json")
     ap.add_argument("--filter", default="", help="only workloads whose name contains this")
+    ap.add_argument("--dtypes", default="f32,f64", help="comma-separated: f64, f32, f16, bf16 (as nxv_bench)")
     a = ap.parse_args()
     rows = []
     print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
-    for dtype in ("f32", "f64"):
+    for dtype in a.dtypes.split(","):
         flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
         side = 8192 if a.size == "full" else 1024
         for name, fn, args, nbytes, *flops in workloads(dtype, flat, side):

@@ -102,12 +102,16 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int devices() {
-  for (const auto& d : runtime::list_devices())
-    std::printf("%d: %s (%s, %s) f64=%d int64=%d int16=%d int8=%d subgroup=%u subgroup_arith=%d coop_matrix=%d "
+  for (const auto& d : runtime::list_devices()) {
+    std::string coop = d.caps.cooperative_matrix_shapes.empty() ? "none" : "";
+    for (const auto& s : d.caps.cooperative_matrix_shapes)
+      coop += (coop.empty() ? "" : ",") + codegen::to_string(s);
+    std::printf("%d: %s (%s, %s) f64=%d int64=%d int16=%d int8=%d subgroup=%u subgroup_arith=%d coop_matrix=%s "
                 "denorms_f32=%s denorms_f64=%s\n",
                 d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(), d.caps.float64, d.caps.int64, d.caps.int16,
-                d.caps.int8, d.caps.subgroup_size, d.caps.subgroup_arithmetic, d.caps.cooperative_matrix,
+                d.caps.int8, d.caps.subgroup_size, d.caps.subgroup_arithmetic, coop.c_str(),
                 d.caps.preserve_denorms_f32 ? "kept" : "flushed", d.caps.preserve_denorms_f64 ? "kept" : "flushed");
+  }
   return 0;
 }
 

@@ -44,6 +44,80 @@ bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, ui
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
 }
 
+// Element (free, k) of an operand in batch `batch`, at positions clamped into [0, extent)
+// where tiles of o.tile x k_step overrun it; past the contraction's end it is 0 (so is the other
+// operand's: 0 * inf would be NaN), which adds nothing to an accumulator that starts at +0.
+Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& batch_extents,
+                   const std::vector<int64_t>& k_extents, uint32_t k_step, Id batch, Id free, Id k) {
+  spirv::Builder& b = e.b;
+  const int64_t K = ir::num_elements(k_extents);
+  auto clamp = [&](Id x, int64_t hi, uint32_t tile) {
+    return hi % tile == 0 ? x : b.ext(GLSLstd450UMin, e.u32(), {x, e.u32c(uint64_t(hi - 1))});
+  };
+  Index idx = Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
+                                     e.split(batch, batch_extents),
+                                     e.split(clamp(free, ir::num_elements(o.free_extents), o.tile), o.free_extents),
+                                     e.split(clamp(k, K, k_step), k_extents));
+  Id v = e.value(o.node, idx);
+  if (K % k_step == 0) return v;
+  const DType ot = o.node.type().dtype;
+  Id in_range = b.op(spv::OpULessThan, e.boolean(), {k, e.u32c(uint64_t(K))});
+  return e.select(ot, in_range, v, ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0));
+}
+
+// The dot as both kernels tile it: its operands, extents and tiles.
+struct Product {
+  const ir::Graph& body;
+  const ir::Node& dot;
+  const MatmulTiles& t;
+  DotAxes d;
+  Operand A, B;
+  std::vector<int64_t> batch_extents, k_extents;
+  int64_t M, N, K, tiles_m, tiles_n;
+
+  Product(const ir::Graph& g, const ir::Node& dot_node, const MatmulTiles& tiles)
+      : body(g), dot(dot_node), t(tiles),
+        d(DotAxes::of(dot, g.node(dot.args.at(0)).type().shape, g.node(dot.args.at(1)).type().shape)),
+        A{g.node(dot.args.at(0)), d.b1, d.free1, d.c1, extents_of(g.node(dot.args.at(0)).type().shape, d.free1), t.m},
+        B{g.node(dot.args.at(1)), d.b2, d.free2, d.c2, extents_of(g.node(dot.args.at(1)).type().shape, d.free2), t.n},
+        batch_extents(extents_of(A.node.type().shape, d.b1)), k_extents(extents_of(A.node.type().shape, d.c1)),
+        M(ir::num_elements(A.free_extents)), N(ir::num_elements(B.free_extents)), K(ir::num_elements(k_extents)),
+        tiles_m((M + t.m - 1) / t.m), tiles_n((N + t.n - 1) / t.n) {}
+
+  // Output tile `p`'s batch and first row and column.
+  struct Tile {
+    Id batch, m0, n0;
+  };
+  Tile tile(Emitter& e, Id p) const {
+    auto u = [&](spv::Op op, Id x, int64_t y) { return e.b.op(op, e.u32(), {x, e.u32c(uint64_t(y))}); };
+    Id tn = u(spv::OpUMod, p, tiles_n), tm = u(spv::OpUMod, u(spv::OpUDiv, p, tiles_n), tiles_m);
+    return {u(spv::OpUDiv, p, tiles_m * tiles_n), u(spv::OpIMul, tm, t.m), u(spv::OpIMul, tn, t.n)};
+  }
+
+  // Computes the body's output at (batch, row, col) from the dot's accumulator there and
+  // stores it, where the position lies inside the output.
+  void store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const {
+    spirv::Builder& b = e.b;
+    auto u = [&](spv::Op op, Id x, Id y) { return b.op(op, e.u32(), {x, y}); };
+    auto c = [&](int64_t v) { return e.u32c(uint64_t(v)); };
+    auto at = [&] {
+      Index idx;
+      idx.shape = dot.type().shape;
+      idx.dims = e.split(batch, batch_extents);
+      for (Id x : e.split(row, A.free_extents)) idx.dims.push_back(x);
+      for (Id x : e.split(col, B.free_extents)) idx.dims.push_back(x);
+      idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, batch, c(M)), row), c(N)), col);
+      e.provide(dot, idx, e.dot_result(dot, acc));
+      e.store(output, idx.linear, e.value(body.node(body.outputs.at(0)), idx));
+    };
+    std::vector<Id> guards;
+    if (M % t.m) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {row, c(M)}));
+    if (N % t.n) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {col, c(N)}));
+    if (guards.empty()) at();
+    else b.if_then(e.all_true(guards), at);
+  }
+};
+
 }  // namespace
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
@@ -71,24 +145,22 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.bytes = Emitter::register_bits(acc) / 8;
   s.integer = !ir::is_float(t);
   s.f32_operands = body.node(dot.args.at(0)).type().dtype == DType::F32 && body.node(dot.args.at(1)).type().dtype == DType::F32;
+  const DType at = body.node(dot.args.at(0)).type().dtype, bt = body.node(dot.args.at(1)).type().dtype;
+  if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
+    s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   return s;
 }
 
 void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const BufferRef& output,
                  const LaunchConfig& launch, uint64_t* shared_bytes) {
   spirv::Builder& b = e.b;
-  const ir::Node& an = body.node(dot.args.at(0));
-  const ir::Node& bn = body.node(dot.args.at(1));
-  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
   const MatmulTiles& t = launch.matmul;
-  const Operand A{an, d.b1, d.free1, d.c1, extents_of(an.type().shape, d.free1), t.m};
-  const Operand B{bn, d.b2, d.free2, d.c2, extents_of(bn.type().shape, d.free2), t.n};
-  const std::vector<int64_t> batch_extents = extents_of(an.type().shape, d.b1);
-  const std::vector<int64_t> k_extents = extents_of(an.type().shape, d.c1);
-  const int64_t M = ir::num_elements(A.free_extents), N = ir::num_elements(B.free_extents);
-  const int64_t K = ir::num_elements(k_extents);
+  const Product pr(body, dot, t);
+  const ir::Node &an = pr.A.node, &bn = pr.B.node;
+  const Operand &A = pr.A, &B = pr.B;
+  const std::vector<int64_t>&batch_extents = pr.batch_extents, &k_extents = pr.k_extents;
+  const int64_t M = pr.M, K = pr.K;
   const uint32_t wg = t.invocations(), cols = t.n / t.thread_n, V = t.vector;
-  const int64_t tiles_m = (M + t.m - 1) / t.m, tiles_n = (N + t.n - 1) / t.n;
   const DType acc_t = e.dot_accumulator_type(dot);
   const Id acc_type = e.reg_type(acc_t);
   const size_t regs = size_t(t.thread_m) * t.thread_n;
@@ -125,10 +197,8 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     const DType ot = o.type().dtype;
     return ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0);
   };
-  // Element (free, k) of an operand in batch `batch`, at positions clamped into range.
   auto element = [&](const Operand& o, Id batch, Id free, Id k) {
-    Id v = e.value(o.node, index_of(o, batch, clamp(free, ir::num_elements(o.free_extents), o.tile), clamp(k, K, t.k)));
-    return zero_past_k(e.reg_type(o.node.type().dtype), k, v, zero_of(o.node));
+    return operand_element(e, o, batch_extents, k_extents, t.k, batch, free, k);
   };
   // Elements (free, k), ... of a vector-read operand (matmul_vector_operands): `along_k`, k to
   // k + V - 1 (k a multiple of V, as is K), else free to free + V - 1.
@@ -184,10 +254,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], t.tiles); },
       [&](const Values& p) {
-        Id tn = u(spv::OpUMod, p[0], c(tiles_n));
-        Id tm = u(spv::OpUMod, u(spv::OpUDiv, p[0], c(tiles_n)), c(tiles_m));
-        Id batch = u(spv::OpUDiv, p[0], c(tiles_m * tiles_n));
-        Id m0 = u(spv::OpIMul, tm, c(t.m)), n0 = u(spv::OpIMul, tn, c(t.n));
+        const auto [batch, m0, n0] = pr.tile(e, p[0]);
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
         // n0 + tx + j * cols (in runs of V: n0 + (tx + (j / V) * cols) * V + j % V):
         // neighbouring invocations read and write neighbouring columns.
@@ -250,26 +317,272 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
               return next;
             },
             uint64_t((K + t.k - 1) / t.k));
-        const ir::Node& out = body.node(body.outputs.at(0));
         for (uint32_t i = 0; i < t.thread_m; ++i)
           for (uint32_t j = 0; j < t.thread_n; ++j) {
             Id r = row(i), q = col(j);
-            auto store = [&] {
-              Index idx;
-              idx.shape = dot.type().shape;
-              idx.dims = e.split(batch, batch_extents);
-              for (Id x : e.split(r, A.free_extents)) idx.dims.push_back(x);
-              for (Id x : e.split(q, B.free_extents)) idx.dims.push_back(x);
-              idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, batch, c(M)), r), c(N)), q);
-              e.provide(dot, idx, e.dot_result(dot, acc[i * t.thread_n + j]));
-              e.store(output, idx.linear, e.value(out, idx));
-            };
-            std::vector<Id> guards;
-            if (M % t.m) guards.push_back(less(r, M));
-            if (N % t.n) guards.push_back(less(q, N));
-            if (guards.empty()) store();
-            else b.if_then(e.all_true(guards), store);
+            pr.store(e, output, batch, r, q, acc[i * t.thread_n + j]);
           }
+        return Values{u(spv::OpIAdd, p[0], c(launch.group_count))};
+      });
+}
+
+void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const std::vector<BufferRef>& inputs,
+                             const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes) {
+  spirv::Builder& b = e.b;
+  const MatmulTiles& t = launch.matmul;
+  const CooperativeMatrixShape& f = t.fragment;
+  const Product pr(body, dot, t);
+  const Operand &A = pr.A, &B = pr.B;
+  const std::vector<int64_t>&batch_extents = pr.batch_extents, &k_extents = pr.k_extents;
+  const int64_t K = pr.K;
+  const uint32_t wg = t.invocations(), wm = t.m / t.subgroups_m, wn = t.n / t.subgroups_n;
+  const uint32_t frags_m = wm / f.m, frags_n = wn / f.n;
+
+  auto u = [&](spv::Op op, Id x, Id y) { return b.op(op, e.u32(), {x, y}); };
+  auto c = [&](int64_t v) { return e.u32c(uint64_t(v)); };
+  auto less = [&](Id x, int64_t v) { return b.op(spv::OpULessThan, e.boolean(), {x, c(v)}); };
+  const Id vec = b.type_vector(e.u32(), 4);
+  const Id zero_vec = b.op(spv::OpCompositeConstruct, vec, {c(0), c(0), c(0), c(0)});
+  const Id local = b.builtin_x(spv::BuiltInLocalInvocationId);
+  b.capability(spv::CapabilityGroupNonUniform);
+  const Id subgroup = b.builtin_u32(spv::BuiltInSubgroupId), lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
+  const Id sub_m = u(spv::OpUDiv, subgroup, c(t.subgroups_n)), sub_n = u(spv::OpUMod, subgroup, c(t.subgroups_n));
+
+  // Shared memory is one array of 16-byte chunks (8 operand elements, or 4 f32
+  // accumulators). A k-slice of an operand's tile is `outer` rows of `inner` elements along
+  // the operand's innermost axis in memory, so that the loads that fill it and the stores
+  // into it both run along memory; rows are padded by one chunk against bank conflicts.
+  struct Slice {
+    bool k_inner;                  // rows along the contraction (else along the free axes)
+    uint32_t outer, inner, pitch;  // pitch in chunks
+    uint32_t base;                 // its first chunk
+  };
+  auto slice_of = [&](const Operand& o, uint32_t free, uint32_t base) {
+    const bool k_inner = contiguous_along_k(body, o.node, o.contract_axes);
+    Slice sl{k_inner, k_inner ? free : t.k, k_inner ? t.k : free, 0, base};
+    sl.pitch = sl.inner / 8 + 1;
+    return sl;
+  };
+  const Slice sa = slice_of(A, t.m, 0);
+  const Slice sb = slice_of(B, t.n, sa.outer * sa.pitch);
+  // After the contraction the same memory holds, per subgroup, one row of its accumulator
+  // fragments (f.m x wn f32) at a time, from which the epilogue computes the outputs.
+  const uint32_t row_floats = f.m * wn;
+  // Two sets of slices where they fit: the next k-step's are stored while the current ones
+  // multiply, one barrier per step instead of two.
+  const uint32_t slice_chunks = sb.base + sb.outer * sb.pitch;
+  const bool two_stages = uint64_t(slice_chunks) * 32 <= e.caps.max_shared_memory_bytes;
+  const uint32_t chunks = std::max(slice_chunks * (two_stages ? 2 : 1), t.subgroups_m * t.subgroups_n * row_floats / 4);
+  const Id smem = b.workgroup_array(vec, chunks);
+  *shared_bytes += uint64_t(chunks) * 16;
+  auto chunk_ptr = [&](Id at) {
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {smem, at});
+  };
+
+  // A 16-bit parameter whose innermost axis is the slice's one inner axis, of a multiple of
+  // 8 elements, is read a chunk at a time through a view of its binding as 16-byte vectors
+  // (bindings are numbered by argument, as the parameter's index); else element by element.
+  auto chunk_view = [&](const Operand& o, const Slice& sl) -> Id {
+    const ir::Shape& shape = o.node.type().shape;
+    const auto& inner_axes = sl.k_inner ? o.contract_axes : o.free_axes;
+    if (o.node.op != "parameter" || inner_axes.size() != 1 || inner_axes[0] != int64_t(shape.size()) - 1 ||
+        shape.back() % 8)
+      return 0;
+    const int64_t index = o.node.attrs.value("index", int64_t(-1));
+    if (index < 0 || size_t(index) >= inputs.size()) return 0;
+    Id view = b.storage_buffer(vec, 16, uint32_t(index), true);
+    b.name(view, "arg" + std::to_string(index) + "_chunks");
+    return view;
+  };
+  const Id view_a = chunk_view(A, sa), view_b = chunk_view(B, sb);
+
+  // Chunk `ch` of an operand's slice at (free0, k0): the 8 elements along its row, packed in
+  // pairs of 16-bit values into 4 u32s, 0 past the operand's ends.
+  const Id bvec = b.type_vector(e.boolean(), 4);
+  auto fetch = [&](const Operand& o, const Slice& sl, Id view, Id batch, Id free0, Id k0, Id ch) {
+    const uint32_t per_row = sl.inner / 8;
+    Id outer = u(spv::OpUDiv, ch, c(per_row)), inner = u(spv::OpIMul, u(spv::OpUMod, ch, c(per_row)), c(8));
+    Id free = u(spv::OpIAdd, free0, sl.k_inner ? outer : inner), k = u(spv::OpIAdd, k0, sl.k_inner ? inner : outer);
+    const int64_t F = ir::num_elements(o.free_extents);
+    if (view) {
+      // Whole chunks lie inside or outside: the inner extent is a multiple of 8.
+      std::vector<Id> in_range;
+      Id fc = free, kc = k;
+      if (F % o.tile) {
+        in_range.push_back(less(free, F));
+        fc = b.ext(GLSLstd450UMin, e.u32(), {free, c(sl.k_inner ? F - 1 : F - 8)});
+      }
+      if (K % t.k) {
+        in_range.push_back(less(k, K));
+        kc = b.ext(GLSLstd450UMin, e.u32(), {k, c(sl.k_inner ? K - 8 : K - 1)});
+      }
+      Index idx = Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
+                                         e.split(batch, batch_extents), e.split(fc, o.free_extents), e.split(kc, k_extents));
+      Id at = u(spv::OpShiftRightLogical, e.linear(idx), c(3));
+      Id v = b.op(spv::OpLoad, vec,
+                  {b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, c(0), at})});
+      if (in_range.empty()) return v;
+      Id ok = e.all_true(in_range);
+      return b.op(spv::OpSelect, vec, {b.op(spv::OpCompositeConstruct, bvec, {ok, ok, ok, ok}), v, zero_vec});
+    }
+    std::vector<Id> words;
+    for (uint32_t j = 0; j < 8; j += 2) {
+      Id x[2];
+      for (uint32_t h = 0; h < 2; ++h) {
+        Id step = c(j + h);
+        x[h] = operand_element(e, o, batch_extents, k_extents, t.k, batch, sl.k_inner ? free : u(spv::OpIAdd, free, step),
+                               sl.k_inner ? u(spv::OpIAdd, k, step) : k);
+      }
+      if (f.operands == MatrixComponent::F16) {
+        // The values are f16 already: the conversion is exact.
+        words.push_back(b.ext(GLSLstd450PackHalf2x16, e.u32(), {b.op(spv::OpCompositeConstruct, b.type_vector(b.type_float(32), 2), {x[0], x[1]})}));
+      } else {  // bf16 values in f32 registers: their high halves
+        Id lo = u(spv::OpShiftRightLogical, b.op(spv::OpBitcast, e.u32(), {x[0]}), c(16));
+        Id hi = u(spv::OpBitwiseAnd, b.op(spv::OpBitcast, e.u32(), {x[1]}), c(0xFFFF0000));
+        words.push_back(u(spv::OpBitwiseOr, lo, hi));
+      }
+    }
+    return b.op(spv::OpCompositeConstruct, vec, words);
+  };
+  const uint32_t per_a = sa.outer * sa.inner / 8 / wg, per_b = sb.outer * sb.inner / 8 / wg;
+  auto chunk_of = [&](uint32_t r) { return u(spv::OpIAdd, local, c(int64_t(r) * wg)); };
+  auto fetch_all = [&](Id batch, Id m0, Id n0, Id k0) {
+    Values v;
+    for (uint32_t r = 0; r < per_a; ++r) v.push_back(fetch(A, sa, view_a, batch, m0, k0, chunk_of(r)));
+    for (uint32_t r = 0; r < per_b; ++r) v.push_back(fetch(B, sb, view_b, batch, n0, k0, chunk_of(r)));
+    return v;
+  };
+  auto stage = [&](const Values& v, Id offset) {
+    auto put = [&](const Slice& sl, uint32_t r, Id x) {
+      Id ch = chunk_of(r);
+      const uint32_t per_row = sl.inner / 8;
+      Id at = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpUDiv, ch, c(per_row)), c(sl.pitch)), u(spv::OpUMod, ch, c(per_row)));
+      b.op_void(spv::OpStore, {chunk_ptr(u(spv::OpIAdd, u(spv::OpIAdd, at, c(sl.base)), offset)), x});
+    };
+    for (uint32_t r = 0; r < per_a; ++r) put(sa, r, v[r]);
+    for (uint32_t r = 0; r < per_b; ++r) put(sb, r, v[per_a + r]);
+  };
+
+  // Fragment types and operations: SPV_KHR_cooperative_matrix's where the device's KHR
+  // extension lists the shape, else SPV_NV_cooperative_matrix's. One kernel, two opcode
+  // sets: on an H100, which lists f16 under both, the KHR form ran 1.3x faster (4096^2 f16,
+  // 187 against 145 TFLOP/s); the NV form is what Debian 12's spirv-val (2023.1) can
+  // validate, so the unit tests validate the same kernels emitted for NV-only caps.
+  const bool nv = !f.khr;
+  Id component;
+  if (f.operands == MatrixComponent::F16) {
+    b.capability(spv::CapabilityFloat16);
+    component = b.type_float(16);
+  } else {
+    component = b.type_bfloat16();
+  }
+  const Id type_a = b.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
+  const Id type_b = b.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
+  const Id type_c = b.type_cooperative_matrix(nv, b.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
+  const Id zero_c = b.op(spv::OpCompositeConstruct, type_c, {b.const_f32(0.0f)});
+  auto load_fragment = [&](Id type, const Slice& sl, Id offset, bool row_major, Id free, uint32_t kk) {
+    Id at = sl.k_inner ? u(spv::OpIAdd, u(spv::OpIMul, free, c(sl.pitch)), c(kk / 8))
+                       : u(spv::OpIAdd, c(int64_t(kk) * sl.pitch), u(spv::OpUDiv, free, c(8)));
+    Id ptr = chunk_ptr(u(spv::OpIAdd, u(spv::OpIAdd, at, c(sl.base)), offset));
+    if (nv) return b.op_in_place(spv::OpCooperativeMatrixLoadNV, type, {ptr, c(sl.pitch), b.const_bool(!row_major)});
+    return b.op_in_place(spirv::OpCooperativeMatrixLoadKHR, type,
+                         {ptr, c(row_major ? spirv::kRowMajor : spirv::kColumnMajor), c(sl.pitch)});
+  };
+
+  b.position_loop(
+      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], t.tiles); },
+      [&](const Values& p) {
+        const auto [batch, m0, n0] = pr.tile(e, p[0]);
+        const size_t frags = size_t(frags_m) * frags_n;
+        auto multiply = [&](Values acc, Id offset) {
+          for (uint32_t kk = 0; kk < t.k; kk += f.k) {
+            std::vector<Id> fa(frags_m), fb(frags_n);
+            for (uint32_t i = 0; i < frags_m; ++i)
+              fa[i] = load_fragment(type_a, sa, offset, sa.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_m, c(wm)), c(int64_t(i) * f.m)), kk);
+            for (uint32_t j = 0; j < frags_n; ++j)
+              fb[j] = load_fragment(type_b, sb, offset, !sb.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_n, c(wn)), c(int64_t(j) * f.n)), kk);
+            for (uint32_t i = 0; i < frags_m; ++i)
+              for (uint32_t j = 0; j < frags_n; ++j) {
+                Id& a = acc[i * frags_n + j];
+                a = b.op(nv ? spv::OpCooperativeMatrixMulAddNV : spirv::OpCooperativeMatrixMulAddKHR, type_c, {fa[i], fb[j], a});
+              }
+          }
+          return acc;
+        };
+        std::vector<Id> types(frags, type_c), init(frags, zero_c);
+        const uint64_t steps = uint64_t((K + t.k - 1) / t.k);
+        auto more = [&](const Values& s) { return less(s.back(), K); };
+        Values carried;
+        if (two_stages) {
+          // Carried: the accumulators, the first chunk of the set of slices step k0 reads, and k0.
+          stage(fetch_all(batch, m0, n0, c(0)), c(0));
+          b.workgroup_barrier();
+          types.insert(types.end(), {e.u32(), e.u32()});
+          init.insert(init.end(), {c(0), c(0)});
+          carried = b.loop(
+              types, init, more,
+              [&](const Values& s) {
+                const Id k0 = s.back(), current = s[frags];
+                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next = multiply(Values(s.begin(), s.begin() + frags), current);
+                Id other = u(spv::OpISub, c(slice_chunks), current);
+                stage(next_chunks, other);
+                b.workgroup_barrier();
+                next.insert(next.end(), {other, u(spv::OpIAdd, k0, c(t.k))});
+                return next;
+              },
+              steps);
+        } else {
+          // Carried: the accumulators, the next k-slices' chunks (fetched from memory one
+          // step ahead, while the current step multiplies), and k0.
+          for (Id v : fetch_all(batch, m0, n0, c(0))) {
+            types.push_back(vec);
+            init.push_back(v);
+          }
+          types.push_back(e.u32());
+          init.push_back(c(0));
+          carried = b.loop(
+              types, init, more,
+              [&](const Values& s) {
+                const Id k0 = s.back();
+                stage(Values(s.begin() + frags, s.end() - 1), c(0));
+                b.workgroup_barrier();
+                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next = multiply(Values(s.begin(), s.begin() + frags), c(0));
+                b.workgroup_barrier();  // the slices are restaged next
+                next.insert(next.end(), next_chunks.begin(), next_chunks.end());
+                next.push_back(u(spv::OpIAdd, k0, c(t.k)));
+                return next;
+              },
+              steps);
+        }
+
+        // Each subgroup writes one row of its fragments to its part of shared memory, then
+        // computes the body's output from it, consecutive lanes at consecutive columns.
+        const DType acc_t = e.dot_accumulator_type(dot);
+        const Id row_base = u(spv::OpIMul, subgroup, c(row_floats / 4));
+        for (uint32_t i = 0; i < frags_m; ++i) {
+          for (uint32_t j = 0; j < frags_n; ++j) {
+            Id ptr = chunk_ptr(u(spv::OpIAdd, row_base, c(j * f.n / 4)));
+            if (nv)
+              b.op_void(spv::OpCooperativeMatrixStoreNV, {ptr, carried[i * frags_n + j], c(wn / 4), b.const_bool(false)});
+            else
+              b.op_void(spirv::OpCooperativeMatrixStoreKHR, {ptr, carried[i * frags_n + j], c(spirv::kRowMajor), c(wn / 4)});
+          }
+          b.storage_barrier(spv::ScopeSubgroup);
+          for (uint32_t r = 0; r < row_floats / t.subgroup_size; ++r) {
+            Id at = u(spv::OpIAdd, lane, c(int64_t(r) * t.subgroup_size));
+            Id word = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, e.u32()),
+                           {smem, u(spv::OpIAdd, row_base, u(spv::OpUDiv, at, c(4))), u(spv::OpUMod, at, c(4))});
+            Id v = b.op(spv::OpBitcast, b.type_float(32), {b.op_in_place(spv::OpLoad, e.u32(), {word})});
+            Id row = u(spv::OpIAdd, u(spv::OpIAdd, m0, u(spv::OpIMul, sub_m, c(wm))),
+                       u(spv::OpIAdd, c(int64_t(i) * f.m), u(spv::OpUDiv, at, c(wn))));
+            Id col = u(spv::OpIAdd, u(spv::OpIAdd, n0, u(spv::OpIMul, sub_n, c(wn))), u(spv::OpUMod, at, c(wn)));
+            pr.store(e, output, batch, row, col, e.convert(v, DType::F32, acc_t));
+          }
+          b.storage_barrier(spv::ScopeSubgroup);  // the row's memory takes the next row
+        }
+        b.workgroup_barrier();  // the next tile's slices reuse the rows' memory
         return Values{u(spv::OpIAdd, p[0], c(launch.group_count))};
       });
 }

@@ -502,6 +502,8 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   b.begin_main();
   if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
+  } else if (launch.matmul.fragment.m) {
+    emit_cooperative_matmul(body, *matmul_dot(kernel, body), e, inputs, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.matmul.m) {
     emit_matmul(body, *matmul_dot(kernel, body), e, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.tiles) {
@@ -562,7 +564,11 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
 
 std::string describe(const LaunchConfig& launch, bool rows) {
   std::string s;
-  if (const MatmulTiles& t = launch.matmul; t.m) {
+  if (const MatmulTiles& t = launch.matmul; t.fragment.m) {
+    s = "cooperative matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
+        std::to_string(t.subgroups_m) + "x" + std::to_string(t.subgroups_n) + " subgroups of " + to_string(t.fragment) +
+        " fragments";
+  } else if (t.m) {
     s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +
                (t.staged ? "staged" : t.broadcast ? "subgroup broadcast" : "direct") +

@@ -39,7 +39,9 @@ struct KernelBinary {
 // (unsupported op/type, or a capability the device lacks such as Float64).
 KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps);
 
-// SPIRV-Tools wrappers. validate() returns "" when valid, else the validator's message.
+// SPIRV-Tools wrappers. validate() returns "" when valid, else the validator's message; a
+// module that declares capabilities this spirv-val predates (SPV_KHR_cooperative_matrix,
+// SPV_KHR_bfloat16) is left to the driver, which validates it when creating its pipeline.
 std::string validate(const std::vector<uint32_t>& spirv, uint32_t vulkan_api_version);
 std::string disassemble(const std::vector<uint32_t>& spirv);
 // GLSL view through SPIRV-Cross (for the explorer only).

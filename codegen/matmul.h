@@ -27,4 +27,12 @@ std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const
 void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const BufferRef& output,
                  const LaunchConfig& launch, uint64_t* shared_bytes);
 
+// Emits main's body for cooperative tiles (launch.matmul.fragment.m > 0): the operands'
+// k-slices staged through shared memory as 16-bit values (f16 or bf16, zero past their
+// ends), multiplied by subgroups in cooperative matrices with f32 accumulators; each
+// output is the accumulator rounded once to the dot's type, then the body's epilogue.
+// `inputs` are the kernel's input bindings (binding i is argument i).
+void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const std::vector<BufferRef>& inputs,
+                             const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes);
+
 }  // namespace nxv::codegen

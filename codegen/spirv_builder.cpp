@@ -93,6 +93,27 @@ Id Builder::type_function(Id ret, const std::vector<Id>& params) {
   return declare_type(spv::OpTypeFunction, ops);
 }
 
+Id Builder::type_bfloat16() {
+  capability(spv::Capability(5116));  // BFloat16TypeKHR
+  capability(spv::Capability(5118));  // BFloat16CooperativeMatrixKHR
+  extension("SPV_KHR_bfloat16");
+  Id id = declare_type(spv::OpTypeFloat, {16, 0 /* FPEncoding BFloat16KHR */});
+  scalar_bytes_[id] = 2;
+  return id;
+}
+
+Id Builder::type_cooperative_matrix(bool nv, Id component, uint32_t rows, uint32_t cols, uint32_t use) {
+  const Id scope = const_int(32, uint32_t(spv::ScopeSubgroup)), r = const_int(32, rows), c = const_int(32, cols);
+  if (nv) {
+    capability(spv::CapabilityCooperativeMatrixNV);
+    extension("SPV_NV_cooperative_matrix");
+    return declare_type(spv::OpTypeCooperativeMatrixNV, {component, scope, r, c});
+  }
+  capability(CapabilityCooperativeMatrixKHR);
+  extension("SPV_KHR_cooperative_matrix");
+  return declare_type(OpTypeCooperativeMatrixKHR, {component, scope, r, c, const_int(32, use)});
+}
+
 Id Builder::type_buffer_pointer(Id elem, uint32_t stride) {
   auto key = std::make_pair(elem, stride);
   if (auto it = buffer_pointers_.find(key); it != buffer_pointers_.end()) return it->second;

@@ -30,6 +30,16 @@ namespace nxv::codegen::spirv {
 using Id = uint32_t;
 using Words = std::vector<uint32_t>;
 
+// SPV_KHR_cooperative_matrix, which Debian 12's spirv-headers (1.3.239) predate: its
+// opcodes, capability and operand values from the SPIR-V registry.
+inline constexpr auto OpTypeCooperativeMatrixKHR = spv::Op(4456);
+inline constexpr auto OpCooperativeMatrixLoadKHR = spv::Op(4457);
+inline constexpr auto OpCooperativeMatrixStoreKHR = spv::Op(4458);
+inline constexpr auto OpCooperativeMatrixMulAddKHR = spv::Op(4459);
+inline constexpr auto CapabilityCooperativeMatrixKHR = spv::Capability(6022);
+inline constexpr uint32_t kMatrixA = 0, kMatrixB = 1, kMatrixAccumulator = 2;  // CooperativeMatrixUse
+inline constexpr uint32_t kRowMajor = 0, kColumnMajor = 1;                   // CooperativeMatrixLayout
+
 // A SPIR-V literal string: UTF-8, NUL-terminated, packed little-endian into words.
 Words string_literal(const std::string& s);
 
@@ -58,6 +68,12 @@ class Builder {
   Id type_vector(Id elem, uint32_t n);
   Id type_pointer(spv::StorageClass sc, Id pointee);
   Id type_function(Id ret, const std::vector<Id>& params);
+  // A subgroup's cooperative matrix of `rows` x `cols` components (declares the capability
+  // and extension). nv: SPV_NV_cooperative_matrix's type, which has no use; else
+  // SPV_KHR_cooperative_matrix's for `use` (kMatrixA, kMatrixB, kMatrixAccumulator).
+  // bf16 (SPV_KHR_bfloat16: a 16-bit float of the BFloat16KHR encoding), for cooperative matrices.
+  Id type_bfloat16();
+  Id type_cooperative_matrix(bool nv, Id component, uint32_t rows, uint32_t cols, uint32_t use);
   // struct { elem data[]; } decorated Block, ArrayStride/Offset set; pointer to it in StorageBuffer.
   Id type_buffer_pointer(Id elem, uint32_t stride);
 

@@ -5,8 +5,23 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace nxv::codegen {
+
+// Element types of cooperative-matrix operands and accumulators.
+enum class MatrixComponent : uint8_t { None, F16, BF16, F32 };
+
+// A product a subgroup computes together (VK_KHR_cooperative_matrix, subgroup scope): an
+// m x k matrix of `operands` times a k x n one, added to an m x n one of `accumulator`.
+struct CooperativeMatrixShape {
+  uint32_t m = 0, n = 0, k = 0;
+  MatrixComponent operands = MatrixComponent::None, accumulator = MatrixComponent::None;
+  // Listed by VK_KHR_cooperative_matrix, by VK_NV_cooperative_matrix. Kernels use
+  // SPV_KHR_cooperative_matrix's opcodes where the KHR extension lists the shape, else
+  // SPV_NV_cooperative_matrix's (codegen/emit_matmul.cpp says why).
+  bool khr = false, nv = false;
+};
 
 struct DeviceCaps {
   std::string name = "generic";
@@ -28,7 +43,8 @@ struct DeviceCaps {
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders
-  bool cooperative_matrix = false;
+  // Empty where the device has no cooperative matrices (or its driver lists no subgroup-scope shape).
+  std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
   uint32_t subgroup_size = 32;
   uint32_t max_workgroup_invocations = 256;
   uint32_t max_workgroup_count_x = 65535;
@@ -39,6 +55,9 @@ struct DeviceCaps {
   // its loops, computing wrong results; 0: no such limit. lavapipe: its loop limiter's 65535.
   uint64_t max_loop_steps = 0;
 };
+
+// "16x16x16 f16>f32" (" nv" where only the NV extension lists it).
+std::string to_string(const CooperativeMatrixShape& s);
 
 // A device-independent default (used by lit tests so their output is stable).
 DeviceCaps generic_caps();

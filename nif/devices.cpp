@@ -20,7 +20,7 @@ ERL_NIF_TERM make_device_info(ErlNifEnv* env, const runtime::DeviceInfo& d) {
       {"subgroup_arithmetic", flag(c.subgroup_arithmetic)},
       {"subgroup_shuffle", flag(c.subgroup_shuffle)},
       {"subgroup_ballot", flag(c.subgroup_ballot)},
-      {"cooperative_matrix", flag(c.cooperative_matrix)},
+      {"cooperative_matrix", flag(!c.cooperative_matrix_shapes.empty())},
       {"subgroup_size", enif_make_uint(env, c.subgroup_size)},
       {"max_workgroup_invocations", enif_make_uint(env, c.max_workgroup_invocations)},
       {"max_shared_memory_bytes", enif_make_uint(env, c.max_shared_memory_bytes)},

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/cooperative_matrix.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
@@ -88,6 +89,32 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
     VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &pd};
     vkGetPhysicalDeviceProperties2(phys_, &p2);
     max_push_descriptors_ = pd.maxPushDescriptors;
+  }
+  // Cooperative matrices through the extension whose opcodes codegen emits for each listed
+  // shape (KHR where it lists the shape, else NV), bf16 ones through VK_KHR_shader_bfloat16.
+  PhysicalDeviceCooperativeMatrixFeaturesKhr coop_khr;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  PhysicalDeviceShaderBfloat16FeaturesKhr bf16;
+  auto chain = [&](auto& s) {
+    s.pNext = feats.pNext;
+    feats.pNext = &s;
+  };
+  for (const auto& shape : c.cooperative_matrix_shapes) {
+    if (!shape.khr && !coop_nv.cooperativeMatrix) {
+      coop_nv.cooperativeMatrix = VK_TRUE;
+      extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+      chain(coop_nv);
+    }
+    if (shape.khr && !coop_khr.cooperativeMatrix) {
+      coop_khr.cooperativeMatrix = VK_TRUE;
+      extensions.push_back(kCooperativeMatrixKhr);
+      chain(coop_khr);
+    }
+    if (shape.operands == codegen::MatrixComponent::BF16 && !bf16.shaderBFloat16Type) {
+      bf16.shaderBFloat16Type = bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+      extensions.push_back(kShaderBfloat16Khr);
+      chain(bf16);
+    }
   }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

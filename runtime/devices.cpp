@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/cooperative_matrix.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
@@ -47,7 +48,71 @@ const char* type_name(VkPhysicalDeviceType t) {
   }
 }
 
-DeviceInfo describe(VkPhysicalDevice pd) {
+codegen::MatrixComponent matrix_component(int32_t t, bool bf16) {
+  if (t == kComponentFloat16) return codegen::MatrixComponent::F16;
+  if (t == kComponentFloat32) return codegen::MatrixComponent::F32;
+  if (t == kComponentBfloat16 && bf16) return codegen::MatrixComponent::BF16;
+  return codegen::MatrixComponent::None;
+}
+
+// The subgroup-scope float products the kernels can use (operands of one type, accumulator
+// and result of one type, no saturation). The query is called only where the extension is
+// listed: the loader's entry point for an absent device extension is a null call.
+std::vector<codegen::CooperativeMatrixShape> cooperative_matrix_shapes(VkInstance inst, VkPhysicalDevice pd) {
+  const bool khr = has_extension(pd, kCooperativeMatrixKhr), nv = has_extension(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  PhysicalDeviceCooperativeMatrixFeaturesKhr kf;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV nf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  PhysicalDeviceShaderBfloat16FeaturesKhr bf;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  auto chain = [&](auto& s) {
+    s.pNext = feats.pNext;
+    feats.pNext = &s;
+  };
+  if (khr) chain(kf);
+  if (nv) chain(nf);
+  if (has_extension(pd, kShaderBfloat16Khr)) chain(bf);
+  vkGetPhysicalDeviceFeatures2(pd, &feats);
+  const bool bf16 = bf.shaderBFloat16Type && bf.shaderBFloat16CooperativeMatrix;
+  std::vector<codegen::CooperativeMatrixShape> out;
+  auto add = [&](uint32_t m, uint32_t n, uint32_t k, int32_t a, int32_t b, int32_t c, int32_t r, bool sat, int32_t scope,
+                 bool from_nv) {
+    const auto operands = matrix_component(a, bf16), accumulator = matrix_component(c, false);
+    if (a != b || c != r || sat || scope != kScopeSubgroup || operands == codegen::MatrixComponent::None ||
+        operands == codegen::MatrixComponent::F32 || accumulator == codegen::MatrixComponent::None)
+      return;
+    for (auto& s : out)
+      if (s.m == m && s.n == n && s.k == k && s.operands == operands && s.accumulator == accumulator) {
+        (from_nv ? s.nv : s.khr) = true;
+        return;
+      }
+    out.push_back({m, n, k, operands, accumulator, !from_nv, from_nv});
+  };
+  if (khr && kf.cooperativeMatrix) {
+    auto query = reinterpret_cast<PfnGetPhysicalDeviceCooperativeMatrixPropertiesKhr>(
+        vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    uint32_t n = 0;
+    if (query && query(pd, &n, nullptr) == VK_SUCCESS) {
+      std::vector<CooperativeMatrixPropertiesKhr> props(n);
+      if (query(pd, &n, props.data()) == VK_SUCCESS)
+        for (const auto& p : props)
+          add(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType, p.saturatingAccumulation, p.scope, false);
+    }
+  }
+  if (nv && nf.cooperativeMatrix) {
+    auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    uint32_t n = 0;
+    if (query && query(pd, &n, nullptr) == VK_SUCCESS) {
+      std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+      if (query(pd, &n, props.data()) == VK_SUCCESS)
+        for (const auto& p : props)
+          add(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.DType, false, p.scope, true);
+    }
+  }
+  return out;
+}
+
+DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
@@ -89,7 +154,8 @@ DeviceInfo describe(VkPhysicalDevice pd) {
   c.subgroup_ballot = (sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                       (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_size = sub.subgroupSize;
-  c.cooperative_matrix = has_extension(pd, "VK_KHR_cooperative_matrix");
+  // Cooperative matrices hold f16 values: the kernels that use them declare Float16.
+  if (c.float16) c.cooperative_matrix_shapes = cooperative_matrix_shapes(inst, pd);
   c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   c.max_workgroup_count_x = p.limits.maxComputeWorkGroupCount[0];
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
@@ -151,7 +217,7 @@ const Instance& instance() {
     std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
     for (auto& [rank, pd] : ranked) {
       inst.physical.push_back(pd);
-      inst.infos.push_back(describe(pd));
+      inst.infos.push_back(describe(inst.handle, pd));
       inst.infos.back().index = int(inst.infos.size()) - 1;
     }
   });

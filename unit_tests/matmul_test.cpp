@@ -6,6 +6,7 @@
 // which variant each target selects.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -198,6 +199,69 @@ TEST(Matmul, EveryTargetsTilesRunCorrectlyOnThisDevice) {
   }
 }
 
+// Products the cooperative-matrix kernel takes (each at least 2^18 multiply-adds): edge
+// shapes (primes, non-multiples of the tiles, short contractions, a single row of tiles),
+// operands read 16 bytes at a time and element by element, transposed, batched, fused.
+std::vector<Case> cooperative_cases(DType t) {
+  std::vector<Case> cs;
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{64, 64, 64}, {128, 32, 96}, {97, 131, 61}, {16, 1024, 16},
+                                                             {2048, 12, 2049}, {2048, 40, 2048}, {256, 8, 256}})
+    cs.push_back({1, m, k, n, t});
+  cs.push_back({1, 70, 50, 90, t, true, false});
+  cs.push_back({1, 72, 56, 96, t, false, true});
+  cs.push_back({1, 128, 64, 256, t, true, true});
+  cs.push_back({7, 33, 200, 40, t});
+  cs.push_back({300, 64, 64, 64, t, false, true});  // many batches
+  cs.push_back({1, 65, 37, 130, t, false, false, true});
+  cs.push_back({4, 128, 96, 128, t, false, true, true});
+  return cs;
+}
+
+// On lavapipe: the kernels an H100 would run, emitted for its canned caps (SPV_KHR opcodes,
+// which only a driver that has them validates), and the same kernels for a device whose
+// f16 fragments only VK_NV_cooperative_matrix lists: SPV_NV opcodes, validated here.
+TEST(Matmul, CooperativeKernelsForNvidiaValidate) {
+  const codegen::DeviceCaps khr = codegen::target_caps("nvidia");
+  codegen::DeviceCaps nv_only = khr;
+  auto& shapes = nv_only.cooperative_matrix_shapes;
+  shapes.erase(std::remove_if(shapes.begin(), shapes.end(), [](const auto& s) { return !s.nv; }), shapes.end());
+  for (auto& s : shapes) s.khr = false;
+  for (bool nv : {false, true})
+    for (DType t : {DType::F16, DType::BF16})
+      for (const Case& c : cooperative_cases(t)) {
+        const codegen::DeviceCaps& caps = nv ? nv_only : khr;
+        auto [low, kernel] = lowered(product(c));
+        ASSERT_NE(kernel, nullptr) << name(c);
+        auto kb = codegen::compile_kernel(*kernel, low, caps);
+        if (nv && t == DType::BF16) {  // no NV bf16 fragments: the SIMT tiles
+          EXPECT_EQ(kb.launch.rfind("matmul", 0), 0u) << name(c) << ": " << kb.launch;
+          continue;
+        }
+        EXPECT_EQ(kb.launch.rfind("cooperative matmul", 0), 0u) << name(c) << ": " << kb.launch;
+        EXPECT_EQ(kb.launch.find(" nv fragments") != std::string::npos, nv) << name(c) << ": " << kb.launch;
+        if (nv) EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << name(c);
+      }
+}
+
+// On a device with cooperative matrices (the H100), through the runtime: each product
+// against the reference interpreter. Operands are small multiples of 1/8, exact in f16 and
+// bf16 and in every f32 partial sum, so only the result's one rounding differs.
+TEST(Matmul, CooperativeProductsMatchTheReference) {
+  auto dev = runtime::Device::open();
+  const auto& shapes = dev->info().caps.cooperative_matrix_shapes;
+  if (shapes.empty()) GTEST_SKIP() << dev->info().name << " has no cooperative matrices";
+  for (DType t : {DType::F16, DType::BF16}) {
+    const auto component = t == DType::F16 ? codegen::MatrixComponent::F16 : codegen::MatrixComponent::BF16;
+    if (std::none_of(shapes.begin(), shapes.end(), [&](const auto& s) { return s.operands == component; })) continue;
+    for (const Case& c : cooperative_cases(t)) {
+      ir::Graph g = product(c);
+      auto in = inputs_for(g, unsigned(c.m * 131 + c.k * 7 + c.n));
+      auto exe = runtime::Executable::compile(dev, g);
+      expect_matches(c, exe->run_host(in).at(0), ir::interpret(g, in).at(0));
+    }
+  }
+}
+
 // Which kernel each target selects, by shape.
 TEST(Matmul, TargetsSelectTilesBySize) {
   auto launch_of = [](const Case& c, const std::string& target) {
@@ -214,6 +278,14 @@ TEST(Matmul, TargetsSelectTilesBySize) {
             0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
+  // f16 and bf16 on the tensor cores where the device lists their fragments; elsewhere the SIMT tiles.
+  EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::F16}, "nvidia"),
+            "cooperative matmul 128x128x64 tiles, 2x4 subgroups of 16x16x16 f16>f32 fragments; 256 invocations x 1024 groups");
+  EXPECT_EQ(launch_of({1, 1024, 1024, 1024, DType::F16}, "nvidia"),
+            "cooperative matmul 64x64x32 tiles, 2x2 subgroups of 16x16x16 f16>f32 fragments; 128 invocations x 256 groups");
+  EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::BF16}, "nvidia").rfind("cooperative matmul 128x128x64 tiles, 2x4 subgroups of 16x16x16 bf16>f32 fragments", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "amd").rfind("matmul 64x64x16 tiles", 0), 0u);
   // Matrix-vector products and tiny ones stay per element.
   EXPECT_EQ(launch_of({1, 1024, 1024, 1, DType::F32}, "nvidia").find("matmul"), std::string::npos);
   EXPECT_EQ(launch_of({1, 8, 8, 8, DType::F32}, "nvidia").find("matmul"), std::string::npos);

@@ -27,6 +27,11 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 49152;
     c.max_workgroup_count_x = 2147483647u;
+    using enum MatrixComponent;
+    c.cooperative_matrix_shapes = {{16, 16, 16, F16, F16, true, true},  {16, 8, 16, F16, F16, true, true},
+                                   {16, 8, 8, F16, F16, true, true},    {16, 16, 16, F16, F32, true, true},
+                                   {16, 8, 16, F16, F32, true, true},   {16, 8, 8, F16, F32, true, true},
+                                   {16, 16, 16, BF16, F32, true, false}};
   } else if (name == "amd") {
     c.vendor_id = 0x1002;
     c.max_workgroup_invocations = 1024;
@@ -44,6 +49,19 @@ DeviceCaps target_caps(const std::string& name) {
     throw std::invalid_argument("unknown target '" + name + "' (generic, nvidia, amd, lavapipe)");
   }
   return c;
+}
+
+std::string to_string(const CooperativeMatrixShape& s) {
+  auto name = [](MatrixComponent c) {
+    switch (c) {
+      case MatrixComponent::F16: return "f16";
+      case MatrixComponent::BF16: return "bf16";
+      case MatrixComponent::F32: return "f32";
+      default: return "none";
+    }
+  };
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " + name(s.operands) + ">" +
+         name(s.accumulator) + (s.khr ? "" : " nv");
 }
 
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {

@@ -68,11 +68,42 @@ bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 &
 
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
                          uint32_t k) {
-  MatmulTiles t{m, n, k, thread, thread, true};
+  MatmulTiles t;
+  t.m = m, t.n = n, t.k = k, t.thread_m = t.thread_n = thread, t.staged = true;
   // Each slice row is padded by one element against bank conflicts (codegen/emit_matmul.cpp).
   while (t.k > 1 && uint64_t(t.k) * (m + n + 2) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
   // Every invocation loads the same number of each slice's elements.
   if (t.invocations() > caps.max_workgroup_invocations || (m * t.k) % t.invocations() || (n * t.k) % t.invocations())
+    return {};
+  return t;
+}
+
+uint64_t cooperative_shared_bytes(const MatmulTiles& t) {
+  auto slice = [&](uint64_t free) { return std::max(free * (t.k + 8), uint64_t(t.k) * (free + 8)) * 2; };
+  const uint64_t rows = uint64_t(t.subgroups_m) * t.subgroups_n * t.fragment.m * (t.n / t.subgroups_n) * 4;
+  return std::max(slice(t.m) + slice(t.n), rows);
+}
+
+MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
+                              uint32_t subgroups_m, uint32_t subgroups_n, uint32_t fragment_m, uint32_t fragment_n,
+                              uint32_t fragment_k) {
+  if (s.operands == MatrixComponent::None) return {};
+  MatmulTiles t;
+  t.m = m, t.n = n, t.k = k, t.staged = true;
+  for (const auto& f : caps.cooperative_matrix_shapes)
+    if (f.operands == s.operands && f.accumulator == MatrixComponent::F32 && f.m == fragment_m && f.n == fragment_n &&
+        f.k == fragment_k)
+      t.fragment = f;
+  t.subgroups_m = subgroups_m;
+  t.subgroups_n = subgroups_n;
+  t.subgroup_size = caps.subgroup_size;
+  const uint32_t wm = m / subgroups_m, wn = n / subgroups_n;
+  // Each subgroup owns whole fragments; every invocation stages whole 16-byte chunks of both
+  // slices; the epilogue's rows are whole subgroups of elements.
+  if (!t.fragment.m || wm * subgroups_m != m || wn * subgroups_n != n || wm % t.fragment.m || wn % t.fragment.n ||
+      k % t.fragment.k || t.invocations() > caps.max_workgroup_invocations || (m * k / 8) % t.invocations() ||
+      (n * k / 8) % t.invocations() || (t.fragment.m * wn) % t.subgroup_size ||
+      cooperative_shared_bytes(t) > caps.max_shared_memory_bytes)
     return {};
   return t;
 }

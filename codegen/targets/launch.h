@@ -12,6 +12,10 @@ namespace nxv::codegen {
 // the output, each invocation thread_m x thread_n of it in registers, stepping the
 // contraction k at a time; staged: the operands' k-slices of the tile go through shared
 // memory (loaded once per workgroup), else each invocation reads its own.
+//
+// Cooperative (fragment.m > 0): the tile's k-slices always go through shared memory, and
+// subgroups_m x subgroups_n subgroups of subgroup_size invocations each accumulate an
+// (m / subgroups_m) x (n / subgroups_n) part of it in fragment-shaped cooperative matrices.
 struct MatmulTiles {
   uint32_t m = 0, n = 0, k = 0, thread_m = 0, thread_n = 0;
   bool staged = false;
@@ -25,7 +29,11 @@ struct MatmulTiles {
   // operand is a graph input laid out that way (matmul_vector_operands).
   uint32_t vector = 1;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
-  uint32_t invocations() const { return (m / thread_m) * (n / thread_n); }
+  CooperativeMatrixShape fragment;
+  uint32_t subgroups_m = 0, subgroups_n = 0, subgroup_size = 0;
+  uint32_t invocations() const {
+    return fragment.m ? subgroups_m * subgroups_n * subgroup_size : (m / thread_m) * (n / thread_n);
+  }
 };
 
 // What a kernel that is one dot (with elementwise work before and after it) multiplies:
@@ -35,6 +43,9 @@ struct MatmulShape {
   int bytes = 4;
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
+  // The operands' element type where a cooperative matrix can hold it (both f16, or both
+  // bf16, with a float result), else None.
+  MatrixComponent operands = MatrixComponent::None;
 };
 
 struct LaunchConfig {
@@ -113,6 +124,18 @@ bool matmul_worth_tiling(const MatmulShape& s);
 // the largest k-step of `k` or less whose staged slices fit the device's shared memory.
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
                          uint32_t k = 16);
+
+// Tiles of `m` x `n` stepping k at a time, computed by subgroups_m x subgroups_n subgroups
+// in the device's cooperative matrices of fragment_m x fragment_n x fragment_k for s's
+// operands (f32 accumulators); an empty MatmulTiles where the device lists no such shape or
+// the tiles do not fit its limits.
+MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
+                              uint32_t subgroups_m, uint32_t subgroups_n, uint32_t fragment_m = 16,
+                              uint32_t fragment_n = 16, uint32_t fragment_k = 16);
+// Shared memory of cooperative tiles (codegen/emit_matmul.cpp): both k-slices, rows padded by
+// 16 bytes (in the larger of their two layouts), or the subgroups' f32 rows of accumulators
+// after the contraction, whichever is larger.
+uint64_t cooperative_shared_bytes(const MatmulTiles& t);
 
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);

@@ -25,9 +25,13 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const uint32_t lanes = caps.subgroup_size;
-  if (!caps.subgroup_ballot || lanes < 2 || lanes > 16) return MatmulTiles{64, 64, 4, 8, 8, false};
+  MatmulTiles t;
+  if (!caps.subgroup_ballot || lanes < 2 || lanes > 16) {
+    t.m = t.n = 64, t.k = 4, t.thread_m = t.thread_n = 8;
+    return t;
+  }
   const uint32_t vector = s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
-  MatmulTiles t{128, lanes * thread_n, lanes * vector, 16, thread_n, false};
+  t.m = 128, t.n = lanes * thread_n, t.k = lanes * vector, t.thread_m = 16, t.thread_n = thread_n;
   t.broadcast = true;
   t.vector = vector;
   return t;

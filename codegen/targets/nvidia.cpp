@@ -30,9 +30,20 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // MLP's 256x1024 layers: 64 tiles), which take 32x32 tiles of 2x2 in k-steps of 32 to fill
 // the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference
 // 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130).
+//
+// f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
+// lists 16x16x16 fragments with f32 accumulators. H100, 2026-11-26, TFLOP/s at 4096^2 f16
+// (device time), tiles m x n x k by subgroups: 128x128x32 by 2x4 187 (178 with one set of
+// slices in shared memory), 128x128x64 by 2x4 205 (its two sets would exceed the 48 KiB
+// Vulkan allows, so one), 128x256x32 by 2x4 183, 128x128x32 by 2x2 103-169, 128x128x64
+// by 2x2 89. 1024^2 takes 64x64x32 by 2x2 (76 TFLOP/s): 256 tiles for 132 SMs.
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
+  if (s.operands != MatrixComponent::None) {
+    MatmulTiles t = many_tiles ? cooperative_tiles(caps, s, 128, 128, 64, 2, 4) : cooperative_tiles(caps, s, 64, 64, 32, 2, 2);
+    if (t.m) return t;
+  }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
