@@ -30,11 +30,16 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // MLP's 256x1024 layers: 64 tiles), which take 32x32 tiles of 2x2 in k-steps of 32 to fill
 // the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference
 // 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130).
+// A product with few rows or columns (a convolution's output channels, 32 or 64, by its
+// windows) takes tiles that narrow, 128 long, else most of each tile would compute nothing.
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
+  auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
+  if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
+  if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
 }
 
