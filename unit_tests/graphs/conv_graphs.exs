@@ -13,8 +13,9 @@ defmodule ConvGraphs do
     strided_dilated:
       {{2, 16, 17, 15}, {16, 16, 3, 3},
        strides: [2, 1], padding: [{1, 2}, {0, 1}], kernel_dilation: [1, 2], input_dilation: [1, 2]},
-    feature_groups: {{2, 32, 12, 12}, {32, 16, 3, 3}, feature_group_size: 2, padding: :same},
-    batch_groups: {{4, 16, 12, 12}, {32, 16, 3, 3}, batch_group_size: 2, padding: :same},
+    # 256 windows per image: the kernel is the dot's left operand (Nx.Vulkan.Conv.contract/3)
+    feature_groups: {{2, 32, 16, 16}, {32, 16, 3, 3}, feature_group_size: 2, padding: :same},
+    batch_groups: {{4, 16, 16, 16}, {32, 16, 3, 3}, batch_group_size: 2, padding: :same},
     # the weight gradient contracts 8 x 24 x 24 positions into 576 outputs: split-reduction
     long_contraction: {{8, 4, 24, 24}, {16, 4, 3, 3}, padding: :same}
   ]

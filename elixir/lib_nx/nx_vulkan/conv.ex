@@ -11,6 +11,10 @@ defmodule Nx.Vulkan.Conv do
   # written to memory); reshapes of the dot's result are read in place by its consumers.
   # Takes and returns `Nx.Defn.Expr` tensors, as Nx.Vulkan.LinAlg does.
 
+  # Windows per image from which the kernel is the dot's left operand (see contract/3): two
+  # tiles of 128 columns, at least two thirds of them used.
+  @kernel_first 256
+
   @doc """
   The `conv` node `out` (its type and shape) of `input` and `kernel`, with the options
   Nx.conv/3 normalised and passed to the backend (lists per spatial axis, explicit
@@ -35,7 +39,7 @@ defmodule Nx.Vulkan.Conv do
 
     x
     |> patches(taps, windows, dilation, strides)
-    |> contract(k)
+    |> contract(k, windows)
     |> gap_nan(x, input.type, taps, windows, dilation, strides)
     |> ungroup(windows)
     |> Nx.transpose(axes: inverse(opts[:output_permutation]))
@@ -107,21 +111,23 @@ defmodule Nx.Vulkan.Conv do
     end)
   end
 
-  # -> [groups, batch, out channels per group, windows...]. Per tap, the kernel, broadcast
-  # over the batch (an index map the dot's tiles read in place), is the left operand and
-  # the batch a batch axis: the product's rows are output channels and its columns windows,
-  # whose patches lie along the input's rows, in the output's layout (with one group, the
-  # dot's result is the conv's). Per window (a weight gradient: few windows, a long
+  # -> [groups, batch, out channels per group, windows...]. Per tap over an image of at
+  # least @kernel_first windows, the kernel, broadcast over the batch (an index map the
+  # dot's tiles read in place), is the left operand and the batch a batch axis: the
+  # product's rows are output channels and its columns windows, whose patches lie along
+  # the input's rows, in the output's layout (with one group, the dot's result is the
+  # conv's). Otherwise (few windows per image, or a weight gradient: few windows, a long
   # contraction), the windows of the whole batch are the rows and the output channels the
   # columns, transposed afterwards. Groups split the kernel's output channels into
   # consecutive chunks, a batch axis of the dot.
-  defp contract({patches, patches_contract, per_tap?}, k) do
+  defp contract({patches, patches_contract, per_tap?}, k, windows) do
     [out, in_channels | taps] = Tuple.to_list(k.shape)
     [groups, batch | _] = Tuple.to_list(patches.shape)
     d = length(taps)
     k_contract = Enum.to_list(1..(d + 1))
+    kernel_first? = per_tap? and Enum.product(windows) >= @kernel_first
 
-    if per_tap? and groups == 1 do
+    if kernel_first? and groups == 1 do
       # without the group axis, so that the dot's result is the conv's, with no copy
       k = Nx.broadcast(k, List.to_tuple([batch | Tuple.to_list(k.shape)]), axes: Enum.to_list(1..(d + 2)))
       [_ | shape] = Tuple.to_list(patches.shape)
@@ -134,7 +140,7 @@ defmodule Nx.Vulkan.Conv do
     else
       k = Nx.reshape(k, List.to_tuple([groups, div(out, groups), in_channels | taps]))
 
-      if per_tap? do
+      if kernel_first? do
         shape = List.to_tuple([groups, batch, div(out, groups), in_channels | taps])
         k = Nx.broadcast(k, shape, axes: [0 | Enum.to_list(2..(d + 3))])
         Nx.dot(k, Enum.map(k_contract, &(&1 + 2)), [0, 1], patches, patches_contract, [0, 1])
