@@ -324,6 +324,19 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     // operand holding it is read: reading every operand and selecting would evaluate all
     // their cones, and a chain of such reads grows exponentially.
     const std::optional<uint64_t> at = b.int_constant(d[axis]);
+    const bool stack = op == "stack";
+    for (size_t k = 0; k < node.args.size(); ++k) {
+      const ir::Node& a = arg(node, k);
+      const ir::Shape& as = a.type().shape;
+      bool fits = as.size() + (stack ? 1 : 0) == out.size();
+      for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
+        if (int64_t(i) == axis && stack) continue;
+        fits = int64_t(i) == axis || as[j] == out[i];
+        ++j;
+      }
+      if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
+                                             " does not fit the result " + ir::to_string(node.type()));
+    }
     if (!at)
       if (Id v = select_common_source(node, d)) return v;
     // Later operands take precedence in the select chain, so walk from the first.
@@ -333,15 +346,6 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       const ir::Node& a = arg(node, k);
       const ir::Shape& as = a.type().shape;
       std::vector<Id> id;
-      const bool stack = op == "stack";
-      bool fits = as.size() + (stack ? 1 : 0) == out.size();
-      for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
-        if (int64_t(i) == axis && stack) continue;
-        fits = int64_t(i) == axis || as[j] == out[i];
-        ++j;
-      }
-      if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
-                                             " does not fit the result " + ir::to_string(node.type()));
       int64_t extent = stack ? 1 : as[axis];
       if (extent == 0 || (at && (int64_t(*at) < offset || int64_t(*at) >= offset + extent))) {
         offset += extent;
@@ -349,7 +353,7 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       }
       for (size_t i = 0; i < out.size(); ++i) {
         if (int64_t(i) != axis) id.push_back(d[i]);
-        else if (op == "concatenate")
+        else if (!stack)
           id.push_back(b.ext(GLSLstd450UMin, u32(), {b.op(spv::OpISub, u32(), {d[i], u32c(offset)}), u32c(extent - 1)}));
       }
       Id v = convert(value(a, index_from_dims(as, id)), a.type().dtype, t);
