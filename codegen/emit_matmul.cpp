@@ -30,6 +30,7 @@ int64_t innermost_axis(const ir::Graph& body, const ir::Node& n) {
     return last;
   const ir::Node& x = body.node(n.args[0]);
   const int64_t a = innermost_axis(body, x);
+  if (a < 0) return last;  // a scalar's broadcast
   if (keep.count(op)) return a;
   if (op == "stack") return a >= n.attrs.at("axis").get<int64_t>() ? a + 1 : a;
   if (op == "broadcast") return n.attrs.at("axes").at(a).get<int64_t>();
