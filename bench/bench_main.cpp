@@ -1,7 +1,7 @@
 // nxv_bench: times whole graphs (compile once, run many) and prints a table.
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
-//             [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
+//             [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
 // --dump writes each selected workload's graph to DIR/NAME_DTYPE.json (for `nxv run --check`
@@ -113,7 +113,7 @@ Options parse(int argc, char** argv) {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]\n"
+                "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
@@ -121,6 +121,15 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
+}
+
+// --filter: names containing any of its comma-separated substrings.
+bool selected(const Options& o, const std::string& name) {
+  if (o.filter.empty()) return true;
+  std::stringstream list(o.filter);
+  for (std::string part; std::getline(list, part, ',');)
+    if (name.find(part) != std::string::npos) return true;
+  return false;
 }
 
 ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
@@ -137,17 +146,6 @@ ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
   return lit;
 }
 
-
-bench::Workload graph_workload(const std::string& path) {
-  ir::Graph g = ir::read_graph_file(path);
-  uint64_t bytes = 0;
-  for (const auto& n : g.nodes)
-    if (n.op == "parameter") bytes += n.type().byte_size();
-  for (auto id : g.outputs) bytes += g.node(id).type().byte_size();
-  std::string name = std::filesystem::path(path).stem().string();
-  ir::DType t = g.node(g.outputs.at(0)).type().dtype;
-  return {name, t, std::move(g), bytes};
-}
 
 struct Row {
   std::string name, dtype;
@@ -257,7 +255,8 @@ int main(int argc, char** argv) try {
   std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
 
   std::vector<bench::Workload> workloads;
-  for (const auto& path : o.graphs) workloads.push_back(graph_workload(path));
+  for (const auto& path : o.graphs)
+    workloads.push_back(bench::graph_workload(std::filesystem::path(path).stem().string(), ir::read_graph_file(path)));
   // Full size is issue 3's: 64M f32 / 16M f64 flat elements, 8192x8192 squares.
   for (ir::DType t : o.graphs.empty() ? o.dtypes : std::vector<ir::DType>{}) {
     int64_t flat = o.full ? (t == ir::DType::F64 ? 16 << 20 : 64 << 20) : 1 << 20;
@@ -267,7 +266,7 @@ int main(int argc, char** argv) try {
   if (!o.dump_dir.empty()) {
     std::filesystem::create_directories(o.dump_dir);
     for (const auto& w : workloads)
-      if (o.filter.empty() || w.name.find(o.filter) != std::string::npos)
+      if (selected(o, w.name))
         std::ofstream(o.dump_dir + "/" + w.name + "_" + ir::dtype_name(w.dtype) + ".json") << ir::write_graph(w.graph);
     return 0;
   }
@@ -275,7 +274,7 @@ int main(int argc, char** argv) try {
   std::mt19937_64 rng(42);
   for (auto& w : workloads) {
     const ir::DType t = w.dtype;
-    if (!o.filter.empty() && w.name.find(o.filter) == std::string::npos) continue;
+    if (!selected(o, w.name)) continue;
     auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<runtime::Executable> exe;
     try {  // a workload the compiler cannot take yet is reported, and the others still run

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The issue-3 workloads in JAX/XLA, timed the same way as nxv_bench (median of N after warm-up).
 
-    python3 bench/jax_bench.py [--size small|full] [--dtypes f32,f64] [--runs 30] [--filter SUBSTR] [--json FILE]
+    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR,...] [--dtypes f32,f64,f16,bf16] [--json FILE]
 
 Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
 """
@@ -73,6 +73,7 @@ def workloads(dtype, flat, side):
 
     macs = [256 * widths[i] * widths[i + 1] for i in range(3)]
     w.append(("mlp_train", train_step, (xb, yb, *params), 0, 2.0 * (2 * macs[0] + 3 * macs[1] + 3 * macs[2])))
+    w.extend(conv_workloads(f, k1, k2))
     if dtype == "f64":
         for d in (8, 1000):
             q = jax.random.normal(k1, (d,), f)
@@ -80,6 +81,40 @@ def workloads(dtype, flat, side):
             eps = jnp.asarray(0.01, f)
             w.append((f"leapfrog_d{d}", leapfrog_unrolled, (q, p, eps), 4 * q.nbytes))
             w.append((f"leapfrog_d{d}_fori", leapfrog_fori, (q, p, eps), 4 * q.nbytes))
+    return w
+
+
+def conv_workloads(f, k1, k2):
+    """The conv rows: issue 16's 3x3 conv, and one SGD step of a small CNN (bench/graphs/)."""
+    hi = jax.lax.Precision.HIGHEST
+    nchw = ("NCHW", "OIHW", "NCHW")
+
+    def conv(x, k):
+        return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=nchw, precision=hi)
+
+    x = jax.random.uniform(k1, (32, 64, 56, 56), f, -1, 1)
+    k = jax.random.uniform(k2, (64, 64, 3, 3), f, -1, 1)
+    w = [("conv3x3", conv, (x, k), x.nbytes * 2 + k.nbytes, 2.0 * 32 * 56 * 56 * 64 * 64 * 9)]
+
+    # conv3x3(3->32)-relu-conv3x3(32->64)-relu-maxpool2-dense(10), mean softmax cross-entropy
+    shapes = [(32, 3, 3, 3), (32,), (64, 32, 3, 3), (64,), (64 * 16 * 16, 10), (10,)]
+    params = [jax.random.uniform(jax.random.fold_in(k1, i), s, f, -1, 1) * 0.1 for i, s in enumerate(shapes)]
+    xb = jax.random.uniform(k1, (32, 3, 32, 32), f, -1, 1)
+    yb = jax.nn.one_hot(jax.random.randint(k2, (32,), 0, 10), 10, dtype=f)
+
+    def loss(ps, x, y):
+        k1_, b1, k2_, b2, wd, bd = ps
+        h = jax.nn.relu(conv(x, k1_) + b1.reshape(1, -1, 1, 1))
+        h = jax.nn.relu(conv(h, k2_) + b2.reshape(1, -1, 1, 1))
+        h = jax.lax.reduce_window(h, -jnp.inf, jax.lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+        logits = jnp.matmul(h.reshape(h.shape[0], -1), wd, precision=hi) + bd
+        return jnp.mean(jnp.sum((jax.nn.logsumexp(logits, axis=-1, keepdims=True) - logits) * y, axis=-1))
+
+    def train_step(x, y, *ps):
+        value, grads = jax.value_and_grad(loss)(ps, x, y)
+        return value, [p - 0.01 * g for p, g in zip(ps, grads)]
+
+    w.append(("cnn_train", train_step, (xb, yb, *params), 0))
     return w
 
 
@@ -120,7 +155,7 @@ def main():
     ap.add_argument("--size", choices=["small", "full"], default="small")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json")
-    ap.add_argument("--filter", default="", help="only workloads whose name contains this")
+    ap.add_argument("--filter", default="", help="only workloads whose name contains one of these (comma-separated)")
     ap.add_argument("--dtypes", default="f32,f64", help="comma-separated: f64, f32, f16, bf16 (as nxv_bench)")
     a = ap.parse_args()
     rows = []
@@ -129,7 +164,7 @@ def main():
         flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
         side = 8192 if a.size == "full" else 1024
         for name, fn, args, nbytes, *flops in workloads(dtype, flat, side):
-            if a.filter not in name:
+            if not any(f in name for f in a.filter.split(",")):
                 continue
             ms = time_call(jax.jit(fn), args, a.runs)
             gbps = nbytes / (ms / 1e3) / 1e9

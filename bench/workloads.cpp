@@ -1,5 +1,7 @@
 #include "bench/workloads.h"
 
+#include "ir/json.h"
+
 namespace nxv::bench {
 namespace {
 
@@ -135,6 +137,21 @@ NodeId dense(GraphWriter& w, NodeId x, NodeId weight, NodeId bias, DType t) {
 
 }  // namespace
 
+Workload graph_workload(std::string name, ir::Graph g) {
+  Workload w{std::move(name), g.node(g.outputs.at(0)).type().dtype, ir::Graph(), 0};
+  for (const auto& n : g.nodes) {
+    if (n.op == "parameter") w.min_bytes += n.type().byte_size();
+    if (n.op != "dot") continue;
+    const Shape& a = g.node(n.args.at(0)).type().shape;
+    double k = 1;
+    for (int64_t x : n.attrs.value("contract_axes1", std::vector<int64_t>{})) k *= double(a.at(x));
+    w.flops += 2 * k * double(n.type().num_elements());
+  }
+  for (auto id : g.outputs) w.min_bytes += g.node(id).type().byte_size();
+  w.graph = std::move(g);
+  return w;
+}
+
 Workload square_dot(DType t, int64_t n) {
   GraphWriter w("dot" + std::to_string(n));
   NodeId a = w.param(0, t, {n, n}), b = w.param(1, t, {n, n});
@@ -248,6 +265,11 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(attention_scores(t));
   ws.push_back(mlp_inference(t, 256, {784, 1024, 1024, 10}));
   ws.push_back(mlp_train_step(t, 256, {784, 1024, 1024, 10}));
+  if (side > 1024)
+    for (const auto& e : embedded_graphs()) {
+      Workload w = graph_workload(e.name, ir::parse_graph(e.json));
+      if (w.dtype == t) ws.push_back(std::move(w));
+    }
   return ws;
 }
 

@@ -31,8 +31,20 @@ Workload attention_scores(ir::DType dtype);
 // parameters.
 Workload mlp_train_step(ir::DType dtype, int64_t batch, const std::vector<int64_t>& widths);
 
+// A graph as Elixir's compiler makes it (bench/graphs/NAME.json, compiled in).
+struct EmbeddedGraph {
+  const char* name;
+  const char* json;
+};
+const std::vector<EmbeddedGraph>& embedded_graphs();
+
+// A graph from elsewhere: bandwidth counts each input and output once, FLOP/s its dots'
+// multiply-adds (2 FLOPs each, zeros of a dilated or padded operand included).
+Workload graph_workload(std::string name, ir::Graph graph);
+
 // `size` overrides the element count of the flat workloads and the side of the square ones,
 // so the same workloads run small on lavapipe and full-size on a GPU.
+// The full size adds the embedded graphs of that type (convolutions: too slow for a CPU).
 std::vector<Workload> make_workloads(ir::DType dtype, int64_t flat_elems, int64_t square_side,
                                      const std::vector<int64_t>& leapfrog_dims);
 

@@ -2,6 +2,7 @@
 // element (if any) an output element comes from, and reads just that.
 #include <algorithm>
 #include <iterator>
+#include <set>
 
 #include "codegen/emitter.h"
 
@@ -14,6 +15,11 @@ std::vector<int64_t> strides_of(const ir::Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
+}
+
+// Shape contracts the verifier guarantees; checked again because a violation would read out of bounds.
+void require_shapes(const ir::Node& node, const ir::Node& operand, bool ok, const std::string& what) {
+  if (!ok) throw ir::IrError(node, what + " (" + ir::to_string(operand.type()) + " -> " + ir::to_string(node.type()) + ")");
 }
 
 std::vector<int64_t> int_list(const ir::Node& node, const char* key) {
@@ -93,6 +99,159 @@ struct IndexOps {
 };
 }  // namespace
 
+std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& index) {
+  static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
+  const std::string& op = node.op;
+  if (!maps.count(op)) return std::nullopt;
+  const ir::Shape& out = node.type().shape;
+  IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
+  const ir::Node& x = arg(node, 0);
+  const ir::Shape& in = x.type().shape;
+
+  if (op == "reshape") {
+    if (ir::num_elements(in) != ir::num_elements(out))
+      throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
+                                  ir::to_string(node.type()) + ")");
+    // Only axes of size 1 inserted or removed (a complex value's part views): the other
+    // dims carry over, so the element keeps its index ids, and a value read through
+    // several such reshapes is computed once, not once per path as after a linearisation.
+    std::vector<int64_t> in_extents, out_extents;
+    std::copy_if(in.begin(), in.end(), std::back_inserter(in_extents), [](int64_t e) { return e != 1; });
+    std::copy_if(out.begin(), out.end(), std::back_inserter(out_extents), [](int64_t e) { return e != 1; });
+    if (index.has_dims() && in_extents == out_extents) {
+      std::vector<Id> id;
+      for (size_t i = 0, j = 0; i < in.size(); ++i) {
+        if (in[i] == 1) {
+          id.push_back(u32c(0));
+          continue;
+        }
+        while (out[j] == 1) ++j;
+        id.push_back(index.dims[j++]);
+      }
+      return index_from_dims(in, id);
+    }
+    Index idx;
+    idx.shape = in;
+    idx.linear = linear(index);
+    return idx;
+  }
+  if (op == "squeeze") {
+    Index idx;
+    idx.shape = in;
+    idx.linear = index.linear;
+    if (!idx.linear) {
+      // Only the listed axes go: Nx keeps an unlisted axis of size 1.
+      auto d = dims(index);
+      auto axes = int_list(node, "axes");
+      size_t k = 0;
+      for (size_t a = 0; a < in.size(); ++a)
+        idx.dims.push_back(std::ranges::count(axes, int64_t(a)) ? u32c(0) : d.at(k++));
+      if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
+    }
+    return idx;
+  }
+  auto d = dims(index);
+  auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
+  if (op == "broadcast") {
+    auto axes = int_list(node, "axes");
+    if (axes.size() != in.size()) throw ir::IrError(node, "broadcast axes must name one result axis per operand axis");
+    std::vector<Id> id;
+    for (size_t j = 0; j < in.size(); ++j) {
+      require(axes[j] >= 0 && size_t(axes[j]) < out.size() && (in[j] == 1 || in[j] == out[axes[j]]),
+              "broadcast axis " + std::to_string(j) + " does not fit the result");
+      id.push_back(in[j] == 1 ? u32c(0) : d[axes[j]]);
+    }
+    return index_from_dims(in, id);
+  }
+  if (op == "transpose") {
+    auto axes = int_list(node, "axes");
+    require(axes.size() == in.size() && out.size() == in.size(), "transpose needs a full permutation");
+    std::vector<Id> id(in.size(), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      require(axes[i] >= 0 && size_t(axes[i]) < in.size() && !id[axes[i]] && in[axes[i]] == out[i],
+              "transpose axes are not a permutation matching the shapes");
+      id[axes[i]] = d[i];
+    }
+    return index_from_dims(in, id);
+  }
+  if (op == "reverse") {
+    require(in == out, "reverse keeps the shape");
+    std::vector<Id> id = d;
+    for (int64_t a : int_list(node, "axes")) id.at(a) = b.op(spv::OpISub, u32(), {u32c(in.at(a) - 1), d.at(a)});
+    return index_from_dims(in, id);
+  }
+  if (op == "slice") {
+    auto lengths = int_list(node, "lengths");
+    auto strides = node.attrs.contains("strides") ? int_list(node, "strides") : std::vector<int64_t>(in.size(), 1);
+    const auto& start = node.attrs.at("start");
+    require(lengths.size() == in.size() && strides.size() == in.size() && start.size() == in.size() &&
+                out.size() == in.size(),
+            "slice needs start, lengths and strides for every axis");
+    std::vector<Id> id;
+    for (size_t i = 0; i < in.size(); ++i) {
+      require(lengths[i] >= 0 && lengths[i] <= in[i] && strides[i] > 0 &&
+                  out[i] == (lengths[i] + strides[i] - 1) / strides[i] &&
+                  (!start[i].is_number_integer() || start[i].get<int64_t>() + lengths[i] <= in[i]),
+              "slice window out of bounds on axis " + std::to_string(i));
+      Id s = ix.dynamic_start(start.at(i), in[i] - lengths.at(i));
+      Id off = strides.at(i) == 1 ? d[i] : b.op(spv::OpIMul, u32(), {d[i], u32c(strides[i])});
+      id.push_back(b.op(spv::OpIAdd, u32(), {s, off}));
+    }
+    return index_from_dims(in, id);
+  }
+  return std::nullopt;
+}
+
+// Operands that are index maps of one value (a convolution's or a window's shifted slices
+// of one padded input) read that value once, at the position the selected operand maps
+// to: selecting among the operands' values would read every one of them, and evaluate all
+// their cones, for each element.
+Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d) {
+  const int64_t axis = node.attrs.at("axis").get<int64_t>();
+  const bool stack = node.op == "stack";
+  // Each operand's chain of index maps: the values it reads through, and where.
+  std::vector<std::vector<std::pair<const ir::Node*, Index>>> paths;
+  std::vector<Id> here;  // whether the position along the axis is at or past the operand's first
+  int64_t offset = 0;
+  for (size_t k = 0; k < node.args.size(); ++k) {
+    const ir::Node* a = &arg(node, k);
+    const int64_t extent = stack ? 1 : a->type().shape.at(axis);
+    if (extent == 0) continue;
+    std::vector<Id> id;
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (int64_t(i) != axis) id.push_back(d[i]);
+      else if (!stack) id.push_back(b.op(spv::OpISub, u32(), {d[i], u32c(offset)}));
+    }
+    std::vector<std::pair<const ir::Node*, Index>> path{{a, index_from_dims(a->type().shape, id)}};
+    while (auto next = operand_position(*path.back().first, path.back().second))
+      path.emplace_back(&arg(*path.back().first, 0), std::move(*next));
+    paths.push_back(std::move(path));
+    here.push_back(b.op(spv::OpUGreaterThanEqual, boolean(), {d[axis], u32c(offset)}));
+    offset += extent;
+  }
+  if (paths.size() < 2) return 0;
+  // The first value on the first operand's chain that every chain reaches.
+  auto reached = [&](std::vector<std::pair<const ir::Node*, Index>>& p, const ir::Node* n) {
+    return std::find_if(p.begin(), p.end(), [&](const auto& step) { return step.first == n; });
+  };
+  for (const auto& step : paths[0]) {
+    const ir::Node* source = step.first;
+    if (!std::all_of(paths.begin(), paths.end(), [&](auto& p) { return reached(p, source) != p.end(); })) continue;
+    std::vector<Id> at;
+    for (size_t k = 0; k < paths.size(); ++k) {
+      std::vector<Id> dk = dims(reached(paths[k], source)->second);
+      if (k == 0) {
+        at = dk;
+        continue;
+      }
+      for (size_t i = 0; i < at.size(); ++i)
+        if (dk[i] != at[i]) at[i] = b.op(spv::OpSelect, u32(), {here[k], dk[i], at[i]});
+    }
+    return convert(value(*source, index_from_dims(source->type().shape, at)), source->type().dtype, node.type().dtype);
+  }
+  return 0;
+}
+
 Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
@@ -119,101 +278,9 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   const ir::Node& x = arg(node, 0);
   const ir::Shape& in = x.type().shape;
   auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
-
-  if (op == "reshape") {
-    if (ir::num_elements(in) != ir::num_elements(out))
-      throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
-                                  ir::to_string(node.type()) + ")");
-    // Only axes of size 1 inserted or removed (a complex value's part views): the other
-    // dims carry over, so the element keeps its index ids, and a value read through
-    // several such reshapes is computed once, not once per path as after a linearisation.
-    std::vector<int64_t> in_extents, out_extents;
-    std::copy_if(in.begin(), in.end(), std::back_inserter(in_extents), [](int64_t e) { return e != 1; });
-    std::copy_if(out.begin(), out.end(), std::back_inserter(out_extents), [](int64_t e) { return e != 1; });
-    if (index.has_dims() && in_extents == out_extents) {
-      std::vector<Id> id;
-      for (size_t i = 0, j = 0; i < in.size(); ++i) {
-        if (in[i] == 1) {
-          id.push_back(u32c(0));
-          continue;
-        }
-        while (out[j] == 1) ++j;
-        id.push_back(index.dims[j++]);
-      }
-      return read(index_from_dims(in, id));
-    }
-    Index idx;
-    idx.shape = in;
-    idx.linear = linear(index);
-    return read(idx);
-  }
-  if (op == "squeeze") {
-    Index idx;
-    idx.shape = in;
-    idx.linear = index.linear;
-    if (!idx.linear) {
-      // Only the listed axes go: Nx keeps an unlisted axis of size 1.
-      auto d = dims(index);
-      auto axes = int_list(node, "axes");
-      size_t k = 0;
-      for (size_t a = 0; a < in.size(); ++a)
-        idx.dims.push_back(std::ranges::count(axes, int64_t(a)) ? u32c(0) : d.at(k++));
-      if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
-    }
-    return read(idx);
-  }
+  if (auto at = operand_position(node, index)) return read(std::move(*at));
   auto d = dims(index);
-  // Shape contracts the verifier guarantees; checked again because a violation would read out of bounds.
-  auto require = [&](bool ok, const std::string& what) {
-    if (!ok) throw ir::IrError(node, what + " (" + ir::to_string(x.type()) + " -> " + ir::to_string(node.type()) + ")");
-  };
-  if (op == "broadcast") {
-    auto axes = int_list(node, "axes");
-    if (axes.size() != in.size()) throw ir::IrError(node, "broadcast axes must name one result axis per operand axis");
-    std::vector<Id> id;
-    for (size_t j = 0; j < in.size(); ++j) {
-      require(axes[j] >= 0 && size_t(axes[j]) < out.size() && (in[j] == 1 || in[j] == out[axes[j]]),
-              "broadcast axis " + std::to_string(j) + " does not fit the result");
-      id.push_back(in[j] == 1 ? u32c(0) : d[axes[j]]);
-    }
-    return read(index_from_dims(in, id));
-  }
-  if (op == "transpose") {
-    auto axes = int_list(node, "axes");
-    require(axes.size() == in.size() && out.size() == in.size(), "transpose needs a full permutation");
-    std::vector<Id> id(in.size(), 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      require(axes[i] >= 0 && size_t(axes[i]) < in.size() && !id[axes[i]] && in[axes[i]] == out[i],
-              "transpose axes are not a permutation matching the shapes");
-      id[axes[i]] = d[i];
-    }
-    return read(index_from_dims(in, id));
-  }
-  if (op == "reverse") {
-    require(in == out, "reverse keeps the shape");
-    std::vector<Id> id = d;
-    for (int64_t a : int_list(node, "axes")) id.at(a) = b.op(spv::OpISub, u32(), {u32c(in.at(a) - 1), d.at(a)});
-    return read(index_from_dims(in, id));
-  }
-  if (op == "slice") {
-    auto lengths = int_list(node, "lengths");
-    auto strides = node.attrs.contains("strides") ? int_list(node, "strides") : std::vector<int64_t>(in.size(), 1);
-    const auto& start = node.attrs.at("start");
-    require(lengths.size() == in.size() && strides.size() == in.size() && start.size() == in.size() &&
-                out.size() == in.size(),
-            "slice needs start, lengths and strides for every axis");
-    std::vector<Id> id;
-    for (size_t i = 0; i < in.size(); ++i) {
-      require(lengths[i] >= 0 && lengths[i] <= in[i] && strides[i] > 0 &&
-                  out[i] == (lengths[i] + strides[i] - 1) / strides[i] &&
-                  (!start[i].is_number_integer() || start[i].get<int64_t>() + lengths[i] <= in[i]),
-              "slice window out of bounds on axis " + std::to_string(i));
-      Id s = ix.dynamic_start(start.at(i), in[i] - lengths.at(i));
-      Id off = strides.at(i) == 1 ? d[i] : b.op(spv::OpIMul, u32(), {d[i], u32c(strides[i])});
-      id.push_back(b.op(spv::OpIAdd, u32(), {s, off}));
-    }
-    return read(index_from_dims(in, id));
-  }
+  auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
   if (op == "put_slice") {
     const ir::Node& upd = arg(node, 1);
     const ir::Shape& us = upd.type().shape;
@@ -257,14 +324,10 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     // operand holding it is read: reading every operand and selecting would evaluate all
     // their cones, and a chain of such reads grows exponentially.
     const std::optional<uint64_t> at = b.int_constant(d[axis]);
-    // Later operands take precedence in the select chain, so walk from the first.
-    Id result = 0;
-    int64_t offset = 0;
+    const bool stack = op == "stack";
     for (size_t k = 0; k < node.args.size(); ++k) {
       const ir::Node& a = arg(node, k);
       const ir::Shape& as = a.type().shape;
-      std::vector<Id> id;
-      const bool stack = op == "stack";
       bool fits = as.size() + (stack ? 1 : 0) == out.size();
       for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
         if (int64_t(i) == axis && stack) continue;
@@ -273,6 +336,16 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       }
       if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
                                              " does not fit the result " + ir::to_string(node.type()));
+    }
+    if (!at)
+      if (Id v = select_common_source(node, d)) return v;
+    // Later operands take precedence in the select chain, so walk from the first.
+    Id result = 0;
+    int64_t offset = 0;
+    for (size_t k = 0; k < node.args.size(); ++k) {
+      const ir::Node& a = arg(node, k);
+      const ir::Shape& as = a.type().shape;
+      std::vector<Id> id;
       int64_t extent = stack ? 1 : as[axis];
       if (extent == 0 || (at && (int64_t(*at) < offset || int64_t(*at) >= offset + extent))) {
         offset += extent;
@@ -280,7 +353,7 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       }
       for (size_t i = 0; i < out.size(); ++i) {
         if (int64_t(i) != axis) id.push_back(d[i]);
-        else if (op == "concatenate")
+        else if (!stack)
           id.push_back(b.ext(GLSLstd450UMin, u32(), {b.op(spv::OpISub, u32(), {d[i], u32c(offset)}), u32c(extent - 1)}));
       }
       Id v = convert(value(a, index_from_dims(as, id)), a.type().dtype, t);

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "codegen/matmul.h"
 
@@ -15,17 +17,46 @@ std::vector<int64_t> extents_of(const ir::Shape& s, const std::vector<int64_t>& 
   return x;
 }
 
+// The axis of `n` along which neighbouring elements lie next to each other in memory: the
+// innermost axis of the buffer it is read from, followed through the index maps in
+// between (a convolution's patches are contiguous along the output's columns, not along
+// the taps the innermost axis holds); the last axis where a reshape regroups it.
+int64_t innermost_axis(const ir::Graph& body, const ir::Node& n) {
+  const ir::Shape& out = n.type().shape;
+  const int64_t last = int64_t(out.size()) - 1;
+  static const std::set<std::string> keep = {"slice", "pad", "reverse", "as_type", "concatenate", "metadata"};
+  const std::string& op = n.op;
+  if (n.args.empty() || !(keep.count(op) || op == "transpose" || op == "reshape" || op == "stack" || op == "broadcast"))
+    return last;
+  const ir::Node& x = body.node(n.args[0]);
+  const int64_t a = innermost_axis(body, x);
+  if (a < 0) return last;  // a scalar's broadcast
+  if (keep.count(op)) return a;
+  if (op == "stack") return a >= n.attrs.at("axis").get<int64_t>() ? a + 1 : a;
+  if (op == "broadcast") return n.attrs.at("axes").at(a).get<int64_t>();
+  if (op == "transpose") {
+    auto axes = n.attrs.at("axes").get<std::vector<int64_t>>();
+    return std::find(axes.begin(), axes.end(), a) - axes.begin();
+  }
+  // A reshape keeps the order of the axes it does not merge or split: the innermost is
+  // the same among those of extent above 1.
+  const ir::Shape& in = x.type().shape;
+  std::vector<int64_t> in_big, out_big;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != 1) in_big.push_back(int64_t(i));
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i] != 1) out_big.push_back(int64_t(i));
+  auto at = std::find(in_big.begin(), in_big.end(), a);
+  const bool same = in_big.size() == out_big.size() &&
+                    std::equal(in_big.begin(), in_big.end(), out_big.begin(), [&](int64_t i, int64_t o) { return in[i] == out[o]; });
+  return same && at != in_big.end() ? out_big[at - in_big.begin()] : last;
+}
+
 // Whether the operand's elements lie along a contracted axis in memory: then the threads
 // loading a tile walk the contraction, else its free axis, so that neighbours read
-// neighbouring addresses. A transposed parameter is read in place, in its own layout.
+// neighbouring addresses.
 bool contiguous_along_k(const ir::Graph& body, const ir::Node& operand, const std::vector<int64_t>& contract) {
-  int64_t innermost = int64_t(operand.type().shape.size()) - 1;
-  if (operand.op == "transpose" && body.node(operand.args.at(0)).op == "parameter") {
-    auto axes = operand.attrs.value("axes", std::vector<int64_t>{});
-    auto at = std::find(axes.begin(), axes.end(), innermost);
-    if (at != axes.end()) innermost = at - axes.begin();
-  }
-  return std::find(contract.begin(), contract.end(), innermost) != contract.end();
+  return std::find(contract.begin(), contract.end(), innermost_axis(body, operand)) != contract.end();
 }
 
 struct Operand {

@@ -173,6 +173,12 @@ class Emitter {
   Id emit_compare(const ir::Node& node, Index& index);
   Id emit_misc_elementwise(const ir::Node& node, Index& index);  // select clip as_type bitcast
   Id emit_index_op(const ir::Node& node, Index& index);          // broadcast, slice, pad, ...
+  // The operand index of an index map that reads one operand element per element, always
+  // (reshape, squeeze, broadcast, transpose, reverse, slice); nullopt for other ops.
+  std::optional<Index> operand_position(const ir::Node& node, Index& index);
+  // A concatenate's or stack's element at dims `d` where its operands read one value: that
+  // value, read once; 0 where they do not.
+  Id select_common_source(const ir::Node& node, const std::vector<Id>& d);
   Id emit_gather(const ir::Node& node, Index& index);            // emit_gather.cpp
   Id emit_indexed(const ir::Node& node, Index& index);           // indexed_add indexed_put (emit_gather.cpp)
   Id emit_reduction(const ir::Node& node, Index& index);

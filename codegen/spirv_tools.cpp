@@ -3,7 +3,11 @@
 #include <spirv_cross/spirv_cross_c.h>
 #include <spirv/unified1/spirv.hpp>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 
 #include "codegen/kernel.h"
@@ -70,9 +74,36 @@ auto with_cross_compiler(const std::vector<uint32_t>& spirv, spvc_backend backen
   check(spvc_context_create_compiler(ctx, backend, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP, &compiler));
   return use(compiler, check);
 }
-}  // namespace
 
-std::string to_glsl(const std::vector<uint32_t>& spirv) {
+// Runs fn on a thread with a stack of `bytes`, its exception rethrown here.
+std::string on_own_stack(size_t bytes, const std::function<std::string()>& fn) {
+  struct Job {
+    const std::function<std::string()>& fn;
+    std::string result;
+    std::exception_ptr error;
+  } job{fn, {}, nullptr};
+  auto entry = [](void* p) -> void* {
+    auto* j = static_cast<Job*>(p);
+    try {
+      j->result = j->fn();
+    } catch (...) {
+      j->error = std::current_exception();
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, bytes);
+  pthread_t thread;
+  const int failed = pthread_create(&thread, &attr, entry, &job);
+  pthread_attr_destroy(&attr);
+  if (failed) throw std::runtime_error("cannot start a thread for SPIRV-Cross");
+  pthread_join(thread, nullptr);
+  if (job.error) std::rethrow_exception(job.error);
+  return job.result;
+}
+
+std::string glsl_of(const std::vector<uint32_t>& spirv) {
   return with_cross_compiler(spirv, SPVC_BACKEND_GLSL, [](spvc_compiler compiler, auto check) {
     spvc_compiler_options options = nullptr;
     check(spvc_compiler_create_compiler_options(compiler, &options));
@@ -84,6 +115,14 @@ std::string to_glsl(const std::vector<uint32_t>& spirv) {
     check(spvc_compiler_compile(compiler, &source));
     return std::string(source);
   });
+}
+}  // namespace
+
+// SPIRV-Cross writes each expression recursively, as deep as its tree: a dot's prologue of
+// index maps is one expression per operand load, and a convolution's overflowed a dirty NIF
+// scheduler's 320 KB stack (Nx.Vulkan.explain). It runs on a thread with room for that.
+std::string to_glsl(const std::vector<uint32_t>& spirv) {
+  return on_own_stack(size_t(256) << 20, [&] { return glsl_of(spirv); });
 }
 
 ModuleInterface reflect(const std::vector<uint32_t>& spirv) {

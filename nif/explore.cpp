@@ -1,5 +1,5 @@
 // explore(device, json, pipeline): what `nxv explore` shows (cli/main.cpp), as terms:
-// the graph as read, the graph after each pass, each kernel's SPIR-V disassembly
+// the graph as read, the graph after each pass, each kernel's launch, SPIR-V disassembly
 // and GLSL view, and the number of dispatches. Used by Nx.Vulkan.explain/3.
 #include "codegen/kernel.h"
 #include "ir/json.h"
@@ -30,6 +30,7 @@ void collect_kernels(ErlNifEnv* env, const ir::Graph& g, const codegen::DeviceCa
     out.push_back(make_map(env, {
                                     {"name", binary(env, k.name)},
                                     {"fused", list(env, fused)},
+                                    {"launch", binary(env, k.launch)},
                                     {"spirv", binary(env, codegen::disassemble(k.spirv))},
                                     {"glsl", binary(env, codegen::to_glsl(k.spirv))},
                                     {"validation", binary(env, invalid.empty() ? "ok" : invalid)},

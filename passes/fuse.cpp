@@ -148,9 +148,15 @@ class Fuse : public Pass {
   }
 
   // A dot inlined where it is not computed at the region's one output position (the region
-  // ended as a reduction, a row kernel or one of several results): materialise it, so that
-  // it keeps its tiles rather than a loop per element read.
+  // ended as a reduction, a row kernel or one of several results), or beside another dot:
+  // materialise it, so that it keeps its tiles rather than a loop per element read.
   static std::optional<NodeId> dot_off_its_output(const Graph& g, const Region& r) {
+    // One dot per kernel: of several (one read in another's epilogue, a conv's output
+    // beside the gradient that masks by it), the first gets a buffer, tiled on its own.
+    std::vector<NodeId> dots;
+    for (const auto& n : g.nodes)
+      if (n.op == "dot" && r.members.count(n.id)) dots.push_back(n.id);
+    if (dots.size() > 1) return dots.front();
     for (NodeId m : r.members) {
       const Node& dot = g.node(m);
       if (dot.op != "dot" || std::find(r.roots.begin(), r.roots.end(), m) != r.roots.end()) continue;

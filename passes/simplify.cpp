@@ -63,6 +63,7 @@ class Simplify : public Pass {
       return n.args[0];
     } else if (op == "reshape" && g.node(n.args[0]).op == "reshape") {
       n.args[0] = g.node(n.args[0]).args[0];  // only the final shape matters
+      if (same_type(g, n, n.args[0])) return n.args[0];  // a round trip (a unit axis added and dropped)
     } else if (op == "transpose") {
       auto axes = n.attrs["axes"].get<std::vector<int64_t>>();
       const Node& inner = g.node(n.args[0]);

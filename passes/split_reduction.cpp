@@ -4,6 +4,12 @@
 // identity to kParts equal chunks, and each output first reduces its chunks in parallel,
 // then the kParts partial results. The transposes, reshapes and pads are index mappings,
 // so fusion folds them (and x's producers) into the first reduction's kernel.
+//
+// A dot with a long contraction into few outputs (a convolution's weight gradient, whose
+// contraction runs over the batch and the image) is split the same way: one contracted
+// axis, or chunks of it, becomes a batch axis of the dot, whose partial products a sum
+// over that axis adds. Its tiles then fill the device instead of a few workgroups each
+// walking the whole contraction.
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -22,6 +28,14 @@ constexpr int64_t kMinExtent = 1 << 16;   // shorter reductions are fast enough 
 constexpr int64_t kMaxOutputs = 4096;     // more outputs already occupy the device
 constexpr int64_t kParts = 1024;          // partial results per output
 
+// Dots: split where the contraction is at least this long and the outputs this few; the
+// parts are as many as bring the partial products to kDotSplitOutputs elements, while
+// each part still contracts kDotMinPart or more.
+constexpr int64_t kDotMinContraction = 4096;
+constexpr int64_t kDotMaxOutputs = 1 << 18;
+constexpr int64_t kDotSplitOutputs = 1 << 20;
+constexpr int64_t kDotMinPart = 512;
+
 nlohmann::json identity(const std::string& op, DType t) {
   const bool fl = ir::is_float(t), sgn = ir::is_signed_int(t);
   const int bits = ir::dtype_bits(t);
@@ -36,6 +50,83 @@ nlohmann::json identity(const std::string& op, DType t) {
   return bits == 64 ? nlohmann::json(std::numeric_limits<uint64_t>::max()) : nlohmann::json((uint64_t(1) << bits) - 1);
 }
 
+// The dot's contraction split in parts: appends the dot over the parts and, under n's id,
+// their sum to `out`. False (nothing appended) where the dot is left as it is.
+bool split_dot(const Graph& g, const Node& n, NodeId& next, std::vector<Node>& out) {
+  const ir::TensorType& a = g.node(n.args[0]).type();
+  const ir::TensorType& b = g.node(n.args[1]).type();
+  auto list = [&](const char* k) {
+    return n.attrs.contains(k) ? n.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};
+  };
+  std::vector<int64_t> c1 = list("contract_axes1"), c2 = list("contract_axes2");
+  std::vector<int64_t> b1 = list("batch_axes1"), b2 = list("batch_axes2");
+  if (c1.size() != c2.size() || b1.size() != b2.size()) return false;  // the verifier names it
+  int64_t contraction = 1;
+  for (int64_t x : c1) contraction *= a.shape.at(x);
+  const int64_t outputs = n.type().num_elements();
+  if (contraction < kDotMinContraction || outputs > kDotMaxOutputs || outputs == 0) return false;
+  const int64_t want = std::min((kDotSplitOutputs + outputs - 1) / outputs, contraction / kDotMinPart);
+  // The contracted axis giving the most parts up to `want`: a whole axis needs no reshape,
+  // so it wins a tie, then the outermost.
+  size_t pick = 0;
+  int64_t parts = 0;
+  bool whole = false;
+  for (size_t i = 0; i < c1.size(); ++i) {
+    const int64_t extent = a.shape[c1[i]];
+    int64_t p = std::max<int64_t>(1, std::min(extent, want));
+    while (extent % p) --p;
+    if (p > parts || (p == parts && p == extent && !whole)) pick = i, parts = p, whole = p == extent;
+  }
+  if (parts < 4) return false;
+  auto add = [&](Node m) {
+    m.id = next++;
+    out.push_back(std::move(m));
+    return out.back().id;
+  };
+  // Operand axis `axis` of `extent` as (parts, extent / parts): the parts become a batch axis.
+  auto split = [&](NodeId operand, const ir::TensorType& t, int64_t axis, std::vector<int64_t>& contract,
+                   std::vector<int64_t>& batch) {
+    const int64_t extent = t.shape[axis];
+    if (extent == parts) {
+      contract.erase(std::find(contract.begin(), contract.end(), axis));
+      batch.push_back(axis);
+      return operand;
+    }
+    // The axis itself stays contracted, as the chunks' axis after the parts.
+    for (auto* axes : {&contract, &batch})
+      for (int64_t& x : *axes)
+        if (x >= axis) ++x;
+    batch.push_back(axis);
+    ir::Shape s = t.shape;
+    s[axis] = extent / parts;
+    s.insert(s.begin() + axis, parts);
+    Node r;
+    r.op = "reshape";
+    r.args = {operand};
+    r.results = {{t.dtype, s}};
+    r.attrs = nlohmann::json::object();
+    return add(std::move(r));
+  };
+  Node d = n;
+  d.args = {split(n.args[0], a, c1[pick], c1, b1), split(n.args[1], b, c2[pick], c2, b2)};
+  d.attrs["contract_axes1"] = c1;
+  d.attrs["contract_axes2"] = c2;
+  d.attrs["batch_axes1"] = b1;
+  d.attrs["batch_axes2"] = b2;
+  // The dot's result is [batch..., free1..., free2...]: the parts follow the old batch axes.
+  ir::Shape s = n.type().shape;
+  const int64_t at = int64_t(b1.size()) - 1;
+  s.insert(s.begin() + at, parts);
+  d.results = {{n.type().dtype, s}};
+  const NodeId partial = add(std::move(d));
+  Node sum = n;
+  sum.op = "sum";
+  sum.args = {partial};
+  sum.attrs = {{"axes", {at}}};
+  out.push_back(std::move(sum));
+  return true;
+}
+
 class SplitReduction : public Pass {
  public:
   std::string name() const override { return "split-reduction"; }
@@ -46,6 +137,7 @@ class SplitReduction : public Pass {
     // Nodes are copied, not moved: later nodes still look up their operands in g.
     for (Node n : g.nodes) {
       static const std::set<std::string> ops = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
+      if (n.op == "dot" && split_dot(g, n, next, out)) continue;
       if (!ops.count(n.op)) {
         out.push_back(n);
         continue;

@@ -69,6 +69,21 @@ TEST(CodegenIndex, ConcatenateAndStack) {
   expect_valid(k.finish({cat, st}));
 }
 
+// Shifted slices of one value, stacked (a convolution's patches) and concatenated: the
+// value is read once, at the selected slice's position (Emitter::select_common_source).
+TEST(CodegenIndex, StackedSlicesOfOneValue) {
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {2, 6});
+  auto p = k.add("pad", {x, k.add("constant", {}, DType::F32, {}, {{"value", 0.0}})}, DType::F32, {2, 8},
+                 {{"config", {{0, 0, 0}, {1, 1, 0}}}});
+  std::vector<ir::NodeId> slices;
+  for (int64_t s = 0; s < 3; ++s)
+    slices.push_back(k.add("slice", {p}, DType::F32, {2, 6}, {{"start", {0, s}}, {"lengths", {2, 6}}, {"strides", {1, 1}}}));
+  auto st = k.add("stack", slices, DType::F32, {2, 6, 3}, {{"axis", 2}});
+  auto cat = k.add("concatenate", slices, DType::F32, {6, 6}, {{"axis", 0}});
+  expect_valid(k.finish({st, cat}));
+}
+
 TEST(CodegenIndex, IotaAndEye) {
   KernelBuilder k;
   auto i0 = k.add("iota", {}, DType::S64, {3, 4}, {{"axis", 1}});

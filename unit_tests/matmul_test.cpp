@@ -2,8 +2,9 @@
 // every tile variant, on the default device (lavapipe in CI: its direct variant through
 // the runtime, the staged one through run_spirv with another vendor's tile choice), over
 // edge shapes (1, primes, non-multiples of the tile, an empty contraction, many batches),
-// transposed and batched operands read in place, every element type, fused epilogues; and
-// which variant each target selects.
+// transposed and batched operands read in place, every element type, fused epilogues,
+// convolutions and their gradients as Elixir lowers them; and which variant each target
+// selects.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
+#include "test_graphs.h"
 
 namespace nxv {
 namespace {
@@ -262,6 +264,80 @@ TEST(Matmul, CooperativeProductsMatchTheReference) {
   }
 }
 
+// f32 values that sums of many products of inputs given by inputs_for round differently
+// in another order (gradients read sines and cosines): within 1e-4 of the reference,
+// relative to the element's magnitude where that is above 1.
+void expect_close(const std::string& what, const ir::Literal& got, const ir::Literal& want) {
+  ASSERT_EQ(got.type, want.type) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < want.type.num_elements() && bad < 5; ++i) {
+    const double g = ir::get_f64(got, i), w = ir::get_f64(want, i);
+    if (!(std::fabs(g - w) <= 1e-4 * std::max(1.0, std::fabs(w)))) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g << ", want " << w;
+      ++bad;
+    }
+  }
+}
+
+// Convolutions and the gradients of sum(sin(conv)) with respect to input and kernel, as
+// Elixir's compiler lowers them (graphs/conv_*.json, written by graphs/conv_graphs.exs):
+// the dots read their patches through index maps of the padded input (an implicit GEMM:
+// slices stacked per spatial axis), over strides, dilations of input and kernel, padding,
+// feature and batch groups, and a weight gradient whose long contraction split-reduction
+// splits. The whole graph on this device, then every dot kernel under each target's tile
+// choice (the staged kernels included) through run_spirv, its inputs and its result
+// evaluated by the interpreter on the graph as it is before fusion.
+TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
+  runtime::RuntimeOptions robust;
+  robust.robust_buffer_access = true;
+  auto dev = runtime::Device::open(robust);
+  const auto& own = dev->info().caps;
+  const auto pipeline = passes::default_pipeline();
+  const auto fuse = std::find(pipeline.begin(), pipeline.end(), "fuse");
+  ASSERT_NE(fuse, pipeline.end());
+  const std::vector<std::string> before(pipeline.begin(), fuse), after(fuse, pipeline.end());
+  for (const std::string name : {"same", "strided_dilated", "feature_groups", "batch_groups", "long_contraction"}) {
+    const ir::Graph g = test_graph("conv_" + name + ".json");
+    const auto in = inputs_for(g, 7);
+    const auto want = ir::interpret(g, in);
+    const auto got = runtime::Executable::compile(dev, g)->run_host(in);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < want.size(); ++i) expect_close(name + " output " + std::to_string(i), got[i], want[i]);
+
+    ir::Graph pre = g;
+    passes::PassManager(before).run(pre);
+    ir::Graph low = pre;
+    passes::PassManager(after).run(low);
+    int tiled = 0;
+    for (const auto& kernel : low.nodes) {
+      if (kernel.op != "kernel" || kernel.attrs.value("kind", std::string()) != "dot") continue;
+      ir::Graph probe = pre;
+      probe.outputs = kernel.args;
+      probe.outputs.push_back(kernel.id);
+      const auto values = ir::interpret(probe, in);
+      for (const std::string target : {"nvidia", "amd", "generic", "lavapipe"}) {
+        codegen::DeviceCaps caps = own;
+        caps.vendor_id = codegen::target_caps(target).vendor_id;
+        const std::string what = name + " " + target + " k" + std::to_string(kernel.id);
+        auto kb = codegen::compile_kernel(kernel, low, caps);
+        tiled += kb.launch.rfind("matmul", 0) == 0;
+        EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << what;
+        std::vector<runtime::BufferPtr> bufs;
+        for (size_t a = 0; a < kernel.args.size(); ++a)
+          bufs.push_back(dev->upload(values[a].type, values[a].data.data(), values[a].data.size()));
+        runtime::SpirvLaunch launch;
+        launch.push_constants.assign(kb.push_constant_bytes, 0);
+        for (int i = 0; i < 3; ++i) launch.group_count[i] = kb.group_count[i];
+        auto out = runtime::run_spirv(dev, kb.spirv, bufs, kernel.results, launch);
+        ir::Literal result{kernel.results[0], std::vector<uint8_t>(kernel.results[0].byte_size())};
+        dev->download(*out[0], result.data.data(), result.data.size());
+        expect_close(what, result, values.back());
+      }
+    }
+    EXPECT_GE(tiled, 2 * 4) << name << ": the forward and the weight gradient's dots are tiled on every target";
+  }
+}
+
 // Which kernel each target selects, by shape.
 TEST(Matmul, TargetsSelectTilesBySize) {
   auto launch_of = [](const Case& c, const std::string& target) {
@@ -273,6 +349,9 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 64x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
+  // Few columns (a convolution's output channels): tiles of their width.
+  EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe")
                 .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 4", 0),
             0u);

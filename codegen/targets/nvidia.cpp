@@ -37,6 +37,9 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // slices in shared memory), 128x128x64 by 2x4 205 (its two sets would exceed the 48 KiB
 // Vulkan allows, so one), 128x256x32 by 2x4 183, 128x128x32 by 2x2 103-169, 128x128x64
 // by 2x2 89. 1024^2 takes 64x64x32 by 2x2 (76 TFLOP/s): 256 tiles for 132 SMs.
+//
+// A product with few rows or columns (a convolution's output channels, 32 or 64, by its
+// windows) takes tiles that narrow, 128 long, else most of each tile would compute nothing.
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
@@ -46,6 +49,9 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
+  auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
+  if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
+  if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
 }
 

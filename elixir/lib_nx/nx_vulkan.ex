@@ -60,8 +60,9 @@ defmodule Nx.Vulkan do
     * `:all` (default) - a map with every stage below: `:source` (the JSON IR it is
       serialised to), `:passes` (`[{pass_name, json}]`, the IR after each pass of the
       pipeline), `:lowered` (the IR after the last pass), `:kernels` (one map per
-      kernel: `:name`, `:fused` node ids, `:spirv` disassembly, `:glsl` view,
-      `:validation`), `:spirv` (`[{name, disassembly}]`) and `:dispatches` (the number
+      kernel: `:name`, `:fused` node ids, `:launch` (how it runs, as `nxv explore`
+      prints it: `"matmul 64x64x4 tiles, ..."`, `"elements, ..."`), `:spirv` disassembly,
+      `:glsl` view, `:validation`), `:spirv` (`[{name, disassembly}]`) and `:dispatches` (the number
       of kernels, i.e. dispatches per run of a graph without loops)
     * `:source` - the JSON IR text only
     * `:lowered` - the JSON IR after the runtime's pass pipeline

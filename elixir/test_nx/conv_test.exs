@@ -77,6 +77,47 @@ defmodule Nx.Vulkan.ConvTest do
     hd(@combined)
   ]
 
+  # Shapes whose dots are tiled (codegen/matmul.h: at least 16 x 16 outputs and 2^18
+  # multiply-adds), each option, with the gradients, whose convs (input dilation, batch
+  # groups, reversed kernels) are tiled too. Images of 256 windows or more (the groups, the
+  # last) take the kernel as the dot's left operand, smaller ones the patches; the last
+  # one's weight gradient contracts over 8 x 24 x 24 positions into 576 outputs, which
+  # split-reduction splits into a batched dot and a sum over the parts.
+  @tiled [
+    {{2, 16, 12, 12}, {16, 16, 3, 3}, padding: :same},
+    {{2, 16, 17, 15}, {16, 16, 3, 3}, strides: [2, 1], padding: [{1, 2}, {0, 1}]},
+    {{2, 16, 14, 12}, {16, 16, 3, 3}, kernel_dilation: [2, 1], padding: :same},
+    {{2, 16, 9, 8}, {16, 16, 3, 3}, input_dilation: [2, 1], padding: [{1, 1}, {0, 2}]},
+    {{2, 32, 16, 16}, {32, 16, 3, 3}, feature_group_size: 2, padding: :same},
+    {{4, 16, 16, 16}, {32, 16, 3, 3}, batch_group_size: 2, padding: :same},
+    {{8, 4, 24, 24}, {16, 4, 3, 3}, padding: :same}
+  ]
+
+  # The evaluator's conv gradients at these sizes take tens of seconds on a busy machine.
+  for {{input, kernel, opts}, i} <- Enum.with_index(@tiled) do
+    @tag timeout: 300_000
+    test "the tiled kernels, #{i}: #{inspect(input)} by #{inspect(kernel)} #{inspect(opts)}, and gradients (f32)" do
+      {input, kernel, opts} = unquote(Macro.escape({input, kernel, opts}))
+      conv = &Nx.conv(&1, &2, opts)
+      # (squares: a transcendental epilogue, a cosine per register of lavapipe's 16 x 8 tiles,
+      # makes a kernel LLVM takes minutes to compile there)
+      grads = &Nx.Defn.grad({&1, &2}, fn {x, k} -> Nx.sum(Nx.pow(Nx.conv(x, k, opts), 2)) end)
+      args = [data(input, :f32, 0.37), data(kernel, :f32, 0.91)]
+
+      # The forward conv's dot, and at least it and the weight gradient's among the three
+      # dots of the gradients (the input gradient of 4 channels is a product of 4 columns);
+      # a kernel is named after its root, an epilogue's where the dot has one.
+      for {fun, tiled} <- [{conv, 1}, {grads, 2}] do
+        launches = for k <- Nx.Vulkan.explain(fun, args).kernels, do: k.launch
+
+        assert Enum.count(launches, &String.starts_with?(&1, "matmul")) >= tiled,
+               inspect({input, opts, launches})
+
+        assert_matches_evaluator(fun, args, @tolerance[{:f, 32}])
+      end
+    end
+  end
+
   for type <- [:f32, :f64] do
     test "each option alone (#{type})" do
       for {input, kernel, opts} <- @single, do: check(input, kernel, opts, unquote(type))
@@ -156,18 +197,21 @@ defmodule Nx.Vulkan.ConvTest do
     end
   end
 
-  test "the conv becomes slices, a stack and one dot: two dispatches" do
-    x = data({2, 3, 8, 8}, :f32, 0.37)
+  test "the conv becomes slices, stacks and one dot: one dispatch, two for small images" do
     k = data({4, 3, 3, 3}, :f32, 0.91)
     fun = &Nx.conv(&1, &2, padding: :same, strides: [1, 2])
+    x = data({2, 3, 16, 32}, :f32, 0.37)
     {graph, _} = graph(fun, [x, k])
     ops = graph |> assert_well_formed() |> all_nodes() |> Enum.map(& &1.op)
     assert Enum.count(ops, &(&1 == "dot")) == 1
     refute "conv" in ops
 
-    # the dot reading its patches (pad, slices, stack) through its prologue, then the result
-    # in the output's layout
-    assert Nx.Vulkan.explain(fun, [x, k]).dispatches == 2
+    # the dot reading its patches (pad, slices, stacks) through its prologue; over 256
+    # windows per image its result is in the output's layout, over fewer (and for a weight
+    # gradient) a second kernel transposes it
+    assert Nx.Vulkan.explain(fun, [x, k]).dispatches == 1
+    small = data({2, 3, 8, 8}, :f32, 0.37)
+    assert Nx.Vulkan.explain(fun, [small, k]).dispatches == 2
   end
 
   test "complex tensors convolve through the complex lowering (Nx.Vulkan.Complex)" do

@@ -1,15 +1,19 @@
 defmodule Nx.Vulkan.Conv do
   @moduledoc false
   # Nx.conv/3 written with ops the IR has, for the serialiser (Nx.Vulkan.IR) to inline in
-  # place of the `conv` node: im2col. The input, permuted to [batch, channels, spatial...],
-  # is padded (input dilation is interior padding), a strided slice of it is taken per
-  # kernel tap or per output position (whichever are fewer, so a weight gradient, whose
-  # "kernel" is a whole image, stays a few slices), and one `dot` contracts the stacked
-  # slices with the kernel over input channels and taps, with the feature or batch groups
-  # as its batch axis. The slices, their stack, the pad and the transposes are index maps
-  # fused into one kernel that writes the patches the dot reads (the fuse pass gives dot
-  # operands buffers); reshapes of the dot's result are read in place by its consumers.
+  # place of the `conv` node: an implicit GEMM. The input, permuted to [batch, channels,
+  # spatial...], is padded (input dilation is interior padding), strided slices of it are
+  # stacked per spatial axis, one per kernel tap or per output position along it (whichever
+  # are fewer, so a weight gradient, whose "kernel" is a whole image, stays a few slices),
+  # and one `dot` contracts the patches with the kernel over input channels and taps, with
+  # the feature or batch groups as its batch axis. The pad, slices, stacks and transposes
+  # are index maps, which the dot's kernel evaluates as it loads its tiles (no patches are
+  # written to memory); reshapes of the dot's result are read in place by its consumers.
   # Takes and returns `Nx.Defn.Expr` tensors, as Nx.Vulkan.LinAlg does.
+
+  # Windows per image from which the kernel is the dot's left operand (see contract/3): two
+  # tiles of 128 columns, at least two thirds of them used.
+  @kernel_first 256
 
   @doc """
   The `conv` node `out` (its type and shape) of `input` and `kernel`, with the options
@@ -35,7 +39,7 @@ defmodule Nx.Vulkan.Conv do
 
     x
     |> patches(taps, windows, dilation, strides)
-    |> contract(k, groups, windows)
+    |> contract(k, windows)
     |> gap_nan(x, input.type, taps, windows, dilation, strides)
     |> ungroup(windows)
     |> Nx.transpose(axes: inverse(opts[:output_permutation]))
@@ -71,35 +75,33 @@ defmodule Nx.Vulkan.Conv do
   defp extent(taps, dilation), do: (taps - 1) * dilation + 1
 
   # The grouped input's values under every window and tap, and the axes that hold the
-  # channels and taps (contracted with the kernel's). One slice per tap, strided over the
-  # windows, gives [g, b, c, windows..., taps...]; one per window, strided over the taps,
-  # gives [g, b, windows (flattened), c, taps...].
+  # channels and taps (contracted with the kernel's): [g, b, c, windows..., taps...] from
+  # slices per tap strided over the windows, or [g, b, c, taps..., windows...] from slices
+  # per window strided over the taps, whichever are fewer (a weight gradient's "kernel" is
+  # a whole image). One spatial axis at a time, each stack appending its axis: a kernel
+  # reading the patches selects among a few slices per axis, not among one per tap.
   defp patches(x, taps, windows, dilation, strides) do
-    [groups, batch, channels | _] = Tuple.to_list(x.shape)
     d = length(taps)
+    per_tap? = Enum.product(taps) <= Enum.product(windows)
 
-    if Enum.product(taps) <= Enum.product(windows) do
-      lengths = Enum.zip_with(windows, strides, &((&1 - 1) * &2 + 1))
+    patches =
+      [taps, windows, dilation, strides]
+      |> Enum.zip()
+      |> Enum.with_index(3)
+      |> Enum.reduce(x, fn {{k, w, dil, s}, axis}, acc ->
+        slices =
+          if per_tap? do
+            for t <- 0..(k - 1),
+                do: Nx.slice_along_axis(acc, t * dil, (w - 1) * s + 1, axis: axis, strides: s)
+          else
+            for j <- 0..(w - 1), do: Nx.slice_along_axis(acc, j * s, extent(k, dil), axis: axis, strides: dil)
+          end
 
-      patches =
-        for tap <- positions(taps) do
-          start = Enum.zip_with(tap, dilation, &(&1 * &2))
-          Nx.slice(x, [0, 0, 0 | start], [groups, batch, channels | lengths], strides: [1, 1, 1 | strides])
-        end
+        Nx.stack(slices, axis: tuple_size(acc.shape))
+      end)
 
-      shape = List.to_tuple([groups, batch, channels | windows] ++ taps)
-      {patches |> Nx.stack(axis: 3 + d) |> Nx.reshape(shape), [2 | Enum.to_list((3 + d)..(2 + 2 * d))]}
-    else
-      lengths = Enum.zip_with(taps, dilation, &extent/2)
-
-      patches =
-        for window <- positions(windows) do
-          start = Enum.zip_with(window, strides, &(&1 * &2))
-          Nx.slice(x, [0, 0, 0 | start], [groups, batch, channels | lengths], strides: [1, 1, 1 | dilation])
-        end
-
-      {Nx.stack(patches, axis: 2), Enum.to_list(3..(3 + d))}
-    end
+    taps_at = if per_tap?, do: Enum.to_list((3 + d)..(2 + 2 * d)), else: Enum.to_list(3..(2 + d))
+    {patches, [2 | taps_at], per_tap?}
   end
 
   @doc "Every index into an array of `sizes`, in row-major order (the order reshape flattens in)."
@@ -109,24 +111,45 @@ defmodule Nx.Vulkan.Conv do
     end)
   end
 
-  # -> [groups, batch, windows..., out channels per group]. With one group the kernel is
-  # read as it is (the dot reads its operands from buffers, so a reshape would be a copy);
-  # groups split its output channels into consecutive chunks, the dot's batch axis.
-  defp contract({patches, patches_contract}, k, {feature_groups, batch_groups}, windows) do
+  # -> [groups, batch, out channels per group, windows...]. Per tap over an image of at
+  # least @kernel_first windows, the kernel, broadcast over the batch (an index map the
+  # dot's tiles read in place), is the left operand and the batch a batch axis: the
+  # product's rows are output channels and its columns windows, whose patches lie along
+  # the input's rows, in the output's layout (with one group, the dot's result is the
+  # conv's). Otherwise (few windows per image, or a weight gradient: few windows, a long
+  # contraction), the windows of the whole batch are the rows and the output channels the
+  # columns, transposed afterwards. Groups split the kernel's output channels into
+  # consecutive chunks, a batch axis of the dot.
+  defp contract({patches, patches_contract, per_tap?}, k, windows) do
     [out, in_channels | taps] = Tuple.to_list(k.shape)
-    groups = feature_groups * batch_groups
-    batch = elem(patches.shape, 1)
-    k_contract = Enum.to_list(1..(length(taps) + 1))
+    [groups, batch | _] = Tuple.to_list(patches.shape)
+    d = length(taps)
+    k_contract = Enum.to_list(1..(d + 1))
+    kernel_first? = per_tap? and Enum.product(windows) >= @kernel_first
 
-    result =
-      if groups == 1 do
-        Nx.dot(patches, patches_contract, [], k, k_contract, [])
+    if kernel_first? and groups == 1 do
+      # without the group axis, so that the dot's result is the conv's, with no copy
+      k = Nx.broadcast(k, List.to_tuple([batch | Tuple.to_list(k.shape)]), axes: Enum.to_list(1..(d + 2)))
+      [_ | shape] = Tuple.to_list(patches.shape)
+      patches = Nx.reshape(patches, List.to_tuple(shape))
+
+      result =
+        Nx.dot(k, Enum.map(k_contract, &(&1 + 1)), [0], patches, Enum.map(patches_contract, &(&1 - 1)), [0])
+
+      Nx.reshape(result, List.to_tuple([1 | Tuple.to_list(result.shape)]))
+    else
+      k = Nx.reshape(k, List.to_tuple([groups, div(out, groups), in_channels | taps]))
+
+      if kernel_first? do
+        shape = List.to_tuple([groups, batch, div(out, groups), in_channels | taps])
+        k = Nx.broadcast(k, shape, axes: [0 | Enum.to_list(2..(d + 3))])
+        Nx.dot(k, Enum.map(k_contract, &(&1 + 2)), [0, 1], patches, patches_contract, [0, 1])
       else
-        k = Nx.reshape(k, List.to_tuple([groups, div(out, groups), in_channels | taps]))
-        Nx.dot(patches, patches_contract, [0], k, Enum.map(k_contract, &(&1 + 1)), [0])
+        patches
+        |> Nx.dot(patches_contract, [0], k, Enum.map(k_contract, &(&1 + 1)), [0])
+        |> Nx.transpose(axes: [0, 1, 2 + d | Enum.to_list(2..(1 + d))])
       end
-
-    Nx.reshape(result, List.to_tuple([groups, batch | windows] ++ [div(out, groups)]))
+    end
   end
 
   # Nx.BinaryBackend dilates the kernel with zeros and multiplies the input under those
@@ -144,7 +167,7 @@ defmodule Nx.Vulkan.Conv do
         Enum.reduce(gapped, counts, fn {a, k, d, s, w}, acc -> window_sum(acc, a, extent(k, d), 1, s, w) end)
 
       seen = Enum.reduce(gapped, counts, fn {a, k, d, s, w}, acc -> window_sum(acc, a, k, d, s, w) end)
-      gapped? = Nx.broadcast(Nx.new_axis(Nx.greater(span, seen), -1), result.shape)
+      gapped? = Nx.broadcast(Nx.new_axis(Nx.greater(span, seen), 2), result.shape)
       Nx.select(gapped?, Nx.tensor(:nan, type: result.type), result)
     else
       result
@@ -160,15 +183,14 @@ defmodule Nx.Vulkan.Conv do
     |> Enum.reduce(&Nx.add/2)
   end
 
-  # [groups, batch, windows..., out per group] -> [batch, groups * out per group, windows...]
+  # [groups, batch, out per group, windows...] -> [batch, groups * out per group, windows...]
   defp ungroup(result, windows) do
-    [groups, batch | rest] = Tuple.to_list(result.shape)
-    out = List.last(rest)
-    d = length(windows)
+    [groups, batch, out | _] = Tuple.to_list(result.shape)
+    shape = List.to_tuple([batch, groups * out | windows])
 
-    result
-    |> Nx.transpose(axes: [1, 0, 2 + d | Enum.to_list(2..(1 + d))])
-    |> Nx.reshape(List.to_tuple([batch, groups * out | windows]))
+    if groups == 1,
+      do: Nx.reshape(result, shape),
+      else: result |> Nx.transpose(axes: [1, 0 | Enum.to_list(2..(2 + length(windows)))]) |> Nx.reshape(shape)
   end
 
   defp inverse(permutation) do
