@@ -299,10 +299,10 @@ std::optional<Allocation> DeviceImpl::take_pooled(std::multimap<uint64_t, Alloca
   return a;
 }
 
-Allocation DeviceImpl::acquire_staging(uint64_t bytes) {
+DeviceImpl::Staging DeviceImpl::acquire_staging(uint64_t bytes) {
   uint64_t cap = size_class(bytes);
-  if (auto a = take_pooled(staging_free_, cap)) return *a;
-  return allocate_memory(cap, true);
+  if (auto a = take_pooled(staging_free_, cap)) return Staging(*this, *a);
+  return Staging(*this, allocate_memory(cap, true));
 }
 
 void DeviceImpl::release_staging(const Allocation& a) {
@@ -359,22 +359,16 @@ std::vector<BufferPtr> DeviceImpl::upload_all(const std::vector<Upload>& uploads
     staged += u.bytes;
   }
   if (staged == 0) return bufs;
-  Allocation staging = acquire_staging(staged);
+  const Staging staging = acquire_staging(staged);
   for (size_t i = 0; i < uploads.size(); ++i)
-    if (offsets[i] != UINT64_MAX) std::memcpy(static_cast<uint8_t*>(staging.mapped) + offsets[i], uploads[i].data, uploads[i].bytes);
-  try {
-    submit([&](VkCommandBuffer cb, SubmitContext&) {
-      for (size_t i = 0; i < uploads.size(); ++i) {
-        if (offsets[i] == UINT64_MAX) continue;
-        VkBufferCopy region{offsets[i], 0, uploads[i].bytes};
-        vkCmdCopyBuffer(cb, staging.buffer, static_cast<BufferImpl&>(*bufs[i]).alloc().buffer, 1, &region);
-      }
-    });
-  } catch (...) {
-    release_staging(staging);
-    throw;
-  }
-  release_staging(staging);
+    if (offsets[i] != UINT64_MAX) std::memcpy(static_cast<uint8_t*>(staging.a.mapped) + offsets[i], uploads[i].data, uploads[i].bytes);
+  submit([&](VkCommandBuffer cb, SubmitContext&) {
+    for (size_t i = 0; i < uploads.size(); ++i) {
+      if (offsets[i] == UINT64_MAX) continue;
+      VkBufferCopy region{offsets[i], 0, uploads[i].bytes};
+      vkCmdCopyBuffer(cb, staging.a.buffer, static_cast<BufferImpl&>(*bufs[i]).alloc().buffer, 1, &region);
+    }
+  });
   return bufs;
 }
 
@@ -401,24 +395,18 @@ void DeviceImpl::download_all(const std::vector<Download>& downloads) {
     staged += d.bytes;
   }
   if (staged == 0) return;
-  Allocation staging = acquire_staging(staged);
-  try {
-    submit([&](VkCommandBuffer cb, SubmitContext&) {
-      for (size_t i = 0; i < downloads.size(); ++i) {
-        if (offsets[i] == UINT64_MAX) continue;
-        VkBufferCopy region{0, offsets[i], downloads[i].bytes};
-        vkCmdCopyBuffer(cb, static_cast<const BufferImpl&>(*downloads[i].buffer).alloc().buffer, staging.buffer, 1,
-                        &region);
-      }
-    });
-    for (size_t i = 0; i < downloads.size(); ++i)
-      if (offsets[i] != UINT64_MAX)
-        std::memcpy(downloads[i].dst, static_cast<uint8_t*>(staging.mapped) + offsets[i], downloads[i].bytes);
-  } catch (...) {
-    release_staging(staging);
-    throw;
-  }
-  release_staging(staging);
+  const Staging staging = acquire_staging(staged);
+  submit([&](VkCommandBuffer cb, SubmitContext&) {
+    for (size_t i = 0; i < downloads.size(); ++i) {
+      if (offsets[i] == UINT64_MAX) continue;
+      VkBufferCopy region{0, offsets[i], downloads[i].bytes};
+      vkCmdCopyBuffer(cb, static_cast<const BufferImpl&>(*downloads[i].buffer).alloc().buffer, staging.a.buffer, 1,
+                      &region);
+    }
+  });
+  for (size_t i = 0; i < downloads.size(); ++i)
+    if (offsets[i] != UINT64_MAX)
+      std::memcpy(downloads[i].dst, static_cast<uint8_t*>(staging.a.mapped) + offsets[i], downloads[i].bytes);
 }
 
 const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {

@@ -124,8 +124,17 @@ class DeviceImpl : public Device {
   Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
   // Host-visible memory for one transfer, pooled like device memory: a vkAllocateMemory and
   // vkFreeMemory per upload took milliseconds on NVIDIA and serialised the threads serving
-  // from two GPUs in one process.
-  Allocation acquire_staging(uint64_t bytes);
+  // from two GPUs in one process. Back in the pool when the Staging goes, however the
+  // transfer ends.
+  struct Staging {
+    Staging(DeviceImpl& dev, Allocation a) : dev(dev), a(a) {}
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+    ~Staging() { dev.release_staging(a); }
+    DeviceImpl& dev;
+    const Allocation a;
+  };
+  Staging acquire_staging(uint64_t bytes);
   // An idle allocation of exactly `capacity` from `pool` (free_ or staging_free_), if any.
   std::optional<Allocation> take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity);
   void release_staging(const Allocation& a);
