@@ -486,16 +486,18 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   spirv::Builder b;
   Emitter e(b, caps, body);
   check_types(kernel, body, caps, e, bindings);
-  const uint32_t lanes = launch.matmul.m ? launch.matmul.vector : launch.vector_width;
-  const auto vector_params = launch.matmul.m ? matmul_vector_operands(body, *matmul_dot(kernel, body), launch.matmul)
-                             : lanes > 1     ? params_read_at_output_position(body)
-                                             : std::vector<const ir::Node*>{};
+  const ir::Node* dot = launch.matmul.m ? matmul_dot(kernel, body) : nullptr;
+  const uint32_t lanes = dot ? launch.matmul.vector : launch.vector_width;
+  const auto vector_params = dot         ? matmul_vector_operands(body, *dot, launch.matmul)
+                             : lanes > 1 ? params_read_at_output_position(body)
+                                         : std::vector<const ir::Node*>{};
   std::vector<BufferRef> inputs, outputs;
   declare_bindings(e, bindings, lanes, launch.vector_width, vector_params, &inputs, &outputs);
   e.set_inputs(inputs);
-  std::vector<VectorRead> vector_reads;
-  for (const ir::Node* p : vector_params)
-    vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
+  std::vector<VectorRead> vector_reads;  // the plain loop's (emit_elements); a matmul reads its own
+  if (!dot)
+    for (const ir::Node* p : vector_params)
+      vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
 
   Module m;
   const PositionLoop positions = position_loop(kernel, launch, items);
@@ -503,9 +505,9 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
   } else if (launch.matmul.fragment.m) {
-    emit_cooperative_matmul(body, *matmul_dot(kernel, body), e, inputs, outputs.at(0), launch, &m.shared_bytes);
+    emit_cooperative_matmul(body, *dot, e, inputs, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.matmul.m) {
-    emit_matmul(body, *matmul_dot(kernel, body), e, outputs.at(0), launch, &m.shared_bytes);
+    emit_matmul(body, *dot, e, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.tiles) {
     emit_staged_tiles(body, e, inputs, outputs.at(0), launch, positions, kernel.results[0].shape,
                       staged_transposes(body, kernel), &m.shared_bytes);
