@@ -241,7 +241,9 @@ TEST(Matmul, CooperativeKernelsForNvidiaValidate) {
         }
         EXPECT_EQ(kb.launch.rfind("cooperative matmul", 0), 0u) << name(c) << ": " << kb.launch;
         EXPECT_EQ(kb.launch.find(" nv fragments") != std::string::npos, nv) << name(c) << ": " << kb.launch;
-        if (nv) EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << name(c);
+        if (nv) {
+          EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << name(c);
+        }
       }
 }
 
