@@ -13,12 +13,15 @@
 #      same model, 10 leapfrog steps per transition, 200 transitions, a Metropolis test
 #      on the host per transition.
 #
-# Each runs on Nx.BinaryBackend, Nx.Vulkan.Backend per-op (`lazy: false`) and lazy
-# (`lazy: true`), twice (the first run compiles, the second is warm); momenta and
+# Each runs on Nx.BinaryBackend (binary), Nx.Vulkan.Backend per-op (vulkan_per_op,
+# `lazy: false`), lazy (vulkan_lazy, `lazy: true`: small operations on host values run on
+# the host) and lazy with every operation on the device (vulkan_lazy_device,
+# `lazy_host_size: 0`), twice (the first run compiles, the second is warm); momenta and
 # uniforms come from `:rand` (seeded) on the host, so all backends take the same path.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/eager_bench.exs [--only nuts|hmc] \
-#     [--warmup 100] [--draws 100] [--transitions 200] [--runs 2] [--json FILE]
+#     [--backends binary,vulkan_lazy,...] [--warmup 100] [--draws 100] \
+#     [--transitions 200] [--runs 2] [--json FILE]
 defmodule EagerBench do
   @mu Nx.tensor([2.0, -1.0], type: :f64)
   @sigma Nx.tensor([3.0, 0.5], type: :f64)
@@ -263,12 +266,28 @@ defmodule EagerBench do
     end
   end
 
+  # {name, default backend, :nx_vulkan application environment while it runs}
   def backends do
     [
-      {"binary", Nx.BinaryBackend},
-      {"vulkan_per_op", {Nx.Vulkan.Backend, lazy: false}},
-      {"vulkan_lazy", {Nx.Vulkan.Backend, lazy: true}}
+      {"binary", Nx.BinaryBackend, []},
+      {"vulkan_per_op", {Nx.Vulkan.Backend, lazy: false}, []},
+      {"vulkan_lazy", {Nx.Vulkan.Backend, lazy: true}, []},
+      {"vulkan_lazy_device", {Nx.Vulkan.Backend, lazy: true}, lazy_host_size: 0}
     ]
+  end
+
+  def with_env(env, fun) do
+    previous = Enum.map(env, fn {key, _} -> {key, Application.fetch_env(:nx_vulkan, key)} end)
+    Enum.each(env, fn {key, value} -> Application.put_env(:nx_vulkan, key, value) end)
+
+    try do
+      fun.()
+    after
+      Enum.each(previous, fn
+        {key, {:ok, value}} -> Application.put_env(:nx_vulkan, key, value)
+        {key, :error} -> Application.delete_env(:nx_vulkan, key)
+      end)
+    end
   end
 
   def measure(fun) do
@@ -299,6 +318,7 @@ end
       draws: :integer,
       transitions: :integer,
       runs: :integer,
+      backends: :string,
       json: :string
     ]
   )
@@ -308,6 +328,7 @@ draws = opts[:draws] || 100
 transitions = opts[:transitions] || 200
 runs = opts[:runs] || 2
 only = opts[:only]
+backend_names = if opts[:backends], do: String.split(opts[:backends], ","), else: nil
 device = Nx.Vulkan.devices() |> hd()
 device_name = device[:name] || inspect(device)
 
@@ -325,9 +346,12 @@ workloads =
   |> Enum.filter(fn {name, _, _} -> only in [nil, name] end)
 
 results =
-  for {name, title, fun} <- workloads, {backend_name, backend} <- EagerBench.backends(), run <- 1..runs do
+  for {name, title, fun} <- workloads,
+      {backend_name, backend, env} <- EagerBench.backends(),
+      backend_names in [nil] or backend_name in backend_names,
+      run <- 1..runs do
     Nx.default_backend(backend)
-    {seconds, result, flushes, submits} = EagerBench.measure(fun)
+    {seconds, result, flushes, submits} = EagerBench.with_env(env, fn -> EagerBench.measure(fun) end)
 
     {summary, extra} =
       case {name, result} do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: unit tests (GoogleTest, incl. the op conformance suite on the default
-# Vulkan device), lit tests of the passes and codegen, and the whole Elixir suite.
+# Vulkan device), lit tests of the passes and codegen, and the whole Elixir suite, eager
+# and in lazy mode.
 # The Elixir tests that need Nx take it from NX_PATH, else from the Nx 0.7.2 checkout in
 # ../shared beside the project (CI's machines have it); with neither they are skipped with
 # a message and only the NIF tests run.
@@ -27,4 +28,10 @@ if [ -z "${NX_PATH:-}" ] && [ -d "$shared_nx/nx" ]; then
 fi
 echo "nx_vulkan: Elixir suite with Nx from ${NX_PATH:-nowhere (Nx tests skipped)}"
 (cd elixir && NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
+# Again with Nx.Vulkan.Backend lazy by default: once as users get it (small operations on
+# the host), once with every operation in lazy graphs on the device.
+for lazy in 1 device; do
+  echo "nx_vulkan: Elixir suite with NXV_LAZY=$lazy"
+  (cd elixir && NXV_LAZY=$lazy NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
+done
 exit $status

@@ -25,7 +25,13 @@ defmodule Nx.Vulkan.LazyTest do
   @private [device: "", cache_dir: "none", timeout: 119_997]
   @lazy {Nx.Vulkan.Backend, [lazy: true]}
 
-  setup do
+  # The tests of graphs on the device keep every operation there (`:lazy_host_size` 0);
+  # those of operations on the host set the size they need.
+  setup context do
+    previous_size = Application.get_env(:nx_vulkan, :lazy_host_size)
+    Application.put_env(:nx_vulkan, :lazy_host_size, Map.get(context, :lazy_host_size, 0))
+    on_exit(fn -> restore_env(:lazy_host_size, previous_size) end)
+
     test = self()
     id = make_ref()
 
@@ -42,9 +48,14 @@ defmodule Nx.Vulkan.LazyTest do
 
   def forward(event, measurements, metadata, test), do: send(test, {:event, event, measurements, metadata})
 
+  defp restore_env(key, nil), do: Application.delete_env(:nx_vulkan, key)
+  defp restore_env(key, value), do: Application.put_env(:nx_vulkan, key, value)
+
   defp lazy(t, opts \\ []), do: Nx.backend_transfer(t, {Nx.Vulkan.Backend, [lazy: true] ++ opts})
 
   # :pending, :value (a buffer), :host (a host binary) or :deallocated
+  defp state(%Nx.Tensor{data: %Nx.Vulkan.Backend{cell: {:host, _}}}), do: :host
+
   defp state(%Nx.Tensor{data: %Nx.Vulkan.Backend{cell: cell}}) when cell != nil do
     case Native.cell_get(cell) do
       {:ok, state} when is_tuple(state) -> elem(state, 0)
@@ -135,6 +146,113 @@ defmodule Nx.Vulkan.LazyTest do
         assert_close(result, elem(expected, 0))
         assert_close(Nx.Defn.jit(loop, compiler: Nx.Defn.Evaluator).(dq), elem(expected, 1))
       end)
+    end
+  end
+
+  describe "operations on the host" do
+    @describetag lazy_host_size: 64
+
+    defp on(backend, fun) do
+      Nx.with_default_backend(backend, fn ->
+        mu = Nx.tensor([2.0, -1.0], type: :f64)
+        sigma = Nx.tensor([3.0, 0.5], type: :f64)
+        fun.(Nx.tensor([0.5, 0.25], type: :f64), mu, sigma)
+      end)
+    end
+
+    defp logp(q, mu, sigma) do
+      x = q |> Nx.slice([1], [1]) |> Nx.squeeze()
+      z = Nx.divide(Nx.subtract(q, mu), sigma)
+
+      Nx.multiply(-0.5, Nx.dot(z, z))
+      |> Nx.subtract(Nx.sum(Nx.log(sigma)))
+      |> Nx.add(Nx.select(Nx.greater(x, 0), Nx.exp(x), Nx.tanh(x)))
+      |> Nx.add(Nx.reduce_max(Nx.concatenate([q, Nx.reverse(mu)])))
+    end
+
+    test "small operations on host values run there, with Nx.BinaryBackend's results, nothing compiled" do
+      step = fn q, mu, sigma ->
+        {value, grad} = Nx.Defn.value_and_grad(q, &logp(&1, mu, sigma))
+        {value, grad, Nx.put_slice(q, [0], Nx.tensor([1.0], type: :f64)), Nx.logical_not(Nx.less(q, 0.3))}
+      end
+
+      run = fn backend -> on(backend, &Nx.Defn.jit(step, compiler: Nx.Defn.Evaluator).(&1, &2, &3)) end
+      expected = run.(Nx.BinaryBackend)
+
+      {results, events} = flush_events(fn -> run.(Nx.Vulkan.VulkanoBackend) end)
+      assert events == [] and compiles() == 0
+
+      for {result, value} <- Enum.zip(Tuple.to_list(results), Tuple.to_list(expected)) do
+        assert state(result) == :host
+        assert Nx.to_binary(result) == Nx.to_binary(value)
+      end
+    end
+
+    test "operations on device values, or larger than :lazy_host_size, are pending on the device" do
+      small = Nx.tensor([1.0, 2.0], backend: @lazy)
+      large = Nx.iota({65}, type: :f32, backend: @lazy)
+      assert state(small) == :host
+      assert state(Nx.iota({64}, backend: @lazy)) == :host
+      assert state(large) == :pending
+
+      device = Nx.sum(lazy(Nx.iota({100}, type: :f32)))
+      mixed = Nx.add(device, small)
+      matrix = Nx.iota({8, 8}, type: :f32, backend: @lazy)
+      # 8 × 8 × 8 multiply-adds
+      product = Nx.dot(matrix, matrix)
+      assert state(matrix) == :host
+      assert state(mixed) == :pending and state(product) == :pending
+
+      assert Nx.to_binary(mixed) == Nx.to_binary(Nx.add(4950.0, Nx.tensor([1.0, 2.0])))
+      assert_close(product, Nx.dot(Nx.iota({8, 8}, type: :f32), Nx.iota({8, 8}, type: :f32)))
+
+      # a value a read brought to the host is a host operand
+      read = Nx.multiply(device, 2)
+      Nx.to_number(read)
+      assert state(read) == :host
+      {sum, []} = flush_events(fn -> Nx.add(read, small) end)
+      assert state(sum) == :host
+      assert Nx.to_binary(sum) == Nx.to_binary(Nx.add(9900.0, Nx.tensor([1.0, 2.0])))
+
+      Application.put_env(:nx_vulkan, :lazy_host_size, 0)
+      assert state(Nx.add(small, small)) == :pending
+    end
+
+    test "host values are arguments of a graph, one per occurrence, whatever their bytes" do
+      v = Nx.tensor([0, 1, 1, 2, 3], backend: @lazy)
+      # the same bytes, another shape
+      column = Nx.reshape(v, {5, 1})
+      pending = Nx.slice(Nx.iota({100}, backend: @lazy), [3], [5])
+      assert state(column) == :host and state(pending) == :pending
+      t = pending |> Nx.add(v) |> Nx.multiply(v) |> Nx.subtract(column)
+
+      {_, [{m, _}]} = flush_events(fn -> Nx.to_binary(t) end)
+      # v twice, column, and the slice's start
+      assert m.parameters == 4
+
+      v = Nx.tensor([0, 1, 1, 2, 3])
+      expected = Nx.slice(Nx.iota({100}), [3], [5]) |> Nx.add(v) |> Nx.multiply(v) |> Nx.subtract(Nx.reshape(v, {5, 1}))
+      assert Nx.to_binary(t) == Nx.to_binary(expected)
+    end
+
+    test "where Nx.BinaryBackend raises, or converts otherwise, the device computes the result" do
+      cases = [
+        fn b -> Nx.divide(Nx.tensor([1.0, -1.0, 0.0], backend: b), 0.0) end,
+        fn b -> Nx.exp(Nx.tensor([710.0, -1.0], type: :f64, backend: b)) end,
+        fn b -> Nx.sqrt(Nx.tensor([-1.0, 4.0], type: :f64, backend: b)) end,
+        fn b -> Nx.quotient(Nx.tensor([7, -7], backend: b), 0) end,
+        fn b -> Nx.remainder(Nx.tensor([7, -7], backend: b), 0) end,
+        fn b -> Nx.left_shift(Nx.tensor([1, 3], backend: b), Nx.tensor([-1, 2], backend: b)) end,
+        fn b -> Nx.as_type(Nx.tensor([-1.0, 300.0, :nan, 2.7], backend: b), :u8) end,
+        fn b -> Nx.take(Nx.tensor([1.0, 2.0, 3.0], backend: b), Nx.tensor([5, -1, 1], backend: b)) end
+      ]
+
+      for fun <- cases do
+        eager = fun.({Nx.Vulkan.Backend, lazy: false})
+        t = fun.(@lazy)
+        assert state(t) == :pending
+        assert Nx.to_binary(t) == Nx.to_binary(eager)
+      end
     end
   end
 

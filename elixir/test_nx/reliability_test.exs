@@ -126,8 +126,9 @@ defmodule Nx.Vulkan.ReliabilityTest do
     assert_raise Nx.Vulkan.Error, ~r/badarg/, fn -> Nx.Vulkan.Error.unwrap!(Native.explore(device, 1, [])) end
     assert {:error, {_, _}} = Native.explore(device, "{", [])
 
-    # a freed device tensor given to a jitted function
-    t = Nx.backend_transfer(Nx.tensor([1.0]), {Nx.Vulkan.Backend, @private})
+    # a freed device tensor given to a jitted function (of more elements than lazy mode
+    # keeps on the host)
+    t = Nx.backend_transfer(Nx.iota({100}, type: :f32), {Nx.Vulkan.Backend, @private})
     Nx.backend_deallocate(t)
     assert_raise Nx.Vulkan.Error, ~r/freed/, fn -> Nx.Vulkan.jit(&Nx.exp/1, @private).(t) end
   end

@@ -11,7 +11,10 @@ defmodule Nx.Vulkan.Backend do
   With `lazy: true` an eager operation returns a pending tensor instead of running; the
   operations a value depends on run as one graph, compiled once per structure, when the
   value is read on the host, given to a jitted function, after `:lazy_max_depth` chained
-  operations, or on `Nx.Vulkan.sync/1` (docs/elixir.md, "Lazy mode").
+  operations, or on `Nx.Vulkan.sync/1`. Small values on the host (constants, tensors of at
+  most `:lazy_host_size` elements, small values read) stay there, and operations of at
+  most that size on them run there, on `Nx.BinaryBackend`, with no device round trip
+  (docs/elixir.md, "Lazy mode").
 
   A tensor carries its device configuration. `Nx.backend_transfer/2` and
   `Nx.backend_copy/2` to another device copy it through the host (a transfer frees the
@@ -67,13 +70,19 @@ defmodule Nx.Vulkan.Backend do
   @impl true
   def from_binary(%T{type: type, shape: shape} = t, binary, opts) do
     config = Device.config(opts)
-    device = Device.get!(config)
-    {type, dims} = IR.stored_type(type, shape)
-    buffer = Error.unwrap!(Native.upload(device, type, dims, binary))
+    lazy = lazy?(opts)
 
-    if lazy?(opts),
-      do: Lazy.from_buffer(t, buffer, config),
-      else: %{t | data: %__MODULE__{buffer: buffer, device: config}}
+    if lazy and Lazy.host_sized?(Nx.size(t)) do
+      Lazy.from_host(t, binary, config)
+    else
+      device = Device.get!(config)
+      {type, dims} = IR.stored_type(type, shape)
+      buffer = Error.unwrap!(Native.upload(device, type, dims, binary))
+
+      if lazy,
+        do: Lazy.from_buffer(t, buffer, config),
+        else: %{t | data: %__MODULE__{buffer: buffer, device: config}}
+    end
   end
 
   @impl true
@@ -128,7 +137,7 @@ defmodule Nx.Vulkan.Backend do
     remainder = rem(axis_size, batch_size)
     last = if remainder != 0 and opts[:leftover] == :repeat, do: full, else: full - 1
 
-    out = Nx.to_template(out)
+    out = template(out)
 
     Stream.map(0..last//1, fn
       ^full ->
@@ -154,42 +163,54 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def concatenate(out, tensors, axis) do
-    out = Nx.to_template(out)
+    out = template(out)
 
-    op(:concatenate, out, &Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis), tensors, [
-      List.to_tuple(tensors)
-    ])
+    op(
+      :concatenate,
+      out,
+      &Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis),
+      tensors,
+      [List.to_tuple(tensors)],
+      [],
+      {&Nx.BinaryBackend.concatenate(out, Tuple.to_list(&1), axis), work(out, tensors)}
+    )
   end
 
   @impl true
   def slice(out, tensor, start, lengths, strides) do
-    out = Nx.to_template(out)
+    out = template(out)
 
     op(
       :slice,
       out,
       &Nx.Defn.Expr.slice(out, &1, Tuple.to_list(&2), lengths, strides),
       [tensor | Enum.filter(start, &is_struct(&1, T))],
-      [tensor, List.to_tuple(start)]
+      [tensor, List.to_tuple(start)],
+      [],
+      {&Nx.BinaryBackend.slice(out, &1, Tuple.to_list(&2), lengths, strides), work(out, [tensor])}
     )
   end
 
   @impl true
   def put_slice(out, tensor, start, slice) do
-    out = Nx.to_template(out)
+    out = template(out)
 
     op(
       :put_slice,
       out,
       &Nx.Defn.Expr.put_slice(out, &1, Tuple.to_list(&2), &3),
       [tensor, slice | Enum.filter(start, &is_struct(&1, T))],
-      [tensor, List.to_tuple(start), slice]
+      [tensor, List.to_tuple(start), slice],
+      [],
+      {&Nx.BinaryBackend.put_slice(out, &1, Tuple.to_list(&2), &3), work(out, [tensor, slice])}
     )
   end
 
   # Nx <= 0.11; later versions call block/4 instead. A call the IR has an op for runs as
   # one graph; any other runs its default implementation eagerly, each of its operations
-  # on the device or the host as usual (the FFTs of fft2 on the host, more exact). The
+  # on the device or the host as usual (the FFTs of fft2 on the host, more exact). So do
+  # calls on small lazy values on the host, whose operations then run there, unless
+  # Nx.BinaryBackend has an implementation of its own (its eigh): the graph reproduces it. The
   # tensors the default makes are this backend's too: mixed with the default backend's,
   # an op of Nx.BinaryBackend would be handed a device tensor (Nx 0.13's eigh).
   if {:optional, 3} in @callbacks do
@@ -197,7 +218,7 @@ defmodule Nx.Vulkan.Backend do
     def optional(name, args, fun) do
       {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
 
-      if IR.native_call?(name, tensors) do
+      if IR.native_call?(name, tensors) and not host_default?(name, tensors, length(args) + 1) do
         jit(&Nx.Defn.Expr.optional(name, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
       else
         on_this_backend(tensors, fn -> apply(fun, args) end)
@@ -209,8 +230,17 @@ defmodule Nx.Vulkan.Backend do
   if {:stack, 3} in @callbacks do
     @impl true
     def stack(out, tensors, axis) do
-      out = Nx.to_template(out)
-      op(:stack, out, &Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis), tensors, [List.to_tuple(tensors)])
+      out = template(out)
+
+      op(
+        :stack,
+        out,
+        &Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis),
+        tensors,
+        [List.to_tuple(tensors)],
+        [],
+        {&Nx.BinaryBackend.stack(out, Tuple.to_list(&1), axis), work(out, tensors)}
+      )
     end
   end
 
@@ -220,7 +250,7 @@ defmodule Nx.Vulkan.Backend do
     def block(struct, _output, args, fun) do
       {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
 
-      if IR.native_call?(struct, tensors) do
+      if IR.native_call?(struct, tensors) and not host_default?(:block, tensors, 4) do
         jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
       else
         on_this_backend(tensors, fn -> apply(fun, [struct | args]) end)
@@ -302,19 +332,35 @@ defmodule Nx.Vulkan.Backend do
           {name, length(args) + 1} in @callbacks,
           do: {name, args, tensor_args}
 
+  # In lazy mode, small operations on values held on the host run there, on
+  # Nx.BinaryBackend, except those whose results it defines otherwise than the device
+  # (docs/ir.md): indexed updates through a window narrower than the target, and the
+  # operations it is slow at for their size (conv, windows).
+  device_only =
+    [:conv, :indexed_add, :indexed_put, :window_sum, :window_product, :window_max, :window_min] ++
+      [:window_scatter_max, :window_scatter_min]
+
   for {name, args, tensor_args} <- device_callbacks do
     args = Enum.map(args, &Macro.var(&1, __MODULE__))
     tensor_args = Enum.map(tensor_args, &Macro.var(&1, __MODULE__))
     backend_options = Enum.find(args, [], &match?({:backend_options, _, _}, &1))
+    host? = name not in device_only and function_exported?(Nx.BinaryBackend, name, length(args) + 1)
 
     if {name, length(args) + 1} in @callbacks, do: @impl(true)
 
     def unquote(name)(out, unquote_splicing(args)) do
-      out = Nx.to_template(out)
+      out = template(out)
 
       expr_fun = fn unquote_splicing(tensor_args) ->
         Nx.Defn.Expr.unquote(name)(out, unquote_splicing(args))
       end
+
+      host =
+        if unquote(host?) and host_exact?(unquote(name), out, [unquote_splicing(tensor_args)]) do
+          {fn unquote_splicing(tensor_args) ->
+             apply(Nx.BinaryBackend, unquote(name), [out, unquote_splicing(args)])
+           end, work(unquote(name), out, [unquote_splicing(args)])}
+        end
 
       op(
         unquote(name),
@@ -322,10 +368,35 @@ defmodule Nx.Vulkan.Backend do
         expr_fun,
         [unquote_splicing(tensor_args)],
         [unquote_splicing(tensor_args)],
-        unquote(backend_options)
+        unquote(backend_options),
+        host
       )
     end
   end
+
+  # Nx.BinaryBackend converts a float out of an integer type's range by wrapping around,
+  # the device (as XLA) by saturating.
+  defp host_exact?(:as_type, %T{type: {to, _}}, [%T{type: {from, _}}]),
+    do: not (from in [:f, :bf] and to in [:s, :u])
+
+  defp host_exact?(_name, _out, _tensors), do: true
+
+  # The elements an operation computes or reads: a dot's multiply-adds, else its largest
+  # operand or result.
+  defp work(:dot, out, [left, c1 | _]), do: Enum.reduce(c1, elements(out), &(elem(left.shape, &1) * &2))
+  defp work(_name, out, args), do: work(out, args)
+
+  defp work(out, args) do
+    Enum.reduce(args, elements(out), fn
+      %T{} = t, acc -> max(elements(t), acc)
+      _, acc -> acc
+    end)
+  end
+
+  # Nx.size/1 of the scalars and vectors most host operations are, without its generality.
+  defp elements(%T{shape: {}}), do: 1
+  defp elements(%T{shape: {n}}), do: n
+  defp elements(%T{shape: shape}), do: Tuple.product(shape)
 
   ## Operations on the host
 
@@ -389,16 +460,34 @@ defmodule Nx.Vulkan.Backend do
 
   # An operation of output template `out`: `fun` applied to `args`, whose tensors are
   # `tensors`; `opts` are the backend options of a callback that takes them. Pending
-  # when any tensor (or, without tensors, `opts`) is lazy, else run now.
-  defp op(name, out, fun, tensors, args, opts \\ []) do
-    config = if opts == [], do: device_of(tensors), else: Device.config(opts)
+  # when any tensor (or, without tensors, `opts`) is lazy, else run now. In lazy mode,
+  # `host` ({a function of `args` on Nx.BinaryBackend, the work}) runs it on the host
+  # where its operands are there and the work is small (Nx.Vulkan.Lazy.on_host/5).
+  defp op(name, out, fun, tensors, args, opts \\ [], host \\ nil) do
+    lazy = Lazy.lazy?(tensors) or (tensors == [] and lazy?(opts))
 
-    if Lazy.lazy?(tensors) or (tensors == [] and lazy?(opts)) do
-      Lazy.defer(name, out, fun, tensors, args, config)
+    with true <- lazy,
+         {host_fun, work} <- host,
+         {:ok, binary} <- Lazy.on_host(host_fun, work, args) do
+      Lazy.from_host(out, binary, config_of(tensors, opts))
     else
-      Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
+      _ ->
+        config = config_of(tensors, opts)
+
+        if lazy,
+          do: Lazy.defer(name, out, fun, tensors, args, config),
+          else: Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
     end
   end
+
+  defp host_default?(callback, tensors, arity),
+    do: Lazy.small_on_host?(tensors) and not function_exported?(Nx.BinaryBackend, callback, arity)
+
+  defp config_of(tensors, []), do: device_of(tensors)
+  defp config_of(_tensors, opts), do: Device.config(opts)
+
+  # Nx.to_template/1 of a tensor, without its protocol dispatch: once per operation.
+  defp template(%T{} = t), do: %{t | data: %Nx.TemplateBackend{}}
 
   # One graph now, whatever the mode (callbacks whose outputs have no template here);
   # lazy tensors are computed first, and the results of lazy operands are lazy.

@@ -2,9 +2,11 @@ defmodule Nx.Vulkan.Lazy do
   @moduledoc false
   # Lazy tensors of Nx.Vulkan.Backend (`lazy: true`).
   #
-  # A lazy tensor's data is `%Nx.Vulkan.Backend{buffer: nil, cell: cell}`: a NIF cell
-  # (Nx.Vulkan.Native.cell_new/1), shared by every copy of the tensor in any process,
-  # holding one of
+  # A lazy tensor's data is `%Nx.Vulkan.Backend{buffer: nil, cell: cell}`. A value held on
+  # the host from the start (a constant, a small tensor made from a binary, the result of
+  # an operation run on the host) never changes, so `cell` is `{:host, binary}` itself.
+  # Otherwise it is a NIF cell (Nx.Vulkan.Native.cell_new/1), shared by every copy of the
+  # tensor in any process, holding one of
   #
   #   {:pending, name, fun, args, depth, seen} - `fun` (the callback's Nx.Defn.Expr
   #       function) applied to `args` (containers of tensors and numbers, as the eager
@@ -42,7 +44,61 @@ defmodule Nx.Vulkan.Lazy do
   def from_buffer(out, buffer, config), do: wrap(out, {:value, buffer}, config)
 
   @doc "A lazy tensor of `out` whose value is the host `binary` until a graph reads it."
-  def from_host(out, binary, config), do: wrap(out, {:host, binary}, config)
+  def from_host(out, binary, config), do: %{out | data: %Backend{buffer: nil, device: config, cell: {:host, binary}}}
+
+  @doc """
+  Whether a tensor of `size` elements made from a binary is kept on the host, where the
+  operations small enough to run there (`on_host/5`) read it without a device round trip.
+  """
+  def host_sized?(size), do: size <= host_size()
+
+  defp host_size, do: Application.get_env(:nx_vulkan, :lazy_host_size, 64)
+
+  @doc """
+  The binary of an operation run now on the host: `host`, a function of `args` computing
+  it on Nx.BinaryBackend, applied to them, when the operation's `work` (elements, or a
+  dot's multiply-adds) is at most `:lazy_host_size` and every tensor among `args` holds
+  its value on the host; `{:ok, binary}`. `:device` otherwise, and where Nx.BinaryBackend
+  raises (a division by zero, an overflow, an index out of range): the device's result is
+  the backend's there.
+  """
+  def on_host(host, work, args) do
+    if work <= host_size() do
+      try do
+        %T{data: %Nx.BinaryBackend{state: binary}} = apply(host, Enum.map(args, &host_arg/1))
+        {:ok, binary}
+      rescue
+        _ -> :device
+      catch
+        :device -> :device
+      end
+    else
+      :device
+    end
+  end
+
+  @doc "Whether the tensors are lazy values on the host of at most `:lazy_host_size` elements."
+  def small_on_host?(tensors) do
+    tensors != [] and
+      Enum.all?(tensors, fn
+        %T{data: %Backend{cell: cell}} = t when cell != nil ->
+          Nx.size(t) <= host_size() and match?({:host, _}, get(cell))
+
+        _ ->
+          false
+      end)
+  end
+
+  defp host_arg(%T{data: %Backend{cell: cell}} = t) when cell != nil do
+    case get(cell) do
+      {:host, binary} -> %{t | data: %Nx.BinaryBackend{state: binary}}
+      _ -> throw(:device)
+    end
+  end
+
+  defp host_arg(%T{data: %Backend{}}), do: throw(:device)
+  defp host_arg(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&host_arg/1) |> List.to_tuple()
+  defp host_arg(other), do: other
 
   @doc "The lazy form of an eager tensor (the same buffer)."
   def lazy(%T{data: %Backend{cell: nil, buffer: buffer, device: config}} = t),
@@ -108,6 +164,8 @@ defmodule Nx.Vulkan.Lazy do
   def eager(other), do: other
 
   @doc "Releases a lazy tensor's buffer or pending work."
+  def deallocate(%T{data: %Backend{cell: {:host, _}}}), do: :ok
+
   def deallocate(%T{data: %Backend{cell: cell}}) do
     case get(cell) do
       {:value, buffer} ->
@@ -313,6 +371,11 @@ defmodule Nx.Vulkan.Lazy do
   # Post-order: a pending tensor's arguments get their step or leaf before it.
   defp visit(%T{data: %Backend{cell: nil, buffer: buffer}} = t, state), do: leaf({:buffer, buffer}, t, state)
 
+  # A host value held in the tensor has no identity to share a parameter by (its bytes
+  # could be another tensor's, of another shape): one parameter per occurrence.
+  defp visit(%T{data: %Backend{cell: {:host, binary}}} = t, state),
+    do: leaf(nil, %{t | data: %Nx.BinaryBackend{state: binary}}, state)
+
   defp visit(%T{data: %Backend{cell: cell, device: config}} = t, state) do
     case state.nodes do
       %{^cell => ref} ->
@@ -393,8 +456,10 @@ defmodule Nx.Vulkan.Lazy do
 
   defp freed!, do: raise(Error, kind: :badarg, message: "badarg: the buffer was already freed")
 
+  defp get({:host, _} = value), do: value
   defp get(cell), do: Error.unwrap!(Native.cell_get(cell))
   # The depth of a pending cell, false if it is not pending; reads nothing else of its term.
+  defp pending_depth({:host, _}), do: false
   defp pending_depth(cell), do: Error.unwrap!(Native.cell_field(cell, :pending, 4))
   defp put(cell, state), do: Error.unwrap!(Native.cell_put(cell, state))
   defp put_pending(cell, state), do: Error.unwrap!(Native.cell_put_if(cell, :pending, state))

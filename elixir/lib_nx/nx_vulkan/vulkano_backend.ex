@@ -8,8 +8,9 @@ defmodule Nx.Vulkan.VulkanoBackend do
 
   Unlike `Nx.Vulkan.Backend`, it is lazy unless told otherwise (`lazy: false`): eXMC
   evaluates its models operation by operation on the default backend (`Exmc.JIT.jit/2`
-  runs `Nx.Defn.Evaluator`), which lazy mode compiles into one graph per value read (see
-  `Nx.Vulkan.Backend`, lazy mode).
+  runs `Nx.Defn.Evaluator`), which lazy mode compiles into one graph per value read, its
+  arithmetic on a model's few scalars running on the host (see `Nx.Vulkan.Backend`, lazy
+  mode).
   """
 
   @behaviour Nx.Backend
