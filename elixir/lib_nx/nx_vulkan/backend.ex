@@ -172,7 +172,7 @@ defmodule Nx.Vulkan.Backend do
       tensors,
       [List.to_tuple(tensors)],
       [],
-      {&Nx.BinaryBackend.concatenate(out, Tuple.to_list(&1), axis), work(out, tensors)}
+      {fn -> Nx.BinaryBackend.concatenate(out, Enum.map(tensors, &Lazy.host!/1), axis) end, work(out, tensors)}
     )
   end
 
@@ -187,7 +187,8 @@ defmodule Nx.Vulkan.Backend do
       [tensor | Enum.filter(start, &is_struct(&1, T))],
       [tensor, List.to_tuple(start)],
       [],
-      {&Nx.BinaryBackend.slice(out, &1, Tuple.to_list(&2), lengths, strides), work(out, [tensor])}
+      {fn -> Nx.BinaryBackend.slice(out, Lazy.host!(tensor), Enum.map(start, &Lazy.host!/1), lengths, strides) end,
+       work(out, [tensor])}
     )
   end
 
@@ -202,7 +203,8 @@ defmodule Nx.Vulkan.Backend do
       [tensor, slice | Enum.filter(start, &is_struct(&1, T))],
       [tensor, List.to_tuple(start), slice],
       [],
-      {&Nx.BinaryBackend.put_slice(out, &1, Tuple.to_list(&2), &3), work(out, [tensor, slice])}
+      {fn -> Nx.BinaryBackend.put_slice(out, Lazy.host!(tensor), Enum.map(start, &Lazy.host!/1), Lazy.host!(slice)) end,
+       work(out, [tensor, slice])}
     )
   end
 
@@ -239,7 +241,7 @@ defmodule Nx.Vulkan.Backend do
         tensors,
         [List.to_tuple(tensors)],
         [],
-        {&Nx.BinaryBackend.stack(out, Tuple.to_list(&1), axis), work(out, tensors)}
+        {fn -> Nx.BinaryBackend.stack(out, Enum.map(tensors, &Lazy.host!/1), axis) end, work(out, tensors)}
       )
     end
   end
@@ -345,6 +347,9 @@ defmodule Nx.Vulkan.Backend do
     tensor_args = Enum.map(tensor_args, &Macro.var(&1, __MODULE__))
     backend_options = Enum.find(args, [], &match?({:backend_options, _, _}, &1))
     host? = name not in device_only and function_exported?(Nx.BinaryBackend, name, length(args) + 1)
+    host_args = Enum.map(args, &if(&1 in tensor_args, do: quote(do: Lazy.host!(unquote(&1))), else: &1))
+    # an elementwise result is at least as large as its operands
+    work = if name in binary_ops or name in unary_ops, do: :elementwise, else: name
 
     if {name, length(args) + 1} in @callbacks, do: @impl(true)
 
@@ -357,9 +362,8 @@ defmodule Nx.Vulkan.Backend do
 
       host =
         if unquote(host?) and host_exact?(unquote(name), out, [unquote_splicing(tensor_args)]) do
-          {fn unquote_splicing(tensor_args) ->
-             apply(Nx.BinaryBackend, unquote(name), [out, unquote_splicing(args)])
-           end, work(unquote(name), out, [unquote_splicing(args)])}
+          {fn -> apply(Nx.BinaryBackend, unquote(name), [out, unquote_splicing(host_args)]) end,
+           work(unquote(work), out, [unquote_splicing(args)])}
         end
 
       op(
@@ -384,6 +388,7 @@ defmodule Nx.Vulkan.Backend do
   # The elements an operation computes or reads: a dot's multiply-adds, else its largest
   # operand or result.
   defp work(:dot, out, [left, c1 | _]), do: Enum.reduce(c1, elements(out), &(elem(left.shape, &1) * &2))
+  defp work(:elementwise, out, _args), do: elements(out)
   defp work(_name, out, args), do: work(out, args)
 
   defp work(out, args) do
@@ -461,14 +466,14 @@ defmodule Nx.Vulkan.Backend do
   # An operation of output template `out`: `fun` applied to `args`, whose tensors are
   # `tensors`; `opts` are the backend options of a callback that takes them. Pending
   # when any tensor (or, without tensors, `opts`) is lazy, else run now. In lazy mode,
-  # `host` ({a function of `args` on Nx.BinaryBackend, the work}) runs it on the host
-  # where its operands are there and the work is small (Nx.Vulkan.Lazy.on_host/5).
+  # `host` ({a function computing it on Nx.BinaryBackend, the work}) runs it on the host
+  # where its operands are there and the work is small (Nx.Vulkan.Lazy.on_host/2).
   defp op(name, out, fun, tensors, args, opts \\ [], host \\ nil) do
     lazy = Lazy.lazy?(tensors) or (tensors == [] and lazy?(opts))
 
     with true <- lazy,
          {host_fun, work} <- host,
-         {:ok, binary} <- Lazy.on_host(host_fun, work, args) do
+         {:ok, binary} <- Lazy.on_host(host_fun, work) do
       Lazy.from_host(out, binary, config_of(tensors, opts))
     else
       _ ->
@@ -497,10 +502,7 @@ defmodule Nx.Vulkan.Backend do
   end
 
   # The device of the first device tensor among `tensors`, else the default.
-  defp device_of(tensors) do
-    Enum.find_value(tensors, fn
-      %T{data: %__MODULE__{device: config}} -> config
-      _ -> nil
-    end) || Device.config([])
-  end
+  defp device_of([%T{data: %__MODULE__{device: config}} | _]), do: config
+  defp device_of([_ | rest]), do: device_of(rest)
+  defp device_of([]), do: Device.config([])
 end

@@ -55,17 +55,17 @@ defmodule Nx.Vulkan.Lazy do
   defp host_size, do: Application.get_env(:nx_vulkan, :lazy_host_size, 64)
 
   @doc """
-  The binary of an operation run now on the host: `host`, a function of `args` computing
-  it on Nx.BinaryBackend, applied to them, when the operation's `work` (elements, or a
-  dot's multiply-adds) is at most `:lazy_host_size` and every tensor among `args` holds
-  its value on the host; `{:ok, binary}`. `:device` otherwise, and where Nx.BinaryBackend
-  raises (a division by zero, an overflow, an index out of range): the device's result is
-  the backend's there.
+  The binary of an operation run now on the host, `{:ok, binary}`: `host`, a function
+  computing it on Nx.BinaryBackend from its operands' `host!/1`, applied when the
+  operation's `work` (elements, or a dot's multiply-adds) is at most `:lazy_host_size`
+  and every operand holds its value on the host. `:device` otherwise, and where
+  Nx.BinaryBackend raises (a division by zero, an overflow, an index out of range): the
+  device's result is the backend's there.
   """
-  def on_host(host, work, args) do
+  def on_host(host, work) do
     if work <= host_size() do
       try do
-        %T{data: %Nx.BinaryBackend{state: binary}} = apply(host, Enum.map(args, &host_arg/1))
+        %T{data: %Nx.BinaryBackend{state: binary}} = host.()
         {:ok, binary}
       rescue
         _ -> :device
@@ -76,6 +76,23 @@ defmodule Nx.Vulkan.Lazy do
       :device
     end
   end
+
+  @doc """
+  An operand of `on_host/2`'s function: a lazy tensor's host value as an Nx.BinaryBackend
+  tensor (throws `:device` for one on the device); anything else as it is.
+  """
+  def host!(%T{data: %Backend{cell: {:host, binary}}} = t), do: %{t | data: %Nx.BinaryBackend{state: binary}}
+
+  def host!(%T{data: %Backend{cell: nil}}), do: throw(:device)
+
+  def host!(%T{data: %Backend{cell: cell}} = t) do
+    case get(cell) do
+      {:host, binary} -> %{t | data: %Nx.BinaryBackend{state: binary}}
+      _ -> throw(:device)
+    end
+  end
+
+  def host!(other), do: other
 
   @doc "Whether the tensors are lazy values on the host of at most `:lazy_host_size` elements."
   def small_on_host?(tensors) do
@@ -88,17 +105,6 @@ defmodule Nx.Vulkan.Lazy do
           false
       end)
   end
-
-  defp host_arg(%T{data: %Backend{cell: cell}} = t) when cell != nil do
-    case get(cell) do
-      {:host, binary} -> %{t | data: %Nx.BinaryBackend{state: binary}}
-      _ -> throw(:device)
-    end
-  end
-
-  defp host_arg(%T{data: %Backend{}}), do: throw(:device)
-  defp host_arg(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> Enum.map(&host_arg/1) |> List.to_tuple()
-  defp host_arg(other), do: other
 
   @doc "The lazy form of an eager tensor (the same buffer)."
   def lazy(%T{data: %Backend{cell: nil, buffer: buffer, device: config}} = t),
