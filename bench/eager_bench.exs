@@ -16,8 +16,11 @@
 # Each runs on Nx.BinaryBackend (binary), Nx.Vulkan.Backend per-op (vulkan_per_op,
 # `lazy: false`), lazy (vulkan_lazy, `lazy: true`: small operations on host values run on
 # the host) and lazy with every operation on the device (vulkan_lazy_device,
-# `lazy_host_size: 0`), twice (the first run compiles, the second is warm); momenta and
+# `lazy_host_size: 0`), twice, interleaved (the first run compiles, the second is warm); momenta and
 # uniforms come from `:rand` (seeded) on the host, so all backends take the same path.
+#
+# Each run's CPU time counts the schedulers' busy waiting unless the VM is told not to
+# (ELIXIR_ERL_OPTIONS="+sbwt none +sbwtdcpu none +sbwtdio none").
 #
 #   cd elixir && NX_PATH=... mix run ../bench/eager_bench.exs [--only nuts|hmc] \
 #     [--backends binary,vulkan_lazy,...] [--warmup 100] [--draws 100] \
@@ -304,9 +307,13 @@ defmodule EagerBench do
       nil
     )
 
+    # CPU time of the whole OS process (the BEAM and lavapipe's threads): on a machine
+    # shared with other work it varies less than the wall time.
+    {cpu_before, _} = :erlang.statistics(:runtime)
     {us, result} = :timer.tc(fun)
+    {cpu_after, _} = :erlang.statistics(:runtime)
     :telemetry.detach(id)
-    {us / 1.0e6, result, :counters.get(flushes, 1), :counters.get(flushes, 2)}
+    {us / 1.0e6, (cpu_after - cpu_before) / 1.0e3, result, :counters.get(flushes, 1), :counters.get(flushes, 2)}
   end
 end
 
@@ -346,12 +353,13 @@ workloads =
   |> Enum.filter(fn {name, _, _} -> only in [nil, name] end)
 
 results =
+  # Runs interleaved across backends, so that a slower spell of the machine falls on all.
   for {name, title, fun} <- workloads,
+      run <- 1..runs,
       {backend_name, backend, env} <- EagerBench.backends(),
-      backend_names in [nil] or backend_name in backend_names,
-      run <- 1..runs do
+      backend_names in [nil] or backend_name in backend_names do
     Nx.default_backend(backend)
-    {seconds, result, flushes, submits} = EagerBench.with_env(env, fn -> EagerBench.measure(fun) end)
+    {seconds, cpu_seconds, result, flushes, submits} = EagerBench.with_env(env, fn -> EagerBench.measure(fun) end)
 
     {summary, extra} =
       case {name, result} do
@@ -370,7 +378,8 @@ results =
       end
 
     IO.puts(
-      "#{name} #{backend_name} run #{run}: #{Float.round(seconds, 3)} s, #{submits} device runs, " <>
+      "#{name} #{backend_name} run #{run}: #{Float.round(seconds, 3)} s (CPU #{Float.round(cpu_seconds, 3)} s), " <>
+        "#{submits} device runs, " <>
         "#{flushes} lazy flushes; #{summary}"
     )
 
@@ -380,6 +389,7 @@ results =
       backend: backend_name,
       run: run,
       seconds: seconds,
+      cpu_seconds: cpu_seconds,
       device_runs: submits,
       flushes: flushes,
       result: extra

@@ -235,6 +235,28 @@ defmodule Nx.Vulkan.LazyTest do
       assert Nx.to_binary(t) == Nx.to_binary(expected)
     end
 
+    test "arithmetic on host values is Nx.BinaryBackend's, bit for bit, or the device's where it raises" do
+      values = [0.0, -0.0, 1.5, -2.25, 1.0e-310, 1.0e-40, 3.0e38, -1.0e300, :nan, :infinity, :neg_infinity]
+
+      for type <- [:f32, :f64], op <- [:add, :subtract, :multiply, :divide], x <- values, y <- values do
+        for {sx, sy} <- [{{}, {}}, {{}, {2}}, {{2}, {}}, {{2}, {2}}] do
+          make = fn v, shape, backend -> Nx.broadcast(Nx.tensor(v, type: type, backend: backend), shape) end
+          args = fn backend -> [make.(x, sx, backend), make.(y, sy, backend)] end
+          result = apply(Nx, op, args.(@lazy))
+          assert state(result) in [:host, :pending]
+
+          expected =
+            try do
+              apply(Nx, op, args.(Nx.BinaryBackend))
+            rescue
+              ArithmeticError -> apply(Nx, op, args.({Nx.Vulkan.Backend, lazy: false}))
+            end
+
+          assert Nx.to_binary(result) == Nx.to_binary(expected), "#{op} #{type} #{inspect(x)} #{inspect(y)}"
+        end
+      end
+    end
+
     test "where Nx.BinaryBackend raises, or converts otherwise, the device computes the result" do
       cases = [
         fn b -> Nx.divide(Nx.tensor([1.0, -1.0, 0.0], backend: b), 0.0) end,

@@ -58,10 +58,10 @@ defmodule Nx.Vulkan.Backend do
 
   @impl true
   def constant(out, number, opts) do
-    host = Nx.BinaryBackend.constant(out, number, [])
+    %T{data: %Nx.BinaryBackend{state: binary}} = host = Nx.BinaryBackend.constant(out, number, [])
 
     if lazy?(opts) do
-      Lazy.from_host(out, Nx.BinaryBackend.to_binary(host, Nx.size(out)), Device.config(opts))
+      Lazy.from_host(out, binary, Device.config(opts))
     else
       Nx.BinaryBackend.backend_transfer(host, __MODULE__, opts)
     end
@@ -348,6 +348,14 @@ defmodule Nx.Vulkan.Backend do
     backend_options = Enum.find(args, [], &match?({:backend_options, _, _}, &1))
     host? = name not in device_only and function_exported?(Nx.BinaryBackend, name, length(args) + 1)
     host_args = Enum.map(args, &if(&1 in tensor_args, do: quote(do: Lazy.host!(unquote(&1))), else: &1))
+
+    out = Macro.var(:out, nil)
+    host_exact = if name == :as_type, do: quote(do: host_exact?(unquote(out), unquote(hd(tensor_args)))), else: true
+
+    host_call =
+      if name in [:add, :subtract, :multiply, :divide],
+        do: quote(do: Lazy.arithmetic(unquote(name), unquote(out), unquote_splicing(host_args))),
+        else: quote(do: apply(Nx.BinaryBackend, unquote(name), [unquote(out), unquote_splicing(host_args)]))
     # an elementwise result is at least as large as its operands
     work = if name in binary_ops or name in unary_ops, do: :elementwise, else: name
 
@@ -361,9 +369,8 @@ defmodule Nx.Vulkan.Backend do
       end
 
       host =
-        if unquote(host?) and host_exact?(unquote(name), out, [unquote_splicing(tensor_args)]) do
-          {fn -> apply(Nx.BinaryBackend, unquote(name), [out, unquote_splicing(host_args)]) end,
-           work(unquote(work), out, [unquote_splicing(args)])}
+        if unquote(host?) and unquote(host_exact) do
+          {fn -> unquote(host_call) end, work(unquote(work), out, [unquote_splicing(args)])}
         end
 
       op(
@@ -380,10 +387,7 @@ defmodule Nx.Vulkan.Backend do
 
   # Nx.BinaryBackend converts a float out of an integer type's range by wrapping around,
   # the device (as XLA) by saturating.
-  defp host_exact?(:as_type, %T{type: {to, _}}, [%T{type: {from, _}}]),
-    do: not (from in [:f, :bf] and to in [:s, :u])
-
-  defp host_exact?(_name, _out, _tensors), do: true
+  defp host_exact?(%T{type: {to, _}}, %T{type: {from, _}}), do: not (from in [:f, :bf] and to in [:s, :u])
 
   # The elements an operation computes or reads: a dot's multiply-adds, else its largest
   # operand or result.
