@@ -214,8 +214,11 @@ defmodule Nx.Vulkan.LazyTest do
       assert state(sum) == :host
       assert Nx.to_binary(sum) == Nx.to_binary(Nx.add(9900.0, Nx.tensor([1.0, 2.0])))
 
+      # the size applies to values as they are made
       Application.put_env(:nx_vulkan, :lazy_host_size, 0)
-      assert state(Nx.add(small, small)) == :pending
+      fresh = Nx.tensor([1.0, 2.0], backend: @lazy)
+      assert state(fresh) == :value and state(Nx.tensor(1.0, backend: @lazy)) == :host
+      assert state(Nx.add(fresh, fresh)) == :pending
     end
 
     test "host values are arguments of a graph, one per occurrence, whatever their bytes" do

@@ -73,7 +73,7 @@ defmodule Nx.Vulkan.Backend do
     lazy = lazy?(opts)
 
     if lazy and Lazy.host_sized?(Nx.size(t)) do
-      Lazy.from_host(t, binary, config)
+      Lazy.host_value(t, binary, config)
     else
       device = Device.get!(config)
       {type, dims} = IR.stored_type(type, shape)
@@ -162,17 +162,20 @@ defmodule Nx.Vulkan.Backend do
   ## Operations as one-node graphs
 
   @impl true
-  def concatenate(out, tensors, axis) do
+  def concatenate(out, tensors, axis), do: along_axis(:concatenate, out, tensors, axis)
+
+  # concatenate/3 and stack/3: the tensors of a list put together along `axis`.
+  defp along_axis(name, out, tensors, axis) do
     out = template(out)
 
     op(
-      :concatenate,
+      name,
       out,
-      &Nx.Defn.Expr.concatenate(out, Tuple.to_list(&1), axis),
+      &apply(Nx.Defn.Expr, name, [out, Tuple.to_list(&1), axis]),
       tensors,
       [List.to_tuple(tensors)],
       [],
-      {fn -> Nx.BinaryBackend.concatenate(out, Enum.map(tensors, &Lazy.host!/1), axis) end, work(out, tensors)}
+      {fn -> apply(Nx.BinaryBackend, name, [out, Enum.map(tensors, &Lazy.host!/1), axis]) end, work(out, tensors)}
     )
   end
 
@@ -231,19 +234,7 @@ defmodule Nx.Vulkan.Backend do
   # Nx >= 0.8 declares stack/3 and the pointer callbacks, Nx >= 0.12 block/4.
   if {:stack, 3} in @callbacks do
     @impl true
-    def stack(out, tensors, axis) do
-      out = template(out)
-
-      op(
-        :stack,
-        out,
-        &Nx.Defn.Expr.stack(out, Tuple.to_list(&1), axis),
-        tensors,
-        [List.to_tuple(tensors)],
-        [],
-        {fn -> Nx.BinaryBackend.stack(out, Enum.map(tensors, &Lazy.host!/1), axis) end, work(out, tensors)}
-      )
-    end
+    def stack(out, tensors, axis), do: along_axis(:stack, out, tensors, axis)
   end
 
   # As optional/3.
@@ -361,7 +352,29 @@ defmodule Nx.Vulkan.Backend do
 
     if {name, length(args) + 1} in @callbacks, do: @impl(true)
 
-    def unquote(name)(out, unquote_splicing(args)) do
+    # The hot path of an eager sampler's control arithmetic: two f32 or f64 host values,
+    # each a scalar or of the result's shape (so no larger than a host value is), computed
+    # as Nx.BinaryBackend computes them without the general path's dispatch. What it
+    # leaves (a NaN, an infinity, an overflow) takes the general path.
+    if name in [:add, :subtract, :multiply, :divide] do
+      def unquote(name)(
+            %T{type: {:f, size} = type, shape: shape} = out,
+            %T{type: type, shape: left_shape, data: %__MODULE__{cell: {:host, left}, device: config}} = l,
+            %T{type: type, shape: right_shape, data: %__MODULE__{cell: {:host, right}}} = r
+          )
+          when size in [32, 64] and (left_shape == shape or left_shape == {}) and
+                 (right_shape == shape or right_shape == {}) do
+        case Lazy.float_arithmetic(unquote(name), size, shape, {left_shape, left}, {right_shape, right}) do
+          {:ok, binary} -> Lazy.host_value(out, binary, config)
+          :error -> unquote(:"#{name}_op")(out, l, r)
+        end
+      end
+
+    end
+
+    def unquote(name)(out, unquote_splicing(args)), do: unquote(:"#{name}_op")(out, unquote_splicing(args))
+
+    defp unquote(:"#{name}_op")(out, unquote_splicing(args)) do
       out = template(out)
 
       expr_fun = fn unquote_splicing(tensor_args) ->
@@ -478,7 +491,7 @@ defmodule Nx.Vulkan.Backend do
     with true <- lazy,
          {host_fun, work} <- host,
          {:ok, binary} <- Lazy.on_host(host_fun, work) do
-      Lazy.from_host(out, binary, config_of(tensors, opts))
+      Lazy.host_value(out, binary, config_of(tensors, opts))
     else
       _ ->
         config = config_of(tensors, opts)

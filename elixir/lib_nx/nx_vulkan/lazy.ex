@@ -2,11 +2,12 @@ defmodule Nx.Vulkan.Lazy do
   @moduledoc false
   # Lazy tensors of Nx.Vulkan.Backend (`lazy: true`).
   #
-  # A lazy tensor's data is `%Nx.Vulkan.Backend{buffer: nil, cell: cell}`. A value held on
-  # the host from the start (a constant, a small tensor made from a binary, the result of
-  # an operation run on the host) never changes, so `cell` is `{:host, binary}` itself.
-  # Otherwise it is a NIF cell (Nx.Vulkan.Native.cell_new/1), shared by every copy of the
-  # tensor in any process, holding one of
+  # A lazy tensor's data is `%Nx.Vulkan.Backend{buffer: nil, cell: cell}`. A value of at
+  # most `:lazy_host_size` elements (when it was made) held on the host from the start (a
+  # constant, a tensor made from a binary, the result of an operation run on the host)
+  # never changes, so `cell` is `{:host, binary}` itself. Otherwise it is a NIF cell
+  # (Nx.Vulkan.Native.cell_new/1), shared by every copy of the tensor in any process,
+  # holding one of
   #
   #   {:pending, name, fun, args, depth, seen} - `fun` (the callback's Nx.Defn.Expr
   #       function) applied to `args` (containers of tensors and numbers, as the eager
@@ -44,11 +45,16 @@ defmodule Nx.Vulkan.Lazy do
   def from_buffer(out, buffer, config), do: wrap(out, {:value, buffer}, config)
 
   @doc "A lazy tensor of `out` whose value is the host `binary` until a graph reads it."
-  def from_host(out, binary, config), do: %{out | data: %Backend{buffer: nil, device: config, cell: {:host, binary}}}
+  def from_host(out, binary, config) do
+    if host_sized?(Nx.size(out)), do: host_value(out, binary, config), else: wrap(out, {:host, binary}, config)
+  end
+
+  @doc "The host value `binary` of `out`, of at most `:lazy_host_size` elements."
+  def host_value(out, binary, config), do: %{out | data: %Backend{buffer: nil, device: config, cell: {:host, binary}}}
 
   @doc """
   Whether a tensor of `size` elements made from a binary is kept on the host, where the
-  operations small enough to run there (`on_host/5`) read it without a device round trip.
+  operations small enough to run there (`on_host/2`) read it without a device round trip.
   """
   def host_sized?(size), do: size <= host_size()
 
@@ -97,29 +103,40 @@ defmodule Nx.Vulkan.Lazy do
 
   @doc """
   `op` (`:add`, `:subtract`, `:multiply`, `:divide`) of two host operands (`host!/1`) as
-  Nx.BinaryBackend computes it, where both are f32 or f64 of the result's type and each
-  is a scalar or of the result's shape: each element read as an Erlang float, the same
-  Erlang operation, the result written at the type's size. Without Nx.BinaryBackend's
-  general broadcasting and type conversion, several times faster on the scalars and small
-  vectors a sampler's control values are. Anything else (another type or shape, a NaN or
-  an infinity, which match no float segment, an overflow) is Nx.BinaryBackend's own call.
+  Nx.BinaryBackend computes it: `float_arithmetic/6` where it applies, else
+  Nx.BinaryBackend's own call.
   """
   def arithmetic(op, %T{type: {:f, size} = type, shape: shape} = out, %T{type: type} = l, %T{type: type} = r)
       when size in [32, 64] do
     with %Nx.BinaryBackend{state: left} <- l.data,
          %Nx.BinaryBackend{state: right} <- r.data,
-         {:ok, left, right} <- same_size(l.shape, left, r.shape, right, shape) do
-      try do
-        %{out | data: %Nx.BinaryBackend{state: each(op, size, left, right, <<>>)}}
-      rescue
-        _ -> apply(Nx.BinaryBackend, op, [out, l, r])
-      end
+         {:ok, binary} <- float_arithmetic(op, size, shape, {l.shape, left}, {r.shape, right}) do
+      %{out | data: %Nx.BinaryBackend{state: binary}}
     else
       _ -> apply(Nx.BinaryBackend, op, [out, l, r])
     end
   end
 
   def arithmetic(op, out, l, r), do: apply(Nx.BinaryBackend, op, [out, l, r])
+
+  @doc """
+  The binary of `op` (`:add`, `:subtract`, `:multiply`, `:divide`) of two f32 or f64
+  operands of `size` bits, each `{shape, binary}`, a scalar or of the result's `shape`:
+  each element read as an Erlang float, the same Erlang operation as Nx.BinaryBackend's,
+  the result written at `size` bits, as it writes it. Without Nx.BinaryBackend's general
+  broadcasting and type conversion, several times faster on the scalars and small vectors
+  a sampler's control values are. `:error` for other shapes, a NaN or an infinity (which
+  match no float segment) and an overflow, which are Nx.BinaryBackend's to compute.
+  """
+  def float_arithmetic(op, size, shape, {left_shape, left}, {right_shape, right}) do
+    with {:ok, left, right} <- same_size(left_shape, left, right_shape, right, shape) do
+      try do
+        {:ok, each(op, size, left, right, <<>>)}
+      rescue
+        _ -> :error
+      end
+    end
+  end
 
   defp same_size(shape, left, shape, right, shape), do: {:ok, left, right}
   defp same_size({}, left, shape, right, shape), do: {:ok, :binary.copy(left, Nx.size(shape)), right}
