@@ -260,6 +260,45 @@ defmodule Nx.Vulkan.LazyTest do
       end
     end
 
+    test "copies count 1/64 per element: a sampler's preallocated buffers stay on the host" do
+      run = fn backend ->
+        Nx.with_default_backend(backend, fn ->
+          buffer = Nx.broadcast(Nx.tensor(0.0, type: :f64), {1024, 2})
+          row = Nx.tensor([[0.5, -1.5]], type: :f64)
+          buffer = Nx.put_slice(buffer, [7, 0], row)
+          buffer = Nx.indexed_put(buffer, Nx.tensor([[3], [9]]), Nx.tensor([[1.0, 2.0], [3.0, 4.0]], type: :f64))
+          {buffer, Nx.slice(buffer, [7, 0], [3, 2]), Nx.reshape(buffer, {2048})}
+        end)
+      end
+
+      {results, events} = flush_events(fn -> run.(Nx.Vulkan.VulkanoBackend) end)
+      assert events == [] and compiles() == 0
+
+      for {result, expected} <- Enum.zip(Tuple.to_list(results), Tuple.to_list(run.(Nx.BinaryBackend))) do
+        assert state(result) == :host
+        assert Nx.to_binary(result) == Nx.to_binary(expected)
+      end
+
+      # a transpose copies element by element: 2,048 elements of work
+      assert state(Nx.transpose(elem(results, 0))) == :pending
+    end
+
+    test "indexed updates whose window Nx.BinaryBackend lays out otherwise stay on the device" do
+      target = Nx.iota({3, 4, 5}, type: :f32)
+      indices = Nx.tensor([[1], [2]])
+      # narrower than the target on both window axes: XLA's window, not Nx.BinaryBackend's
+      narrow = Nx.iota({2, 2, 3}, type: :f32)
+      # narrower on the first window axis only: the same either way
+      rows = Nx.iota({2, 2, 5}, type: :f32)
+
+      for {updates, where} <- [{narrow, :pending}, {rows, :host}], op <- [:indexed_put, :indexed_add] do
+        args = fn backend -> [Nx.backend_copy(target, backend), Nx.backend_copy(indices, backend), Nx.backend_copy(updates, backend)] end
+        result = apply(Nx, op, args.(@lazy))
+        assert state(result) == where
+        assert Nx.to_binary(result) == Nx.to_binary(apply(Nx, op, args.({Nx.Vulkan.Backend, lazy: false})))
+      end
+    end
+
     test "where Nx.BinaryBackend raises, or converts otherwise, the device computes the result" do
       cases = [
         fn b -> Nx.divide(Nx.tensor([1.0, -1.0, 0.0], backend: b), 0.0) end,
