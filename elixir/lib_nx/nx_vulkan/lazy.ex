@@ -64,8 +64,8 @@ defmodule Nx.Vulkan.Lazy do
   @doc """
   The binary of an operation run now on the host, `{:ok, binary}`: `host`, a function
   computing it on Nx.BinaryBackend from its operands' `host!/1`, applied when the
-  operation's `work` (elements, or a dot's multiply-adds) is at most `:lazy_host_size`
-  and every operand holds its value on the host. `:device` otherwise, and where
+  operation's `work` (elements as Nx.Vulkan.Backend counts them) is at most
+  `:lazy_host_size` and every operand holds its value on the host. `:device` otherwise, and where
   Nx.BinaryBackend raises (a division by zero, an overflow, an index out of range): the
   device's result is the backend's there.
   """
@@ -103,7 +103,7 @@ defmodule Nx.Vulkan.Lazy do
 
   @doc """
   `op` (`:add`, `:subtract`, `:multiply`, `:divide`) of two host operands (`host!/1`) as
-  Nx.BinaryBackend computes it: `float_arithmetic/6` where it applies, else
+  Nx.BinaryBackend computes it: `float_arithmetic/5` where it applies, else
   Nx.BinaryBackend's own call.
   """
   def arithmetic(op, %T{type: {:f, size} = type, shape: shape} = out, %T{type: type} = l, %T{type: type} = r)
