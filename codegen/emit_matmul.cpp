@@ -71,7 +71,8 @@ struct Operand {
 // two rows and every vector's first element is a multiple of `lanes` into the buffer).
 bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes) {
   const ir::Shape& s = node.type().shape;
-  return lanes > 1 && node.op == "parameter" && node.type().dtype == DType::F32 && !s.empty() && !axes.empty() &&
+  const DType t = node.type().dtype;
+  return lanes > 1 && node.op == "parameter" && (t == DType::F32 || (t == DType::F64 && lanes <= 2)) && !s.empty() && !axes.empty() &&
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
 }
 
@@ -152,13 +153,14 @@ struct Product {
 }  // namespace
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
-  if (!t.broadcast) return {};
+  if (t.vector == 1 || t.fragment.m) return {};
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
   std::vector<const ir::Node*> r;
-  if (reads_as_vectors(an, d.c1, t.vector)) r.push_back(&an);
-  if (reads_as_vectors(bn, d.free2, t.vector)) r.push_back(&bn);
+  // Staged kernels read each operand along whichever of its axes runs along memory.
+  if (reads_as_vectors(an, d.c1, t.vector) || (t.staged && reads_as_vectors(an, d.free1, t.vector))) r.push_back(&an);
+  if (reads_as_vectors(bn, d.free2, t.vector) || (t.staged && reads_as_vectors(bn, d.c2, t.vector))) r.push_back(&bn);
   return r;
 }
 
@@ -250,35 +252,86 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   const BufferRef* vector_a = t.broadcast ? vector_buffer(A, A.contract_axes) : nullptr;
   const BufferRef* vector_b = t.broadcast ? vector_buffer(B, B.free_axes) : nullptr;
 
-  // Staged: one k-slice of each operand's tile in shared memory, [k][free] with rows padded
-  // by one element against bank conflicts; the workgroup loads it together.
+  // Staged: one k-slice of each operand's tile in shared memory as vectors of V elements
+  // (16 bytes for f32 and f64) along the operand's axis that runs along memory: [k][free]
+  // where that is a free axis, else [free][k] with rows padded by one vector (neighbouring
+  // invocations read rows apart). The workgroup fills them in runs of V elements along
+  // memory, each stored as one vector; an invocation reads its runs of rows or columns as
+  // vectors ([k][free]), or each of its rows' next V elements along k as one ([free][k]).
+  // Two sets of slices where they fit: the next k-step's runs are read from memory before
+  // the current step multiplies and stored after it, one barrier per step instead of two.
   struct Slice {
-    Id array = 0, elem = 0;
-    uint32_t pitch = 0;
+    const Operand* o = nullptr;
+    uint32_t free = 0;
+    bool k_inner = false;  // [free][k]
+    Id array = 0, elem = 0, entry = 0;  // entry: elem, or a vector of V of them
+    uint32_t pitch = 0;                 // entries per row
+    uint32_t size = 0;                  // entries per set of slices
+    const BufferRef* vectors = nullptr;  // the operand's binding, where a run is one load
+    uint32_t runs = 0;                   // runs each invocation loads
   };
-  auto declare_slice = [&](const Operand& o, uint32_t free) {
-    Slice s{0, e.reg_type(o.node.type().dtype), free + 1};
-    s.array = b.workgroup_array(s.elem, t.k * s.pitch);
-    *shared_bytes += uint64_t(b.type_bytes(s.elem)) * t.k * s.pitch;
+  auto slice_of = [&](const Operand& o, uint32_t free) {
+    Slice s;
+    s.o = &o;
+    s.free = free;
+    s.k_inner = contiguous_along_k(body, o.node, o.contract_axes);
+    s.elem = e.reg_type(o.node.type().dtype);
+    s.entry = V > 1 ? b.type_vector(s.elem, V) : s.elem;
+    s.pitch = s.k_inner ? t.k / V + 1 : free / V;
+    s.size = (s.k_inner ? free : t.k) * s.pitch;
+    s.vectors = vector_buffer(o, s.k_inner ? o.contract_axes : o.free_axes);
+    s.runs = free * t.k / V / wg;
     return s;
   };
   Slice sa, sb;
+  bool two_stages = false;
   if (t.staged) {
-    sa = declare_slice(A, t.m);
-    sb = declare_slice(B, t.n);
+    sa = slice_of(A, t.m);
+    sb = slice_of(B, t.n);
+    const uint64_t set_bytes = (uint64_t(b.type_bytes(sa.elem)) * sa.size + uint64_t(b.type_bytes(sb.elem)) * sb.size) * V;
+    two_stages = 2 * set_bytes <= e.caps.max_shared_memory_bytes;
+    const uint32_t sets = two_stages ? 2 : 1;
+    sa.array = b.workgroup_array(sa.entry, sets * sa.size);
+    sb.array = b.workgroup_array(sb.entry, sets * sb.size);
+    *shared_bytes += sets * set_bytes;
   }
-  auto slot = [&](const Slice& s, Id kk, Id f) {
-    Id at = u(spv::OpIAdd, u(spv::OpIMul, kk, c(s.pitch)), f);
-    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, s.elem), {s.array, at});
+  // The entry holding elements (free, k) to (free, k + V - 1) ([free][k]) or (free, k) to
+  // (free + V - 1, k) ([k][free]) of set `set`; `free` and `k` in elements.
+  auto entry_ptr = [&](const Slice& s, Id set, Id free, Id k) {
+    Id row = s.k_inner ? free : k, in_row = u(spv::OpUDiv, s.k_inner ? k : free, c(V));
+    Id at = u(spv::OpIAdd, u(spv::OpIAdd, u(spv::OpIMul, set, c(s.size)), u(spv::OpIMul, row, c(s.pitch))), in_row);
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, s.entry), {s.array, at});
   };
-  auto load_slice = [&](const Operand& o, const Slice& s, uint32_t free, Id batch, Id free0, Id k0) {
-    const bool along_k = contiguous_along_k(body, o.node, o.contract_axes);
-    for (uint32_t r = 0; r < free * t.k / wg; ++r) {
-      Id l = u(spv::OpIAdd, local, c(int64_t(r) * wg));
-      Id kk = along_k ? u(spv::OpUMod, l, c(t.k)) : u(spv::OpUDiv, l, c(free));
-      Id ff = along_k ? u(spv::OpUDiv, l, c(t.k)) : u(spv::OpUMod, l, c(free));
-      Id v = element(o, batch, u(spv::OpIAdd, free0, ff), u(spv::OpIAdd, k0, kk));
-      b.op_void(spv::OpStore, {slot(s, kk, ff), v});
+  // Run r of this invocation: its free and k offsets in the slice, neighbouring invocations
+  // at neighbouring runs along memory.
+  auto run_at = [&](const Slice& s, uint32_t r) -> std::pair<Id, Id> {
+    Id l = u(spv::OpIAdd, local, c(int64_t(r) * wg));
+    const uint32_t across = (s.k_inner ? t.k : s.free) / V;
+    Id inner = u(spv::OpUMod, l, c(across)), outer = u(spv::OpUDiv, l, c(across));
+    if (V > 1) inner = u(spv::OpIMul, inner, c(V));
+    return s.k_inner ? std::pair{outer, inner} : std::pair{inner, outer};
+  };
+  auto fetch_runs = [&](const Slice& s, Id batch, Id free0, Id k0) {
+    Values v;
+    for (uint32_t r = 0; r < s.runs; ++r) {
+      const auto [ff, kk] = run_at(s, r);
+      Id free = u(spv::OpIAdd, free0, ff), k = u(spv::OpIAdd, k0, kk);
+      if (s.vectors) {
+        const Id f = s.k_inner ? clamp(free, ir::num_elements(s.o->free_extents), s.o->tile) : free;
+        v.push_back(run(*s.o, *s.vectors, batch, f, k, s.k_inner));
+        continue;
+      }
+      std::vector<Id> x;
+      for (uint32_t q = 0; q < V; ++q)
+        x.push_back(s.k_inner ? element(*s.o, batch, free, u(spv::OpIAdd, k, c(q))) : element(*s.o, batch, u(spv::OpIAdd, free, c(q)), k));
+      v.push_back(V == 1 ? x[0] : b.op(spv::OpCompositeConstruct, s.entry, x));
+    }
+    return v;
+  };
+  auto store_runs = [&](const Slice& s, const Values& v, Id set) {
+    for (uint32_t r = 0; r < v.size(); ++r) {
+      const auto [ff, kk] = run_at(s, r);
+      b.op_void(spv::OpStore, {entry_ptr(s, set, ff, kk), v[r]});
     }
   };
 
@@ -287,67 +340,136 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
       [&](const Values& p) {
         const auto [batch, m0, n0] = pr.tile(e, p[0]);
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
-        // n0 + tx + j * cols (in runs of V: n0 + (tx + (j / V) * cols) * V + j % V):
-        // neighbouring invocations read and write neighbouring columns.
-        auto row = [&](uint32_t i) { return u(spv::OpIAdd, u(spv::OpIAdd, m0, ty), c(int64_t(i) * (t.m / t.thread_m))); };
+        // n0 + tx + j * cols, in runs of V (staged rows, and columns where V > 1: row
+        // m0 + (ty + (i / V) * rows-of-invocations) * V + i % V): neighbouring invocations
+        // read and write neighbouring runs.
+        const uint32_t rows = t.m / t.thread_m, RV = t.staged ? V : 1;
+        auto row = [&](uint32_t i) {
+          Id run0 = RV == 1 ? u(spv::OpIAdd, m0, ty) : u(spv::OpIAdd, m0, u(spv::OpIMul, ty, c(RV)));
+          return u(spv::OpIAdd, run0, c(int64_t(i / RV) * rows * RV + i % RV));
+        };
         auto col = [&](uint32_t j) {
           Id run0 = V == 1 ? u(spv::OpIAdd, n0, tx) : u(spv::OpIAdd, n0, u(spv::OpIMul, tx, c(V)));
           return u(spv::OpIAdd, run0, c(int64_t(j / V) * cols * V + j % V));
         };
+        auto fetch = [&](Id k0) {
+          Values v = fetch_runs(sa, batch, m0, k0), w = fetch_runs(sb, batch, n0, k0);
+          v.insert(v.end(), w.begin(), w.end());
+          return v;
+        };
+        auto stage = [&](const Values& v, Id set) {
+          store_runs(sa, Values(v.begin(), v.begin() + sa.runs), set);
+          store_runs(sb, Values(v.begin() + sa.runs, v.end()), set);
+        };
+        // One k-step's terms from slice set `set` (staged) or memory, added to `acc`.
+        auto multiply = [&](Values next, Id k0, Id set) {
+          // Broadcast: lane l holds elements k0 + l * V, ..., of each of its rows (which
+          // the whole subgroup shares); step kk takes lane kk / V's.
+          std::vector<std::vector<Id>> lane_a(t.thread_m);
+          if (t.broadcast)
+            for (uint32_t i = 0; i < t.thread_m; ++i) {
+              Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
+              if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
+              else
+                for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+            }
+          const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
+          std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
+          auto shared_a = [&](uint32_t i, uint32_t kk) {
+            const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
+            if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
+            if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
+            return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
+          };
+          // Staged: the invocation's `count` rows (or columns), runs of V from `first` + r *
+          // `stride` (in runs), at step kk; [free][k] slices hold each one's next V steps in
+          // `ahead`, read every V steps.
+          auto staged = [&](const Slice& s, Id first, uint32_t stride, uint32_t count, uint32_t kk, std::vector<Id>& ahead) {
+            std::vector<Id> x(count);
+            auto load = [&](Id free, uint32_t k) { return b.op_in_place(spv::OpLoad, s.entry, {entry_ptr(s, set, free, c(k))}); };
+            auto part = [&](Id v, uint32_t q) { return V == 1 ? v : b.op(spv::OpCompositeExtract, s.elem, {v}, {q}); };
+            for (uint32_t r = 0; r < count / V; ++r) {
+              Id run0 = u(spv::OpIMul, u(spv::OpIAdd, first, c(int64_t(r) * stride)), c(V));
+              for (uint32_t q = 0; q < V; ++q) {
+                if (!s.k_inner) {
+                  if (q == 0) ahead[r] = load(run0, kk);
+                  x[r * V + q] = part(ahead[r], q);
+                } else {
+                  if (kk % V == 0) ahead[r * V + q] = load(u(spv::OpIAdd, run0, c(q)), kk);
+                  x[r * V + q] = part(ahead[r * V + q], kk % V);
+                }
+              }
+            }
+            return x;
+          };
+          std::vector<Id> ahead_a(t.thread_m), ahead_b(t.thread_n);
+          for (uint32_t kk = 0; kk < t.k; ++kk) {
+            std::vector<Id> x(t.thread_m), y(t.thread_n);
+            if (t.staged) {
+              x = staged(sa, ty, rows, t.thread_m, kk, ahead_a);
+              y = staged(sb, tx, cols, t.thread_n, kk, ahead_b);
+            } else {
+              for (uint32_t i = 0; i < t.thread_m; ++i)
+                x[i] = t.broadcast ? shared_a(i, kk) : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
+              const Id k = u(spv::OpIAdd, k0, c(kk));
+              for (uint32_t j = 0; j < t.thread_n; ++j) {
+                if (!vector_b) y[j] = element(B, batch, col(j), k);
+                else if (j % V == 0) {
+                  Id v = run(B, *vector_b, batch, col(j), k, false);
+                  for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
+                }
+              }
+            }
+            for (uint32_t i = 0; i < t.thread_m; ++i)
+              for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
+          }
+          return next;
+        };
+
+        const uint64_t steps = uint64_t((K + t.k - 1) / t.k);
         std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(dot));
-        types.push_back(e.u32());
-        init.push_back(c(0));
-        Values acc = b.loop(
-            types, init, [&](const Values& s) { return less(s.back(), K); },
-            [&](const Values& s) {
-              const Id k0 = s.back();
-              if (t.staged) {
-                load_slice(A, sa, t.m, batch, m0, k0);
-                load_slice(B, sb, t.n, batch, n0, k0);
+        Values acc;
+        if (two_stages) {
+          // Carried: the accumulators, the set of slices step k0 reads, and k0. The last step
+          // reads its own slices again for a next step that does not come, within the operands.
+          if (steps) {
+            stage(fetch(c(0)), c(0));
+            b.workgroup_barrier();
+          }
+          types.insert(types.end(), {e.u32(), e.u32()});
+          init.insert(init.end(), {c(0), c(0)});
+          acc = b.loop(
+              types, init, [&](const Values& s) { return less(s.back(), K); },
+              [&](const Values& s) {
+                const Id k0 = s.back(), set = s[regs];
+                const int64_t last = int64_t(std::max<uint64_t>(steps, 1) - 1) * t.k;
+                Values ahead = fetch(b.ext(GLSLstd450UMin, e.u32(), {u(spv::OpIAdd, k0, c(t.k)), c(last)}));
+                Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
+                Id other = u(spv::OpISub, c(1), set);
+                stage(ahead, other);
                 b.workgroup_barrier();
-              }
-              Values next(s.begin(), s.end() - 1);
-              // Broadcast: lane l holds elements k0 + l * V, ..., of each of its rows (which
-              // the whole subgroup shares); step kk takes lane kk / V's.
-              std::vector<std::vector<Id>> lane_a(t.thread_m);
-              if (t.broadcast)
-                for (uint32_t i = 0; i < t.thread_m; ++i) {
-                  Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
-                  if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
-                  else
-                    for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+                next.insert(next.end(), {other, u(spv::OpIAdd, k0, c(t.k))});
+                return next;
+              },
+              steps);
+        } else {
+          types.push_back(e.u32());
+          init.push_back(c(0));
+          acc = b.loop(
+              types, init, [&](const Values& s) { return less(s.back(), K); },
+              [&](const Values& s) {
+                const Id k0 = s.back();
+                if (t.staged) {
+                  stage(fetch(k0), c(0));
+                  b.workgroup_barrier();
                 }
-              const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
-              std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
-              auto shared_a = [&](uint32_t i, uint32_t kk) {
-                const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
-                if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
-                if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
-                return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
-              };
-              for (uint32_t kk = 0; kk < t.k; ++kk) {
-                std::vector<Id> x(t.thread_m), y(t.thread_n);
-                for (uint32_t i = 0; i < t.thread_m; ++i)
-                  x[i] = t.staged      ? b.op_in_place(spv::OpLoad, sa.elem, {slot(sa, c(kk), u(spv::OpIAdd, ty, c(int64_t(i) * (t.m / t.thread_m))))})
-                         : t.broadcast ? shared_a(i, kk)
-                                       : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
-                const Id k = u(spv::OpIAdd, k0, c(kk));
-                for (uint32_t j = 0; j < t.thread_n; ++j) {
-                  if (t.staged) y[j] = b.op_in_place(spv::OpLoad, sb.elem, {slot(sb, c(kk), u(spv::OpIAdd, tx, c(int64_t(j) * cols)))});
-                  else if (!vector_b) y[j] = element(B, batch, col(j), k);
-                  else if (j % V == 0) {
-                    Id v = run(B, *vector_b, batch, col(j), k, false);
-                    for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
-                  }
-                }
-                for (uint32_t i = 0; i < t.thread_m; ++i)
-                  for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
-              }
-              if (t.staged) b.workgroup_barrier();  // the slices are reloaded next
-              next.push_back(u(spv::OpIAdd, k0, c(t.k)));
-              return next;
-            },
-            uint64_t((K + t.k - 1) / t.k));
+                Values next = multiply(Values(s.begin(), s.end() - 1), k0, c(0));
+                if (t.staged) b.workgroup_barrier();  // the slices are reloaded next
+                next.push_back(u(spv::OpIAdd, k0, c(t.k)));
+                return next;
+              },
+              steps);
+        }
         for (uint32_t i = 0; i < t.thread_m; ++i)
           for (uint32_t j = 0; j < t.thread_n; ++j) {
             Id r = row(i), q = col(j);

@@ -48,7 +48,7 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
     if (t.m) return t;
   }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
-  if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
+  if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
