@@ -97,6 +97,14 @@ Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& bat
   return e.select(ot, in_range, v, ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0));
 }
 
+// k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
+// last of `steps` steps (whose slices are read again for a step that does not come, within
+// the operands, rather than past their ends).
+Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps) {
+  const uint64_t last = (std::max<uint64_t>(steps, 1) - 1) * k;
+  return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}), e.u32c(last)});
+}
+
 // The dot as both kernels tile it: its operands, extents and tiles.
 struct Product {
   const ir::Graph& body;
@@ -430,8 +438,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
         std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(dot));
         Values acc;
         if (two_stages) {
-          // Carried: the accumulators, the set of slices step k0 reads, and k0. The last step
-          // reads its own slices again for a next step that does not come, within the operands.
+          // Carried: the accumulators, the set of slices step k0 reads, and k0.
           if (steps) {
             stage(fetch(c(0)), c(0));
             b.workgroup_barrier();
@@ -442,8 +449,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
               types, init, [&](const Values& s) { return less(s.back(), K); },
               [&](const Values& s) {
                 const Id k0 = s.back(), set = s[regs];
-                const int64_t last = int64_t(std::max<uint64_t>(steps, 1) - 1) * t.k;
-                Values ahead = fetch(b.ext(GLSLstd450UMin, e.u32(), {u(spv::OpIAdd, k0, c(t.k)), c(last)}));
+                Values ahead = fetch(next_step(e, k0, t.k, steps));
                 Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
                 Id other = u(spv::OpISub, c(1), set);
                 stage(ahead, other);
@@ -676,7 +682,7 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
               types, init, more,
               [&](const Values& s) {
                 const Id k0 = s.back(), current = s[frags];
-                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next_chunks = fetch_all(batch, m0, n0, next_step(e, k0, t.k, steps));
                 Values next = multiply(Values(s.begin(), s.begin() + frags), current);
                 Id other = u(spv::OpISub, c(slice_chunks), current);
                 stage(next_chunks, other);
@@ -700,7 +706,7 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
                 const Id k0 = s.back();
                 stage(Values(s.begin() + frags, s.end() - 1), c(0));
                 b.workgroup_barrier();
-                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next_chunks = fetch_all(batch, m0, n0, next_step(e, k0, t.k, steps));
                 Values next = multiply(Values(s.begin(), s.begin() + frags), c(0));
                 b.workgroup_barrier();  // the slices are restaged next
                 next.insert(next.end(), next_chunks.begin(), next_chunks.end());
