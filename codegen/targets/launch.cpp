@@ -73,9 +73,8 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
   // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.
   t.vector = 1;
   while (t.vector * 2 * uint32_t(s.bytes) <= 16 && thread % (t.vector * 2) == 0) t.vector *= 2;
-  // At most (m + n) x (k + vector) elements: slices laid out [free][k] pad each row by one
-  // run (codegen/emit_matmul.cpp).
-  while (t.k > t.vector && uint64_t(m + n) * (t.k + t.vector) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
+  // Each slice row is padded by one run against bank conflicts (codegen/emit_matmul.cpp).
+  while (t.k > t.vector && uint64_t(t.k) * (m + n + 2 * t.vector) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
   // Every invocation loads the same number of runs of each slice.
   const uint32_t runs = t.invocations() * t.vector;
   if (t.invocations() > caps.max_workgroup_invocations || t.k % t.vector || (m * t.k) % runs || (n * t.k) % runs) return {};
