@@ -39,6 +39,10 @@ def workloads(dtype, flat, side):
         a = jax.random.uniform(k1, (n, n), f, -1, 1)
         b = jax.random.uniform(k2, (n, n), f, -1, 1)
         w.append((f"dot{n}", mm, (a, b), 3 * a.nbytes, 2.0 * n**3))
+    # A long contraction into few outputs (nxv splits it: split-reduction's split-K).
+    a = jax.random.uniform(k1, (64, 65536), f, -1, 1)
+    b = jax.random.uniform(k2, (65536, 64), f, -1, 1)
+    w.append(("dot_splitk", mm, (a, b), 2 * a.nbytes + 64 * 64 * a.dtype.itemsize, 2.0 * 64 * 64 * 65536))
     q = jax.random.uniform(k1, (16, 512, 64), f, -1, 1)
     kk = jax.random.uniform(k2, (16, 512, 64), f, -1, 1)
     w.append(("attention", lambda a, b: jnp.einsum("hid,hjd->hij", a, b, precision=hi), (q, kk),

@@ -163,6 +163,20 @@ Workload square_dot(DType t, int64_t n) {
   return r;
 }
 
+// A long contraction into few outputs, 64 x 65536 by 65536 x 64: split-reduction's
+// split-K (a batched dot over chunks of the contraction, then their sum) against XLA's.
+Workload long_contraction_dot(DType t) {
+  const int64_t m = 64, k = 65536;
+  GraphWriter w("dot_splitk");
+  NodeId a = w.param(0, t, {m, k}), b = w.param(1, t, {k, m});
+  NodeId d = w.node("dot", {a, b}, t, {m, m},
+                    {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
+                     {"batch_axes2", json::array()}});
+  Workload r{"dot_splitk", t, w.finish({d}), bytes(2 * m * k + m * m, t)};
+  r.flops = 2.0 * double(m) * double(m) * double(k);
+  return r;
+}
+
 Workload attention_scores(DType t) {
   const int64_t heads = 16, len = 512, dim = 64;
   GraphWriter w("attention");
@@ -262,6 +276,7 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   // Dense work: the full size adds the 4096-square product.
   ws.push_back(square_dot(t, 1024));
   if (side > 1024) ws.push_back(square_dot(t, 4096));
+  ws.push_back(long_contraction_dot(t));
   ws.push_back(attention_scores(t));
   ws.push_back(mlp_inference(t, 256, {784, 1024, 1024, 10}));
   ws.push_back(mlp_train_step(t, 256, {784, 1024, 1024, 10}));

@@ -71,7 +71,8 @@ struct Operand {
 // two rows and every vector's first element is a multiple of `lanes` into the buffer).
 bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes) {
   const ir::Shape& s = node.type().shape;
-  return lanes > 1 && node.op == "parameter" && node.type().dtype == DType::F32 && !s.empty() && !axes.empty() &&
+  const DType t = node.type().dtype;
+  return lanes > 1 && node.op == "parameter" && (t == DType::F32 || (t == DType::F64 && lanes <= 2)) && !s.empty() && !axes.empty() &&
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
 }
 
@@ -94,6 +95,14 @@ Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& bat
   const DType ot = o.node.type().dtype;
   Id in_range = b.op(spv::OpULessThan, e.boolean(), {k, e.u32c(uint64_t(K))});
   return e.select(ot, in_range, v, ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0));
+}
+
+// k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
+// last of `steps` steps (whose slices are read again for a step that does not come, within
+// the operands, rather than past their ends).
+Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps) {
+  const uint64_t last = (std::max<uint64_t>(steps, 1) - 1) * k;
+  return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}), e.u32c(last)});
 }
 
 // The dot as both kernels tile it: its operands, extents and tiles.
@@ -152,13 +161,14 @@ struct Product {
 }  // namespace
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
-  if (!t.broadcast) return {};
+  if (t.vector == 1 || t.fragment.m) return {};
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
   std::vector<const ir::Node*> r;
-  if (reads_as_vectors(an, d.c1, t.vector)) r.push_back(&an);
-  if (reads_as_vectors(bn, d.free2, t.vector)) r.push_back(&bn);
+  // Staged kernels read each operand along whichever of its axes runs along memory.
+  if (reads_as_vectors(an, d.c1, t.vector) || (t.staged && reads_as_vectors(an, d.free1, t.vector))) r.push_back(&an);
+  if (reads_as_vectors(bn, d.free2, t.vector) || (t.staged && reads_as_vectors(bn, d.c2, t.vector))) r.push_back(&bn);
   return r;
 }
 
@@ -250,35 +260,98 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   const BufferRef* vector_a = t.broadcast ? vector_buffer(A, A.contract_axes) : nullptr;
   const BufferRef* vector_b = t.broadcast ? vector_buffer(B, B.free_axes) : nullptr;
 
-  // Staged: one k-slice of each operand's tile in shared memory, [k][free] with rows padded
-  // by one element against bank conflicts; the workgroup loads it together.
+  // Staged: one k-slice of each operand's tile in shared memory, [k][free] as vectors of V
+  // elements (16 bytes for f32 and f64; an invocation's run of rows or columns is one read),
+  // rows padded by one vector against bank conflicts. The workgroup fills them in runs of V
+  // elements along the operand's axis that runs along memory, neighbouring invocations at
+  // neighbouring runs: one vector load each where the operand is a graph input laid out that
+  // way, else V element loads; a run along the free axes is stored as one vector, a run along
+  // k element by element. (Slices laid out [free][k] for operands that run along k, stored a
+  // vector at a time, were slower on an H100, 2026-11-26: 4096^2 f32 38.0 against 45.6
+  // TFLOP/s, the attention scores 0.042 against 0.028 ms.)
+  // Two sets of slices where they fit: the next k-step's runs are read from memory before
+  // the current step multiplies and stored after it, one barrier per step instead of two.
   struct Slice {
-    Id array = 0, elem = 0;
-    uint32_t pitch = 0;
+    const Operand* o = nullptr;
+    uint32_t free = 0;
+    bool along_k = false;               // the operand runs along k in memory
+    Id array = 0, elem = 0, entry = 0;  // entry: elem, or a vector of V of them
+    uint32_t pitch = 0;                 // entries per k row
+    uint32_t size = 0;                  // entries per set of slices
+    const BufferRef* vectors = nullptr;  // the operand's binding, where a run is one load
+    uint32_t runs = 0;                   // runs each invocation loads
   };
-  auto declare_slice = [&](const Operand& o, uint32_t free) {
-    Slice s{0, e.reg_type(o.node.type().dtype), free + 1};
-    s.array = b.workgroup_array(s.elem, t.k * s.pitch);
-    *shared_bytes += uint64_t(b.type_bytes(s.elem)) * t.k * s.pitch;
+  auto slice_of = [&](const Operand& o, uint32_t free) {
+    Slice s;
+    s.o = &o;
+    s.free = free;
+    s.along_k = contiguous_along_k(body, o.node, o.contract_axes);
+    s.elem = e.reg_type(o.node.type().dtype);
+    s.entry = V > 1 ? b.type_vector(s.elem, V) : s.elem;
+    s.pitch = free / V + 1;
+    s.size = t.k * s.pitch;
+    s.vectors = vector_buffer(o, s.along_k ? o.contract_axes : o.free_axes);
+    s.runs = free * t.k / V / wg;
     return s;
   };
   Slice sa, sb;
+  bool two_stages = false;
   if (t.staged) {
-    sa = declare_slice(A, t.m);
-    sb = declare_slice(B, t.n);
+    sa = slice_of(A, t.m);
+    sb = slice_of(B, t.n);
+    const uint64_t set_bytes = (uint64_t(b.type_bytes(sa.elem)) * sa.size + uint64_t(b.type_bytes(sb.elem)) * sb.size) * V;
+    two_stages = 2 * set_bytes <= e.caps.max_shared_memory_bytes;
+    const uint32_t sets = two_stages ? 2 : 1;
+    sa.array = b.workgroup_array(sa.entry, sets * sa.size);
+    sb.array = b.workgroup_array(sb.entry, sets * sb.size);
+    *shared_bytes += sets * set_bytes;
   }
-  auto slot = [&](const Slice& s, Id kk, Id f) {
-    Id at = u(spv::OpIAdd, u(spv::OpIMul, kk, c(s.pitch)), f);
-    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, s.elem), {s.array, at});
+  // Entry fv of k row kk of set `set` (elements fv * V to fv * V + V - 1), and element f.
+  auto entry_at = [&](const Slice& s, Id set, Id kk, Id fv) {
+    return u(spv::OpIAdd, u(spv::OpIAdd, u(spv::OpIMul, set, c(s.size)), u(spv::OpIMul, kk, c(s.pitch))), fv);
   };
-  auto load_slice = [&](const Operand& o, const Slice& s, uint32_t free, Id batch, Id free0, Id k0) {
-    const bool along_k = contiguous_along_k(body, o.node, o.contract_axes);
-    for (uint32_t r = 0; r < free * t.k / wg; ++r) {
-      Id l = u(spv::OpIAdd, local, c(int64_t(r) * wg));
-      Id kk = along_k ? u(spv::OpUMod, l, c(t.k)) : u(spv::OpUDiv, l, c(free));
-      Id ff = along_k ? u(spv::OpUDiv, l, c(t.k)) : u(spv::OpUMod, l, c(free));
-      Id v = element(o, batch, u(spv::OpIAdd, free0, ff), u(spv::OpIAdd, k0, kk));
-      b.op_void(spv::OpStore, {slot(s, kk, ff), v});
+  auto entry_ptr = [&](const Slice& s, Id set, Id kk, Id fv) {
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, s.entry), {s.array, entry_at(s, set, kk, fv)});
+  };
+  auto element_ptr = [&](const Slice& s, Id set, Id kk, Id f) {
+    if (V == 1) return entry_ptr(s, set, kk, f);
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, s.elem),
+                {s.array, entry_at(s, set, kk, u(spv::OpUDiv, f, c(V))), u(spv::OpUMod, f, c(V))});
+  };
+  // Run r of this invocation: its k and free offsets in the slice.
+  auto run_at = [&](const Slice& s, uint32_t r) -> std::pair<Id, Id> {
+    Id l = u(spv::OpIAdd, local, c(int64_t(r) * wg));
+    const uint32_t across = (s.along_k ? t.k : s.free) / V;
+    Id inner = u(spv::OpUMod, l, c(across)), outer = u(spv::OpUDiv, l, c(across));
+    if (V > 1) inner = u(spv::OpIMul, inner, c(V));
+    return s.along_k ? std::pair{inner, outer} : std::pair{outer, inner};
+  };
+  auto fetch_runs = [&](const Slice& s, Id batch, Id free0, Id k0) {
+    Values v;
+    for (uint32_t r = 0; r < s.runs; ++r) {
+      const auto [kk, ff] = run_at(s, r);
+      Id free = u(spv::OpIAdd, free0, ff), k = u(spv::OpIAdd, k0, kk);
+      if (s.vectors) {
+        const Id f = s.along_k ? clamp(free, ir::num_elements(s.o->free_extents), s.o->tile) : free;
+        v.push_back(run(*s.o, *s.vectors, batch, f, k, s.along_k));
+        continue;
+      }
+      std::vector<Id> x;
+      for (uint32_t q = 0; q < V; ++q)
+        x.push_back(s.along_k ? element(*s.o, batch, free, u(spv::OpIAdd, k, c(q))) : element(*s.o, batch, u(spv::OpIAdd, free, c(q)), k));
+      v.push_back(V == 1 ? x[0] : b.op(spv::OpCompositeConstruct, s.entry, x));
+    }
+    return v;
+  };
+  auto store_runs = [&](const Slice& s, const Values& v, Id set) {
+    for (uint32_t r = 0; r < v.size(); ++r) {
+      const auto [kk, ff] = run_at(s, r);
+      if (!s.along_k || V == 1) {
+        b.op_void(spv::OpStore, {entry_ptr(s, set, kk, V == 1 ? ff : u(spv::OpUDiv, ff, c(V))), v[r]});
+        continue;
+      }
+      for (uint32_t q = 0; q < V; ++q)
+        b.op_void(spv::OpStore, {element_ptr(s, set, u(spv::OpIAdd, kk, c(q)), ff), b.op(spv::OpCompositeExtract, s.elem, {v[r]}, {q})});
     }
   };
 
@@ -287,67 +360,122 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
       [&](const Values& p) {
         const auto [batch, m0, n0] = pr.tile(e, p[0]);
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
-        // n0 + tx + j * cols (in runs of V: n0 + (tx + (j / V) * cols) * V + j % V):
-        // neighbouring invocations read and write neighbouring columns.
-        auto row = [&](uint32_t i) { return u(spv::OpIAdd, u(spv::OpIAdd, m0, ty), c(int64_t(i) * (t.m / t.thread_m))); };
+        // n0 + tx + j * cols, in runs of V (staged rows, and columns where V > 1: row
+        // m0 + (ty + (i / V) * rows-of-invocations) * V + i % V): neighbouring invocations
+        // read and write neighbouring runs.
+        const uint32_t rows = t.m / t.thread_m, RV = t.staged ? V : 1;
+        auto row = [&](uint32_t i) {
+          Id run0 = RV == 1 ? u(spv::OpIAdd, m0, ty) : u(spv::OpIAdd, m0, u(spv::OpIMul, ty, c(RV)));
+          return u(spv::OpIAdd, run0, c(int64_t(i / RV) * rows * RV + i % RV));
+        };
         auto col = [&](uint32_t j) {
           Id run0 = V == 1 ? u(spv::OpIAdd, n0, tx) : u(spv::OpIAdd, n0, u(spv::OpIMul, tx, c(V)));
           return u(spv::OpIAdd, run0, c(int64_t(j / V) * cols * V + j % V));
         };
+        auto fetch = [&](Id k0) {
+          Values v = fetch_runs(sa, batch, m0, k0), w = fetch_runs(sb, batch, n0, k0);
+          v.insert(v.end(), w.begin(), w.end());
+          return v;
+        };
+        auto stage = [&](const Values& v, Id set) {
+          store_runs(sa, Values(v.begin(), v.begin() + sa.runs), set);
+          store_runs(sb, Values(v.begin() + sa.runs, v.end()), set);
+        };
+        // One k-step's terms from slice set `set` (staged) or memory, added to `acc`.
+        auto multiply = [&](Values next, Id k0, Id set) {
+          // Broadcast: lane l holds elements k0 + l * V, ..., of each of its rows (which
+          // the whole subgroup shares); step kk takes lane kk / V's.
+          std::vector<std::vector<Id>> lane_a(t.thread_m);
+          if (t.broadcast)
+            for (uint32_t i = 0; i < t.thread_m; ++i) {
+              Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
+              if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
+              else
+                for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+            }
+          const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
+          std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
+          auto shared_a = [&](uint32_t i, uint32_t kk) {
+            const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
+            if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
+            if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
+            return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
+          };
+          // Staged: the invocation's `count` rows (or columns) at step kk, runs of V in entries
+          // first + r * stride.
+          auto staged = [&](const Slice& s, Id first, uint32_t stride, uint32_t count, uint32_t kk) {
+            std::vector<Id> x;
+            for (uint32_t r = 0; r < count / V; ++r) {
+              Id v = b.op_in_place(spv::OpLoad, s.entry, {entry_ptr(s, set, c(kk), u(spv::OpIAdd, first, c(int64_t(r) * stride)))});
+              for (uint32_t q = 0; q < V; ++q) x.push_back(V == 1 ? v : b.op(spv::OpCompositeExtract, s.elem, {v}, {q}));
+            }
+            return x;
+          };
+          for (uint32_t kk = 0; kk < t.k; ++kk) {
+            std::vector<Id> x(t.thread_m), y(t.thread_n);
+            if (t.staged) {
+              x = staged(sa, ty, rows, t.thread_m, kk);
+              y = staged(sb, tx, cols, t.thread_n, kk);
+            } else {
+              for (uint32_t i = 0; i < t.thread_m; ++i)
+                x[i] = t.broadcast ? shared_a(i, kk) : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
+              const Id k = u(spv::OpIAdd, k0, c(kk));
+              for (uint32_t j = 0; j < t.thread_n; ++j) {
+                if (!vector_b) y[j] = element(B, batch, col(j), k);
+                else if (j % V == 0) {
+                  Id v = run(B, *vector_b, batch, col(j), k, false);
+                  for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
+                }
+              }
+            }
+            for (uint32_t i = 0; i < t.thread_m; ++i)
+              for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
+          }
+          return next;
+        };
+
+        const uint64_t steps = uint64_t((K + t.k - 1) / t.k);
         std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(dot));
-        types.push_back(e.u32());
-        init.push_back(c(0));
-        Values acc = b.loop(
-            types, init, [&](const Values& s) { return less(s.back(), K); },
-            [&](const Values& s) {
-              const Id k0 = s.back();
-              if (t.staged) {
-                load_slice(A, sa, t.m, batch, m0, k0);
-                load_slice(B, sb, t.n, batch, n0, k0);
+        Values acc;
+        if (two_stages) {
+          // Carried: the accumulators, the set of slices step k0 reads, and k0.
+          if (steps) {
+            stage(fetch(c(0)), c(0));
+            b.workgroup_barrier();
+          }
+          types.insert(types.end(), {e.u32(), e.u32()});
+          init.insert(init.end(), {c(0), c(0)});
+          acc = b.loop(
+              types, init, [&](const Values& s) { return less(s.back(), K); },
+              [&](const Values& s) {
+                const Id k0 = s.back(), set = s[regs];
+                Values ahead = fetch(next_step(e, k0, t.k, steps));
+                Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
+                Id other = u(spv::OpISub, c(1), set);
+                stage(ahead, other);
                 b.workgroup_barrier();
-              }
-              Values next(s.begin(), s.end() - 1);
-              // Broadcast: lane l holds elements k0 + l * V, ..., of each of its rows (which
-              // the whole subgroup shares); step kk takes lane kk / V's.
-              std::vector<std::vector<Id>> lane_a(t.thread_m);
-              if (t.broadcast)
-                for (uint32_t i = 0; i < t.thread_m; ++i) {
-                  Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
-                  if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
-                  else
-                    for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+                next.insert(next.end(), {other, u(spv::OpIAdd, k0, c(t.k))});
+                return next;
+              },
+              steps);
+        } else {
+          types.push_back(e.u32());
+          init.push_back(c(0));
+          acc = b.loop(
+              types, init, [&](const Values& s) { return less(s.back(), K); },
+              [&](const Values& s) {
+                const Id k0 = s.back();
+                if (t.staged) {
+                  stage(fetch(k0), c(0));
+                  b.workgroup_barrier();
                 }
-              const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
-              std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
-              auto shared_a = [&](uint32_t i, uint32_t kk) {
-                const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
-                if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
-                if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
-                return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
-              };
-              for (uint32_t kk = 0; kk < t.k; ++kk) {
-                std::vector<Id> x(t.thread_m), y(t.thread_n);
-                for (uint32_t i = 0; i < t.thread_m; ++i)
-                  x[i] = t.staged      ? b.op_in_place(spv::OpLoad, sa.elem, {slot(sa, c(kk), u(spv::OpIAdd, ty, c(int64_t(i) * (t.m / t.thread_m))))})
-                         : t.broadcast ? shared_a(i, kk)
-                                       : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
-                const Id k = u(spv::OpIAdd, k0, c(kk));
-                for (uint32_t j = 0; j < t.thread_n; ++j) {
-                  if (t.staged) y[j] = b.op_in_place(spv::OpLoad, sb.elem, {slot(sb, c(kk), u(spv::OpIAdd, tx, c(int64_t(j) * cols)))});
-                  else if (!vector_b) y[j] = element(B, batch, col(j), k);
-                  else if (j % V == 0) {
-                    Id v = run(B, *vector_b, batch, col(j), k, false);
-                    for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
-                  }
-                }
-                for (uint32_t i = 0; i < t.thread_m; ++i)
-                  for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
-              }
-              if (t.staged) b.workgroup_barrier();  // the slices are reloaded next
-              next.push_back(u(spv::OpIAdd, k0, c(t.k)));
-              return next;
-            },
-            uint64_t((K + t.k - 1) / t.k));
+                Values next = multiply(Values(s.begin(), s.end() - 1), k0, c(0));
+                if (t.staged) b.workgroup_barrier();  // the slices are reloaded next
+                next.push_back(u(spv::OpIAdd, k0, c(t.k)));
+                return next;
+              },
+              steps);
+        }
         for (uint32_t i = 0; i < t.thread_m; ++i)
           for (uint32_t j = 0; j < t.thread_n; ++j) {
             Id r = row(i), q = col(j);
@@ -554,7 +682,7 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
               types, init, more,
               [&](const Values& s) {
                 const Id k0 = s.back(), current = s[frags];
-                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next_chunks = fetch_all(batch, m0, n0, next_step(e, k0, t.k, steps));
                 Values next = multiply(Values(s.begin(), s.begin() + frags), current);
                 Id other = u(spv::OpISub, c(slice_chunks), current);
                 stage(next_chunks, other);
@@ -578,7 +706,7 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
                 const Id k0 = s.back();
                 stage(Values(s.begin() + frags, s.end() - 1), c(0));
                 b.workgroup_barrier();
-                Values next_chunks = fetch_all(batch, m0, n0, u(spv::OpIAdd, k0, c(t.k)));
+                Values next_chunks = fetch_all(batch, m0, n0, next_step(e, k0, t.k, steps));
                 Values next = multiply(Values(s.begin(), s.begin() + frags), c(0));
                 b.workgroup_barrier();  // the slices are restaged next
                 next.insert(next.end(), next_chunks.begin(), next_chunks.end());

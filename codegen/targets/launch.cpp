@@ -70,11 +70,14 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
                          uint32_t k) {
   MatmulTiles t;
   t.m = m, t.n = n, t.k = k, t.thread_m = t.thread_n = thread, t.staged = true;
-  // Each slice row is padded by one element against bank conflicts (codegen/emit_matmul.cpp).
-  while (t.k > 1 && uint64_t(t.k) * (m + n + 2) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
-  // Every invocation loads the same number of each slice's elements.
-  if (t.invocations() > caps.max_workgroup_invocations || (m * t.k) % t.invocations() || (n * t.k) % t.invocations())
-    return {};
+  // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.
+  t.vector = 1;
+  while (t.vector * 2 * uint32_t(s.bytes) <= 16 && thread % (t.vector * 2) == 0) t.vector *= 2;
+  // Each slice row is padded by one run against bank conflicts (codegen/emit_matmul.cpp).
+  while (t.k > t.vector && uint64_t(t.k) * (m + n + 2 * t.vector) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
+  // Every invocation loads the same number of runs of each slice.
+  const uint32_t runs = t.invocations() * t.vector;
+  if (t.invocations() > caps.max_workgroup_invocations || t.k % t.vector || (m * t.k) % runs || (n * t.k) % runs) return {};
   return t;
 }
 

@@ -26,7 +26,10 @@ struct MatmulTiles {
   bool broadcast = false;
   // Broadcast kernels: an invocation's columns come in runs of `vector`, and a lane reads
   // k / subgroup consecutive elements of each row; each run is one vector load where the
-  // operand is a graph input laid out that way (matmul_vector_operands).
+  // operand is a graph input laid out that way (matmul_vector_operands). Staged kernels: an
+  // invocation's rows and columns come in runs of `vector`, one shared-memory read each, and
+  // the workgroup fills the slices in runs of `vector` along each operand's axis that runs
+  // along memory, one load each where the operand is laid out that way.
   uint32_t vector = 1;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   CooperativeMatrixShape fragment;

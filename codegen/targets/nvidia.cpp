@@ -22,14 +22,17 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
-// Operand slices staged through shared memory. Measured on an H100 (2026-11-26, TFLOP/s at
-// 4096^2 f32 / f64; 1024^2 f32): 64x64 tiles of 4x4 per invocation 23.7 / 15.1; 20; 128x128
-// of 8x8 in k-steps of 8 31.0 / 16.1 (16 steps: 28.0), but 12.9 at 1024^2, which then has
-// too few tiles for 132 SMs; f64 64x64 of 8x8 (64 invocations) 17.3. Large f32 products take
-// the 128x128 tiles, the rest 64x64, except f32 products with fewer than 256 such tiles (an
-// MLP's 256x1024 layers: 64 tiles), which take 32x32 tiles of 2x2 in k-steps of 32 to fill
-// the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference
-// 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130).
+// Operand slices staged through shared memory, rows of 16-byte vectors, two sets of them
+// (codegen/emit_matmul.cpp). Measured on an H100 (2026-11-26, TFLOP/s at 4096^2 f32 / f64):
+// 128x128 tiles of 8x8 per invocation in k-steps of 8 45.6 / 22.2 (k-steps of 16 41.7 /
+// 18.8, of 4 - / 21.1), 64x128 42.5 / 16.5, 128x64 41.7 / 15.5, 64x64 of 8x8 40.4 / 15.0,
+// 64x64 of 4x4 in k-steps of 16 32.4 / 15.9 (JAX 47.9 / 50.7 in the same lease, f64 on
+// tensor cores, which Vulkan lacks). Smaller products have too few 128x128 tiles for 132 SMs:
+// 1024^2 takes 64x64 tiles of 4x4 (f32 28.4, f64 14.6). f32 products with fewer than 256
+// such tiles (an MLP's 256x1024 layers: 64 tiles) take 32x32 tiles of 2x2 in k-steps of 32
+// to fill the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294,
+// inference 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 /
+// 0.130; single-set kernels with scalar shared memory).
 //
 // f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
 // lists 16x16x16 fragments with f32 accumulators. H100, 2026-11-26, TFLOP/s at 4096^2 f16
@@ -48,7 +51,7 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
     if (t.m) return t;
   }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
-  if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 64, 64, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
+  if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
