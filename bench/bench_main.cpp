@@ -2,10 +2,15 @@
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
 //             [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
+//             [--precision highest,high,default] [--error]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
 // --dump writes each selected workload's graph to DIR/NAME_DTYPE.json (for `nxv run --check`
 // and `nxv explore`) and exits.
+// --precision compiles and times each workload once per listed compile option (how f32 dots
+// may compute on bf16 cooperative matrices; runtime::CompileOptions::precision). --error adds,
+// for the square dots (dotN), the largest error against a float64 product of the same
+// inputs, relative to its largest element (as bench/jax_bench.py --error).
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output
 // once) instead of the built-in workloads: how to time one op or variant of a kernel.
 //
@@ -25,6 +30,7 @@
 // at 345 MHz instead of 1980, halving bandwidth, depending on what the process did before).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -55,6 +61,8 @@ struct Options {
   std::string device;
   std::string json_path;
   std::vector<std::string> graphs;
+  std::vector<codegen::Precision> precisions = {codegen::Precision::Highest};
+  bool error = false;
   std::string dump_dir;
   double serve_seconds = 0;
   std::vector<std::string> devices = {""};
@@ -107,13 +115,24 @@ Options parse(int argc, char** argv) {
       for (std::string sel; std::getline(list, sel, ',');) o.devices.push_back(sel);
     } else if (a == "--batch") {
       o.batch = std::stoll(value());
+    } else if (a == "--precision") {
+      o.precisions.clear();
+      std::stringstream list(value());
+      try {
+        for (std::string p; std::getline(list, p, ',');) o.precisions.push_back(codegen::parse_precision(p));
+      } catch (const std::invalid_argument& e) {
+        usage_error(std::string("--precision: ") + e.what());
+      }
+    } else if (a == "--error") {
+      o.error = true;
     } else if (a == "--graph") {
       o.graphs.push_back(value());
     } else if (a == "--json") {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]\n"
+                "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
+                "[--precision highest,high,default] [--error]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
@@ -148,11 +167,41 @@ ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
 
 
 struct Row {
-  std::string name, dtype;
+  std::string name, dtype, precision;
   int64_t elems;
   int dispatches;
   double compile_ms, wall_ms, device_ms, gbps, tflops;
+  double error = -1;  // --error's figure; -1: not measured
 };
+
+// max |c - a·b| / max |a·b| for n x n matrices a, b and c, the product in float64 (rows
+// split over the host's threads).
+double product_error(const ir::Literal& a, const ir::Literal& b, const ir::Literal& c) {
+  const int64_t n = a.type.shape.at(0);
+  std::vector<double> bd(size_t(n * n));
+  for (int64_t i = 0; i < n * n; ++i) bd[size_t(i)] = ir::get_f64(b, i);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<double> worst(threads, 0), largest(threads, 0);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<double> row(static_cast<size_t>(n));
+      for (int64_t i = t; i < n; i += threads) {
+        std::fill(row.begin(), row.end(), 0.0);
+        for (int64_t k = 0; k < n; ++k) {
+          const double x = ir::get_f64(a, i * n + k);
+          const double* bk = &bd[size_t(k * n)];
+          for (int64_t j = 0; j < n; ++j) row[size_t(j)] += x * bk[j];
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          worst[t] = std::max(worst[t], std::fabs(ir::get_f64(c, i * n + j) - row[size_t(j)]));
+          largest[t] = std::max(largest[t], std::fabs(row[size_t(j)]));
+        }
+      }
+    });
+  for (auto& th : pool) th.join();
+  return *std::max_element(worst.begin(), worst.end()) / *std::max_element(largest.begin(), largest.end());
+}
 
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -271,23 +320,27 @@ int main(int argc, char** argv) try {
     return 0;
   }
   std::vector<Row> rows;
-  std::mt19937_64 rng(42);
-  for (auto& w : workloads) {
+  for (auto& w : workloads)
+  for (codegen::Precision precision : o.precisions) {
     const ir::DType t = w.dtype;
     if (!selected(o, w.name)) continue;
     auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<runtime::Executable> exe;
+    runtime::CompileOptions copts;
+    copts.precision = precision;
     try {  // a workload the compiler cannot take yet is reported, and the others still run
-      exe = runtime::Executable::compile(dev, w.graph);
+      exe = runtime::Executable::compile(dev, w.graph, copts);
     } catch (const std::exception& e) {
       std::printf("%-14s %-4s not compiled: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
       continue;
     }
     double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::mt19937_64 rng(42);  // the same inputs at every precision
     std::vector<runtime::BufferPtr> inputs;
+    std::vector<ir::Literal> host_inputs;
     for (const auto& ty : exe->input_types()) {
-      auto lit = random_input(ty, rng);
-      inputs.push_back(dev->upload(ty, lit.data.data(), lit.data.size()));
+      host_inputs.push_back(random_input(ty, rng));
+      inputs.push_back(dev->upload(ty, host_inputs.back().data.data(), host_inputs.back().data.size()));
     }
     runtime::RunStats st;
     auto w0 = std::chrono::steady_clock::now();
@@ -302,8 +355,10 @@ int main(int argc, char** argv) try {
       wall.push_back(st.wall_ms);
       device.push_back(st.device_ms);
     }
-    Row r{w.name, ir::dtype_name(t), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
+    Row r{w.name, ir::dtype_name(t), codegen::to_string(precision), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
           percentile(wall, 0.5), percentile(device, 0.5), 0, 0};
+    if (o.error && w.name.rfind("dot", 0) == 0)
+      r.error = product_error(host_inputs.at(0), host_inputs.at(1), exe->run_host(host_inputs).at(0));
     double secs = (r.device_ms > 0 ? r.device_ms : r.wall_ms) / 1e3;
     r.gbps = w.min_bytes / secs / 1e9;
     r.tflops = w.flops / secs / 1e12;
@@ -312,16 +367,20 @@ int main(int argc, char** argv) try {
                 r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
                 r.wall_ms, r.device_ms, r.gbps);
     if (w.flops > 0) std::printf("  %8.3f TFLOP/s", r.tflops);
+    if (r.error >= 0) std::printf("  error %.3g", r.error);
+    if (precision != codegen::Precision::Highest) std::printf("  precision %s", r.precision.c_str());
     std::printf("\n");
     std::fflush(stdout);
   }
 
   if (!o.json_path.empty()) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : rows)
-      j.push_back({{"workload", r.name}, {"dtype", r.dtype}, {"elements", r.elems}, {"dispatches", r.dispatches},
+    for (const auto& r : rows) {
+      j.push_back({{"workload", r.name}, {"dtype", r.dtype}, {"precision", r.precision}, {"elements", r.elems}, {"dispatches", r.dispatches},
                    {"compile_ms", r.compile_ms}, {"wall_ms", r.wall_ms}, {"device_ms", r.device_ms},
                    {"gbps", r.gbps}, {"tflops", r.tflops}});
+      if (r.error >= 0) j.back()["max_rel_error"] = r.error;
+    }
     std::ofstream(o.json_path) << nlohmann::json{{"device", dev->info().name}, {"results", j}}.dump(2) << "\n";
   }
   return 0;

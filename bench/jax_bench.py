@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
 """The issue-3 workloads in JAX/XLA, timed the same way as nxv_bench (median of N after warm-up).
 
-    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR,...] [--dtypes f32,f64,f16,bf16] [--json FILE]
+    python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR,...] [--dtypes f32,f64,f16,bf16]
+                               [--precision highest,high,default,BF16_BF16_F32_X3,...] [--error] [--json FILE]
 
 Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
+
+--precision times the dense rows once per listed precision of their dots and convolutions: a
+jax.lax.Precision level (on NVIDIA GPUs XLA computes `high` and `default` as TF32) or a
+jax.lax.DotAlgorithmPreset name such as BF16_BF16_F32_X3 (bf16 x3, nxv's `high`) or
+BF16_BF16_F32 (nxv's `default`). --error adds, for the square dots, the largest error against
+a float64 product of the same inputs relative to its largest element.
 """
 import argparse
 import json
@@ -11,12 +18,18 @@ import statistics
 import time
 
 import jax
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402  (x64 must be enabled before arrays are made)
 
 
-def workloads(dtype, flat, side):
+def precision_of(name):
+    """A jax.lax.Precision level by its name, else the name (a DotAlgorithmPreset's)."""
+    return jax.lax.Precision[name.upper()] if name in ("highest", "high", "default") else name
+
+
+def workloads(dtype, flat, side, precision="highest"):
     f = {"f64": jnp.float64, "f32": jnp.float32, "f16": jnp.float16, "bf16": jnp.bfloat16}[dtype]
     key = jax.random.PRNGKey(0)
     k1, k2 = jax.random.split(key)
@@ -32,8 +45,8 @@ def workloads(dtype, flat, side):
         ("softmax", lambda a: jax.nn.softmax(a, axis=-1), (m,), 2 * m.nbytes),
         ("transpose", lambda a: a.T + 0, (m,), 2 * m.nbytes),
     ]
-    # Dense work at the precision nxv computes (exact f32: XLA's `highest`).
-    hi = jax.lax.Precision.HIGHEST
+    # Dense work at the precision asked (`highest`, exact f32, is what nxv computes by default).
+    hi = precision_of(precision)
     mm = lambda a, b: jnp.matmul(a, b, precision=hi)  # noqa: E731
     for n in (1024, 4096) if side > 1024 else (1024,):
         a = jax.random.uniform(k1, (n, n), f, -1, 1)
@@ -77,7 +90,7 @@ def workloads(dtype, flat, side):
 
     macs = [256 * widths[i] * widths[i + 1] for i in range(3)]
     w.append(("mlp_train", train_step, (xb, yb, *params), 0, 2.0 * (2 * macs[0] + 3 * macs[1] + 3 * macs[2])))
-    w.extend(conv_workloads(f, k1, k2))
+    w.extend(conv_workloads(f, k1, k2, hi))
     if dtype == "f64":
         for d in (8, 1000):
             q = jax.random.normal(k1, (d,), f)
@@ -88,9 +101,8 @@ def workloads(dtype, flat, side):
     return w
 
 
-def conv_workloads(f, k1, k2):
+def conv_workloads(f, k1, k2, hi):
     """The conv rows: issue 16's 3x3 conv, and one SGD step of a small CNN (bench/graphs/)."""
-    hi = jax.lax.Precision.HIGHEST
     nchw = ("NCHW", "OIHW", "NCHW")
 
     def conv(x, k):
@@ -161,21 +173,30 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--filter", default="", help="only workloads whose name contains one of these (comma-separated)")
     ap.add_argument("--dtypes", default="f32,f64", help="comma-separated: f64, f32, f16, bf16 (as nxv_bench)")
+    ap.add_argument("--precision", default="highest", help="comma-separated precisions of dots and convolutions")
+    ap.add_argument("--error", action="store_true", help="the square dots' error against a float64 product")
     a = ap.parse_args()
     rows = []
     print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
     for dtype in a.dtypes.split(","):
         flat = (16 << 20 if dtype == "f64" else 64 << 20) if a.size == "full" else 1 << 20
         side = 8192 if a.size == "full" else 1024
-        for name, fn, args, nbytes, *flops in workloads(dtype, flat, side):
-            if not any(f in name for f in a.filter.split(",")):
-                continue
-            ms = time_call(jax.jit(fn), args, a.runs)
-            gbps = nbytes / (ms / 1e3) / 1e9
-            tflops = flops[0] / (ms / 1e3) / 1e12 if flops else 0
-            rows.append({"workload": name, "dtype": dtype, "wall_ms": ms, "gbps": gbps, "tflops": tflops})
-            print(f"{name:18s} {dtype:4s} wall {ms:9.3f} ms  {gbps:8.1f} GB/s" + (f"  {tflops:8.3f} TFLOP/s" if flops else ""),
-                  flush=True)
+        for precision in a.precision.split(","):
+            for name, fn, args, nbytes, *flops in workloads(dtype, flat, side, precision):
+                if not any(f in name for f in a.filter.split(",")):
+                    continue
+                ms = time_call(jax.jit(fn), args, a.runs)
+                gbps = nbytes / (ms / 1e3) / 1e9
+                tflops = flops[0] / (ms / 1e3) / 1e12 if flops else 0
+                row = {"workload": name, "dtype": dtype, "precision": precision, "wall_ms": ms, "gbps": gbps, "tflops": tflops}
+                line = f"{name:18s} {dtype:4s} wall {ms:9.3f} ms  {gbps:8.1f} GB/s" + (f"  {tflops:8.3f} TFLOP/s" if flops else "")
+                if a.error and name.startswith("dot"):
+                    got = np.asarray(jax.jit(fn)(*args), np.float64)
+                    want = np.asarray(args[0], np.float64) @ np.asarray(args[1], np.float64)
+                    row["max_rel_error"] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+                    line += f"  error {row['max_rel_error']:.3g}"
+                rows.append(row)
+                print(line + f"  precision {precision}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": jax.devices()[0].device_kind, "jax": jax.__version__, "results": rows}, f, indent=2)

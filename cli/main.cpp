@@ -26,6 +26,7 @@ namespace {
 
 struct Args {
   std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs;
+  codegen::Precision precision = codegen::Precision::Highest;
   bool check = false;
   uint64_t seed = 0;
   int repeat = 1;
@@ -35,9 +36,9 @@ struct Args {
 const char* kUsage =
     "usage: nxv devices\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|kernels|spirv|glsl|all] [--kernel=NAME]\n"
-    "                [--device=SEL | --target=generic|nvidia|amd|lavapipe]\n"
+    "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--precision=highest|high|default]\n"
     "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
-    "                [--host-loops]\n"
+    "                [--host-loops] [--precision=highest|high|default]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
@@ -47,6 +48,9 @@ const char* kUsage =
     "            the results in the same form; --check compares them with the reference\n"
     "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
     "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n"
+    "  --precision  how f32 dots may compute on bf16 cooperative matrices: highest (exact f32,\n"
+    "            the default), high (bf16 x3, about 16 bits), default (bf16, 8 bits); ignored\n"
+    "            on devices without them\n"
     "  --host-loops  drives loops that hold loops or conds from the host, as before serial\n"
     "            loops (codegen/serial_loop.h), to compare the two\n";
 
@@ -71,6 +75,8 @@ Args parse(int argc, char** argv) {
     } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("target", a.target) ||
                opt("passes", a.passes) ||
                opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
+    } else if (opt("precision", num)) {
+      a.precision = codegen::parse_precision(num);
     } else if (opt("seed", num)) {
       a.seed = std::stoull(num);
     } else if (opt("repeat", num)) {
@@ -130,6 +136,7 @@ int explore(const Args& a) {
     o.device = a.device;
     return runtime::Device::open(o)->info().caps;
   }();
+  caps.f32_products = a.precision;
   int dispatches = 0;
   for (const auto& n : g.nodes) {
     if (n.op != "kernel") continue;
@@ -223,6 +230,7 @@ int run(const Args& a) {
   auto t0 = std::chrono::steady_clock::now();
   runtime::CompileOptions copts;
   copts.serial_loops = !a.host_loops;
+  copts.precision = a.precision;
   auto exe = runtime::Executable::compile(dev, g, copts);
   double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);

@@ -189,6 +189,15 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   const DType at = body.node(dot.args.at(0)).type().dtype, bt = body.node(dot.args.at(1)).type().dtype;
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
+  const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
+                                          [](const CooperativeMatrixShape& f) {
+                                            return f.operands == MatrixComponent::BF16 && f.accumulator == MatrixComponent::F32;
+                                          });
+  if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments) {
+    s.operands = MatrixComponent::BF16;
+    s.rounded_f32 = true;
+    s.split = caps.f32_products == Precision::High;
+  }
   return s;
 }
 
@@ -524,12 +533,16 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
   };
   const Slice sa = slice_of(A, t.m, 0);
   const Slice sb = slice_of(B, t.n, sa.outer * sa.pitch);
+  // f32 operands (MatmulShape::rounded_f32) are rounded to bf16 as they are staged; split,
+  // their lo parts follow the hi parts' two slices, `lo_base` chunks on.
+  const bool rounded = t.rounded_f32;
+  const uint32_t lo_base = sb.base + sb.outer * sb.pitch;
   // After the contraction the same memory holds, per subgroup, one row of its accumulator
   // fragments (f.m x wn f32) at a time, from which the epilogue computes the outputs.
   const uint32_t row_floats = f.m * wn;
   // Two sets of slices where they fit: the next k-step's are stored while the current ones
   // multiply, one barrier per step instead of two.
-  const uint32_t slice_chunks = sb.base + sb.outer * sb.pitch;
+  const uint32_t slice_chunks = lo_base * (t.split ? 2 : 1);
   const bool two_stages = uint64_t(slice_chunks) * 32 <= e.caps.max_shared_memory_bytes;
   const uint32_t chunks = std::max(slice_chunks * (two_stages ? 2 : 1), t.subgroups_m * t.subgroups_n * row_floats / 4);
   const Id smem = b.workgroup_array(vec, chunks);
@@ -538,9 +551,10 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {smem, at});
   };
 
-  // A 16-bit parameter whose innermost axis is the slice's one inner axis, of a multiple of
-  // 8 elements, is read a chunk at a time through a view of its binding as 16-byte vectors
-  // (bindings are numbered by argument, as the parameter's index); else element by element.
+  // A parameter whose innermost axis is the slice's one inner axis, of a multiple of 8
+  // elements, is read a chunk at a time (two 16-byte vectors where it is f32) through a view
+  // of its binding as 16-byte vectors (bindings are numbered by argument, as the
+  // parameter's index); else element by element.
   auto chunk_view = [&](const Operand& o, const Slice& sl) -> Id {
     const ir::Shape& shape = o.node.type().shape;
     const auto& inner_axes = sl.k_inner ? o.contract_axes : o.free_axes;
@@ -555,10 +569,43 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
   };
   const Id view_a = chunk_view(A, sa), view_b = chunk_view(B, sb);
 
+  // The bf16 bits of f32 `x` in the high half of a u32: rounded to nearest even (where Nx's
+  // bf16 truncates: here each rounding is an error of the product, which nearest halves), a
+  // NaN kept a NaN.
+  auto bf16_high = [&](Id x) {
+    Id bits = b.op(spv::OpBitcast, e.u32(), {x});
+    Id odd = u(spv::OpBitwiseAnd, u(spv::OpShiftRightLogical, bits, c(16)), c(1));
+    Id r = u(spv::OpBitwiseAnd, u(spv::OpIAdd, bits, u(spv::OpIAdd, odd, c(0x7FFF))), c(0xFFFF0000));
+    return e.b_select(e.u32(), b.op(spv::OpIsNan, e.boolean(), {x}), c(0x7FC00000), r);
+  };
+  // 8 f32 values as one chunk of their bf16 values, or, split, two: the hi parts and the lo
+  // parts, x - hi rounded (exact in f32 before that). lo is 0 where hi is infinite or NaN (x
+  // is, or rounds past bf16's largest value), so that no inf · 0 term turns a product NaN.
+  auto pack_bf16 = [&](const std::vector<Id>& xs) {
+    std::vector<Id> his, los;
+    for (Id x : xs) {
+      Id hi = bf16_high(x);
+      his.push_back(hi);
+      if (!t.split) continue;
+      Id rest = bf16_high(b.op(spv::OpFSub, b.type_float(32), {x, b.op(spv::OpBitcast, b.type_float(32), {hi})}));
+      Id finite = b.op(spv::OpINotEqual, e.boolean(), {u(spv::OpBitwiseAnd, hi, c(0x7F800000)), c(0x7F800000)});
+      los.push_back(e.b_select(e.u32(), finite, rest, c(0)));
+    }
+    auto chunk = [&](const std::vector<Id>& h) {
+      std::vector<Id> words;
+      for (size_t j = 0; j < h.size(); j += 2) words.push_back(u(spv::OpBitwiseOr, u(spv::OpShiftRightLogical, h[j], c(16)), h[j + 1]));
+      return b.op(spv::OpCompositeConstruct, vec, words);
+    };
+    Values v{chunk(his)};
+    if (t.split) v.push_back(chunk(los));
+    return v;
+  };
+
   // Chunk `ch` of an operand's slice at (free0, k0): the 8 elements along its row, packed in
-  // pairs of 16-bit values into 4 u32s, 0 past the operand's ends.
+  // pairs of 16-bit values into 4 u32s, 0 past the operand's ends; where the operand is f32,
+  // its bf16 parts (one chunk, or two where split).
   const Id bvec = b.type_vector(e.boolean(), 4);
-  auto fetch = [&](const Operand& o, const Slice& sl, Id view, Id batch, Id free0, Id k0, Id ch) {
+  auto fetch = [&](const Operand& o, const Slice& sl, Id view, Id batch, Id free0, Id k0, Id ch) -> Values {
     const uint32_t per_row = sl.inner / 8;
     Id outer = u(spv::OpUDiv, ch, c(per_row)), inner = u(spv::OpIMul, u(spv::OpUMod, ch, c(per_row)), c(8));
     Id free = u(spv::OpIAdd, free0, sl.k_inner ? outer : inner), k = u(spv::OpIAdd, k0, sl.k_inner ? inner : outer);
@@ -577,12 +624,31 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
       }
       Index idx = Emitter::operand_index(o.node.type().shape, o.batch_axes, o.free_axes, o.contract_axes,
                                          e.split(batch, batch_extents), e.split(fc, o.free_extents), e.split(kc, k_extents));
-      Id at = u(spv::OpShiftRightLogical, e.linear(idx), c(3));
-      Id v = b.op(spv::OpLoad, vec,
-                  {b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, c(0), at})});
+      auto load = [&](Id at) {
+        return b.op(spv::OpLoad, vec, {b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, c(0), at})});
+      };
+      Values v;
+      if (rounded) {
+        Id at = u(spv::OpShiftRightLogical, e.linear(idx), c(2));
+        std::vector<Id> xs;
+        for (Id half : {load(at), load(u(spv::OpIAdd, at, c(1)))})
+          for (uint32_t l = 0; l < 4; ++l)
+            xs.push_back(b.op(spv::OpBitcast, b.type_float(32), {b.op(spv::OpCompositeExtract, e.u32(), {half}, {l})}));
+        v = pack_bf16(xs);
+      } else {
+        v = {load(u(spv::OpShiftRightLogical, e.linear(idx), c(3)))};
+      }
       if (in_range.empty()) return v;
       Id ok = e.all_true(in_range);
-      return b.op(spv::OpSelect, vec, {b.op(spv::OpCompositeConstruct, bvec, {ok, ok, ok, ok}), v, zero_vec});
+      for (Id& x : v) x = b.op(spv::OpSelect, vec, {b.op(spv::OpCompositeConstruct, bvec, {ok, ok, ok, ok}), x, zero_vec});
+      return v;
+    }
+    if (rounded) {
+      std::vector<Id> xs;
+      for (uint32_t j = 0; j < 8; ++j)
+        xs.push_back(operand_element(e, o, batch_extents, k_extents, t.k, batch, sl.k_inner ? free : u(spv::OpIAdd, free, c(j)),
+                                     sl.k_inner ? u(spv::OpIAdd, k, c(j)) : k));
+      return pack_bf16(xs);
     }
     std::vector<Id> words;
     for (uint32_t j = 0; j < 8; j += 2) {
@@ -601,25 +667,34 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
         words.push_back(u(spv::OpBitwiseOr, lo, hi));
       }
     }
-    return b.op(spv::OpCompositeConstruct, vec, words);
+    return Values{b.op(spv::OpCompositeConstruct, vec, words)};
   };
   const uint32_t per_a = sa.outer * sa.inner / 8 / wg, per_b = sb.outer * sb.inner / 8 / wg;
   auto chunk_of = [&](uint32_t r) { return u(spv::OpIAdd, local, c(int64_t(r) * wg)); };
+  // The chunks of both slices, and, split, the lo parts' after them.
   auto fetch_all = [&](Id batch, Id m0, Id n0, Id k0) {
-    Values v;
-    for (uint32_t r = 0; r < per_a; ++r) v.push_back(fetch(A, sa, view_a, batch, m0, k0, chunk_of(r)));
-    for (uint32_t r = 0; r < per_b; ++r) v.push_back(fetch(B, sb, view_b, batch, n0, k0, chunk_of(r)));
-    return v;
+    Values hi, lo_parts;
+    auto add = [&](const Values& v) {
+      hi.push_back(v[0]);
+      if (t.split) lo_parts.push_back(v[1]);
+    };
+    for (uint32_t r = 0; r < per_a; ++r) add(fetch(A, sa, view_a, batch, m0, k0, chunk_of(r)));
+    for (uint32_t r = 0; r < per_b; ++r) add(fetch(B, sb, view_b, batch, n0, k0, chunk_of(r)));
+    hi.insert(hi.end(), lo_parts.begin(), lo_parts.end());
+    return hi;
   };
   auto stage = [&](const Values& v, Id offset) {
-    auto put = [&](const Slice& sl, uint32_t r, Id x) {
+    auto put = [&](const Slice& sl, uint32_t r, Id x, uint32_t part) {
       Id ch = chunk_of(r);
       const uint32_t per_row = sl.inner / 8;
       Id at = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpUDiv, ch, c(per_row)), c(sl.pitch)), u(spv::OpUMod, ch, c(per_row)));
-      b.op_void(spv::OpStore, {chunk_ptr(u(spv::OpIAdd, u(spv::OpIAdd, at, c(sl.base)), offset)), x});
+      b.op_void(spv::OpStore, {chunk_ptr(u(spv::OpIAdd, u(spv::OpIAdd, at, c(sl.base + part)), offset)), x});
     };
-    for (uint32_t r = 0; r < per_a; ++r) put(sa, r, v[r]);
-    for (uint32_t r = 0; r < per_b; ++r) put(sb, r, v[per_a + r]);
+    for (uint32_t p = 0, part = 0; p < (t.split ? 2u : 1u); ++p, part += lo_base) {
+      const size_t first = p * (per_a + per_b);
+      for (uint32_t r = 0; r < per_a; ++r) put(sa, r, v[first + r], part);
+      for (uint32_t r = 0; r < per_b; ++r) put(sb, r, v[first + per_a + r], part);
+    }
   };
 
   // Fragment types and operations: SPV_KHR_cooperative_matrix's where the device's KHR
@@ -654,16 +729,27 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
         const auto [batch, m0, n0] = pr.tile(e, p[0]);
         const size_t frags = size_t(frags_m) * frags_n;
         auto multiply = [&](Values acc, Id offset) {
+          auto mul_add = [&](Id x, Id y, Id a) {
+            return b.op(nv ? spv::OpCooperativeMatrixMulAddNV : spirv::OpCooperativeMatrixMulAddKHR, type_c, {x, y, a});
+          };
           for (uint32_t kk = 0; kk < t.k; kk += f.k) {
-            std::vector<Id> fa(frags_m), fb(frags_n);
-            for (uint32_t i = 0; i < frags_m; ++i)
-              fa[i] = load_fragment(type_a, sa, offset, sa.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_m, c(wm)), c(int64_t(i) * f.m)), kk);
-            for (uint32_t j = 0; j < frags_n; ++j)
-              fb[j] = load_fragment(type_b, sb, offset, !sb.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_n, c(wn)), c(int64_t(j) * f.n)), kk);
+            // [part][fragment]: the hi parts' fragments, and split, the lo parts'.
+            std::vector<std::vector<Id>> fa(t.split ? 2 : 1, std::vector<Id>(frags_m)), fb(fa.size(), std::vector<Id>(frags_n));
+            for (size_t p = 0; p < fa.size(); ++p) {
+              Id at = p ? u(spv::OpIAdd, offset, c(lo_base)) : offset;
+              for (uint32_t i = 0; i < frags_m; ++i)
+                fa[p][i] = load_fragment(type_a, sa, at, sa.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_m, c(wm)), c(int64_t(i) * f.m)), kk);
+              for (uint32_t j = 0; j < frags_n; ++j)
+                fb[p][j] = load_fragment(type_b, sb, at, !sb.k_inner, u(spv::OpIAdd, u(spv::OpIMul, sub_n, c(wn)), c(int64_t(j) * f.n)), kk);
+            }
             for (uint32_t i = 0; i < frags_m; ++i)
               for (uint32_t j = 0; j < frags_n; ++j) {
                 Id& a = acc[i * frags_n + j];
-                a = b.op(nv ? spv::OpCooperativeMatrixMulAddNV : spirv::OpCooperativeMatrixMulAddKHR, type_c, {fa[i], fb[j], a});
+                if (t.split) {  // the small terms first
+                  a = mul_add(fa[1][i], fb[0][j], a);
+                  a = mul_add(fa[0][i], fb[1][j], a);
+                }
+                a = mul_add(fa[0][i], fb[0][j], a);
               }
           }
           return acc;

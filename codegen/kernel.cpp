@@ -569,7 +569,7 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   if (const MatmulTiles& t = launch.matmul; t.fragment.m) {
     s = "cooperative matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.subgroups_m) + "x" + std::to_string(t.subgroups_n) + " subgroups of " + to_string(t.fragment) +
-        " fragments";
+        " fragments" + (t.split ? ", f32 operands as bf16 hi + lo (3 products)" : t.rounded_f32 ? ", f32 operands as bf16" : "");
   } else if (t.m) {
     s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +

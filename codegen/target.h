@@ -23,6 +23,18 @@ struct CooperativeMatrixShape {
   bool khr = false, nv = false;
 };
 
+// How f32 dot products (and convolutions, which are dots) may compute on cooperative
+// matrices: the compile option `precision`, named after JAX's Precision levels. Highest:
+// exact f32 arithmetic (Nx's semantics). High: each operand split into bf16 parts hi and lo,
+// hi·hi + hi·lo + lo·hi accumulated in f32 (about 16 of f32's 24 significant bits). Default:
+// each operand rounded once to bf16 (8 bits), f32 accumulators.
+enum class Precision : uint8_t { Highest, High, Default };
+
+// "highest", "high", "default"; parse_precision throws std::invalid_argument naming the
+// accepted values for another string.
+std::string to_string(Precision p);
+Precision parse_precision(const std::string& name);
+
 struct DeviceCaps {
   std::string name = "generic";
   uint32_t vendor_id = 0;            // PCI vendor: 0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa (lavapipe)
@@ -54,6 +66,9 @@ struct DeviceCaps {
   // Loop steps of one invocation (spirv::Builder::LoopSteps) after which the driver ends all
   // its loops, computing wrong results; 0: no such limit. lavapipe: its loop limiter's 65535.
   uint64_t max_loop_steps = 0;
+  // Not a device property: the compile option (runtime::CompileOptions::precision), which
+  // codegen applies only where the device lists bf16 fragments with f32 accumulators.
+  Precision f32_products = Precision::Highest;
 };
 
 // "16x16x16 f16>f32" (" nv" where only the NV extension lists it).

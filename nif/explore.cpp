@@ -1,4 +1,4 @@
-// explore(device, json, pipeline): what `nxv explore` shows (cli/main.cpp), as terms:
+// explore(device, json, pipeline, precision): what `nxv explore` shows (cli/main.cpp), as terms:
 // the graph as read, the graph after each pass, each kernel's launch, SPIR-V disassembly
 // and GLSL view, and the number of dispatches. Used by Nx.Vulkan.explain/3.
 #include "codegen/kernel.h"
@@ -57,7 +57,9 @@ ERL_NIF_TERM explore(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     pm.run(g);
 
     std::vector<ERL_NIF_TERM> kernels;
-    collect_kernels(env, g, device->info().caps, kernels);
+    codegen::DeviceCaps caps = device->info().caps;
+    caps.f32_products = codegen::parse_precision(get_string(env, argv[3], "precision"));
+    collect_kernels(env, g, caps, kernels);
     return ok(env, make_map(env, {
                                      {"source", source},
                                      {"passes", list(env, stages)},

@@ -211,6 +211,7 @@ class ExecutableImpl : public Executable {
 
     codegen::DeviceCaps caps = dev_->info().caps;
     if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+    caps.f32_products = opts.precision;
     for (const auto& n : lowered_.nodes) {
       if (n.op == "kernel") {
         KernelStep step{&n, codegen::compile_kernel(n, lowered_, caps), nullptr};
@@ -436,6 +437,7 @@ class ExecutableImpl : public Executable {
     const auto pipeline = opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline;
     codegen::DeviceCaps caps = dev_->info().caps;
     if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+    caps.f32_products = opts.precision;
     // The passes only take control flow away (and bring it up only from loops and conds
     // already there): a loop whose regions hold none is not lowered again here.
     if (!has_control_flow(*n.regions.at("condition")) && !has_control_flow(*n.regions.at("body"))) return nullptr;
@@ -695,6 +697,7 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   for (const auto& p : opts.pipeline) key += "\n" + p;
   key += "\nvendor " + std::to_string(opts.as_vendor);
   if (!opts.serial_loops) key += "\nno serial loops";
+  key += "\nprecision " + codegen::to_string(opts.precision);
   key = content_hash(key.data(), key.size(), dev->info().name + dev->options().device);
   // Compiled executables are shared: compiling the same graph twice pays only a lookup.
   static std::mutex m;

@@ -111,6 +111,9 @@ struct CompileOptions {
   // Loops whose body holds loops or conds run as one kernel (codegen/serial_loop.h) where
   // they can; false keeps them driven from the host (tests compare the two).
   bool serial_loops = true;
+  // How f32 dots may compute on cooperative matrices (codegen::Precision); Highest, exact f32,
+  // unless asked. Ignored on devices without bf16 cooperative matrices.
+  codegen::Precision precision = codegen::Precision::Highest;
 };
 
 struct RunStats {

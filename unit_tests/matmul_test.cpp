@@ -3,15 +3,18 @@
 // the runtime, the staged one through run_spirv with another vendor's tile choice), over
 // edge shapes (1, primes, non-multiples of the tile, an empty contraction, many batches),
 // transposed and batched operands read in place, every element type, fused epilogues,
-// convolutions and their gradients as Elixir lowers them; and which variant each target
-// selects.
+// convolutions and their gradients as Elixir lowers them; f32 products at each precision
+// (the compile option); and which variant each target selects.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <string>
+
+#include <spirv/unified1/spirv.hpp>
 
 #include "codegen/kernel.h"
 #include "codegen/targets/launch.h"
@@ -268,6 +271,138 @@ TEST(Matmul, CooperativeProductsMatchTheReference) {
       auto in = inputs_for(g, unsigned(c.m * 131 + c.k * 7 + c.n));
       auto exe = runtime::Executable::compile(dev, g);
       expect_matches(c, exe->run_host(in).at(0), ir::interpret(g, in).at(0));
+    }
+  }
+}
+
+// f32 operands on bf16 cooperative matrices (the compile option `precision`, issue 16).
+
+// The module with its bf16 type declared as f16: Debian 12's spirv-val (2023.1) cannot read
+// SPV_KHR_bfloat16, so what it validates of a bf16 kernel is everything but that one type.
+std::vector<uint32_t> bf16_as_f16(const std::vector<uint32_t>& in) {
+  std::vector<uint32_t> out(in.begin(), in.begin() + 5);
+  bool float16 = false;
+  for (size_t at = 5; at < in.size();) {
+    const uint32_t words = in[at] >> 16, op = in[at] & 0xFFFF;
+    std::vector<uint32_t> inst(in.begin() + at, in.begin() + at + words);
+    at += words;
+    if (op == spv::OpCapability && (inst[1] == 5116 || inst[1] == 5118)) continue;  // BFloat16TypeKHR, ...CooperativeMatrixKHR
+    if (op == spv::OpExtension && std::string(reinterpret_cast<const char*>(&inst[1])) == "SPV_KHR_bfloat16") continue;
+    float16 = float16 || (op == spv::OpCapability && inst[1] == spv::CapabilityFloat16);
+    if (op == spv::OpTypeFloat && words == 4) inst = {(3u << 16) | spv::OpTypeFloat, inst[1], inst[2]};
+    out.insert(out.end(), inst.begin(), inst.end());
+  }
+  if (!float16) out.insert(out.begin() + 5, {(2u << 16) | spv::OpCapability, spv::CapabilityFloat16});
+  return out;
+}
+
+std::string launch_at(const Case& c, const codegen::DeviceCaps& caps, codegen::Precision p) {
+  codegen::DeviceCaps with = caps;
+  with.f32_products = p;
+  auto [low, kernel] = lowered(product(c));
+  return codegen::compile_kernel(*kernel, low, with).launch;
+}
+
+// On lavapipe: the kernels each precision gives f32 products on an H100 (its canned caps:
+// KHR opcodes), and the same kernels for a device whose bf16 fragments only
+// VK_NV_cooperative_matrix lists: NV opcodes, validated here with bf16 read as f16.
+// Highest keeps the SIMT tiles, and targets without bf16 fragments ignore the option.
+TEST(Matmul, F32PrecisionKernelsForNvidiaValidate) {
+  using codegen::Precision;
+  const codegen::DeviceCaps khr = codegen::target_caps("nvidia");
+  codegen::DeviceCaps nv_only = khr;
+  for (auto& s : nv_only.cooperative_matrix_shapes) s.khr = false, s.nv = true;
+  for (const Case& c : cooperative_cases(DType::F32)) {
+    EXPECT_EQ(launch_at(c, khr, Precision::Highest).rfind("matmul ", 0), 0u) << name(c);
+    for (Precision p : {Precision::High, Precision::Default}) {
+      const std::string suffix = p == Precision::High ? "f32 operands as bf16 hi + lo (3 products)" : "f32 operands as bf16";
+      EXPECT_NE(launch_at(c, khr, p).find("bf16>f32 fragments, " + suffix + ";"), std::string::npos)
+          << name(c) << ": " << launch_at(c, khr, p);
+      codegen::DeviceCaps caps = nv_only;
+      caps.f32_products = p;
+      auto [low, kernel] = lowered(product(c));
+      auto kb = codegen::compile_kernel(*kernel, low, caps);
+      EXPECT_NE(kb.launch.find("bf16>f32 nv fragments, " + suffix + ";"), std::string::npos) << name(c) << ": " << kb.launch;
+      EXPECT_EQ(codegen::validate(bf16_as_f16(kb.spirv), caps.api_version), "") << name(c) << " " << to_string(p);
+      for (const std::string target : {"lavapipe", "generic", "amd"})
+        EXPECT_EQ(launch_at(c, codegen::target_caps(target), p), launch_at(c, codegen::target_caps(target), Precision::Highest))
+            << target << " " << name(c);
+    }
+  }
+}
+
+// Inputs uniform in [-1, 1) (which bf16 does not hold exactly), and their magnitudes.
+std::pair<std::vector<ir::Literal>, std::vector<ir::Literal>> uniform_inputs(const ir::Graph& g, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<ir::Literal> in, magnitude;
+  for (const auto* p : g.parameters()) {
+    ir::Literal lit{p->type(), std::vector<uint8_t>(p->type().byte_size())};
+    ir::Literal abs = lit;
+    for (int64_t i = 0; i < p->type().num_elements(); ++i) {
+      ir::Scalar v;
+      v.f = dist(rng);
+      ir::set_element(lit, i, v);
+      v.f = std::fabs(ir::get_f64(lit, i));
+      ir::set_element(abs, i, v);
+    }
+    in.push_back(std::move(lit));
+    magnitude.push_back(std::move(abs));
+  }
+  return {in, magnitude};
+}
+
+// On a device with bf16 cooperative matrices (the H100): f32 products at each precision
+// against the reference interpreter (which accumulates in f64 and rounds once, so within
+// 2^-24 of the f64 product). Each element within the method's bound of S = sum |a||b| over
+// the contraction of K terms, the reference's own rounding (2^-24 |want|) added:
+//   default: each operand rounded to bf16 (2^-9 relative each): 2^-8 S, plus K f32
+//            additions of the tensor cores, allowed 2^-23 each (truncating): K 2^-23 S;
+//   high:    a = hi + lo + r with |r| <= 2^-18 |a|; the dropped terms (lo·lo, r·b, a·r)
+//            3 2^-18 S, bounded by 2^-16 S, plus 3K additions: 3K 2^-23 S;
+//   highest: the SIMT kernel's f32 additions, K 2^-23 S.
+// Prints each precision's largest error relative to the largest |want| (the bench's figure).
+// Elsewhere (lavapipe), the option is ignored: every precision gives highest's bits.
+TEST(Matmul, F32PrecisionsMatchTheReference) {
+  using codegen::Precision;
+  auto dev = runtime::Device::open();
+  const auto& shapes = dev->info().caps.cooperative_matrix_shapes;
+  const bool bf16 = std::any_of(shapes.begin(), shapes.end(), [](const auto& s) {
+    return s.operands == codegen::MatrixComponent::BF16 && s.accumulator == codegen::MatrixComponent::F32;
+  });
+  std::vector<Case> cs = cooperative_cases(DType::F32);
+  cs.push_back({1, 128, 4096, 128, DType::F32});  // a long contraction
+  if (!bf16) cs = {{1, 128, 32, 96, DType::F32}, {1, 97, 131, 61, DType::F32}, {1, 65, 37, 130, DType::F32, false, false, true}};
+  for (const Case& c : cs) {
+    ir::Graph g = product(c);
+    auto [in, magnitude] = uniform_inputs(g, unsigned(c.m * 131 + c.k * 7 + c.n));
+    const ir::Literal want = ir::interpret(g, in).at(0);
+    const ir::Literal scale = ir::interpret(g, magnitude).at(0);  // S (plus |bias| where fused)
+    runtime::CompileOptions highest;
+    const ir::Literal exact = runtime::Executable::compile(dev, g, highest)->run_host(in).at(0);
+    for (Precision p : {Precision::Highest, Precision::High, Precision::Default}) {
+      runtime::CompileOptions opts;
+      opts.precision = p;
+      const ir::Literal got = runtime::Executable::compile(dev, g, opts)->run_host(in).at(0);
+      if (!bf16) {
+        EXPECT_EQ(got.data, exact.data) << name(c) << " " << to_string(p);
+        continue;
+      }
+      const double K = double(c.k);
+      const double bound = p == Precision::Default ? std::ldexp(1.0, -8) + K * std::ldexp(1.0, -23)
+                           : p == Precision::High  ? std::ldexp(1.0, -16) + 3 * K * std::ldexp(1.0, -23)
+                                                   : K * std::ldexp(1.0, -23);
+      double worst = 0, largest = 0;
+      int bad = 0;
+      for (int64_t i = 0; i < want.type.num_elements(); ++i) {
+        const double g = ir::get_f64(got, i), w = ir::get_f64(want, i);
+        worst = std::max(worst, std::fabs(g - w));
+        largest = std::max(largest, std::fabs(w));
+        if (!(std::fabs(g - w) <= bound * ir::get_f64(scale, i) + std::ldexp(std::fabs(w), -24)) && bad++ < 5)
+          ADD_FAILURE() << name(c) << " " << to_string(p) << ": element " << i << " is " << g << ", want " << w;
+      }
+      std::printf("%-22s %-8s max |error| / max |want| = %.3g\n", name(c).c_str(), to_string(p).c_str(),
+                  largest > 0 ? worst / largest : worst);
     }
   }
 }

@@ -64,6 +64,20 @@ std::string to_string(const CooperativeMatrixShape& s) {
          name(s.accumulator) + (s.khr ? "" : " nv");
 }
 
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::High: return "high";
+    case Precision::Default: return "default";
+    default: return "highest";
+  }
+}
+
+Precision parse_precision(const std::string& name) {
+  for (Precision p : {Precision::Highest, Precision::High, Precision::Default})
+    if (to_string(p) == name) return p;
+  throw std::invalid_argument("unknown precision '" + name + "' (highest, high, default)");
+}
+
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   // Fewer outputs than a GPU has lanes, each with a long reduction: let a workgroup share each one.
   if (k.items < 8192 && k.reduction >= 256) return cooperate(caps, k.items, 128, 65535);

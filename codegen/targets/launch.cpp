@@ -84,7 +84,7 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
 uint64_t cooperative_shared_bytes(const MatmulTiles& t) {
   auto slice = [&](uint64_t free) { return std::max(free * (t.k + 8), uint64_t(t.k) * (free + 8)) * 2; };
   const uint64_t rows = uint64_t(t.subgroups_m) * t.subgroups_n * t.fragment.m * (t.n / t.subgroups_n) * 4;
-  return std::max(slice(t.m) + slice(t.n), rows);
+  return std::max((slice(t.m) + slice(t.n)) * (t.split ? 2 : 1), rows);
 }
 
 MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
@@ -92,7 +92,7 @@ MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint
                               uint32_t fragment_k) {
   if (s.operands == MatrixComponent::None) return {};
   MatmulTiles t;
-  t.m = m, t.n = n, t.k = k, t.staged = true;
+  t.m = m, t.n = n, t.k = k, t.staged = true, t.rounded_f32 = s.rounded_f32, t.split = s.split;
   for (const auto& f : caps.cooperative_matrix_shapes)
     if (f.operands == s.operands && f.accumulator == MatrixComponent::F32 && f.m == fragment_m && f.n == fragment_n &&
         f.k == fragment_k)

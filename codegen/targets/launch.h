@@ -34,6 +34,10 @@ struct MatmulTiles {
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   CooperativeMatrixShape fragment;
   uint32_t subgroups_m = 0, subgroups_n = 0, subgroup_size = 0;
+  // Cooperative with f32 operands rounded to bf16 as they are staged (MatmulShape's flags);
+  // split: each k-slice staged twice, as the bf16 parts hi and lo of its elements, and each
+  // fragment product three.
+  bool rounded_f32 = false, split = false;
   uint32_t invocations() const {
     return fragment.m ? subgroups_m * subgroups_n * subgroup_size : (m / thread_m) * (n / thread_n);
   }
@@ -47,8 +51,12 @@ struct MatmulShape {
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
   // The operands' element type where a cooperative matrix can hold it (both f16, or both
-  // bf16, with a float result), else None.
+  // bf16, with a float result; f32 operands of an f32 result rounded to bf16 where the
+  // compile option's precision allows and the device lists bf16 fragments), else None.
   MatrixComponent operands = MatrixComponent::None;
+  // f32 operands rounded to bf16 (operands BF16): split into hi = bf16(x) and
+  // lo = bf16(x - hi) under Precision::High, rounded once under Precision::Default.
+  bool rounded_f32 = false, split = false;
 };
 
 struct LaunchConfig {
@@ -135,9 +143,9 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
 MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
                               uint32_t subgroups_m, uint32_t subgroups_n, uint32_t fragment_m = 16,
                               uint32_t fragment_n = 16, uint32_t fragment_k = 16);
-// Shared memory of cooperative tiles (codegen/emit_matmul.cpp): both k-slices, rows padded by
-// 16 bytes (in the larger of their two layouts), or the subgroups' f32 rows of accumulators
-// after the contraction, whichever is larger.
+// Shared memory of cooperative tiles (codegen/emit_matmul.cpp): both k-slices (twice where
+// split), rows padded by 16 bytes (in the larger of their two layouts), or the subgroups' f32
+// rows of accumulators after the contraction, whichever is larger.
 uint64_t cooperative_shared_bytes(const MatmulTiles& t);
 
 // Per-vendor choices, dispatched on caps.vendor_id by choose_launch.

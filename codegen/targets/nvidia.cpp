@@ -47,7 +47,8 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
   if (s.operands != MatrixComponent::None) {
-    MatmulTiles t = many_tiles ? cooperative_tiles(caps, s, 128, 128, 64, 2, 4) : cooperative_tiles(caps, s, 64, 64, 32, 2, 2);
+    const uint32_t k = s.split ? 32 : 64;  // split slices are twice as large: 64 would exceed 48 KiB
+    MatmulTiles t = many_tiles ? cooperative_tiles(caps, s, 128, 128, k, 2, 4) : cooperative_tiles(caps, s, 64, 64, 32, 2, 2);
     if (t.m) return t;
   }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);

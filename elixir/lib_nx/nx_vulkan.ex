@@ -14,6 +14,12 @@ defmodule Nx.Vulkan do
 
     * `:device`, `:cache_dir`, `:timeout` - see `Nx.Vulkan.Device`
     * `:pipeline` - pass names to compile with (default: the runtime's pipeline)
+    * `:precision` - how f32 dot products and convolutions may compute, JAX's level names:
+      `:highest` (default: exact f32, Nx's semantics), `:high` (each operand split into two
+      bf16 parts, three bf16 products accumulated in f32: about 16 significant bits),
+      `:default` (operands rounded once to bf16: 8 bits). Only devices with bf16
+      cooperative matrices (NVIDIA's tensor cores) have the faster paths; elsewhere the
+      option is accepted and f32 stays exact. See `docs/numerics.md`.
     * `:output` - `:device` (default) or `:host` (`Nx.BinaryBackend` tensors)
     * `:cache` - `false` to trace and compile on every call
     * `:devices` - which devices `__partitions_options__/1` (`Nx.Serving`'s
@@ -68,7 +74,7 @@ defmodule Nx.Vulkan do
     * `:lowered` - the JSON IR after the runtime's pass pipeline
     * `:spirv`, `:glsl` - the kernels, `[{name, text}]` (SPIR-V disassembly, or a GLSL view)
 
-  Also takes the compiler's `:device` and `:pipeline` options. Nothing is run.
+  Also takes the compiler's `:device`, `:pipeline` and `:precision` options. Nothing is run.
   """
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
@@ -76,7 +82,8 @@ defmodule Nx.Vulkan do
     build_opts = [name: opts[:name] || "explain", f32_in_f64: f32_in_f64?(opts)]
     {graph, _used} = IR.build(List.to_tuple([expr | hook_values]), build_opts)
     json = JSON.encode(graph)
-    explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts))) end
+    precision = precision(opts)
+    explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts), precision)) end
 
     case Keyword.get(opts, :stage, :all) do
       :all ->
@@ -140,9 +147,9 @@ defmodule Nx.Vulkan do
   def __compile__(key, vars, fun, opts) do
     {hooks, opts} = Keyword.pop(opts, :hooks, %{})
     config = Device.config(opts)
-    pipeline = pipeline(opts)
+    native = {pipeline(opts), precision(opts)}
     output = Keyword.get(opts, :output, :device)
-    compiled = cached_compile(key, vars, fun, hooks, config, pipeline, Keyword.get(opts, :cache, true))
+    compiled = cached_compile(key, vars, fun, hooks, config, native, Keyword.get(opts, :cache, true))
 
     fn args_list -> Enum.map(args_list, &run(compiled, &1, key, config, output)) end
   end
@@ -173,7 +180,7 @@ defmodule Nx.Vulkan do
     {output, opts} = Keyword.pop(opts, :output, :device)
     config = Device.config(opts)
     cache? = Keyword.get(opts, :cache, true)
-    compiled = cached_compile(key, vars, fun, hooks, config, pipeline(opts), cache?)
+    compiled = cached_compile(key, vars, fun, hooks, config, {pipeline(opts), precision(opts)}, cache?)
     output_template = stream_output!(compiled.template, acc)
 
     rest = Enum.drop(args, Composite.count(input) + Composite.count(acc))
@@ -202,7 +209,22 @@ defmodule Nx.Vulkan do
 
   defp pipeline(opts), do: Enum.map(Keyword.get(opts, :pipeline, []), &to_string/1)
 
-  defp cached_compile(key, vars, fun, hooks, config, pipeline, cache?) do
+  @precisions [:highest, :high, :default]
+
+  defp precision(opts) do
+    case Keyword.get(opts, :precision, :highest) do
+      precision when precision in @precisions ->
+        Atom.to_string(precision)
+
+      other ->
+        raise ArgumentError,
+              "unknown :precision #{inspect(other)}, expected :highest (exact f32, the default), " <>
+                ":high (bf16 x3) or :default (bf16)"
+    end
+  end
+
+  # `native`: the pass pipeline and the precision, which the native compiler takes.
+  defp cached_compile(key, vars, fun, hooks, config, native, cache?) do
     args_key =
       Enum.map(vars, fn var ->
         Composite.traverse(var, fn %T{type: type, shape: shape, names: names, vectorized_axes: v} ->
@@ -210,17 +232,17 @@ defmodule Nx.Vulkan do
         end)
       end)
 
-    compile = fn -> compile_expr(key, vars, fun, hooks, config, pipeline) end
+    compile = fn -> compile_expr(key, vars, fun, hooks, config, native) end
 
     if cache? do
-      {_hit_or_miss, compiled} = LockedCache.run({key, args_key, config, pipeline, hooks}, compile)
+      {_hit_or_miss, compiled} = LockedCache.run({key, args_key, config, native, hooks}, compile)
       compiled
     else
       compile.()
     end
   end
 
-  defp compile_expr(key, vars, fun, hooks, config, pipeline) do
+  defp compile_expr(key, vars, fun, hooks, config, {pipeline, precision}) do
     {eval_time, traced} =
       :timer.tc(fn ->
         expr = fun.(vars)
@@ -250,7 +272,7 @@ defmodule Nx.Vulkan do
             if graph.outputs == [] do
               nil
             else
-              Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline))
+              Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline, precision))
             end
           end)
 

@@ -231,6 +231,52 @@ defmodule Nx.Vulkan.CompilerTest do
     end
   end
 
+  describe ":precision" do
+    test "an unknown value raises an ArgumentError naming the accepted ones" do
+      x = Nx.iota({2, 2}, type: :f32)
+
+      for bad <- [:fast, "high", 3] do
+        assert_raise ArgumentError, ~r/unknown :precision #{inspect(bad)}, expected :highest .*:high .*:default/, fn ->
+          Nx.Vulkan.jit(&Nx.dot/2, precision: bad).(x, x)
+        end
+      end
+
+      assert_raise ArgumentError, ~r/unknown :precision :low/, fn ->
+        Nx.Vulkan.explain(&Nx.dot/2, [x, x], precision: :low)
+      end
+    end
+
+    # 96x64 by 64x80: the tiled kernel. On a device without bf16 cooperative matrices (lavapipe)
+    # every precision is exact f32: the same bits. With them, :high and :default round the
+    # operands: within bf16 x3's and bf16's error of the evaluator's product (relative to
+    # the largest element; the bounds of unit_tests/matmul_test.cpp, for K = 64).
+    test "f32 products at each precision against the evaluator" do
+      key = Nx.Random.key(16)
+      {a, key} = Nx.Random.uniform(key, -1.0, 1.0, shape: {96, 64}, type: :f32)
+      {b, _key} = Nx.Random.uniform(key, -1.0, 1.0, shape: {64, 80}, type: :f32)
+      want = Nx.Defn.jit_apply(&Nx.dot/2, [a, b], compiler: Nx.Defn.Evaluator)
+      coop? = Nx.Vulkan.Error.unwrap!(Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!([]))).caps.cooperative_matrix
+
+      results =
+        for precision <- [:highest, :high, :default] do
+          {precision, Nx.Vulkan.jit(&Nx.dot/2, precision: precision, output: :host).(a, b)}
+        end
+
+      exact = Nx.to_binary(results[:highest])
+      assert Nx.all_close(results[:highest], want, rtol: 1.0e-6, atol: 1.0e-6) |> Nx.to_number() == 1
+
+      for {precision, got} <- results, precision != :highest do
+        if coop? do
+          tol = if precision == :high, do: 1.0e-4, else: 2.0e-2
+          error = Nx.subtract(got, want) |> Nx.abs() |> Nx.reduce_max() |> Nx.to_number()
+          assert error <= tol * (Nx.abs(want) |> Nx.reduce_max() |> Nx.to_number())
+        else
+          assert Nx.to_binary(got) == exact, "#{precision} differs from :highest"
+        end
+      end
+    end
+  end
+
   describe "configuration" do
     setup do
       env = Application.get_all_env(:nx_vulkan)

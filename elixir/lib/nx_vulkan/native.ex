@@ -38,8 +38,12 @@ defmodule Nx.Vulkan.Native do
   @doc "Returns pooled, unused device memory to the driver."
   def trim(_device), do: :erlang.nif_error(:not_loaded)
 
-  @doc "Compiles JSON IR text with a pass pipeline (`[]` for the default)."
-  def compile(_device, _json, _pipeline), do: :erlang.nif_error(:not_loaded)
+  @doc """
+  Compiles JSON IR text with a pass pipeline (`[]` for the default) and a precision for f32
+  dots, `"highest"` (exact), `"high"` or `"default"` (see `Nx.Vulkan`'s `:precision`).
+  """
+  def compile(device, json, pipeline, precision \\ "highest")
+  def compile(_device, _json, _pipeline, _precision), do: :erlang.nif_error(:not_loaded)
 
   @doc "`%{inputs: [{type, shape}], outputs: [{type, shape}], kernels: n, lowered: json}`."
   def executable_info(_executable), do: :erlang.nif_error(:not_loaded)
@@ -53,7 +57,8 @@ defmodule Nx.Vulkan.Native do
   kernels: [%{name:, fused:, spirv:, glsl:, validation:}], dispatches: n}` (kernels of
   `while`/`cond` regions included; `dispatches` counts kernels, not loop iterations).
   """
-  def explore(_device, _json, _pipeline), do: :erlang.nif_error(:not_loaded)
+  def explore(device, json, pipeline, precision \\ "highest")
+  def explore(_device, _json, _pipeline, _precision), do: :erlang.nif_error(:not_loaded)
 
   @doc """
   Runs an executable. Each input is a buffer or `{type, shape, binary}`;
