@@ -197,7 +197,8 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   // tiles: computing each element's index and rounding it cost more than the tensor cores
   // save (H100, issue 16's conv3x3, device ms: 0.37 exact, 0.54-0.65 high, 0.44-0.80 default).
   const bool parameters = body.node(dot.args.at(0)).op == "parameter" && body.node(dot.args.at(1)).op == "parameter";
-  if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments && parameters) {
+  if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments && parameters &&
+      caps.rounding_rte_f16) {
     s.operands = MatrixComponent::BF16;
     s.rounded_f32 = true;
     s.split = caps.f32_products == Precision::High;
@@ -574,9 +575,15 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
   const Id view_a = chunk_view(A, sa), view_b = chunk_view(B, sb);
 
   // Pairs of f32 values as pairs of bf16 in a u32 (the first in its low half), converted
-  // by the device (OpFConvert to SPV_KHR_bfloat16's type: NVIDIA's cvt.rn.bf16x2.f32, one
-  // instruction a pair, rounded to nearest even, where rounding in integer arithmetic took
-  // about ten a value: 4096^2 default 127 TFLOP/s that way).
+  // by the device (OpFConvert to SPV_KHR_bfloat16's type), rounded to nearest even under
+  // the RoundingModeRTE execution mode: without it NVIDIA's conversion truncated (errors
+  // 2.5x larger, H100), and rounding in integer arithmetic (about ten instructions a
+  // value) ran 4096^2 at 127 TFLOP/s default, 59 high, against 175 and 86 converted.
+  if (rounded) {
+    b.extension("SPV_KHR_float_controls");
+    b.capability(spv::CapabilityRoundingModeRTE);
+    b.execution_mode(spv::ExecutionModeRoundingModeRTE, {16});
+  }
   const Id f32 = b.type_float(32), f32x2 = b.type_vector(f32, 2);
   const Id bf16x2 = b.type_vector(b.type_bfloat16(), 2);
   auto to_bf16_pair = [&](Id x0, Id x1) {
