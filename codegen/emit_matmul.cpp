@@ -197,8 +197,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   // tiles: computing each element's index and rounding it cost more than the tensor cores
   // save (H100, issue 16's conv3x3, device ms: 0.37 exact, 0.54-0.65 high, 0.44-0.80 default).
   const bool parameters = body.node(dot.args.at(0)).op == "parameter" && body.node(dot.args.at(1)).op == "parameter";
-  if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments && parameters &&
-      caps.rounding_rte_f16) {
+  if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments && parameters) {
     s.operands = MatrixComponent::BF16;
     s.rounded_f32 = true;
     s.split = caps.f32_products == Precision::High;
@@ -574,41 +573,38 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
   };
   const Id view_a = chunk_view(A, sa), view_b = chunk_view(B, sb);
 
-  // Pairs of f32 values as pairs of bf16 in a u32 (the first in its low half), converted
-  // by the device (OpFConvert to SPV_KHR_bfloat16's type), rounded to nearest even under
-  // the RoundingModeRTE execution mode: without it NVIDIA's conversion truncated (errors
-  // 2.5x larger, H100), and rounding in integer arithmetic (about ten instructions a
-  // value) ran 4096^2 at 127 TFLOP/s default, 59 high, against 175 and 86 converted.
-  if (rounded) {
-    b.extension("SPV_KHR_float_controls");
-    b.capability(spv::CapabilityRoundingModeRTE);
-    b.execution_mode(spv::ExecutionModeRoundingModeRTE, {16});
-  }
-  const Id f32 = b.type_float(32), f32x2 = b.type_vector(f32, 2);
-  const Id bf16x2 = b.type_vector(b.type_bfloat16(), 2);
-  auto to_bf16_pair = [&](Id x0, Id x1) {
-    return b.op(spv::OpBitcast, e.u32(), {b.op(spv::OpFConvert, bf16x2, {b.op(spv::OpCompositeConstruct, f32x2, {x0, x1})})});
+  // The bf16 bits of f32 `x` in the high half of a u32: rounded to nearest even (where Nx's
+  // bf16 truncates: here each rounding is an error of the product, which nearest halves), a
+  // NaN kept a NaN. In integer arithmetic: the device's conversion (OpFConvert to
+  // SPV_KHR_bfloat16's type) ran faster on an H100 (4096^2: default 175 TFLOP/s against 127,
+  // high 86 against 59) but truncated, under the RoundingModeRTE execution mode too, its
+  // errors 2.5 times these (2026-11-26).
+  auto bf16_high = [&](Id x) {
+    Id bits = b.op(spv::OpBitcast, e.u32(), {x});
+    Id odd = u(spv::OpBitwiseAnd, u(spv::OpShiftRightLogical, bits, c(16)), c(1));
+    Id r = u(spv::OpBitwiseAnd, u(spv::OpIAdd, bits, u(spv::OpIAdd, odd, c(0x7FFF))), c(0xFFFF0000));
+    return e.b_select(e.u32(), b.op(spv::OpIsNan, e.boolean(), {x}), c(0x7FC00000), r);
   };
   // 8 f32 values as one chunk of their bf16 values, or, split, two: the hi parts and the lo
-  // parts, x - hi (exact in f32) rounded. lo is 0 where hi is infinite or NaN (x is, or
-  // rounds past bf16's largest value), so that no inf · 0 term turns a product NaN.
+  // parts, x - hi rounded (exact in f32 before that). lo is 0 where hi is infinite or NaN (x
+  // is, or rounds past bf16's largest value), so that no inf · 0 term turns a product NaN.
   auto pack_bf16 = [&](const std::vector<Id>& xs) {
     std::vector<Id> his, los;
-    for (size_t j = 0; j < xs.size(); j += 2) {
-      Id hi = to_bf16_pair(xs[j], xs[j + 1]);
+    for (Id x : xs) {
+      Id hi = bf16_high(x);
       his.push_back(hi);
       if (!t.split) continue;
-      Id rest[2];
-      for (uint32_t h = 0; h < 2; ++h) {
-        Id bits = h ? u(spv::OpBitwiseAnd, hi, c(0xFFFF0000)) : u(spv::OpShiftLeftLogical, hi, c(16));
-        Id finite = b.op(spv::OpINotEqual, e.boolean(), {u(spv::OpBitwiseAnd, bits, c(0x7F800000)), c(0x7F800000)});
-        Id diff = b.op(spv::OpFSub, f32, {xs[j + h], b.op(spv::OpBitcast, f32, {bits})});
-        rest[h] = e.b_select(f32, finite, diff, b.const_f32(0.0f));
-      }
-      los.push_back(to_bf16_pair(rest[0], rest[1]));
+      Id rest = bf16_high(b.op(spv::OpFSub, b.type_float(32), {x, b.op(spv::OpBitcast, b.type_float(32), {hi})}));
+      Id finite = b.op(spv::OpINotEqual, e.boolean(), {u(spv::OpBitwiseAnd, hi, c(0x7F800000)), c(0x7F800000)});
+      los.push_back(e.b_select(e.u32(), finite, rest, c(0)));
     }
-    Values v{b.op(spv::OpCompositeConstruct, vec, his)};
-    if (t.split) v.push_back(b.op(spv::OpCompositeConstruct, vec, los));
+    auto chunk = [&](const std::vector<Id>& h) {
+      std::vector<Id> words;
+      for (size_t j = 0; j < h.size(); j += 2) words.push_back(u(spv::OpBitwiseOr, u(spv::OpShiftRightLogical, h[j], c(16)), h[j + 1]));
+      return b.op(spv::OpCompositeConstruct, vec, words);
+    };
+    Values v{chunk(his)};
+    if (t.split) v.push_back(chunk(los));
     return v;
   };
 

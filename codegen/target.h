@@ -52,9 +52,6 @@ struct DeviceCaps {
   bool preserve_signed_zero_inf_nan_f64 = false;
   bool preserve_denorms_f32 = false;
   bool preserve_denorms_f64 = false;
-  // shaderRoundingModeRTEFloat16: the RoundingModeRTE execution mode for 16-bit results
-  // (conversions to f16 and bf16 round to nearest even, not as the driver likes).
-  bool rounding_rte_f16 = false;
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders

@@ -27,7 +27,6 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 49152;
     c.max_workgroup_count_x = 2147483647u;
-    c.rounding_rte_f16 = true;
     using enum MatrixComponent;
     c.cooperative_matrix_shapes = {{16, 16, 16, F16, F16, true, true},  {16, 8, 16, F16, F16, true, true},
                                    {16, 8, 8, F16, F16, true, true},    {16, 16, 16, F16, F32, true, true},
