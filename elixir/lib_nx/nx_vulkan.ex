@@ -18,8 +18,9 @@ defmodule Nx.Vulkan do
       `:highest` (default: exact f32, Nx's semantics), `:high` (each operand split into two
       bf16 parts, three bf16 products accumulated in f32: about 16 significant bits),
       `:default` (operands rounded once to bf16: 8 bits). Only devices with bf16
-      cooperative matrices (NVIDIA's tensor cores) have the faster paths; elsewhere the
-      option is accepted and f32 stays exact. See `docs/numerics.md`.
+      cooperative matrices (NVIDIA's tensor cores) have the faster paths, for dots whose
+      operands are kernel inputs; elsewhere (convolutions too) the option is accepted and
+      f32 stays exact. See `docs/numerics.md`.
     * `:output` - `:device` (default) or `:host` (`Nx.BinaryBackend` tensors)
     * `:cache` - `false` to trace and compile on every call
     * `:devices` - which devices `__partitions_options__/1` (`Nx.Serving`'s
