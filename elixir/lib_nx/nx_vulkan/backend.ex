@@ -346,10 +346,6 @@ defmodule Nx.Vulkan.Backend do
         _ -> true
       end
 
-    host_call =
-      if name in [:add, :subtract, :multiply, :divide],
-        do: quote(do: Lazy.arithmetic(unquote(name), unquote(out), unquote_splicing(host_args))),
-        else: quote(do: apply(Nx.BinaryBackend, unquote(name), [unquote(out), unquote_splicing(host_args)]))
     # an elementwise result is at least as large as its operands
     work = if name in binary_ops or name in unary_ops, do: :elementwise, else: name
 
@@ -372,7 +368,6 @@ defmodule Nx.Vulkan.Backend do
           :error -> unquote(:"#{name}_op")(out, l, r)
         end
       end
-
     end
 
     def unquote(name)(out, unquote_splicing(args)), do: unquote(:"#{name}_op")(out, unquote_splicing(args))
@@ -386,7 +381,8 @@ defmodule Nx.Vulkan.Backend do
 
       host =
         if unquote(host?) and unquote(host_exact) do
-          {fn -> unquote(host_call) end, work(unquote(work), out, [unquote_splicing(args)])}
+          {fn -> apply(Nx.BinaryBackend, unquote(name), [out, unquote_splicing(host_args)]) end,
+           work(unquote(work), out, [unquote_splicing(args)])}
         end
 
       op(

@@ -102,24 +102,6 @@ defmodule Nx.Vulkan.Lazy do
   def host!(other), do: other
 
   @doc """
-  `op` (`:add`, `:subtract`, `:multiply`, `:divide`) of two host operands (`host!/1`) as
-  Nx.BinaryBackend computes it: `float_arithmetic/5` where it applies, else
-  Nx.BinaryBackend's own call.
-  """
-  def arithmetic(op, %T{type: {:f, size} = type, shape: shape} = out, %T{type: type} = l, %T{type: type} = r)
-      when size in [32, 64] do
-    with %Nx.BinaryBackend{state: left} <- l.data,
-         %Nx.BinaryBackend{state: right} <- r.data,
-         {:ok, binary} <- float_arithmetic(op, size, shape, {l.shape, left}, {r.shape, right}) do
-      %{out | data: %Nx.BinaryBackend{state: binary}}
-    else
-      _ -> apply(Nx.BinaryBackend, op, [out, l, r])
-    end
-  end
-
-  def arithmetic(op, out, l, r), do: apply(Nx.BinaryBackend, op, [out, l, r])
-
-  @doc """
   The binary of `op` (`:add`, `:subtract`, `:multiply`, `:divide`) of two f32 or f64
   operands of `size` bits, each `{shape, binary}`, a scalar or of the result's `shape`:
   each element read as an Erlang float, the same Erlang operation as Nx.BinaryBackend's,
