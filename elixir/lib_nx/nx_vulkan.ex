@@ -148,9 +148,8 @@ defmodule Nx.Vulkan do
   def __compile__(key, vars, fun, opts) do
     {hooks, opts} = Keyword.pop(opts, :hooks, %{})
     config = Device.config(opts)
-    native = {pipeline(opts), precision(opts)}
     output = Keyword.get(opts, :output, :device)
-    compiled = cached_compile(key, vars, fun, hooks, config, native, Keyword.get(opts, :cache, true))
+    compiled = cached_compile(key, vars, fun, hooks, config, native(opts), Keyword.get(opts, :cache, true))
 
     fn args_list -> Enum.map(args_list, &run(compiled, &1, key, config, output)) end
   end
@@ -181,7 +180,7 @@ defmodule Nx.Vulkan do
     {output, opts} = Keyword.pop(opts, :output, :device)
     config = Device.config(opts)
     cache? = Keyword.get(opts, :cache, true)
-    compiled = cached_compile(key, vars, fun, hooks, config, {pipeline(opts), precision(opts)}, cache?)
+    compiled = cached_compile(key, vars, fun, hooks, config, native(opts), cache?)
     output_template = stream_output!(compiled.template, acc)
 
     rest = Enum.drop(args, Composite.count(input) + Composite.count(acc))
@@ -224,7 +223,9 @@ defmodule Nx.Vulkan do
     end
   end
 
-  # `native`: the pass pipeline and the precision, which the native compiler takes.
+  # What the native compiler takes besides the graph: the pass pipeline and the precision.
+  defp native(opts), do: {pipeline(opts), precision(opts)}
+
   defp cached_compile(key, vars, fun, hooks, config, native, cache?) do
     args_key =
       Enum.map(vars, fn var ->
