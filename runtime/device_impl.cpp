@@ -265,7 +265,7 @@ Allocation DeviceImpl::allocate_memory(uint64_t capacity, bool host_visible_only
   return a;
 }
 
-Allocation DeviceImpl::allocate_raw(uint64_t bytes) {
+Allocation DeviceImpl::allocate_raw(uint64_t bytes, VkBuffer prefer) {
   check_alive();
   uint64_t cap = size_class(std::max<uint64_t>(bytes, 4));
   if (cap > info_.caps.max_storage_buffer_range && bytes <= info_.caps.max_storage_buffer_range)
@@ -274,7 +274,7 @@ Allocation DeviceImpl::allocate_raw(uint64_t bytes) {
     throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
                                               "'s largest storage buffer (" +
                                               std::to_string(info_.caps.max_storage_buffer_range) + " bytes)");
-  if (auto a = take_pooled(free_, cap)) return *a;
+  if (auto a = take_pooled(free_, cap, prefer)) return *a;
   try {
     return allocate_memory(cap, false);
   } catch (const Error& e) {
@@ -290,10 +290,15 @@ void DeviceImpl::release(const Allocation& a, uint64_t bytes) {
   free_.emplace(a.capacity, a);
 }
 
-std::optional<Allocation> DeviceImpl::take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity) {
+std::optional<Allocation> DeviceImpl::take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity,
+                                                  VkBuffer prefer) {
   std::lock_guard<std::mutex> lock(pool_mutex_);
-  auto it = pool.find(capacity);
-  if (it == pool.end()) return std::nullopt;
+  const auto [first, last] = pool.equal_range(capacity);
+  if (first == last) return std::nullopt;
+  auto it = first;
+  if (prefer != VK_NULL_HANDLE)
+    it = std::find_if(first, last, [&](const auto& e) { return e.second.buffer == prefer; });
+  if (it == last) it = first;
   Allocation a = it->second;
   pool.erase(it);
   return a;
@@ -311,6 +316,7 @@ void DeviceImpl::release_staging(const Allocation& a) {
 }
 
 void DeviceImpl::free_raw(const Allocation& a) {
+  ++buffers_destroyed_;
   if (a.mapped) vkUnmapMemory(device_, a.memory);
   vkDestroyBuffer(device_, a.buffer, nullptr);
   vkFreeMemory(device_, a.memory, nullptr);
@@ -326,8 +332,10 @@ void DeviceImpl::trim() {
   for (auto& [cap, a] : idle) free_raw(a);
 }
 
-BufferPtr DeviceImpl::allocate(const ir::TensorType& type) {
-  Allocation a = allocate_raw(type.byte_size());
+BufferPtr DeviceImpl::allocate(const ir::TensorType& type) { return allocate(type, VK_NULL_HANDLE); }
+
+BufferPtr DeviceImpl::allocate(const ir::TensorType& type, VkBuffer prefer) {
+  Allocation a = allocate_raw(type.byte_size(), prefer);
   in_use_ += type.byte_size();
   return std::make_shared<BufferImpl>(this, type, a);
 }
@@ -547,25 +555,17 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
     vkCmdDispatchIndirect(cb, static_cast<const BufferImpl&>(*indirect).alloc().buffer, indirect_offset);
   else
     vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT,
+}
+
+void DeviceImpl::record_barrier(VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                      VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                         VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                            VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT,
                        0, 1, &mb, 0, nullptr, 0, nullptr);
 }
-
-namespace {
-// What a transfer wrote, visible to the dispatches and transfers recorded after it.
-void after_transfer_write(VkCommandBuffer cb) {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
-                     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT};
-  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
-                       nullptr);
-}
-}  // namespace
 
 void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes) {
   // vkCmdUpdateBuffer writes whole words; buffers are allocated in size classes of at
@@ -575,7 +575,6 @@ void DeviceImpl::record_update(VkCommandBuffer cb, const Buffer& b, const std::v
   if (words.empty() || words.size() > 65536 || words.size() > static_cast<const BufferImpl&>(b).alloc().capacity)
     throw Error(Error::Kind::InvalidArgument, "an update of " + std::to_string(bytes.size()) + " bytes does not fit");
   vkCmdUpdateBuffer(cb, static_cast<const BufferImpl&>(b).alloc().buffer, 0, words.size(), words.data());
-  after_transfer_write(cb);
 }
 
 void DeviceImpl::record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer& dst, uint64_t bytes) {
@@ -583,7 +582,6 @@ void DeviceImpl::record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer
   VkBufferCopy region{0, 0, bytes};
   vkCmdCopyBuffer(cb, static_cast<const BufferImpl&>(src).alloc().buffer, static_cast<const BufferImpl&>(dst).alloc().buffer,
                   1, &region);
-  after_transfer_write(cb);
 }
 
 VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {
@@ -656,72 +654,99 @@ void DeviceImpl::destroy_context(SubmitContext& c) {
   if (c.pool) vkDestroyCommandPool(device_, c.pool, nullptr);
 }
 
-double DeviceImpl::submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record) {
-  check_alive();
-  // One context per submission in flight: recording needs no lock, so many threads record at once.
-  auto ctx = acquire_context();
-  // A context goes back to the idle list only once its work is known to be finished;
-  // after an error it is destroyed (waiting for the queue first, so the GPU is not
-  // still reading what is freed).
-  bool finished = false;
-  struct Return {
-    DeviceImpl* d;
-    std::unique_ptr<SubmitContext>& c;
-    bool& finished;
-    ~Return() {
-      if (finished) {
-        std::lock_guard<std::mutex> lock(d->contexts_mutex_);
-        d->idle_contexts_.push_back(std::move(c));
-      } else {
-        {
-          std::lock_guard<std::mutex> lock(d->queue_mutex_);  // vkQueueWaitIdle needs the queue too
-          vkQueueWaitIdle(d->queue_);
-        }
-        d->destroy_context(*c);
-      }
-    }
-  } give_back{this, ctx, finished};
-  vk_check(vkResetCommandPool(device_, ctx->pool, 0), "vkResetCommandPool");
-  for (auto p : ctx->descriptor_pools) vk_check(vkResetDescriptorPool(device_, p, 0), "vkResetDescriptorPool");
-  ctx->current_pool = 0;
-  vk_check(vkResetFences(device_, 1, &ctx->fence), "vkResetFences");
-  VkCommandBuffer cb = ctx->cb;
+void DeviceImpl::record_into(SubmitContext& ctx, const std::function<void(VkCommandBuffer, SubmitContext&)>& record) {
+  vk_check(vkResetCommandPool(device_, ctx.pool, 0), "vkResetCommandPool");
+  for (auto p : ctx.descriptor_pools) vk_check(vkResetDescriptorPool(device_, p, 0), "vkResetDescriptorPool");
+  ctx.current_pool = 0;
+  VkCommandBuffer cb = ctx.cb;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
-  if (ctx->queries) {
-    vkCmdResetQueryPool(cb, ctx->queries, 0, 2);
-    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, ctx->queries, 0);
+  if (ctx.queries) {
+    vkCmdResetQueryPool(cb, ctx.queries, 0, 2);
+    vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, ctx.queries, 0);
   }
-  record(cb, *ctx);
-  if (ctx->queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ctx->queries, 1);
+  record(cb, ctx);
+  if (ctx.queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, ctx.queries, 1);
   vk_check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+}
+
+double DeviceImpl::execute(SubmitContext& ctx, std::chrono::microseconds spin) {
+  vk_check(vkResetFences(device_, 1, &ctx.fence), "vkResetFences");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
-  si.pCommandBuffers = &cb;
+  si.pCommandBuffers = &ctx.cb;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
-    VkResult r = vkQueueSubmit(queue_, 1, &si, ctx->fence);
+    VkResult r = vkQueueSubmit(queue_, 1, &si, ctx.fence);
     if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
     vk_check(r, "vkQueueSubmit");
   }
-  // Small graphs finish in microseconds, and a blocking wait can cost more than that in
-  // wake-up latency: poll briefly before sleeping on the fence.
   VkResult r = VK_NOT_READY;
-  for (auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+  for (auto spin_until = std::chrono::steady_clock::now() + spin;
        r == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until;)
-    r = vkGetFenceStatus(device_, ctx->fence);
-  if (r == VK_NOT_READY) r = vkWaitForFences(device_, 1, &ctx->fence, VK_TRUE, opts_.timeout_ms * 1000000ull);
+    r = vkGetFenceStatus(device_, ctx.fence);
+  if (r == VK_NOT_READY) r = vkWaitForFences(device_, 1, &ctx.fence, VK_TRUE, opts_.timeout_ms * 1000000ull);
   if (r == VK_TIMEOUT)
     throw Error(Error::Kind::Timeout, "graph did not finish within " + std::to_string(opts_.timeout_ms) + " ms on " +
                                           info_.name);
   if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
   vk_check(r, "vkWaitForFences");
-  finished = true;
-  if (!ctx->queries) return 0;
+  if (!ctx.queries) return 0;
   uint64_t ts[2] = {0, 0};
-  if (vkGetQueryPoolResults(device_, ctx->queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
+  if (vkGetQueryPoolResults(device_, ctx.queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
   return double(ts[1] - ts[0]) * timestamp_period_ns_ / 1e6;
+}
+
+double DeviceImpl::submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record,
+                          std::chrono::microseconds spin) {
+  check_alive();
+  // One context per submission in flight: recording needs no lock, so many threads record at once.
+  auto ctx = acquire_context();
+  try {
+    record_into(*ctx, record);
+    const double ms = execute(*ctx, spin);
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    idle_contexts_.push_back(std::move(ctx));
+    return ms;
+  } catch (...) {
+    abandon(std::move(ctx));
+    throw;
+  }
+}
+
+std::shared_ptr<SubmitContext> DeviceImpl::record_kept(
+    const std::function<void(VkCommandBuffer, SubmitContext&)>& record) {
+  check_alive();
+  auto ctx = acquire_context();
+  try {
+    record_into(*ctx, record);
+  } catch (...) {
+    abandon(std::move(ctx));
+    throw;
+  }
+  return std::shared_ptr<SubmitContext>(ctx.release(), [this](SubmitContext* c) {
+    std::lock_guard<std::mutex> lock(contexts_mutex_);
+    idle_contexts_.emplace_back(c);
+  });
+}
+
+double DeviceImpl::submit_kept(SubmitContext& ctx, std::chrono::microseconds spin) {
+  check_alive();
+  try {
+    return execute(ctx, spin);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(queue_mutex_);  // the GPU must not still run it when it is reused
+    vkQueueWaitIdle(queue_);
+    throw;
+  }
+}
+
+void DeviceImpl::abandon(std::unique_ptr<SubmitContext> ctx) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mutex_);  // vkQueueWaitIdle needs the queue too
+    vkQueueWaitIdle(queue_);
+  }
+  destroy_context(*ctx);
 }
 
 }  // namespace nxv::runtime

@@ -11,6 +11,7 @@
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
+#include "runtime/hazards.h"
 #include "runtime/host_loop.h"
 #include "runtime/vk_util.h"
 
@@ -112,29 +113,53 @@ void add_stats(RunStats* into, const RunStats& s) {
   if (!into) return;
   into->dispatches += s.dispatches;
   into->submits += s.submits;
+  into->recorded += s.recorded;
   into->device_ms += s.device_ms;
 }
 
-// Runs the pending kernels and writes in order in one command buffer.
-void submit(DeviceImpl& dev, std::vector<Pending>& batch, RunStats& stats) {
-  if (batch.empty()) return;
-  stats.device_ms += dev.submit([&](VkCommandBuffer cb, SubmitContext& ctx) {
-    std::vector<const Buffer*> buffers;
-    for (const auto& p : batch) {
-      if (!p.kernel) {
-        if (p.copy) dev.record_copy(cb, *p.buffers.at(1), *p.buffers.at(0), p.buffers.at(0)->bytes());
-        else dev.record_update(cb, *p.buffers.at(0), p.bytes);
-        continue;
-      }
-      buffers.clear();
-      for (const auto& b : p.buffers) buffers.push_back(b.get());
-      dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count, {}, p.indirect.get(),
-                          p.indirect_offset);
-      ++stats.dispatches;
+// The buffers a pending command reads and writes, for ordering it against the others.
+void accesses(const Pending& p, std::vector<const void*>& reads, std::vector<const void*>& writes) {
+  reads.clear();
+  writes.clear();
+  if (!p.kernel) {
+    writes.push_back(p.buffers.at(0).get());
+    if (p.copy) reads.push_back(p.buffers.at(1).get());
+    return;
+  }
+  const auto& bindings = p.kernel->binary.bindings;
+  for (size_t k = 0; k < bindings.size(); ++k) {
+    const auto kind = bindings[k].kind;
+    if (kind != codegen::Binding::Kind::Output) reads.push_back(p.buffers.at(k).get());
+    if (kind != codegen::Binding::Kind::Input && kind != codegen::Binding::Kind::Constant)
+      writes.push_back(p.buffers.at(k).get());
+  }
+  if (p.indirect) reads.push_back(p.indirect.get());
+}
+
+// Records the pending kernels and writes into `cb`, with barriers only where a command
+// depends on one before it (runtime/hazards.h): kernels that do not depend on each other
+// (a backward pass's weight and input gradients) run side by side on the GPU.
+void record_batch(DeviceImpl& dev, const std::vector<Pending>& batch, VkCommandBuffer cb, SubmitContext& ctx) {
+  std::vector<const Buffer*> buffers;
+  std::vector<const void*> reads, writes;
+  Hazards hazards;
+  for (const auto& p : batch) {
+    accesses(p, reads, writes);
+    if (hazards.barrier_before(reads, writes)) DeviceImpl::record_barrier(cb);
+    if (!p.kernel) {
+      if (p.copy) dev.record_copy(cb, *p.buffers.at(1), *p.buffers.at(0), p.buffers.at(0)->bytes());
+      else dev.record_update(cb, *p.buffers.at(0), p.bytes);
+      continue;
     }
-  });
-  stats.submits += 1;
-  batch.clear();
+    buffers.clear();
+    for (const auto& b : p.buffers) buffers.push_back(b.get());
+    dev.record_dispatch(cb, ctx, *p.kernel->pipeline, buffers, p.kernel->binary.group_count, {}, p.indirect.get(),
+                        p.indirect_offset);
+  }
+}
+
+size_t count_dispatches(const std::vector<Pending>& batch) {
+  return std::count_if(batch.begin(), batch.end(), [](const Pending& p) { return p.kernel != nullptr; });
 }
 
 // The body of a loop the host follows, without the followed entries' new values: the host
@@ -239,6 +264,7 @@ class ExecutableImpl : public Executable {
                                                   "): the runtime cannot run this op at the top level of a graph");
       }
     }
+    only_kernels_ = records_only_kernels();
   }
 
   std::shared_ptr<Device> device() const override { return dev_; }
@@ -277,12 +303,71 @@ class ExecutableImpl : public Executable {
     return groups;
   }
 
+  // Submits `batch` and waits for it.
+  void submit_batch(std::vector<Pending>& batch, RunStats& stats) const {
+    if (batch.empty()) return;
+    const auto t0 = Clock::now();
+    stats.device_ms += dev_->submit([&](VkCommandBuffer cb, SubmitContext& ctx) { record_batch(*dev_, batch, cb, ctx); },
+                                    spin());
+    stats.recorded += 1;
+    finish_batch(batch, stats, t0);
+  }
+
+  // Submits a batch of this graph's kernels alone (a run without control flow), again
+  // submitting the last run's recording where this run binds the same buffers: a training
+  // loop's steps over tensors that stay on the device. The caller holds kept_mutex_.
+  void submit_kept(std::vector<Pending>& batch, RunStats& stats) const {
+    if (batch.empty()) return;
+    const auto t0 = Clock::now();
+    std::vector<VkBuffer> bound;
+    for (const auto& p : batch)
+      for (const auto& b : p.buffers) bound.push_back(static_cast<const BufferImpl&>(*b).alloc().buffer);
+    const uint64_t destroyed = dev_->buffers_destroyed();
+    if (!kept_.ctx || kept_.bound != bound || kept_.buffers_destroyed != destroyed) {
+      kept_.ctx.reset();
+      kept_.ctx = dev_->record_kept([&](VkCommandBuffer cb, SubmitContext& ctx) { record_batch(*dev_, batch, cb, ctx); });
+      kept_.bound = std::move(bound);
+      kept_.buffers_destroyed = destroyed;
+      stats.recorded += 1;
+    }
+    try {
+      stats.device_ms += dev_->submit_kept(*kept_.ctx, spin());
+    } catch (...) {
+      kept_.ctx.reset();
+      throw;
+    }
+    finish_batch(batch, stats, t0);
+  }
+
+  // How long to poll for a submit's end before sleeping: about as long as this graph's
+  // last submit took, so that a run of a few hundred microseconds does not also pay the
+  // wake-up from a sleeping wait, within a bound that keeps a long run from holding a CPU
+  // core for all of it.
+  std::chrono::microseconds spin() const {
+    using std::chrono::microseconds;
+    const auto expected = microseconds(int64_t(1250 * last_submit_ms_.load(std::memory_order_relaxed)) + 50);
+    return std::clamp(expected, microseconds(200), microseconds(2000));
+  }
+
+  void finish_batch(std::vector<Pending>& batch, RunStats& stats, Clock::time_point t0) const {
+    last_submit_ms_.store(std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), std::memory_order_relaxed);
+    stats.dispatches += count_dispatches(batch);
+    stats.submits += 1;
+    batch.clear();
+  }
+
   std::vector<BufferPtr> run_until(const std::vector<BufferPtr>& inputs, RunStats* stats, Clock::time_point deadline) {
     auto t0 = Clock::now();
     RunStats local;
     std::vector<Pending> batch;
-    auto outs = record(inputs, batch, local, deadline);
-    submit(*dev_, batch, local);
+    std::vector<BufferPtr> outs;
+    if (std::unique_lock<std::mutex> kept(kept_mutex_, std::defer_lock); only_kernels_ && kept.try_lock()) {
+      outs = record(inputs, batch, local, deadline, &kept_.allocations);
+      submit_kept(batch, local);
+    } else {  // control flow, or another thread is running the kept recording
+      outs = record(inputs, batch, local, deadline);
+      submit_batch(batch, local);
+    }
     if (stats) {
       *stats = local;
       stats->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -295,8 +380,10 @@ class ExecutableImpl : public Executable {
   // the batch first, because the host must see the values it branches on; a speculative
   // loop, which the device decides, takes it into its first submit, and a host-followed
   // loop whose followed values no pending kernel computes records behind it.
+  // `reuse` lists the buffers a kept run allocated, in order: this run takes the same ones
+  // where they are idle, and the list is updated to what it got (submit_kept).
   std::vector<BufferPtr> record(const std::vector<BufferPtr>& inputs, std::vector<Pending>& batch, RunStats& stats,
-                                Clock::time_point deadline) {
+                                Clock::time_point deadline, std::vector<VkBuffer>* reuse = nullptr) {
     if (inputs.size() != inputs_.size())
       throw Error(Error::Kind::InvalidArgument, "graph '" + source_.name + "' takes " + std::to_string(inputs_.size()) +
                                                     " inputs, got " + std::to_string(inputs.size()));
@@ -319,6 +406,14 @@ class ExecutableImpl : public Executable {
     for (const auto& [id, buf] : constants_) values[id] = {buf};
     // Intermediates share the buffers plan-buffers assigned (allocated for this run only).
     std::vector<BufferPtr> slots(slot_bytes_.size());
+    size_t allocated = 0;
+    auto allocate = [&](const ir::TensorType& type) {
+      if (!reuse) return dev_->allocate(type);
+      if (allocated == reuse->size()) reuse->push_back(VK_NULL_HANDLE);
+      BufferPtr b = dev_->allocate(type, (*reuse)[allocated]);
+      (*reuse)[allocated++] = static_cast<const BufferImpl&>(*b).alloc().buffer;
+      return b;
+    };
     for (const auto& step : steps_) {
       const ir::Node& n = *step.node;
       if (step.kernel) {
@@ -326,10 +421,10 @@ class ExecutableImpl : public Executable {
         for (size_t i = 0; i < n.results.size(); ++i) {
           const int64_t slot = buffer_slot(n, i);
           if (slot < 0) {
-            rs.push_back(dev_->allocate(n.results[i]));
+            rs.push_back(allocate(n.results[i]));
             continue;
           }
-          if (!slots[slot]) slots[slot] = dev_->allocate({ir::DType::U8, {int64_t(slot_bytes_[slot])}});
+          if (!slots[slot]) slots[slot] = allocate({ir::DType::U8, {int64_t(slot_bytes_[slot])}});
           rs.push_back(slots[slot]);
         }
         Pending p{&*step.kernel, {}};
@@ -362,7 +457,7 @@ class ExecutableImpl : public Executable {
       const bool reads_pending =
           !step.host_loop || std::any_of(step.host_loop->followed().begin(), step.host_loop->followed().end(),
                                          [&](size_t i) { return written_by(batch, args.at(i).get()); });
-      if (reads_pending) submit(*dev_, batch, stats);
+      if (reads_pending) submit_batch(batch, stats);
       values[n.id] = n.op == "while" ? run_while(step, std::move(args), batch, stats, deadline)
                                      : run_cond(step, args, batch, stats, deadline);
     }
@@ -539,7 +634,7 @@ class ExecutableImpl : public Executable {
   // reached its limit, and says so (the submit alone cannot name the loop).
   void submit_in_loop(const Step& step, uint64_t done, std::vector<Pending>& batch, RunStats& stats) const {
     try {
-      submit(*dev_, batch, stats);
+      submit_batch(batch, stats);
     } catch (const Error& e) {
       if (e.kind() != Error::Kind::Timeout) throw;
       throw loop_timeout(step, done);
@@ -672,6 +767,17 @@ class ExecutableImpl : public Executable {
   std::vector<Step> steps_;
   std::map<ir::NodeId, BufferPtr> constants_;
   std::vector<uint64_t> slot_bytes_;  // per plan-buffers slot, the largest value it holds
+  mutable std::atomic<double> last_submit_ms_{0};  // a hint for spin(), not state
+  bool only_kernels_ = false;                       // records_only_kernels(), known once compiled
+  // The last run's recording (submit_kept).
+  struct Kept {
+    std::vector<VkBuffer> allocations;  // the buffers the run allocated, in order
+    std::vector<VkBuffer> bound;        // each dispatch's buffers in order
+    uint64_t buffers_destroyed = 0;
+    std::shared_ptr<SubmitContext> ctx;
+  };
+  mutable std::mutex kept_mutex_;
+  mutable Kept kept_;
 };
 
 // A graph's inputs are its parameters, numbered 0..n-1.

@@ -115,6 +115,7 @@ std::vector<BufferPtr> run_spirv(const std::shared_ptr<Device>& device, const st
     stats->device_ms = device_ms;
     stats->dispatches = 1;
     stats->submits = 1;
+    stats->recorded = 1;
     stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   return outs;

@@ -121,6 +121,7 @@ struct RunStats {
   double device_ms = 0;    // GPU time between the first and last dispatch (timestamp queries)
   int dispatches = 0;
   int submits = 0;
+  int recorded = 0;        // command buffers recorded: below `submits` where a recording was submitted again
 };
 
 class Executable {

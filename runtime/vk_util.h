@@ -90,6 +90,9 @@ class DeviceImpl : public Device {
   std::vector<BufferPtr> upload_all(const std::vector<Upload>& uploads) override;
   void download_all(const std::vector<Download>& downloads) override;
   BufferPtr allocate(const ir::TensorType& type) override;
+  // As allocate, taking the pooled buffer `prefer` if it is idle: a run that gets the
+  // buffers of the run before binds the same ones, and can submit its recording again.
+  BufferPtr allocate(const ir::TensorType& type, VkBuffer prefer);
   uint64_t bytes_in_use() const override { return in_use_; }
   void trim() override;
 
@@ -99,28 +102,52 @@ class DeviceImpl : public Device {
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
 
-  // Records a dispatch of `p` with buffers[i] at binding i, then a barrier that makes its
-  // writes visible to later dispatches, transfers and indirect reads. With `indirect`, the
-  // group counts are the three words at `indirect_offset` in that buffer when the dispatch
-  // runs, not `group_count`.
+  // Records a dispatch of `p` with buffers[i] at binding i. With `indirect`, the group
+  // counts are the three words at `indirect_offset` in that buffer when the dispatch runs,
+  // not `group_count`. Commands recorded in one command buffer are ordered only by
+  // record_barrier.
   void record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const Pipeline& p, const std::vector<const Buffer*>& buffers,
                        const uint32_t group_count[3], const std::vector<uint8_t>& push_constants = {},
                        const Buffer* indirect = nullptr, uint64_t indirect_offset = 0);
-  // Records a write of `bytes` (at most 64 KiB) into `b`, then a barrier that makes it
-  // visible to later dispatches and transfers.
+  // Records a write of `bytes` (at most 64 KiB) into `b`.
   void record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes);
-  // Copies src's first `bytes` into dst, visible to the dispatches and copies after it.
+  // Copies src's first `bytes` into dst.
   void record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer& dst, uint64_t bytes);
+  // Makes the writes of the dispatches and transfers recorded before it visible to the
+  // dispatches, transfers and indirect reads recorded after it, which start only once
+  // those before have finished.
+  static void record_barrier(VkCommandBuffer cb);
 
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
+  // The wait polls for up to `spin` before it sleeps on the fence: waking from that sleep
+  // takes tens of microseconds, as much as a small graph's whole run.
   // Returns device time in ms (0 when the queue has no timestamps).
-  double submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record);
+  double submit(const std::function<void(VkCommandBuffer, SubmitContext&)>& record,
+                std::chrono::microseconds spin = std::chrono::microseconds(200));
+  // A recording kept to be submitted again with submit_kept, for as long as every buffer
+  // it binds stays alive: recording costs the host about a microsecond and a half per
+  // dispatch on an H100, a tenth of a small training step. Dropping it gives its
+  // context back.
+  std::shared_ptr<SubmitContext> record_kept(const std::function<void(VkCommandBuffer, SubmitContext&)>& record);
+  // As submit, for a kept recording; one thread at a time per recording.
+  double submit_kept(SubmitContext& ctx, std::chrono::microseconds spin);
+  // Grows whenever a buffer is destroyed: a kept recording made before may bind a handle
+  // that now names another buffer.
+  uint64_t buffers_destroyed() const { return buffers_destroyed_; }
 
   VkDevice device() const { return device_; }
   void release(const Allocation& a, uint64_t bytes);
 
  private:
-  Allocation allocate_raw(uint64_t bytes);
+  // A context's command buffer begun, `record`ed and ended, timestamps around it.
+  void record_into(SubmitContext& ctx, const std::function<void(VkCommandBuffer, SubmitContext&)>& record);
+  // Submits a recorded context under the queue mutex (the queue is externally
+  // synchronised) and waits for it; device time in ms.
+  double execute(SubmitContext& ctx, std::chrono::microseconds spin);
+  // A context whose submission failed: destroyed once the queue is idle, so that the GPU
+  // is not still reading what is freed.
+  void abandon(std::unique_ptr<SubmitContext> ctx);
+  Allocation allocate_raw(uint64_t bytes, VkBuffer prefer = VK_NULL_HANDLE);
   Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
   // Host-visible memory for one transfer, pooled like device memory: a vkAllocateMemory and
   // vkFreeMemory per upload took milliseconds on NVIDIA and serialised the threads serving
@@ -136,7 +163,8 @@ class DeviceImpl : public Device {
   };
   Staging acquire_staging(uint64_t bytes);
   // An idle allocation of exactly `capacity` from `pool` (free_ or staging_free_), if any.
-  std::optional<Allocation> take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity);
+  std::optional<Allocation> take_pooled(std::multimap<uint64_t, Allocation>& pool, uint64_t capacity,
+                                       VkBuffer prefer = VK_NULL_HANDLE);
   void release_staging(const Allocation& a);
   void free_raw(const Allocation& a);
   Pipeline create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options);
@@ -170,6 +198,7 @@ class DeviceImpl : public Device {
   std::multimap<uint64_t, Allocation> free_;          // capacity → idle allocation
   std::multimap<uint64_t, Allocation> staging_free_;  // the same, host-visible, for transfers
   std::atomic<uint64_t> in_use_{0};
+  std::atomic<uint64_t> buffers_destroyed_{0};
   std::mutex pipeline_mutex_;
   std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid
   std::set<std::string> creating_;                      // keys some thread is creating now
