@@ -314,8 +314,8 @@ class ExecutableImpl : public Executable {
   }
 
   // Submits a batch of this graph's kernels alone (a run without control flow), again
-  // submitting the last run's recording where this run binds the same buffers: a training
-  // loop's steps over tensors that stay on the device. The caller holds kept_mutex_.
+  // submitting the last run's recording where this run binds the same buffers: repeated
+  // calls on the same device tensors. The caller holds kept_mutex_.
   void submit_kept(std::vector<Pending>& batch, RunStats& stats) const {
     if (batch.empty()) return;
     const auto t0 = Clock::now();

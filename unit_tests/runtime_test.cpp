@@ -295,7 +295,7 @@ TEST(Runtime, PoolReusesMemoryAcrossRuns) {
 }
 
 // A run that binds the buffers the last run bound submits that run's recording again
-// (a training loop's steps over tensors that stay on the device); other buffers, or a
+// (repeated calls on the same device tensors); other buffers, or a
 // buffer destroyed since (its handle could name another buffer now), record afresh. The
 // results match the reference every time.
 TEST(Runtime, ARunBindingTheLastRunsBuffersSubmitsItsRecordingAgain) {
