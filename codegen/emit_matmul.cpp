@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -103,6 +104,39 @@ Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& bat
 Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps) {
   const uint64_t last = (std::max<uint64_t>(steps, 1) - 1) * k;
   return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}), e.u32c(last)});
+}
+
+// The k-loop of a kernel with two sets of slices in shared memory: the first k-step's slices
+// are staged into set 0 before the loop (where there is a step); each step reads the next
+// step's from memory before multiplying the current set and stores them into the other set
+// after, one barrier per step. The sets are numbered 0 and `sets_sum` (an index, or an offset
+// into shared memory), the other set of `set` being sets_sum - set. Carried: the
+// accumulators (`types`, from `init`), the current set and k0; returns all three.
+Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k, uint32_t sets_sum,
+                              const std::function<Values(Id k0)>& fetch, const std::function<void(const Values&, Id set)>& stage,
+                              const std::function<Values(Values acc, Id k0, Id set)>& multiply) {
+  spirv::Builder& b = e.b;
+  const uint64_t steps = uint64_t((K + k - 1) / k);
+  const size_t regs = types.size();
+  if (steps) {
+    stage(fetch(e.u32c(0)), e.u32c(0));
+    b.workgroup_barrier();
+  }
+  types.insert(types.end(), {e.u32(), e.u32()});
+  init.insert(init.end(), {e.u32c(0), e.u32c(0)});
+  return b.loop(
+      types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(uint64_t(K))}); },
+      [&](const Values& s) {
+        const Id k0 = s.back(), set = s[regs];
+        Values ahead = fetch(next_step(e, k0, k, steps));
+        Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
+        Id other = b.op(spv::OpISub, e.u32(), {e.u32c(sets_sum), set});
+        stage(ahead, other);
+        b.workgroup_barrier();
+        next.insert(next.end(), {other, b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)})});
+        return next;
+      },
+      steps);
 }
 
 // The dot as both kernels tile it: its operands, extents and tiles.
@@ -451,26 +485,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
         std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(dot));
         Values acc;
         if (two_stages) {
-          // Carried: the accumulators, the set of slices step k0 reads, and k0.
-          if (steps) {
-            stage(fetch(c(0)), c(0));
-            b.workgroup_barrier();
-          }
-          types.insert(types.end(), {e.u32(), e.u32()});
-          init.insert(init.end(), {c(0), c(0)});
-          acc = b.loop(
-              types, init, [&](const Values& s) { return less(s.back(), K); },
-              [&](const Values& s) {
-                const Id k0 = s.back(), set = s[regs];
-                Values ahead = fetch(next_step(e, k0, t.k, steps));
-                Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
-                Id other = u(spv::OpISub, c(1), set);
-                stage(ahead, other);
-                b.workgroup_barrier();
-                next.insert(next.end(), {other, u(spv::OpIAdd, k0, c(t.k))});
-                return next;
-              },
-              steps);
+          acc = double_buffered_k_loop(e, types, init, K, t.k, 1, fetch, stage, multiply);
         } else {
           types.push_back(e.u32());
           init.push_back(c(0));
@@ -766,24 +781,10 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
         auto more = [&](const Values& s) { return less(s.back(), K); };
         Values carried;
         if (two_stages) {
-          // Carried: the accumulators, the first chunk of the set of slices step k0 reads, and k0.
-          stage(fetch_all(batch, m0, n0, c(0)), c(0));
-          b.workgroup_barrier();
-          types.insert(types.end(), {e.u32(), e.u32()});
-          init.insert(init.end(), {c(0), c(0)});
-          carried = b.loop(
-              types, init, more,
-              [&](const Values& s) {
-                const Id k0 = s.back(), current = s[frags];
-                Values next_chunks = fetch_all(batch, m0, n0, next_step(e, k0, t.k, steps));
-                Values next = multiply(Values(s.begin(), s.begin() + frags), current);
-                Id other = u(spv::OpISub, c(slice_chunks), current);
-                stage(next_chunks, other);
-                b.workgroup_barrier();
-                next.insert(next.end(), {other, u(spv::OpIAdd, k0, c(t.k))});
-                return next;
-              },
-              steps);
+          // The sets are offsets in chunks: 0 and slice_chunks.
+          carried = double_buffered_k_loop(
+              e, types, init, K, t.k, slice_chunks, [&](Id k0) { return fetch_all(batch, m0, n0, k0); }, stage,
+              [&](Values acc, Id, Id set) { return multiply(std::move(acc), set); });
         } else {
           // Carried: the accumulators, the next k-slices' chunks (fetched from memory one
           // step ahead, while the current step multiplies), and k0.
