@@ -195,7 +195,7 @@ struct Product {
 }  // namespace
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
-  if (t.vector == 1 || t.fragment.m) return {};
+  if (t.vector == 1 || t.fragment.m || t.pairs) return {};
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
@@ -244,7 +244,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   spirv::Builder& b = e.b;
   const MatmulTiles& t = launch.matmul;
   const Product pr(body, dot, t);
-  const ir::Node &an = pr.A.node, &bn = pr.B.node;
+  const ir::Node& an = pr.A.node;
   const Operand &A = pr.A, &B = pr.B;
   const std::vector<int64_t>&batch_extents = pr.batch_extents, &k_extents = pr.k_extents;
   const int64_t M = pr.M, K = pr.K;
@@ -288,20 +288,52 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   auto element = [&](const Operand& o, Id batch, Id free, Id k) {
     return operand_element(e, o, batch_extents, k_extents, t.k, batch, free, k);
   };
-  // Elements (free, k), ... of a vector-read operand (matmul_vector_operands): `along_k`, k to
-  // k + V - 1 (k a multiple of V, as is K), else free to free + V - 1.
+  // Elements per run: V, or 2V where each component of a vector read holds two (pairs).
+  const uint32_t R = t.pairs ? 2 * V : V;
+  // The run of elements (free, k), ... of a vector-read operand (matmul_vector_operands, or a
+  // view for pairs) as one vector: `along_k`, k to k + R - 1 (k a multiple of R, as is K),
+  // else free to free + R - 1.
   auto run = [&](const Operand& o, const BufferRef& buf, Id batch, Id free, Id k, bool along_k) {
     const int64_t F = ir::num_elements(o.free_extents);
-    if (!along_k && F % o.tile) free = b.ext(GLSLstd450UMin, e.u32(), {free, c(F - V)});
-    Id kc = K % t.k == 0 ? k : b.ext(GLSLstd450UMin, e.u32(), {k, c(along_k ? K - V : K - 1)});
+    if (!along_k && F % o.tile) free = b.ext(GLSLstd450UMin, e.u32(), {free, c(F - R)});
+    Id kc = K % t.k == 0 ? k : b.ext(GLSLstd450UMin, e.u32(), {k, c(along_k ? K - R : K - 1)});
     Index idx = index_of(o, batch, free, kc);
-    Id v = e.load_vector(buf, u(spv::OpUDiv, e.linear(idx), c(V)));
+    Id v = e.load_vector(buf, u(spv::OpUDiv, e.linear(idx), c(R)));
     if (K % t.k == 0) return v;
     const Id type = e.buffer_entry_type(buf);
-    return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(V, zero_of(o.node))), V);
+    const Id zero = buf.dtype == o.node.type().dtype ? zero_of(o.node) : e.constant(buf.dtype, 0);
+    return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(V, zero)), V);
   };
+  // A run's R elements: the vector's components, or each 64-bit component's two halves.
+  auto run_elements = [&](const Operand& o, const BufferRef& buf, Id batch, Id free, Id k, bool along_k) {
+    const Id v = run(o, buf, batch, free, k, along_k), et = e.reg_type(o.node.type().dtype);
+    std::vector<Id> x;
+    for (uint32_t q = 0; q < V; ++q) {
+      Id part = b.op(spv::OpCompositeExtract, e.storage_type(buf.dtype), {v}, {q});
+      if (!t.pairs) {
+        x.push_back(part);
+        continue;
+      }
+      Id two = b.op(spv::OpBitcast, b.type_vector(et, 2), {part});
+      for (uint32_t h = 0; h < 2; ++h) x.push_back(b.op(spv::OpCompositeExtract, et, {two}, {h}));
+    }
+    return x;
+  };
+  // Pairs: runs are read through a view of the operand's binding (bindings are numbered by
+  // argument, as the parameter's index) as vectors of V 64-bit integers.
+  std::vector<BufferRef> pair_views;
+  pair_views.reserve(2);  // vector_a and vector_b point into it
   auto vector_buffer = [&](const Operand& o, const std::vector<int64_t>& axes) -> const BufferRef* {
-    const BufferRef* buf = reads_as_vectors(o.node, axes, V) ? e.input_buffer(o.node) : nullptr;
+    if (!reads_as_vectors(o.node, axes, R)) return nullptr;
+    if (t.pairs) {
+      const int64_t index = o.node.attrs.value("index", int64_t(0));
+      BufferRef view{0, DType::U64, V};
+      view.variable = b.storage_buffer(e.buffer_entry_type(view), 8 * V, uint32_t(index), true);
+      b.name(view.variable, "arg" + std::to_string(index) + "_pairs");
+      pair_views.push_back(view);
+      return &pair_views.back();
+    }
+    const BufferRef* buf = e.input_buffer(o.node);
     return buf && buf->lanes == V ? buf : nullptr;
   };
   const BufferRef* vector_a = t.broadcast ? vector_buffer(A, A.contract_axes) : nullptr;
@@ -416,8 +448,8 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
           return u(spv::OpIAdd, run0, c(int64_t(i / RV) * rows * RV + i % RV));
         };
         auto col = [&](uint32_t j) {
-          Id run0 = V == 1 ? u(spv::OpIAdd, n0, tx) : u(spv::OpIAdd, n0, u(spv::OpIMul, tx, c(V)));
-          return u(spv::OpIAdd, run0, c(int64_t(j / V) * cols * V + j % V));
+          Id run0 = R == 1 ? u(spv::OpIAdd, n0, tx) : u(spv::OpIAdd, n0, u(spv::OpIMul, tx, c(R)));
+          return u(spv::OpIAdd, run0, c(int64_t(j / R) * cols * R + j % R));
         };
         auto fetch = [&](Id k0) {
           Values v = fetch_runs(sa, batch, m0, k0), w = fetch_runs(sb, batch, n0, k0);
@@ -435,18 +467,14 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
           std::vector<std::vector<Id>> lane_a(t.thread_m);
           if (t.broadcast)
             for (uint32_t i = 0; i < t.thread_m; ++i) {
-              Id k = u(spv::OpIAdd, k0, V == 1 ? lane : u(spv::OpIMul, lane, c(V)));
-              if (vector_a) lane_a[i].push_back(run(A, *vector_a, batch, clamp(row(i), M, t.m), k, true));
+              Id k = u(spv::OpIAdd, k0, R == 1 ? lane : u(spv::OpIMul, lane, c(R)));
+              if (vector_a) lane_a[i] = run_elements(A, *vector_a, batch, clamp(row(i), M, t.m), k, true);
               else
-                for (uint32_t l = 0; l < V; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
+                for (uint32_t l = 0; l < R; ++l) lane_a[i].push_back(element(A, batch, row(i), u(spv::OpIAdd, k, c(l))));
             }
-          const Id a_type = e.reg_type(an.type().dtype), a_vector = vector_a ? b.type_vector(a_type, V) : 0;
-          std::vector<Id> lane_run(t.thread_m);  // row i's run from lane kk / V, when vector-read
+          const Id a_type = e.reg_type(an.type().dtype);
           auto shared_a = [&](uint32_t i, uint32_t kk) {
-            const Id from = c(kk / V), scope = c(spv::ScopeSubgroup);
-            if (!vector_a) return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {scope, lane_a[i][kk % V], from});
-            if (kk % V == 0) lane_run[i] = b.op_in_place(spv::OpGroupNonUniformBroadcast, a_vector, {scope, lane_a[i][0], from});
-            return b.op(spv::OpCompositeExtract, a_type, {lane_run[i]}, {kk % V});
+            return b.op_in_place(spv::OpGroupNonUniformBroadcast, a_type, {c(spv::ScopeSubgroup), lane_a[i][kk % R], c(kk / R)});
           };
           // Staged: the invocation's `count` rows (or columns) at step kk, runs of V in entries
           // first + r * stride.
@@ -469,9 +497,9 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
               const Id k = u(spv::OpIAdd, k0, c(kk));
               for (uint32_t j = 0; j < t.thread_n; ++j) {
                 if (!vector_b) y[j] = element(B, batch, col(j), k);
-                else if (j % V == 0) {
-                  Id v = run(B, *vector_b, batch, col(j), k, false);
-                  for (uint32_t l = 0; l < V; ++l) y[j + l] = b.op(spv::OpCompositeExtract, e.reg_type(bn.type().dtype), {v}, {l});
+                else if (j % R == 0) {
+                  const std::vector<Id> v = run_elements(B, *vector_b, batch, col(j), k, false);
+                  std::copy(v.begin(), v.end(), y.begin() + j);
                 }
               }
             }

@@ -574,7 +574,7 @@ std::string describe(const LaunchConfig& launch, bool rows) {
     s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +
                (t.staged ? "staged" : t.broadcast ? "subgroup broadcast" : "direct") +
-               (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) : "");
+               (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) + (t.pairs ? " pairs" : "") : "");
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";

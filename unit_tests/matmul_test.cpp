@@ -144,6 +144,9 @@ std::vector<Case> cases() {
   cs.push_back({1, 128, 36, 132, DType::F32});
   cs.push_back({1, 130, 34, 66, DType::F64});
   cs.push_back({2, 36, 20, 44, DType::F64, true, false});
+  // Operands read as 64-bit pairs (lavapipe) whose tiles and k-steps overrun them, batched.
+  cs.push_back({1, 136, 72, 200, DType::F32});
+  cs.push_back({4, 64, 40, 136, DType::F32});
   return cs;
 }
 
@@ -500,7 +503,7 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe")
-                .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 4", 0),
+                .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs", 0),
             0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);

@@ -31,6 +31,10 @@ struct MatmulTiles {
   // the workgroup fills the slices in runs of `vector` along each operand's axis that runs
   // along memory, one load each where the operand is laid out that way.
   uint32_t vector = 1;
+  // Broadcast kernels with f32 operands: a run is 2 * vector elements, read as `vector`
+  // 64-bit components (each two elements) through a view of the operand's binding. Where a
+  // vector load costs a loop over the lanes per component (lavapipe), that halves the loads.
+  bool pairs = false;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   CooperativeMatrixShape fragment;
   uint32_t subgroups_m = 0, subgroups_n = 0, subgroup_size = 0;

@@ -30,8 +30,9 @@ MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) 
     t.m = t.n = 64, t.k = 4, t.thread_m = t.thread_n = 8;
     return t;
   }
-  const uint32_t vector = s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
-  t.m = 128, t.n = lanes * thread_n, t.k = lanes * vector, t.thread_m = 16, t.thread_n = thread_n;
+  t.pairs = s.f32_operands && caps.int64;
+  const uint32_t vector = t.pairs ? 2 : s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
+  t.m = 128, t.n = lanes * thread_n, t.k = lanes * vector * (t.pairs ? 2 : 1), t.thread_m = 16, t.thread_n = thread_n;
   t.broadcast = true;
   t.vector = vector;
   return t;
