@@ -15,13 +15,22 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 // No shared memory (a workgroup barrier makes lavapipe's LLVM build the shader as a
-// coroutine): each invocation computes a register tile from its own loads. A storage-buffer
-// load is a loop over the SIMD lanes with a bounds check and a spill per lane, and costs far
-// more than the arithmetic, so the kernel loads as little as it can: the lanes of a subgroup
-// (a SIMD row) share a row of the first operand by subgroup broadcasts, and f32 operands are
-// read four elements per load. f32 1024^2 on 2 cores, CPU seconds per product (2026-11-26):
-// 64x64 tiles of 8x8 2.58; with broadcasts 128x32 of 16x4 1.40; and vectors of 4 128x64 of
-// 16x8 1.22 (256x64 of 32x8 1.24). f64 1024^2: 2.31, 1.35 with broadcasts.
+// coroutine): each invocation computes a register tile from its own loads. Mesa 22.3 compiles
+// a storage-buffer load as a loop over the SIMD lanes that bounds-checks each component and
+// inserts it into the result through the stack (a store-forwarding stall per lane and
+// component); sampled with perf (the JIT code disassembled with gdb), those loops took about
+// three quarters of the kernel's time, the f64 multiply-adds and their spills the rest. So
+// the kernel loads as little as it can: the lanes of a subgroup (a SIMD row) share a row of
+// the first operand by subgroup broadcasts, and f32 operands are read four elements per load
+// as two 64-bit components (pairs), a component costing the same at 32 or 64 bits. f32
+// 1024^2 on 2 cores, CPU seconds per product (2026-11-26): 64x64 tiles of 8x8 2.58; with
+// broadcasts 128x32 of 16x4 1.40; with vectors of 4, 128x64 of 16x8 1.22 (256x64 of 32x8
+// 1.24); with pairs, in 8 runs alternating with vectors of 4 on a loaded machine, median 0.94
+// against 1.27. Not kept: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's
+// compile time, for no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8; terms ordered
+// by register blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32
+// accumulators (f64 gives Nx.BinaryBackend's digits) saved about 10% more, within the noise.
+// f64 1024^2: 2.31, 1.35 with broadcasts.
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const uint32_t lanes = caps.subgroup_size;
