@@ -25,9 +25,10 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // as two 64-bit components (pairs), a component costing the same at 32 or 64 bits. f32
 // 1024^2 on 2 cores, CPU seconds per product (2026-11-26): 64x64 tiles of 8x8 2.58; with
 // broadcasts 128x32 of 16x4 1.40; with vectors of 4, 128x64 of 16x8 1.22 (256x64 of 32x8
-// 1.24); with pairs, in 8 runs alternating with vectors of 4 on a loaded machine, median 0.94
-// against 1.27. Not kept: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's
-// compile time, for no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8; terms ordered
+// 1.24); with pairs 0.63-0.71 against 0.90-0.93 on a quiet machine (wall 320-352 ms against
+// 458-482, 6.1-6.7 GFLOP/s), median 0.94 against 1.27 in 8 alternating runs on a loaded one.
+// Not kept: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's
+// compile time, for no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered
 // by register blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32
 // accumulators (f64 gives Nx.BinaryBackend's digits) saved about 10% more, within the noise.
 // f64 1024^2: 2.31, 1.35 with broadcasts.
