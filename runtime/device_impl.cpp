@@ -735,17 +735,18 @@ double DeviceImpl::submit_kept(SubmitContext& ctx, std::chrono::microseconds spi
   try {
     return execute(ctx, spin);
   } catch (...) {
-    std::lock_guard<std::mutex> lock(queue_mutex_);  // the GPU must not still run it when it is reused
-    vkQueueWaitIdle(queue_);
+    wait_idle();  // the GPU must not still run it when it is reused
     throw;
   }
 }
 
+void DeviceImpl::wait_idle() {
+  std::lock_guard<std::mutex> lock(queue_mutex_);  // vkQueueWaitIdle needs the queue too
+  vkQueueWaitIdle(queue_);
+}
+
 void DeviceImpl::abandon(std::unique_ptr<SubmitContext> ctx) {
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);  // vkQueueWaitIdle needs the queue too
-    vkQueueWaitIdle(queue_);
-  }
+  wait_idle();
   destroy_context(*ctx);
 }
 

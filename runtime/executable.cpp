@@ -62,16 +62,32 @@ struct Pending {
   bool copy = false;
 };
 
+// The buffers a pending command reads and writes, for ordering it against the others
+// and for knowing what a batch writes.
+void accesses(const Pending& p, std::vector<const void*>& reads, std::vector<const void*>& writes) {
+  reads.clear();
+  writes.clear();
+  if (!p.kernel) {
+    writes.push_back(p.buffers.at(0).get());
+    if (p.copy) reads.push_back(p.buffers.at(1).get());
+    return;
+  }
+  const auto& bindings = p.kernel->binary.bindings;
+  for (size_t k = 0; k < bindings.size(); ++k) {
+    const auto kind = bindings[k].kind;
+    if (kind != codegen::Binding::Kind::Output) reads.push_back(p.buffers.at(k).get());
+    if (kind != codegen::Binding::Kind::Input && kind != codegen::Binding::Kind::Constant)
+      writes.push_back(p.buffers.at(k).get());
+  }
+  if (p.indirect) reads.push_back(p.indirect.get());
+}
+
 // Whether a kernel or update waiting in `batch` writes `b`.
 bool written_by(const std::vector<Pending>& batch, const Buffer* b) {
+  std::vector<const void*> reads, writes;
   for (const auto& p : batch) {
-    if (!p.kernel) {
-      if (p.buffers.at(0).get() == b) return true;
-      continue;
-    }
-    const auto& bindings = p.kernel->binary.bindings;
-    for (size_t k = 0; k < bindings.size(); ++k)
-      if (bindings[k].kind == codegen::Binding::Kind::Output && p.buffers.at(k).get() == b) return true;
+    accesses(p, reads, writes);
+    if (std::find(writes.begin(), writes.end(), b) != writes.end()) return true;
   }
   return false;
 }
@@ -115,25 +131,6 @@ void add_stats(RunStats* into, const RunStats& s) {
   into->submits += s.submits;
   into->recorded += s.recorded;
   into->device_ms += s.device_ms;
-}
-
-// The buffers a pending command reads and writes, for ordering it against the others.
-void accesses(const Pending& p, std::vector<const void*>& reads, std::vector<const void*>& writes) {
-  reads.clear();
-  writes.clear();
-  if (!p.kernel) {
-    writes.push_back(p.buffers.at(0).get());
-    if (p.copy) reads.push_back(p.buffers.at(1).get());
-    return;
-  }
-  const auto& bindings = p.kernel->binary.bindings;
-  for (size_t k = 0; k < bindings.size(); ++k) {
-    const auto kind = bindings[k].kind;
-    if (kind != codegen::Binding::Kind::Output) reads.push_back(p.buffers.at(k).get());
-    if (kind != codegen::Binding::Kind::Input && kind != codegen::Binding::Kind::Constant)
-      writes.push_back(p.buffers.at(k).get());
-  }
-  if (p.indirect) reads.push_back(p.indirect.get());
 }
 
 // Records the pending kernels and writes into `cb`, with barriers only where a command

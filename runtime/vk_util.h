@@ -147,6 +147,8 @@ class DeviceImpl : public Device {
   // A context whose submission failed: destroyed once the queue is idle, so that the GPU
   // is not still reading what is freed.
   void abandon(std::unique_ptr<SubmitContext> ctx);
+  // Waits, under the queue mutex, until the GPU has finished everything submitted.
+  void wait_idle();
   Allocation allocate_raw(uint64_t bytes, VkBuffer prefer = VK_NULL_HANDLE);
   Allocation allocate_memory(uint64_t capacity, bool host_visible_only);
   // Host-visible memory for one transfer, pooled like device memory: a vkAllocateMemory and
