@@ -2,7 +2,7 @@
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
 //             [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
-//             [--precision highest,high,default] [--error]
+//             [--precision highest,high,default] [--error] [--pipeline-stats]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
 // --dump writes each selected workload's graph to DIR/NAME_DTYPE.json (for `nxv run --check`
@@ -11,6 +11,9 @@
 // may compute on bf16 cooperative matrices; runtime::CompileOptions::precision). --error adds,
 // for the square dots (dotN), the largest error against a float64 product of the same
 // inputs, relative to its largest element (as bench/jax_bench.py --error).
+// --pipeline-stats prints, under each workload, what the driver reports of each kernel's
+// compiled pipeline (VK_KHR_pipeline_executable_properties: registers, spills, ...; nothing
+// where the device lacks it): how a kernel's tiles fit the device's registers.
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output
 // once) instead of the built-in workloads: how to time one op or variant of a kernel.
 //
@@ -63,6 +66,7 @@ struct Options {
   std::vector<std::string> graphs;
   std::vector<codegen::Precision> precisions = {codegen::Precision::Highest};
   bool error = false;
+  bool pipeline_stats = false;
   std::string dump_dir;
   double serve_seconds = 0;
   std::vector<std::string> devices = {""};
@@ -125,6 +129,8 @@ Options parse(int argc, char** argv) {
       }
     } else if (a == "--error") {
       o.error = true;
+    } else if (a == "--pipeline-stats") {
+      o.pipeline_stats = true;
     } else if (a == "--graph") {
       o.graphs.push_back(value());
     } else if (a == "--json") {
@@ -132,7 +138,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
                 "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
-                "[--precision highest,high,default] [--error]\n"
+                "[--precision highest,high,default] [--error] [--pipeline-stats]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
@@ -300,6 +306,7 @@ int main(int argc, char** argv) try {
   if (o.serve_seconds > 0) return serve(o);
   runtime::RuntimeOptions ro;
   ro.device = o.device;
+  ro.pipeline_statistics = o.pipeline_stats;
   auto dev = runtime::Device::open(ro);
   std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
 
@@ -370,6 +377,12 @@ int main(int argc, char** argv) try {
     if (r.error >= 0) std::printf("  error %.3g", r.error);
     if (precision != codegen::Precision::Highest) std::printf("  precision %s", r.precision.c_str());
     std::printf("\n");
+    if (o.pipeline_stats)
+      for (const auto& k : exe->kernels()) {
+        std::printf("  %s:", k.name.c_str());
+        for (const auto& [name, value] : dev->pipeline_statistics(k)) std::printf("  %s %s", name.c_str(), value.c_str());
+        std::printf("\n");
+      }
     std::fflush(stdout);
   }
 

@@ -90,6 +90,13 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
     vkGetPhysicalDeviceProperties2(phys_, &p2);
     max_push_descriptors_ = pd.maxPushDescriptors;
   }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (opts_.pipeline_statistics && has_device_extension(phys_, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &executables};
+    vkGetPhysicalDeviceFeatures2(phys_, &query);
+    capture_statistics_ = executables.pipelineExecutableInfo;
+  }
   // Cooperative matrices through the extension whose opcodes codegen emits for each listed
   // shape (KHR where it lists the shape, else NV), bf16 ones through VK_KHR_shader_bfloat16.
   PhysicalDeviceCooperativeMatrixFeaturesKhr coop_khr;
@@ -115,6 +122,10 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
       extensions.push_back(kShaderBfloat16Khr);
       chain(bf16);
     }
+  }
+  if (capture_statistics_) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    chain(executables);
   }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -417,6 +428,50 @@ void DeviceImpl::download_all(const std::vector<Download>& downloads) {
       std::memcpy(downloads[i].dst, static_cast<uint8_t*>(staging.a.mapped) + offsets[i], downloads[i].bytes);
 }
 
+std::string DeviceImpl::pipeline_key(const codegen::KernelBinary& k, const PipelineOptions& o) {
+  std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size()) + "," +
+                     std::to_string(o.push_constant_bytes) + (o.bounds_checked ? ",checked" : "");
+  return content_hash(k.spirv.data(), k.spirv.size() * 4, salt);
+}
+
+std::vector<PipelineStatistic> DeviceImpl::pipeline_statistics(const codegen::KernelBinary& kernel) const {
+  PipelineOptions o;
+  o.push_constant_bytes = kernel.push_constant_bytes;
+  std::lock_guard<std::mutex> lock(pipeline_mutex_);
+  const auto it = pipelines_.find(pipeline_key(kernel, o));
+  return it == pipelines_.end() ? std::vector<PipelineStatistic>{} : it->second.statistics;
+}
+
+std::vector<PipelineStatistic> DeviceImpl::read_statistics(VkPipeline pipeline) const {
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+  std::vector<PipelineStatistic> out;
+  if (!properties || !statistics) return out;
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, pipeline};
+  uint32_t executables = 0;
+  if (properties(device_, &info, &executables, nullptr) != VK_SUCCESS) return out;
+  for (uint32_t i = 0; i < executables; ++i) {
+    VkPipelineExecutableInfoKHR exe{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, pipeline, i};
+    uint32_t n = 0;
+    if (statistics(device_, &exe, &n, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (statistics(device_, &exe, &n, stats.data()) != VK_SUCCESS) continue;
+    for (const auto& st : stats) {
+      std::string value;
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: value = st.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: value = std::to_string(st.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: value = std::to_string(st.value.u64); break;
+        default: value = std::to_string(st.value.f64); break;
+      }
+      out.push_back({std::string(executables > 1 ? std::to_string(i) + ": " : "") + st.name, value});
+    }
+  }
+  return out;
+}
+
 const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {
   // A generated module's push constants (its zero word) are pushed by record_dispatch.
   PipelineOptions o = options;
@@ -425,9 +480,7 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
     throw Error(Error::Kind::Unsupported,
                 info_.name + " cannot bounds-check " + k.name + " alone: open the device with robust_buffer_access" +
                     " (Nx.Vulkan.NativeV does)");
-  std::string salt = std::to_string(k.workgroup_size[0]) + "," + std::to_string(k.bindings.size()) + "," +
-                     std::to_string(o.push_constant_bytes) + (o.bounds_checked ? ",checked" : "");
-  std::string key = content_hash(k.spirv.data(), k.spirv.size() * 4, salt);
+  const std::string key = pipeline_key(k, o);
   {
     std::unique_lock<std::mutex> lock(pipeline_mutex_);
     for (;;) {
@@ -513,9 +566,11 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
   VkPipelineRobustnessCreateInfoEXT checked{VK_STRUCTURE_TYPE_PIPELINE_ROBUSTNESS_CREATE_INFO_EXT};
   checked.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT;
   if (o.bounds_checked && robust_ == Robustness::PerPipeline) cp.pNext = &checked;
+  if (capture_statistics_) cp.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
+  if (capture_statistics_) p.statistics = read_statistics(p.pipeline);
   cache_dirty_ = true;
   guard.keep = true;
   return p;

@@ -262,7 +262,8 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;
   std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms) +
-                    (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets");
+                    (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets") +
+                    (resolved.pipeline_statistics ? "|statistics" : "");
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;
   auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], inst.infos[pick], resolved);

@@ -50,6 +50,16 @@ struct RuntimeOptions {
   // Bind a dispatch's buffers with VK_KHR_push_descriptor where the device has it, else with
   // a descriptor set per dispatch (off: always the latter, so that tests cover both).
   bool push_descriptors = true;
+  // Keep the driver's statistics of each pipeline it compiles (registers, spills, code size:
+  // whatever VK_KHR_pipeline_executable_properties reports on the device), for tuning kernels
+  // (`nxv_bench --pipeline-stats`). Off by default: a driver may bypass its pipeline cache
+  // for pipelines that capture them.
+  bool pipeline_statistics = false;
+};
+
+// One statistic of a compiled pipeline, as the driver names and describes it.
+struct PipelineStatistic {
+  std::string name, value;
 };
 
 class Device;
@@ -101,6 +111,10 @@ class Device {
   virtual uint64_t bytes_in_use() const = 0;
   // Returns pooled but unused memory to the driver.
   virtual void trim() = 0;
+  // The driver's statistics of the pipeline compiled for `kernel` (RuntimeOptions::
+  // pipeline_statistics); empty where they were not asked for, the device has none, or the
+  // kernel has no pipeline on this device.
+  virtual std::vector<PipelineStatistic> pipeline_statistics(const codegen::KernelBinary& kernel) const = 0;
 };
 
 struct CompileOptions {

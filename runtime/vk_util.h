@@ -29,6 +29,7 @@ struct Pipeline {
   uint32_t bindings = 0;
   uint32_t push_constant_bytes = 0;
   bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
+  std::vector<PipelineStatistic> statistics;  // RuntimeOptions::pipeline_statistics
 };
 
 struct PipelineOptions {
@@ -99,6 +100,7 @@ class DeviceImpl : public Device {
   // Pipelines are cached by a hash of the module and its launch; creation goes through
   // the persisted VkPipelineCache.
   const Pipeline& pipeline(const codegen::KernelBinary& k, const PipelineOptions& options = {});
+  std::vector<PipelineStatistic> pipeline_statistics(const codegen::KernelBinary& kernel) const override;
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
 
@@ -170,6 +172,9 @@ class DeviceImpl : public Device {
   void release_staging(const Allocation& a);
   void free_raw(const Allocation& a);
   Pipeline create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options);
+  // The pipelines_ key of kernel `k` created with `options` (their push constants resolved).
+  static std::string pipeline_key(const codegen::KernelBinary& k, const PipelineOptions& options);
+  std::vector<PipelineStatistic> read_statistics(VkPipeline pipeline) const;
   // Writes the VkPipelineCache to disk when pipelines were created since the last write:
   // at most every two seconds unless `now`.
   void save_pipeline_cache(bool now);
@@ -194,6 +199,7 @@ class DeviceImpl : public Device {
   // command buffer, without a descriptor set to allocate and update (host time per dispatch).
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_set_ = nullptr;
   uint32_t max_push_descriptors_ = 0;
+  bool capture_statistics_ = false;  // VK_KHR_pipeline_executable_properties enabled for them
 
   std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation
   std::mutex pool_mutex_;
@@ -201,7 +207,7 @@ class DeviceImpl : public Device {
   std::multimap<uint64_t, Allocation> staging_free_;  // the same, host-visible, for transfers
   std::atomic<uint64_t> in_use_{0};
   std::atomic<uint64_t> buffers_destroyed_{0};
-  std::mutex pipeline_mutex_;
+  mutable std::mutex pipeline_mutex_;
   std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid
   std::set<std::string> creating_;                      // keys some thread is creating now
   std::condition_variable pipeline_created_;

@@ -179,6 +179,28 @@ TEST(Runtime, RunsWithDescriptorSetsAsWellAsPushDescriptors) {
   }
 }
 
+// The driver's statistics of each pipeline, where asked for: every kernel has them or none
+// does (lavapipe lists no VK_KHR_pipeline_executable_properties; an NVIDIA driver reports
+// registers and more), results are unchanged, and a device not asked keeps none.
+TEST(Runtime, PipelineStatisticsAreKeptOnlyWhereAskedFor) {
+  RuntimeOptions asked;
+  asked.pipeline_statistics = true;
+  auto dev = Device::open(asked);
+  auto exe = Executable::compile(dev, exp_mul_add(1000));
+  auto x = random_floats(1000, 1), y = random_floats(1000, 2);
+  expect_exp_mul_add(x, y, floats(exe->run_host({f32_tensor(x), f32_tensor(y)}).at(0)));
+  ASSERT_FALSE(exe->kernels().empty());
+  const bool reported = !dev->pipeline_statistics(exe->kernels()[0]).empty();
+  for (const auto& k : exe->kernels()) {
+    const auto stats = dev->pipeline_statistics(k);
+    EXPECT_EQ(!stats.empty(), reported) << k.name;
+    for (const auto& s : stats) EXPECT_FALSE(s.name.empty() || s.value.empty()) << k.name;
+  }
+  auto plain = Device::open();
+  auto again = Executable::compile(plain, exp_mul_add(1000));
+  for (const auto& k : again->kernels()) EXPECT_TRUE(plain->pipeline_statistics(k).empty()) << k.name;
+}
+
 // lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
 // DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
 // elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
