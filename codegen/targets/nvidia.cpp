@@ -41,12 +41,17 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // Vulkan allows, so one), 128x256x32 by 2x4 183, 128x128x32 by 2x2 103-169, 128x128x64
 // by 2x2 89. 1024^2 takes 64x64x32 by 2x2 (76 TFLOP/s): 256 tiles for 132 SMs.
 //
+// f32 operands split into bf16 hi + lo (precision :high) cost three products on the tensor
+// cores: on 64x64 tiles that is slower than the exact SIMT tiles (H100, 1024^2, device ms:
+// 0.093 against 0.076), so smaller products keep exact f32; 4096^2 gains 1.3x (59 against
+// 45.6 TFLOP/s).
+//
 // A product with few rows or columns (a convolution's output channels, 32 or 64, by its
 // windows) takes tiles that narrow, 128 long, else most of each tile would compute nothing.
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
-  if (s.operands != MatrixComponent::None) {
+  if (s.operands != MatrixComponent::None && (many_tiles || !s.split)) {
     const uint32_t k = s.split ? 32 : 64;  // split slices are twice as large: 64 would exceed 48 KiB
     MatmulTiles t = many_tiles ? cooperative_tiles(caps, s, 128, 128, k, 2, 4) : cooperative_tiles(caps, s, 64, 64, 32, 2, 2);
     if (t.m) return t;
