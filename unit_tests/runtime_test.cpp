@@ -183,11 +183,11 @@ TEST(Runtime, RunsWithDescriptorSetsAsWellAsPushDescriptors) {
 // does (lavapipe lists no VK_KHR_pipeline_executable_properties; an NVIDIA driver reports
 // registers and more), results are unchanged, and a device not asked keeps none.
 TEST(Runtime, PipelineStatisticsAreKeptOnlyWhereAskedFor) {
+  const auto x = random_floats(1000, 1), y = random_floats(1000, 2);
   RuntimeOptions asked;
   asked.pipeline_statistics = true;
   auto dev = Device::open(asked);
   auto exe = Executable::compile(dev, exp_mul_add(1000));
-  auto x = random_floats(1000, 1), y = random_floats(1000, 2);
   expect_exp_mul_add(x, y, floats(exe->run_host({f32_tensor(x), f32_tensor(y)}).at(0)));
   ASSERT_FALSE(exe->kernels().empty());
   const bool reported = !dev->pipeline_statistics(exe->kernels()[0]).empty();
