@@ -101,7 +101,10 @@ Id bf16_bits_to_f32(Emitter& e, Id h) {
 
 Id Emitter::to_bits(Id v, DType t) {
   switch (t) {
-    case DType::F16: return f32_to_f16_bits(*this, v);
+    case DType::F16: {
+      auto known = f16_bits_.find(v);
+      return known != f16_bits_.end() ? known->second : f32_to_f16_bits(*this, v);
+    }
     case DType::BF16: return f32_to_bf16_bits(*this, v);
     case DType::F32:
     case DType::F64: return b.op(spv::OpBitcast, b.type_int(register_bits(t)), {v});
@@ -170,7 +173,13 @@ Id Emitter::normalize(Id v, DType t) {
       return b.op(spv::OpBitFieldSExtract, u32(), {v, u32c(0), u32c(ir::dtype_bits(t))});
     case DType::U8: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFF)});
     case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
-    case DType::F16: return f16_bits_to_f32(*this, f32_to_f16_bits(*this, v));
+    case DType::F16: {
+      if (f16_bits_.count(v)) return v;
+      Id bits = f32_to_f16_bits(*this, v);
+      Id r = f16_bits_to_f32(*this, bits);
+      f16_bits_[r] = bits;
+      return r;
+    }
     case DType::BF16: return bf16_bits_to_f32(*this, f32_to_bf16_bits(*this, v));
     default: return v;
   }

@@ -220,6 +220,11 @@ class Emitter {
   std::optional<Cooperation> coop_;
   std::map<std::pair<Id, size_t>, Id> shared_;
   uint64_t shared_bytes_ = 0;
+  // normalize's f16 values and the bits they came from (the same block defines both): a
+  // value normalized again, or stored, reuses them instead of converting once more in
+  // integer arithmetic (a dot's epilogue converted three times: the software conversions
+  // were most of the instructions of the H100's f16 cooperative kernel).
+  std::map<Id, Id> f16_bits_;
 };
 
 }  // namespace nxv::codegen

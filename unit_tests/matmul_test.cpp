@@ -231,6 +231,12 @@ std::vector<Case> cooperative_cases(DType t) {
   cs.push_back({4, 128, 96, 128, t, false, true, true});
   cs.push_back({1, 64, 576, 3136, t});  // few rows and many columns, as a convolution's
   cs.push_back({2, 32, 27, 2050, t, true, false});
+  // Large enough for the 128x256 tiles on NVIDIA: partial tiles in each direction with
+  // contractions that are not whole k-steps, batched, transposed and fused; one row of tiles.
+  cs.push_back({3, 1030, 70, 1400, t});
+  cs.push_back({2, 1030, 70, 2100, t, true, true});
+  cs.push_back({1, 2100, 50, 2060, t, false, false, true});
+  cs.push_back({1, 64, 64, 65600, t});
   return cs;
 }
 
@@ -514,10 +520,10 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
   // f16 and bf16 on the tensor cores where the device lists their fragments; elsewhere the SIMT tiles.
   EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::F16}, "nvidia"),
-            "cooperative matmul 128x128x64 tiles, 2x4 subgroups of 16x16x16 f16>f32 fragments; 256 invocations x 1024 groups");
+            "cooperative matmul 128x256x32 tiles, 2x4 subgroups of 16x16x16 f16>f32 fragments; 256 invocations x 512 groups");
   EXPECT_EQ(launch_of({1, 1024, 1024, 1024, DType::F16}, "nvidia"),
             "cooperative matmul 64x64x32 tiles, 2x2 subgroups of 16x16x16 f16>f32 fragments; 128 invocations x 256 groups");
-  EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::BF16}, "nvidia").rfind("cooperative matmul 128x128x64 tiles, 2x4 subgroups of 16x16x16 bf16>f32 fragments", 0), 0u);
+  EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::BF16}, "nvidia").rfind("cooperative matmul 128x256x32 tiles, 2x4 subgroups of 16x16x16 bf16>f32 fragments", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "amd").rfind("matmul 64x64x16 tiles", 0), 0u);
   // Matrix-vector products and tiny ones stay per element.

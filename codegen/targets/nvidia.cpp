@@ -35,11 +35,24 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // 0.130; single-set kernels with scalar shared memory).
 //
 // f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
-// lists 16x16x16 fragments with f32 accumulators. H100, 2026-11-26, TFLOP/s at 4096^2 f16
-// (device time), tiles m x n x k by subgroups: 128x128x32 by 2x4 187 (178 with one set of
-// slices in shared memory), 128x128x64 by 2x4 205 (its two sets would exceed the 48 KiB
-// Vulkan allows, so one), 128x256x32 by 2x4 183, 128x128x32 by 2x2 103-169, 128x128x64
-// by 2x2 89. 1024^2 takes 64x64x32 by 2x2 (76 TFLOP/s): 256 tiles for 132 SMs.
+// lists 16x16x16 fragments with f32 accumulators. Each subgroup of a 128x256 tile owns 64x64
+// (16 accumulators): per multiply-add it reads half the fragments from shared memory that
+// 64x32 does, and the workgroup a third less from memory than a 128x128 tile. The kernels
+// use 216-255 registers per invocation (the driver's pipeline statistics), so one 256-wide
+// workgroup runs per SM whatever the tile. H100, 2026-11-26, 4096^2, TFLOP/s (device time)
+// f16 / bf16, tiles m x n x k by subgroups, sets of slices in shared memory:
+//   128x256x32 by 2x4, one set (two would need 53 KiB of the 48 Vulkan allows): 267 / 270
+//   256x128x32 by 4x2, one set 258 / 261;  128x192x32 by 2x4, two sets 226 / 229
+//   128x128x64 by 2x4, one set 222 / 224 (the choice before; 128x128x32 two sets 182 / 202)
+//   128x256x16 by 2x4, two sets 150 / 221;  128x128x32 by 2x2 (64x64 each) 98 / 176
+//   64x256x32 by 1x4 102 / 195;  256x64x32 by 4x1 85 / 153
+//   rows unpadded, so that 128x256x32 fits two sets (48 KiB): 100 / 125 (bank conflicts;
+//   128x128x64 one set unpadded 66 / 69); a grouped tile order (8 or 16 rows of tiles),
+//   loading fragments of A one at a time: within 1%.
+// The f16 figures are with the epilogue's one f32-to-f16 conversion (Emitter::normalize);
+// with three, f16 ran at 200 (128x128x64) and 171 (128x256x32). 1024^2 takes 64x64x32 by
+// 2x2 (f16 84-114, bf16 115 TFLOP/s): 256 tiles for 132 SMs. f32 operands rounded to bf16
+// keep 128x128 tiles: split, their slices are twice as large.
 //
 // f32 operands split into bf16 hi + lo (precision :high) cost three products on the tensor
 // cores: on 64x64 tiles that is slower than the exact SIMT tiles (H100, 1024^2, device ms:
@@ -53,7 +66,9 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
   if (s.operands != MatrixComponent::None && (many_tiles || !s.split)) {
     const uint32_t k = s.split ? 32 : 64;  // split slices are twice as large: 64 would exceed 48 KiB
-    MatmulTiles t = many_tiles ? cooperative_tiles(caps, s, 128, 128, k, 2, 4) : cooperative_tiles(caps, s, 64, 64, 32, 2, 2);
+    MatmulTiles t = !many_tiles         ? cooperative_tiles(caps, s, 64, 64, 32, 2, 2)
+                    : s.rounded_f32 ? cooperative_tiles(caps, s, 128, 128, k, 2, 4)
+                                    : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
     if (t.m) return t;
   }
   if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
