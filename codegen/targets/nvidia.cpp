@@ -37,22 +37,24 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
 // lists 16x16x16 fragments with f32 accumulators. Each subgroup of a 128x256 tile owns 64x64
 // (16 accumulators): per multiply-add it reads half the fragments from shared memory that
-// 64x32 does, and the workgroup a third less from memory than a 128x128 tile. The kernels
-// use 216-255 registers per invocation (the driver's pipeline statistics), so one 256-wide
-// workgroup runs per SM whatever the tile. H100, 2026-11-26, 4096^2, TFLOP/s (device time)
-// f16 / bf16, tiles m x n x k by subgroups, sets of slices in shared memory:
-//   128x256x32 by 2x4, one set (two would need 53 KiB of the 48 Vulkan allows): 267 / 270
-//   256x128x32 by 4x2, one set 258 / 261;  128x192x32 by 2x4, two sets 226 / 229
-//   128x128x64 by 2x4, one set 222 / 224 (the choice before; 128x128x32 two sets 182 / 202)
-//   128x256x16 by 2x4, two sets 150 / 221;  128x128x32 by 2x2 (64x64 each) 98 / 176
-//   64x256x32 by 1x4 102 / 195;  256x64x32 by 4x1 85 / 153
-//   rows unpadded, so that 128x256x32 fits two sets (48 KiB): 100 / 125 (bank conflicts;
-//   128x128x64 one set unpadded 66 / 69); a grouped tile order (8 or 16 rows of tiles),
-//   loading fragments of A one at a time: within 1%.
-// The f16 figures are with the epilogue's one f32-to-f16 conversion (Emitter::normalize);
-// with three, f16 ran at 200 (128x128x64) and 171 (128x256x32). 1024^2 takes 64x64x32 by
-// 2x2 (f16 84-114, bf16 115 TFLOP/s): 256 tiles for 132 SMs. f32 operands rounded to bf16
-// keep 128x128 tiles: split, their slices are twice as large.
+// 64x32 does, and the workgroup a quarter less from memory than a 128x128 tile. The kernels
+// take 216-255 registers per invocation (the driver's pipeline statistics), so one 256-wide
+// workgroup runs per SM whatever the tile. H100, 2026-11-26, 4096^2 bf16, TFLOP/s (device
+// time), tiles m x n x k by subgroups, sets of slices in shared memory:
+//   128x256x32 by 2x4, one set (two would need 53 KiB of the 48 Vulkan allows): 270
+//   256x128x32 by 4x2, one set 261;  128x192x32 by 2x4, two sets 229
+//   128x128x64 by 2x4, one set 224;  128x128x32 by 2x4, two sets 202
+//   128x256x16 by 2x4, two sets 221;  128x128x32 by 2x2 (64x64 each) 176
+//   64x256x32 by 1x4 195;  256x64x32 by 4x1 153
+//   rows unpadded, so that 128x256x32 fits two sets in 48 KiB: 125 (bank conflicts; 128x128x64
+//   one set unpadded 69); 128x256x32 with tiles in groups of 8 rows, or fragments of A
+//   loaded one at a time: within 1%.
+// f16 tracked bf16 within 3% (the sweep converted its results with the device's
+// PackHalf2x16) once the epilogue converted each result once (Emitter::normalize): three
+// software conversions had held it to 200 at 128x128x64 and 170 at 128x256x32. Final: f16
+// 263, bf16 269, against 200 and 223 before (bench/results/2026-11-26_h100_*_coop3.md).
+// 1024^2 takes 64x64x32 by 2x2 (f16 111, bf16 115): 256 tiles for 132 SMs. f32 operands
+// rounded to bf16 keep 128x128 tiles: split, their slices are twice as large.
 //
 // f32 operands split into bf16 hi + lo (precision :high) cost three products on the tensor
 // cores: on 64x64 tiles that is slower than the exact SIMT tiles (H100, 1024^2, device ms:
