@@ -81,6 +81,14 @@ TEST(CodegenElementwise, FloatOps) {
   }
 }
 
+// f16 values live in f32 registers, rounded to f16 in integer arithmetic (one RoundEven for
+// the subnormal range per conversion): an f16 sum is rounded once, and the store writes
+// those bits rather than converting the rounded value again.
+TEST(CodegenElementwise, F16ResultsAreConvertedOnce) {
+  auto kb = cgtest::compile(binary("add", DType::F16, DType::F16));
+  EXPECT_EQ(cgtest::count(disassemble(kb.spirv), "RoundEven"), 1u) << disassemble(kb.spirv);
+}
+
 TEST(CodegenElementwise, IntegerOperandOfFloatFunction) {
   expect_valid(unary("exp", DType::S32, DType::F32));
   expect_valid(unary("sqrt", DType::U8, DType::F32));
