@@ -222,8 +222,9 @@ class Emitter {
   uint64_t shared_bytes_ = 0;
   // normalize's f16 values and the bits they came from (the same block defines both): a
   // value normalized again, or stored, reuses them instead of converting once more in
-  // integer arithmetic (a dot's epilogue converted three times: the software conversions
-  // were most of the instructions of the H100's f16 cooperative kernel).
+  // integer arithmetic. A dot's epilogue would otherwise convert each result three times,
+  // which made the H100's f16 cooperative kernels 2.8-3.5 times the size of the bf16 ones and
+  // up to 1.6 times slower.
   std::map<Id, Id> f16_bits_;
 };
 

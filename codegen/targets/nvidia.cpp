@@ -49,10 +49,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 //   rows unpadded, so that 128x256x32 fits two sets in 48 KiB: 125 (bank conflicts; 128x128x64
 //   one set unpadded 69); 128x256x32 with tiles in groups of 8 rows, or fragments of A
 //   loaded one at a time: within 1%.
-// f16 tracked bf16 within 3% (the sweep converted its results with the device's
-// PackHalf2x16) once the epilogue converted each result once (Emitter::normalize): three
-// software conversions had held it to 200 at 128x128x64 and 170 at 128x256x32. Final: f16
-// 263, bf16 269, against 200 and 223 before (bench/results/2026-11-26_h100_*_coop3.md).
+// f16 tracks bf16 within 3% (the sweep converted its results with the device's
+// PackHalf2x16) where the epilogue converts each result once (Emitter::normalize); with three
+// software conversions per result it ran at 200 at 128x128x64 and 170 at 128x256x32. With
+// one: f16 263, bf16 269 (bench/results/2026-11-26_h100_a668c32_coop3.md).
 // 1024^2 takes 64x64x32 by 2x2 (f16 111, bf16 115): 256 tiles for 132 SMs. f32 operands
 // rounded to bf16 keep 128x128 tiles: split, their slices are twice as large.
 //
