@@ -206,6 +206,17 @@ std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const
   return r;
 }
 
+std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
+  if (!t.texels) return {};
+  const ir::Node& an = body.node(dot.args.at(0));
+  const ir::Node& bn = body.node(dot.args.at(1));
+  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
+  std::vector<const ir::Node*> r;
+  if (reads_as_vectors(an, d.c1, kTexelElements)) r.push_back(&an);
+  if (reads_as_vectors(bn, d.free2, kTexelElements)) r.push_back(&bn);
+  return r;
+}
+
 MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const DeviceCaps& caps) {
   const ir::Shape& as = body.node(dot.args.at(0)).type().shape;
   const ir::Shape& bs = body.node(dot.args.at(1)).type().shape;
@@ -288,8 +299,9 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   auto element = [&](const Operand& o, Id batch, Id free, Id k) {
     return operand_element(e, o, batch_extents, k_extents, t.k, batch, free, k);
   };
-  // Elements per run: V, or 2V where each component of a vector read holds two (pairs).
-  const uint32_t R = t.pairs ? 2 * V : V;
+  // Elements per run: V, 2V where each component of a vector read holds two (pairs), or a
+  // texel's.
+  const uint32_t R = t.texels ? kTexelElements : t.pairs ? 2 * V : V;
   // The run of elements (free, k), ... of a vector-read operand (matmul_vector_operands, or a
   // view for pairs) as one vector: `along_k`, k to k + R - 1 (k a multiple of R, as is K),
   // else free to free + R - 1.
@@ -302,20 +314,22 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     if (K % t.k == 0) return v;
     const Id type = e.buffer_entry_type(buf);
     const Id zero = buf.dtype == o.node.type().dtype ? zero_of(o.node) : e.constant(buf.dtype, 0);
-    return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(V, zero)), V);
+    return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(buf.lanes, zero)), buf.lanes);
   };
-  // A run's R elements: the vector's components, or each 64-bit component's two halves.
+  // A run's R elements: the vector's components (their bits, for a texel's), or each 64-bit
+  // component's two halves.
   auto run_elements = [&](const Operand& o, const BufferRef& buf, Id batch, Id free, Id k, bool along_k) {
     const Id v = run(o, buf, batch, free, k, along_k), et = e.reg_type(o.node.type().dtype);
+    const uint32_t per = R / buf.lanes;
     std::vector<Id> x;
-    for (uint32_t q = 0; q < V; ++q) {
+    for (uint32_t q = 0; q < buf.lanes; ++q) {
       Id part = b.op(spv::OpCompositeExtract, e.storage_type(buf.dtype), {v}, {q});
-      if (!t.pairs) {
-        x.push_back(part);
+      if (per == 1) {
+        x.push_back(buf.dtype == o.node.type().dtype ? part : b.op(spv::OpBitcast, et, {part}));
         continue;
       }
-      Id two = b.op(spv::OpBitcast, b.type_vector(et, 2), {part});
-      for (uint32_t h = 0; h < 2; ++h) x.push_back(b.op(spv::OpCompositeExtract, et, {two}, {h}));
+      Id two = b.op(spv::OpBitcast, b.type_vector(et, per), {part});
+      for (uint32_t h = 0; h < per; ++h) x.push_back(b.op(spv::OpCompositeExtract, et, {two}, {h}));
     }
     return x;
   };
@@ -325,6 +339,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   pair_views.reserve(2);  // vector_a and vector_b point into it
   auto vector_buffer = [&](const Operand& o, const std::vector<int64_t>& axes) -> const BufferRef* {
     if (!reads_as_vectors(o.node, axes, R)) return nullptr;
+    if (t.texels) return e.texel_input(o.node);
     if (t.pairs) {
       const int64_t index = o.node.attrs.value("index", int64_t(0));
       BufferRef view{0, DType::U64, V};

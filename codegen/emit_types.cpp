@@ -158,6 +158,7 @@ void Emitter::store(const BufferRef& buf, Id linear, Id value) {
 }
 
 Id Emitter::load_vector(const BufferRef& buf, Id at) {
+  if (buf.texels) return b.op(spv::OpImageFetch, buffer_entry_type(buf), {b.op(spv::OpLoad, b.type_texel_buffer(), {buf.variable}), at});
   Id ptr = entry_pointer(buf, at);
   return b.op(spv::OpLoad, buffer_entry_type(buf), {ptr});
 }

@@ -53,6 +53,12 @@ const BufferRef* Emitter::input_buffer(const ir::Node& param) const {
   return &inputs_[size_t(i)];
 }
 
+const BufferRef* Emitter::texel_input(const ir::Node& param) const {
+  if (!input_buffer(param)) return nullptr;
+  auto it = texel_inputs_.find(param.attrs.value("index", int64_t(-1)));
+  return it == texel_inputs_.end() ? nullptr : &it->second;
+}
+
 Id Emitter::compute(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   if (op == "parameter") {

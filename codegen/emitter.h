@@ -42,6 +42,9 @@ struct BufferRef {
   // Written while the kernel runs (a serial loop's state and scratch): its loads stay where
   // they are, never value-numbered with or hoisted above an earlier store.
   bool written_in_kernel = false;
+  // A uniform texel buffer (variable: the image) of u32 texels, `lanes` components each:
+  // load_vector fetches texel `at`.
+  bool texels = false;
 };
 
 // Set when all invocations of a workgroup compute each output element
@@ -82,6 +85,9 @@ class Emitter {
   void set_inputs(std::vector<BufferRef> inputs) { inputs_ = std::move(inputs); }
   // The buffer a parameter node reads (nullptr for a serial loop's bound values).
   const BufferRef* input_buffer(const ir::Node& param) const;
+  // The texel view of the buffer a parameter node reads (Binding::texels), or nullptr.
+  void set_texel_inputs(std::map<int64_t, BufferRef> views) { texel_inputs_ = std::move(views); }
+  const BufferRef* texel_input(const ir::Node& param) const;
   void set_cooperation(const Cooperation& c) { coop_ = c; }
   // In cooperative code, the position `offset` past this invocation's first: every
   // straight-line fold and element loop names position k the same (value-numbered) id, so
@@ -217,6 +223,7 @@ class Emitter {
   // Parameters bound to register values (a repeat's step) instead of buffers.
   std::vector<Id> bound_;
   std::vector<BufferRef> inputs_;
+  std::map<int64_t, BufferRef> texel_inputs_;  // by parameter index
   std::optional<Cooperation> coop_;
   std::map<std::pair<Id, size_t>, Id> shared_;
   uint64_t shared_bytes_ = 0;

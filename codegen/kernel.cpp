@@ -370,13 +370,20 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
 // arguments take a component.
 void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t lanes, uint32_t output_lanes,
                       const std::vector<const ir::Node*>& vector_params, std::vector<BufferRef>* inputs,
-                      std::vector<BufferRef>* outputs) {
+                      std::vector<BufferRef>* outputs, std::map<int64_t, BufferRef>* texel_inputs) {
   auto read_as_vectors = [&](int arg) {
     return std::any_of(vector_params.begin(), vector_params.end(),
                        [&](const ir::Node* p) { return p->attrs.value("index", int64_t(-1)) == arg; });
   };
   for (size_t i = 0; i < bindings.size(); ++i) {
     const auto& bnd = bindings[i];
+    if (bnd.texels) {
+      BufferRef view{e.b.uniform_texel_buffer(uint32_t(i)), DType::U32, 4};
+      view.texels = true;
+      e.b.name(view.variable, "arg" + std::to_string(bnd.index) + "_texels");
+      texel_inputs->emplace(bnd.index, view);
+      continue;
+    }
     bool in = bnd.kind == Binding::Kind::Input;
     BufferRef buf{0, bnd.dtype, !in ? output_lanes : read_as_vectors(bnd.index) ? lanes : 1};
     buf.variable = e.b.storage_buffer(e.buffer_entry_type(buf), ir::dtype_bytes(bnd.dtype) * buf.lanes, uint32_t(i), in);
@@ -492,8 +499,10 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
                              : lanes > 1 ? params_read_at_output_position(body)
                                          : std::vector<const ir::Node*>{};
   std::vector<BufferRef> inputs, outputs;
-  declare_bindings(e, bindings, lanes, launch.vector_width, vector_params, &inputs, &outputs);
+  std::map<int64_t, BufferRef> texel_inputs;
+  declare_bindings(e, bindings, lanes, launch.vector_width, vector_params, &inputs, &outputs, &texel_inputs);
   e.set_inputs(inputs);
+  e.set_texel_inputs(texel_inputs);
   std::vector<VectorRead> vector_reads;  // the plain loop's (emit_elements); a matmul reads its own
   if (!dot)
     for (const ir::Node* p : vector_params)
@@ -574,7 +583,8 @@ std::string describe(const LaunchConfig& launch, bool rows) {
     s = "matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +
                (t.staged ? "staged" : t.broadcast ? "subgroup broadcast" : "direct") +
-               (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) + (t.pairs ? " pairs" : "") : "");
+               (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) + (t.pairs ? " pairs" : "") : "") +
+               (t.texels ? ", texels" : "");
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";
@@ -629,6 +639,11 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const ir::Node* dot = rs ? nullptr : matmul_dot(kernel, body);
   const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
   const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};
+  for (const ir::Node* p : dot ? matmul_texel_operands(body, *dot, tiles) : std::vector<const ir::Node*>{}) {
+    const int index = int(p->attrs.value("index", int64_t(-1)));
+    const bool bound = std::any_of(out.bindings.begin(), out.bindings.end(), [&](const Binding& b) { return b.texels && b.index == index; });
+    if (!bound) out.bindings.push_back({Binding::Kind::Input, index, p->type().dtype, true});
+  }
   LaunchConfig launch = tiles.m                                                        ? launch_matmul(caps, product, tiles)
                         : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))

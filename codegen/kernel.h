@@ -17,6 +17,10 @@ struct Binding {
   Kind kind;
   int index;           // Input: position in the kernel node's args; Output: position in its results
   ir::DType dtype;     // element type of the storage buffer as declared in the module
+  // An Input read through a uniform texel buffer view of its buffer, 16-byte R32G32B32A32_UINT
+  // texels (DeviceCaps::max_texel_buffer_elements of them at most), beside the storage
+  // buffer binding of the same input; `dtype` is the input's.
+  bool texels = false;
 };
 
 struct KernelBinary {

@@ -20,6 +20,10 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
 // parameters whose innermost axis is the one read that way and a multiple of it long.
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
+// The graph inputs among the dot's operands that a kernel with tiles.texels reads through
+// texel views (Binding::texels), a run of kTexelElements 32-bit elements per texel.
+std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
+
 // Emits main's body for launch.matmul: workgroup g takes output tiles g, g + groups, ...;
 // each invocation accumulates its register tile over the contraction in the order the
 // per-element dot adds its terms (the same bits), then computes the body's output from it

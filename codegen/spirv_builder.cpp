@@ -191,6 +191,18 @@ Id Builder::storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read
   return var;
 }
 
+Id Builder::type_texel_buffer() {
+  capability(spv::CapabilitySampledBuffer);
+  return declare_type(spv::OpTypeImage, {type_int(32), uint32_t(spv::DimBuffer), 0, 0, 0, 1, uint32_t(spv::ImageFormatUnknown)});
+}
+
+Id Builder::uniform_texel_buffer(uint32_t binding) {
+  Id var = global_variable(type_pointer(spv::StorageClassUniformConstant, type_texel_buffer()), spv::StorageClassUniformConstant);
+  decorate(var, spv::DecorationDescriptorSet, {0});
+  decorate(var, spv::DecorationBinding, {binding});
+  return var;
+}
+
 Id Builder::builtin_x(spv::BuiltIn builtin) {
   if (auto it = builtins_.find(uint32_t(builtin)); it != builtins_.end()) return it->second;
   Id u32 = type_int(32);

@@ -94,6 +94,10 @@ class Builder {
   Id global_variable(Id pointer_type, spv::StorageClass sc);
   // A storage buffer at descriptor set 0, `binding`; read-only ones are NonWritable.
   Id storage_buffer(Id elem, uint32_t stride, uint32_t binding, bool read_only);
+  // A uniform texel buffer of u32 texels at descriptor set 0, `binding` (an OpTypeImage of
+  // Dim Buffer, sampled, format left to the view), for OpImageFetch.
+  Id uniform_texel_buffer(uint32_t binding);
+  Id type_texel_buffer();
   // The x component of a uvec3 compute built-in (GlobalInvocationId, LocalInvocationId,
   // WorkgroupId), loaded once in the entry block.
   Id builtin_x(spv::BuiltIn builtin);

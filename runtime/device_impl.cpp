@@ -33,6 +33,18 @@ uint64_t size_class(uint64_t bytes) {
 
 BufferImpl::~BufferImpl() { dev_->release(alloc_, type_.byte_size()); }
 
+VkBufferView BufferImpl::texel_view() const {
+  const uint64_t limit = uint64_t(dev_->info().caps.max_texel_buffer_elements) * 16;
+  if (bytes() > limit)
+    throw Error(Error::Kind::InvalidArgument, "a tensor of " + std::to_string(bytes()) + " bytes (" + ir::to_string(type_) +
+                                                  ") exceeds " + dev_->info().name + "'s largest texel buffer (" +
+                                                  std::to_string(limit) + " bytes)");
+  std::call_once(texel_view_made_, [&] {
+    if (!alloc_.texels) alloc_.texels = dev_->create_texel_view(alloc_);
+  });
+  return alloc_.texels;
+}
+
 const Device& BufferImpl::device() const { return *dev_; }
 
 DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
@@ -248,7 +260,7 @@ Allocation DeviceImpl::allocate_memory(uint64_t capacity, bool host_visible_only
   // Any buffer may hold a kernel's group counts: a loop's gate kernel writes them into an
   // ordinary result buffer (executable.cpp, run_speculative).
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
-              VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
+              VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   vk_check(vkCreateBuffer(device_, &bci, nullptr, &a.buffer), "vkCreateBuffer");
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, a.buffer, &req);
@@ -326,8 +338,23 @@ void DeviceImpl::release_staging(const Allocation& a) {
   staging_free_.emplace(a.capacity, a);
 }
 
+VkBufferView DeviceImpl::create_texel_view(const Allocation& a) {
+  VkBufferViewCreateInfo vi{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+  vi.buffer = a.buffer;
+  vi.format = VK_FORMAT_R32G32B32A32_UINT;
+  vi.range = std::min<uint64_t>(a.capacity / 16, info_.caps.max_texel_buffer_elements) * 16;
+  VkBufferView view;
+  vk_check(vkCreateBufferView(device_, &vi, nullptr, &view), "vkCreateBufferView");
+  ++texel_views_;
+  return view;
+}
+
 void DeviceImpl::free_raw(const Allocation& a) {
   ++buffers_destroyed_;
+  if (a.texels) {
+    vkDestroyBufferView(device_, a.texels, nullptr);
+    --texel_views_;
+  }
   if (a.mapped) vkUnmapMemory(device_, a.memory);
   vkDestroyBuffer(device_, a.buffer, nullptr);
   vkFreeMemory(device_, a.memory, nullptr);
@@ -536,8 +563,10 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
   } guard{device_, p};
   p.bindings = uint32_t(k.bindings.size());
   std::vector<VkDescriptorSetLayoutBinding> binds(p.bindings);
-  for (uint32_t i = 0; i < p.bindings; ++i)
-    binds[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  for (uint32_t i = 0; i < p.bindings; ++i) {
+    p.types.push_back(k.bindings[i].texels ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+    binds[i] = {i, p.types[i], 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  }
   VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   p.push_descriptors = push_descriptor_set_ && p.bindings <= max_push_descriptors_;
   if (p.push_descriptors) dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
@@ -582,14 +611,21 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
                                  uint64_t indirect_offset) {
   VkDescriptorSet set = p.push_descriptors ? VK_NULL_HANDLE : ctx.allocate_set(p.set_layout);
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkBufferView> views(buffers.size());
   std::vector<VkWriteDescriptorSet> writes(buffers.size());
   for (size_t b = 0; b < buffers.size(); ++b) {
-    infos[b] = {static_cast<const BufferImpl&>(*buffers[b]).alloc().buffer, 0, VK_WHOLE_SIZE};
+    const auto& buf = static_cast<const BufferImpl&>(*buffers[b]);
     writes[b] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[b].dstSet = set;
     writes[b].dstBinding = uint32_t(b);
     writes[b].descriptorCount = 1;
-    writes[b].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[b].descriptorType = p.types.at(b);
+    if (writes[b].descriptorType == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER) {
+      views[b] = buf.texel_view();
+      writes[b].pTexelBufferView = &views[b];
+      continue;
+    }
+    infos[b] = {buf.alloc().buffer, 0, VK_WHOLE_SIZE};
     writes[b].pBufferInfo = &infos[b];
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
@@ -643,11 +679,12 @@ VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {
   for (;; ++current_pool) {
     if (current_pool == descriptor_pools.size()) {
       // Sized for a few hundred kernels; a bigger graph adds another pool.
-      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096};
+      const VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+                                            {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 1024}};
       VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
       pi.maxSets = 512;
-      pi.poolSizeCount = 1;
-      pi.pPoolSizes = &size;
+      pi.poolSizeCount = 2;
+      pi.pPoolSizes = sizes;
       VkDescriptorPool p;
       vk_check(vkCreateDescriptorPool(device, &pi, nullptr, &p), "vkCreateDescriptorPool");
       descriptor_pools.push_back(p);

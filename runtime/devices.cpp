@@ -161,6 +161,7 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
   c.max_storage_buffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c.max_loop_steps = 65535;  // gallivm's LP_MAX_TGSI_LOOP_ITERATIONS
   return info;
 }

@@ -27,6 +27,7 @@ struct Pipeline {
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   uint32_t bindings = 0;
+  std::vector<VkDescriptorType> types;  // per binding: storage buffer, or uniform texel buffer
   uint32_t push_constant_bytes = 0;
   bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
   std::vector<PipelineStatistic> statistics;  // RuntimeOptions::pipeline_statistics
@@ -42,6 +43,9 @@ struct Allocation {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   uint64_t capacity = 0;
   void* mapped = nullptr;  // non-null when the memory is host-visible and coherent
+  // Its R32G32B32A32_UINT view, made on the first dispatch that binds it as texels
+  // (BufferImpl::texel_view) and kept with the buffer while it is pooled.
+  VkBufferView texels = VK_NULL_HANDLE;
 };
 
 class DeviceImpl;
@@ -54,11 +58,15 @@ class BufferImpl : public Buffer {
   uint64_t bytes() const override { return type_.byte_size(); }
   const Device& device() const override;
   const Allocation& alloc() const { return alloc_; }
+  // The buffer's uniform texel buffer view (Allocation::texels), made on first use; throws
+  // InvalidArgument where the tensor has more texels than the device's maxTexelBufferElements.
+  VkBufferView texel_view() const;
 
  private:
   DeviceImpl* dev_;
   ir::TensorType type_;
-  Allocation alloc_;
+  mutable Allocation alloc_;
+  mutable std::once_flag texel_view_made_;
 };
 
 // What one submission needs besides its commands: reused across submits (reset, not
@@ -136,9 +144,13 @@ class DeviceImpl : public Device {
   // Grows whenever a buffer is destroyed: a kept recording made before may bind a handle
   // that now names another buffer.
   uint64_t buffers_destroyed() const { return buffers_destroyed_; }
+  // Texel views alive: one per allocation, pooled ones included, that a dispatch bound as texels.
+  int64_t texel_views() const { return texel_views_; }
 
   VkDevice device() const { return device_; }
   void release(const Allocation& a, uint64_t bytes);
+  // A view of `a` as R32G32B32A32_UINT texels, as many as it holds up to maxTexelBufferElements.
+  VkBufferView create_texel_view(const Allocation& a);
 
  private:
   // A context's command buffer begun, `record`ed and ended, timestamps around it.
@@ -207,6 +219,7 @@ class DeviceImpl : public Device {
   std::multimap<uint64_t, Allocation> staging_free_;  // the same, host-visible, for transfers
   std::atomic<uint64_t> in_use_{0};
   std::atomic<uint64_t> buffers_destroyed_{0};
+  std::atomic<int64_t> texel_views_{0};
   mutable std::mutex pipeline_mutex_;
   std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid
   std::set<std::string> creating_;                      // keys some thread is creating now

@@ -183,8 +183,11 @@ TEST(Matmul, EveryTargetsTilesRunCorrectlyOnThisDevice) {
   for (const std::string target : {"nvidia", "nvidia-12k", "amd", "generic", "lavapipe"}) {
     // The device's own features and limits under another vendor's tile choice: the module must run here.
     // nvidia-12k: shared memory for one set of staged slices only, not two.
+    // No texel buffers: run_spirv binds storage buffers only, so lavapipe's tiles read its
+    // f32 operands as pairs, as beyond maxTexelBufferElements (its texel kernels run above).
     codegen::DeviceCaps caps = own;
     caps.vendor_id = codegen::target_caps(target.substr(0, target.find('-'))).vendor_id;
+    caps.max_texel_buffer_elements = 0;
     if (target == "nvidia-12k") caps.max_shared_memory_bytes = 12 * 1024;
     for (const Case& c : cases()) {
       if ((c.t == DType::F64 && !own.float64) || c.t == DType::F16 || c.t == DType::BF16 || c.t == DType::S8 ||
@@ -501,9 +504,11 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
 
 // Which kernel each target selects, by shape.
 TEST(Matmul, TargetsSelectTilesBySize) {
-  auto launch_of = [](const Case& c, const std::string& target) {
+  auto launch_of = [](const Case& c, const std::string& target, uint32_t texels = 1u << 27) {
     auto [low, kernel] = lowered(product(c));
-    return codegen::compile_kernel(*kernel, low, codegen::target_caps(target)).launch;
+    codegen::DeviceCaps caps = codegen::target_caps(target);
+    caps.max_texel_buffer_elements = texels;
+    return codegen::compile_kernel(*kernel, low, caps).launch;
   };
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 1024, 256, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
@@ -513,8 +518,10 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe")
-                .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs", 0),
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, texels;", 0), 0u);
+  // Operands of more texels than a texel buffer holds: read as pairs through storage buffers.
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe", 256 * 256 / 4 - 1)
+                .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs;", 0),
             0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);

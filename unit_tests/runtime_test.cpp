@@ -429,6 +429,59 @@ TEST(Runtime, ThreadsCompilingAtOnceCreateEachPipelineOnce) {
   EXPECT_EQ(dev->pipeline_cache_hits() - hits, kernels * (kThreads - 1));
 }
 
+// f32[n, n] · f32[n, n] as Nx.dot lowers it.
+ir::Graph square_dot(int n) {
+  const std::string s = std::to_string(n);
+  return ir::parse_graph(R"({"version": 1, "name": "dot", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [)" + s + "," + s + R"(], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": [)" + s + "," + s + R"(], "attrs": {"index": 1}},
+    {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": [)" + s + "," + s + R"(],
+     "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}],
+    "outputs": [2]})");
+}
+
+// Where a kernel reads inputs through texel views (Binding::texels; lavapipe's dots), each
+// buffer's view is made by the first dispatch that binds it as texels, reused by the later
+// ones, kept with the allocation while the buffer is pooled and destroyed with it; the
+// results match the interpreter's throughout.
+TEST(Runtime, TexelViewsAreMadeOncePerBufferAndFreedWithIt) {
+  RuntimeOptions opts;
+  opts.cache_dir = "none";
+  opts.timeout_ms = 120004;  // a device of its own, so the counts below are this test's
+  auto dev = std::static_pointer_cast<DeviceImpl>(Device::open(opts));
+  const int n = 64;
+  const ir::Graph g = square_dot(n);
+  auto exe = Executable::compile(dev, g);
+  size_t texel_bindings = 0;
+  for (const auto& k : exe->kernels())
+    for (const auto& b : k.bindings) texel_bindings += b.texels;
+  if (!texel_bindings) GTEST_SKIP() << dev->info().name << "'s kernels read no texels";
+  ASSERT_EQ(texel_bindings, 2u);
+  auto square = [&](unsigned seed) {
+    HostTensor t{{ir::DType::F32, {n, n}}, std::vector<uint8_t>(n * n * 4)};
+    auto v = random_floats(n * n, seed);
+    for (auto& f : v) f = std::round(f * 8) / 8;  // every partial sum exact: any order gives the interpreter's bits
+    std::memcpy(t.data.data(), v.data(), t.data.size());
+    return t;
+  };
+  const HostTensor x = square(1), y = square(2);
+  const auto want = ir::interpret(g, {ir::Literal{x.type, x.data}, ir::Literal{y.type, y.data}}).at(0).data;
+  const int64_t before = dev->texel_views();
+  {
+    std::vector<BufferPtr> in = {dev->upload(x.type, x.data.data(), x.data.size()), dev->upload(y.type, y.data.data(), y.data.size())};
+    for (int run = 0; run < 2; ++run) {
+      auto out = exe->run(in);
+      std::vector<uint8_t> got(out[0]->bytes());
+      dev->download(*out[0], got.data(), got.size());
+      EXPECT_EQ(got, want) << "run " << run;
+      EXPECT_EQ(dev->texel_views() - before, 2) << "run " << run << ": one view per input buffer";
+    }
+  }
+  EXPECT_EQ(dev->texel_views() - before, 2) << "pooled allocations keep their views";
+  dev->trim();
+  EXPECT_EQ(dev->texel_views(), before) << "destroyed with their allocations";
+}
+
 TEST(Runtime, OutOfMemoryIsAnErrorAndTheDeviceStaysUsable) {
   auto dev = Device::open();
   ir::TensorType huge{ir::DType::F64, {int64_t(1) << 40}};  // 8 TiB

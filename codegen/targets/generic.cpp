@@ -43,6 +43,7 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_loop_steps = 65535;
     c.subgroup_size = 8;
     c.subgroup_ballot = true;
+    c.max_texel_buffer_elements = 1u << 27;
   } else if (name == "generic") {
     c = generic_caps();
   } else {

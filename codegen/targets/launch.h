@@ -16,6 +16,9 @@ namespace nxv::codegen {
 // Cooperative (fragment.m > 0): the tile's k-slices always go through shared memory, and
 // subgroups_m x subgroups_n subgroups of subgroup_size invocations each accumulate an
 // (m / subgroups_m) x (n / subgroups_n) part of it in fragment-shaped cooperative matrices.
+// 32-bit elements per R32G32B32A32 texel.
+constexpr uint32_t kTexelElements = 4;
+
 struct MatmulTiles {
   uint32_t m = 0, n = 0, k = 0, thread_m = 0, thread_n = 0;
   bool staged = false;
@@ -35,6 +38,9 @@ struct MatmulTiles {
   // 64-bit components (each two elements) through a view of the operand's binding. Where a
   // vector load costs a loop over the lanes per component (lavapipe), that halves the loads.
   bool pairs = false;
+  // Broadcast kernels with f32 operands: a run is kTexelElements elements, one texel fetched
+  // through a uniform texel buffer view of the operand's buffer (Binding::texels); vector is 1.
+  bool texels = false;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   CooperativeMatrixShape fragment;
   uint32_t subgroups_m = 0, subgroups_n = 0, subgroup_size = 0;

@@ -3,6 +3,8 @@
 // with a grid-stride loop beat many small ones (less per-group overhead).
 #include "codegen/targets/launch.h"
 
+#include <algorithm>
+
 namespace nxv::codegen {
 
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
@@ -40,9 +42,12 @@ MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) 
     t.m = t.n = 64, t.k = 4, t.thread_m = t.thread_n = 8;
     return t;
   }
-  t.pairs = s.f32_operands && caps.int64;
-  const uint32_t vector = t.pairs ? 2 : s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
-  t.m = 128, t.n = lanes * thread_n, t.k = lanes * vector * (t.pairs ? 2 : 1), t.thread_m = 16, t.thread_n = thread_n;
+  const int64_t texels = s.batch * std::max(s.m, s.n) * s.k / kTexelElements;
+  t.texels = s.f32_operands && texels <= int64_t(caps.max_texel_buffer_elements);
+  t.pairs = !t.texels && s.f32_operands && caps.int64;
+  const uint32_t vector = t.texels ? 1 : t.pairs ? 2 : s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
+  const uint32_t run = t.texels ? kTexelElements : t.pairs ? 2 * vector : vector;
+  t.m = 128, t.n = lanes * thread_n, t.k = lanes * run, t.thread_m = 16, t.thread_n = thread_n;
   t.broadcast = true;
   t.vector = vector;
   return t;
