@@ -231,6 +231,8 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.bytes = Emitter::register_bits(acc) / 8;
   s.integer = !ir::is_float(t);
   s.f32_operands = body.node(dot.args.at(0)).type().dtype == DType::F32 && body.node(dot.args.at(1)).type().dtype == DType::F32;
+  s.texel_operands = reads_as_vectors(body.node(dot.args.at(0)), d.c1, kTexelElements) &&
+                     reads_as_vectors(body.node(dot.args.at(1)), d.free2, kTexelElements);
   const DType at = body.node(dot.args.at(0)).type().dtype, bt = body.node(dot.args.at(1)).type().dtype;
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
@@ -351,8 +353,8 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     const BufferRef* buf = e.input_buffer(o.node);
     return buf && buf->lanes == V ? buf : nullptr;
   };
-  const BufferRef* vector_a = t.broadcast ? vector_buffer(A, A.contract_axes) : nullptr;
-  const BufferRef* vector_b = t.broadcast ? vector_buffer(B, B.free_axes) : nullptr;
+  const BufferRef* vector_a = t.broadcast || t.texels ? vector_buffer(A, A.contract_axes) : nullptr;
+  const BufferRef* vector_b = t.broadcast || t.texels ? vector_buffer(B, B.free_axes) : nullptr;
 
   // Staged: one k-slice of each operand's tile in shared memory, [k][free] as vectors of V
   // elements (16 bytes for f32 and f64; an invocation's run of rows or columns is one read),
@@ -501,14 +503,22 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
             }
             return x;
           };
+          // Direct with texels: every lane reads the runs of its rows (the same for the whole
+          // subgroup) along k itself, one texel per row every R steps.
+          std::vector<std::vector<Id>> runs_a(t.thread_m);
           for (uint32_t kk = 0; kk < t.k; ++kk) {
             std::vector<Id> x(t.thread_m), y(t.thread_n);
+            if (!t.broadcast && vector_a && kk % R == 0)
+              for (uint32_t i = 0; i < t.thread_m; ++i)
+                runs_a[i] = run_elements(A, *vector_a, batch, clamp(row(i), M, t.m), u(spv::OpIAdd, k0, c(kk)), true);
             if (t.staged) {
               x = staged(sa, ty, rows, t.thread_m, kk);
               y = staged(sb, tx, cols, t.thread_n, kk);
             } else {
               for (uint32_t i = 0; i < t.thread_m; ++i)
-                x[i] = t.broadcast ? shared_a(i, kk) : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
+                x[i] = t.broadcast    ? shared_a(i, kk)
+                       : vector_a ? runs_a[i][kk % R]
+                                  : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
               const Id k = u(spv::OpIAdd, k0, c(kk));
               for (uint32_t j = 0; j < t.thread_n; ++j) {
                 if (!vector_b) y[j] = element(B, batch, col(j), k);

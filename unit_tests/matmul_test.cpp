@@ -518,7 +518,7 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, texels;", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe").rfind("matmul 64x32x16 tiles, 8x4 per invocation, direct, texels;", 0), 0u);
   // Operands of more texels than a texel buffer holds: read as pairs through storage buffers.
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe", 256 * 256 / 4 - 1)
                 .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs;", 0),

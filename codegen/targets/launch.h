@@ -38,8 +38,9 @@ struct MatmulTiles {
   // 64-bit components (each two elements) through a view of the operand's binding. Where a
   // vector load costs a loop over the lanes per component (lavapipe), that halves the loads.
   bool pairs = false;
-  // Broadcast kernels with f32 operands: a run is kTexelElements elements, one texel fetched
-  // through a uniform texel buffer view of the operand's buffer (Binding::texels); vector is 1.
+  // Direct kernels whose operands are MatmulShape::texel_operands: a run is kTexelElements
+  // elements, one texel fetched through a uniform texel buffer view of the operand's buffer
+  // (Binding::texels); each lane reads the runs of its own rows and columns.
   bool texels = false;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
   CooperativeMatrixShape fragment;
@@ -60,6 +61,9 @@ struct MatmulShape {
   int bytes = 4;
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
+  // Both operands f32 graph inputs laid out for runs of kTexelElements (the first's along
+  // the contraction, the second's along its columns), as texels may read them.
+  bool texel_operands = false;
   // The operands' element type where a cooperative matrix can hold it (both f16, or both
   // bf16, with a float result; f32 operands of an f32 result rounded to bf16 where the
   // compile option's precision allows and the device lists bf16 fragments), else None.

@@ -36,18 +36,20 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // f64 1024^2: 2.31, 1.35 with broadcasts.
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
-  const uint32_t lanes = caps.subgroup_size;
   MatmulTiles t;
+  if (s.texel_operands && s.batch * std::max(s.m, s.n) * s.k / kTexelElements <= int64_t(caps.max_texel_buffer_elements)) {
+    t.texels = true;
+    t.m = 64, t.n = 32, t.k = 16, t.thread_m = 8, t.thread_n = 4;
+    return t;
+  }
+  const uint32_t lanes = caps.subgroup_size;
   if (!caps.subgroup_ballot || lanes < 2 || lanes > 16) {
     t.m = t.n = 64, t.k = 4, t.thread_m = t.thread_n = 8;
     return t;
   }
-  const int64_t texels = s.batch * std::max(s.m, s.n) * s.k / kTexelElements;
-  t.texels = s.f32_operands && texels <= int64_t(caps.max_texel_buffer_elements);
-  t.pairs = !t.texels && s.f32_operands && caps.int64;
-  const uint32_t vector = t.texels ? 1 : t.pairs ? 2 : s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
-  const uint32_t run = t.texels ? kTexelElements : t.pairs ? 2 * vector : vector;
-  t.m = 128, t.n = lanes * thread_n, t.k = lanes * run, t.thread_m = 16, t.thread_n = thread_n;
+  t.pairs = s.f32_operands && caps.int64;
+  const uint32_t vector = t.pairs ? 2 : s.f32_operands ? 4 : 1, thread_n = s.f32_operands ? 8 : 4;
+  t.m = 128, t.n = lanes * thread_n, t.k = lanes * vector * (t.pairs ? 2 : 1), t.thread_m = 16, t.thread_n = thread_n;
   t.broadcast = true;
   t.vector = vector;
   return t;
