@@ -18,22 +18,31 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 
 // No shared memory (a workgroup barrier makes lavapipe's LLVM build the shader as a
 // coroutine): each invocation computes a register tile from its own loads. Mesa 22.3 compiles
-// a storage-buffer load as a loop over the SIMD lanes that bounds-checks each component and
-// inserts it into the result through the stack (a store-forwarding stall per lane and
-// component); sampled with perf (the JIT code disassembled with gdb), those loops took about
-// three quarters of the kernel's time, the f64 multiply-adds and their spills the rest. So
-// the kernel loads as little as it can: the lanes of a subgroup (a SIMD row) share a row of
-// the first operand by subgroup broadcasts, and f32 operands are read four elements per load
-// as two 64-bit components (pairs), a component costing the same at 32 or 64 bits. f32
-// 1024^2 on 2 cores, CPU seconds per product (2026-11-26): 64x64 tiles of 8x8 2.58; with
-// broadcasts 128x32 of 16x4 1.40; with vectors of 4, 128x64 of 16x8 1.22 (256x64 of 32x8
-// 1.24); with pairs 0.63-0.71 against 0.90-0.93 on a quiet machine (wall 320-352 ms against
-// 458-482, 6.1-6.7 GFLOP/s), median 0.94 against 1.27 in 8 alternating runs on a loaded one.
-// Not kept: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's
-// compile time, for no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered
-// by register blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32
-// accumulators (f64 gives Nx.BinaryBackend's digits) saved about 10% more, within the noise.
-// f64 1024^2: 2.31, 1.35 with broadcasts.
+// a storage-buffer load whose address NIR cannot prove uniform (a k-loop's never is) as a
+// loop over the SIMD lanes that bounds-checks each component and inserts it into the result
+// through the stack (a store-forwarding stall per lane and component): sampled with perf
+// (the JIT code disassembled with gdb), those loops took three quarters of a storage-buffer
+// kernel's time. A texel fetch from a uniform texel buffer compiles to one 16-byte load per
+// lane, a transpose and a bounds mask, no branch: so f32 graph inputs laid out for it
+// (MatmulShape::texel_operands) are read as R32G32B32A32_UINT texels, four elements each,
+// every lane its own rows and columns. A subgroup broadcast (OpGroupNonUniformBroadcast)
+// compiles to a loop over the lanes for the first active one and an extract through the
+// stack, dearer than the fetch it saves, and a tile of 16x8 f64 accumulators unrolled over
+// k-steps of 32 is ~300 KB of code, past the instruction caches; small tiles in short steps
+// keep the shader small. f32 1024^2 on 2 cores (2026-11-26), CPU seconds per product and
+// median wall on a quiet machine: storage buffers, 64x64 tiles of 8x8 2.58; with broadcasts
+// 128x32 of 16x4 1.40; with vectors of 4, 128x64 of 16x8 1.22; read as 64-bit pairs
+// (two 64-bit components per four elements) 0.70-0.83, 336-366 ms; texels, 64x32 of 8x4 in k-steps
+// of 16, 0.26-0.29, 135-145 ms (15 GFLOP/s). Texels by register tile and k-step, in
+// alternating runs on a loaded machine: 16x8 with broadcasts, k 32, 0.47-0.93; direct 16x8
+// k 32 0.53, k 16 0.47; 8x4 k 16 0.20-0.61, k 4 0.22-0.45; 4x4 k 4-16 0.27-0.50; 8x8 and
+// 16x4 0.47-0.66; 2x4 0.45. Beyond maxTexelBufferElements, and for operands read otherwise
+// (transposed, gathered), the broadcast kernels read pairs. Not kept there: 4 pairs (runs of
+// 8, k-steps of 64) doubled the shader, and LLVM's compile time, for no clear gain; 256x32
+// of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered by register blocks of 2x2 or 4x2
+// accumulators took LLVM minutes to compile; f32 accumulators (f64 gives
+// Nx.BinaryBackend's digits) saved about 10%, within the noise. f64 1024^2: 2.31, 1.35 with
+// broadcasts.
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   MatmulTiles t;
