@@ -8,6 +8,9 @@
 
 namespace nxv::codegen {
 
+// 32-bit elements per R32G32B32A32 texel.
+constexpr uint32_t kTexelElements = 4;
+
 // A tiled matrix multiplication (codegen/matmul.h): each workgroup computes tile m x n of
 // the output, each invocation thread_m x thread_n of it in registers, stepping the
 // contraction k at a time; staged: the operands' k-slices of the tile go through shared
@@ -16,9 +19,6 @@ namespace nxv::codegen {
 // Cooperative (fragment.m > 0): the tile's k-slices always go through shared memory, and
 // subgroups_m x subgroups_n subgroups of subgroup_size invocations each accumulate an
 // (m / subgroups_m) x (n / subgroups_n) part of it in fragment-shaped cooperative matrices.
-// 32-bit elements per R32G32B32A32 texel.
-constexpr uint32_t kTexelElements = 4;
-
 struct MatmulTiles {
   uint32_t m = 0, n = 0, k = 0, thread_m = 0, thread_n = 0;
   bool staged = false;
