@@ -60,6 +60,9 @@ bool contiguous_along_k(const ir::Graph& body, const ir::Node& operand, const st
   return std::find(contract.begin(), contract.end(), innermost_axis(body, operand)) != contract.end();
 }
 
+// Elements of `node` per texel.
+uint32_t texel_run(const ir::Node& node) { return kTexelBytes / uint32_t(ir::dtype_bytes(node.type().dtype)); }
+
 struct Operand {
   const ir::Node& node;
   std::vector<int64_t> batch_axes, free_axes, contract_axes;
@@ -212,8 +215,8 @@ std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const 
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
   std::vector<const ir::Node*> r;
-  if (reads_as_vectors(an, d.c1, kTexelElements)) r.push_back(&an);
-  if (reads_as_vectors(bn, d.free2, kTexelElements)) r.push_back(&bn);
+  if (reads_as_vectors(an, d.c1, texel_run(an))) r.push_back(&an);
+  if (reads_as_vectors(bn, d.free2, texel_run(bn))) r.push_back(&bn);
   return r;
 }
 
@@ -231,9 +234,9 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.bytes = Emitter::register_bits(acc) / 8;
   s.integer = !ir::is_float(t);
   s.f32_operands = body.node(dot.args.at(0)).type().dtype == DType::F32 && body.node(dot.args.at(1)).type().dtype == DType::F32;
-  s.texel_operands = reads_as_vectors(body.node(dot.args.at(0)), d.c1, kTexelElements) &&
-                     reads_as_vectors(body.node(dot.args.at(1)), d.free2, kTexelElements);
   const DType at = body.node(dot.args.at(0)).type().dtype, bt = body.node(dot.args.at(1)).type().dtype;
+  const ir::Node &an = body.node(dot.args.at(0)), &bn = body.node(dot.args.at(1));
+  if (at == bt && reads_as_vectors(an, d.c1, texel_run(an)) && reads_as_vectors(bn, d.free2, texel_run(bn))) s.texel_run = texel_run(an);
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
@@ -303,7 +306,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   };
   // Elements per run: V, 2V where each component of a vector read holds two (pairs), or a
   // texel's.
-  const uint32_t R = t.texels ? kTexelElements : t.pairs ? 2 * V : V;
+  const uint32_t R = t.texels ? texel_run(an) : t.pairs ? 2 * V : V;
   // The run of elements (free, k), ... of a vector-read operand (matmul_vector_operands, or a
   // view for pairs) as one vector: `along_k`, k to k + R - 1 (k a multiple of R, as is K),
   // else free to free + R - 1.
@@ -318,20 +321,24 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     const Id zero = buf.dtype == o.node.type().dtype ? zero_of(o.node) : e.constant(buf.dtype, 0);
     return zero_past_k(type, k, v, b.op(spv::OpCompositeConstruct, type, std::vector<Id>(buf.lanes, zero)), buf.lanes);
   };
-  // A run's R elements: the vector's components (their bits, for a texel's), or each 64-bit
-  // component's two halves.
+  // A run's R elements: the vector's components, each 64-bit component's two halves, or a
+  // texel's bits as R elements.
   auto run_elements = [&](const Operand& o, const BufferRef& buf, Id batch, Id free, Id k, bool along_k) {
     const Id v = run(o, buf, batch, free, k, along_k), et = e.reg_type(o.node.type().dtype);
-    const uint32_t per = R / buf.lanes;
     std::vector<Id> x;
-    for (uint32_t q = 0; q < buf.lanes; ++q) {
+    if (buf.texels) {
+      const Id all = b.op(spv::OpBitcast, b.type_vector(et, R), {v});
+      for (uint32_t q = 0; q < R; ++q) x.push_back(b.op(spv::OpCompositeExtract, et, {all}, {q}));
+      return x;
+    }
+    for (uint32_t q = 0; q < V; ++q) {
       Id part = b.op(spv::OpCompositeExtract, e.storage_type(buf.dtype), {v}, {q});
-      if (per == 1) {
-        x.push_back(buf.dtype == o.node.type().dtype ? part : b.op(spv::OpBitcast, et, {part}));
+      if (!t.pairs) {
+        x.push_back(part);
         continue;
       }
-      Id two = b.op(spv::OpBitcast, b.type_vector(et, per), {part});
-      for (uint32_t h = 0; h < per; ++h) x.push_back(b.op(spv::OpCompositeExtract, et, {two}, {h}));
+      Id two = b.op(spv::OpBitcast, b.type_vector(et, 2), {part});
+      for (uint32_t h = 0; h < 2; ++h) x.push_back(b.op(spv::OpCompositeExtract, et, {two}, {h}));
     }
     return x;
   };

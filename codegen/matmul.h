@@ -21,7 +21,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
 // The graph inputs among the dot's operands that a kernel with tiles.texels reads through
-// texel views (Binding::texels), a run of kTexelElements 32-bit elements per texel.
+// texel views (Binding::texels), a run of a texel's elements (MatmulShape::texel_run).
 std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
 // Emits main's body for launch.matmul: workgroup g takes output tiles g, g + groups, ...;

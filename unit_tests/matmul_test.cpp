@@ -147,6 +147,8 @@ std::vector<Case> cases() {
   // Operands read as 64-bit pairs (lavapipe) whose tiles and k-steps overrun them, batched.
   cs.push_back({1, 136, 72, 200, DType::F32});
   cs.push_back({4, 64, 40, 136, DType::F32});
+  // f64 operands read as texels of two (lavapipe), batched, overrun by tiles and k-steps.
+  cs.push_back({3, 66, 70, 34, DType::F64});
   return cs;
 }
 
@@ -523,7 +525,9 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "lavapipe", 256 * 256 / 4 - 1)
                 .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs;", 0),
             0u);
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 64x32x16 tiles, 8x4 per invocation, direct, texels;", 0), 0u);
+  // A first operand read across the contraction: subgroup broadcasts.
+  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64, true}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
   // f16 and bf16 on the tensor cores where the device lists their fragments; elsewhere the SIMT tiles.
   EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::F16}, "nvidia"),

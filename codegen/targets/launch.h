@@ -8,8 +8,8 @@
 
 namespace nxv::codegen {
 
-// 32-bit elements per R32G32B32A32 texel.
-constexpr uint32_t kTexelElements = 4;
+// Bytes of an R32G32B32A32 texel: 4 f32 elements, or 2 f64.
+constexpr uint32_t kTexelBytes = 16;
 
 // A tiled matrix multiplication (codegen/matmul.h): each workgroup computes tile m x n of
 // the output, each invocation thread_m x thread_n of it in registers, stepping the
@@ -38,8 +38,8 @@ struct MatmulTiles {
   // 64-bit components (each two elements) through a view of the operand's binding. Where a
   // vector load costs a loop over the lanes per component (lavapipe), that halves the loads.
   bool pairs = false;
-  // Direct kernels whose operands are MatmulShape::texel_operands: a run is kTexelElements
-  // elements, one texel fetched through a uniform texel buffer view of the operand's buffer
+  // Direct kernels whose operands are read as texels (MatmulShape::texel_run): a run is one
+  // texel's elements, fetched through a uniform texel buffer view of the operand's buffer
   // (Binding::texels); each lane reads the runs of its own rows and columns.
   bool texels = false;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
@@ -61,9 +61,10 @@ struct MatmulShape {
   int bytes = 4;
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
-  // Both operands f32 graph inputs laid out for runs of kTexelElements (the first's along
-  // the contraction, the second's along its columns), as texels may read them.
-  bool texel_operands = false;
+  // Where both operands are f32 or both f64 graph inputs laid out for runs of a texel's
+  // elements (the first's along the contraction, the second's along its columns), as texels
+  // may read them: the elements per texel; else 0.
+  uint32_t texel_run = 0;
   // The operands' element type where a cooperative matrix can hold it (both f16, or both
   // bf16, with a float result; f32 operands of an f32 result rounded to bf16 where the
   // compile option's precision allows and the device lists bf16 fragments), else None.

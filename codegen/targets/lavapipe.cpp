@@ -46,7 +46,7 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   MatmulTiles t;
-  if (s.texel_operands && s.batch * std::max(s.m, s.n) * s.k / kTexelElements <= int64_t(caps.max_texel_buffer_elements)) {
+  if (s.texel_run && s.batch * std::max(s.m, s.n) * s.k / s.texel_run <= int64_t(caps.max_texel_buffer_elements)) {
     t.texels = true;
     t.m = 64, t.n = 32, t.k = 16, t.thread_m = 8, t.thread_n = 4;
     return t;
