@@ -23,8 +23,8 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // through the stack (a store-forwarding stall per lane and component): sampled with perf
 // (the JIT code disassembled with gdb), those loops took three quarters of a storage-buffer
 // kernel's time. A texel fetch from a uniform texel buffer compiles to one 16-byte load per
-// lane, a transpose and a bounds mask, no branch: so f32 graph inputs laid out for it
-// (MatmulShape::texel_operands) are read as R32G32B32A32_UINT texels, four elements each,
+// lane, a transpose and a bounds mask, no branch: so f32 and f64 graph inputs laid out for it
+// (MatmulShape::texel_run) are read as R32G32B32A32_UINT texels, four f32 or two f64 each,
 // every lane its own rows and columns. A subgroup broadcast (OpGroupNonUniformBroadcast)
 // compiles to a loop over the lanes for the first active one and an extract through the
 // stack, dearer than the fetch it saves, and a tile of 16x8 f64 accumulators unrolled over
@@ -36,13 +36,14 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // of 16, 0.26-0.29, 135-145 ms (15 GFLOP/s). Texels by register tile and k-step, in
 // alternating runs on a loaded machine: 16x8 with broadcasts, k 32, 0.47-0.93; direct 16x8
 // k 32 0.53, k 16 0.47; 8x4 k 16 0.20-0.61, k 4 0.22-0.45; 4x4 k 4-16 0.27-0.50; 8x8 and
-// 16x4 0.47-0.66; 2x4 0.45. Beyond maxTexelBufferElements, and for operands read otherwise
-// (transposed, gathered), the broadcast kernels read pairs. Not kept there: 4 pairs (runs of
+// 16x4 0.47-0.66; 2x4 0.45. f64 1024^2 as texels, loaded: 0.48-0.50 against 1.15-1.22 with
+// broadcasts. Beyond maxTexelBufferElements, and for operands read otherwise (transposed,
+// gathered), the broadcast kernels, f32 read as pairs. Not kept there: 4 pairs (runs of
 // 8, k-steps of 64) doubled the shader, and LLVM's compile time, for no clear gain; 256x32
 // of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered by register blocks of 2x2 or 4x2
 // accumulators took LLVM minutes to compile; f32 accumulators (f64 gives
-// Nx.BinaryBackend's digits) saved about 10%, within the noise. f64 1024^2: 2.31, 1.35 with
-// broadcasts.
+// Nx.BinaryBackend's digits) saved about 10%, within the noise. f64 1024^2 (quiet): 2.31,
+// 1.35 with broadcasts.
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   MatmulTiles t;
