@@ -185,8 +185,9 @@ TEST(Matmul, EveryTargetsTilesRunCorrectlyOnThisDevice) {
   for (const std::string target : {"nvidia", "nvidia-12k", "amd", "generic", "lavapipe"}) {
     // The device's own features and limits under another vendor's tile choice: the module must run here.
     // nvidia-12k: shared memory for one set of staged slices only, not two.
-    // No texel buffers: run_spirv binds storage buffers only, so lavapipe's tiles read its
-    // f32 operands as pairs, as beyond maxTexelBufferElements (its texel kernels run above).
+    // No texel buffers: run_spirv binds storage buffers only, so lavapipe's tiles are its
+    // broadcast kernels (f32 read as pairs), as beyond maxTexelBufferElements (its texel
+    // kernels run above).
     codegen::DeviceCaps caps = own;
     caps.vendor_id = codegen::target_caps(target.substr(0, target.find('-'))).vendor_id;
     caps.max_texel_buffer_elements = 0;

@@ -32,8 +32,8 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // keep the shader small. f32 1024^2 on 2 cores (2026-11-26), CPU seconds per product and
 // median wall on a quiet machine: storage buffers, 64x64 tiles of 8x8 2.58; with broadcasts
 // 128x32 of 16x4 1.40; with vectors of 4, 128x64 of 16x8 1.22; read as 64-bit pairs
-// (two 64-bit components per four elements) 0.70-0.83, 336-366 ms; texels, 64x32 of 8x4 in k-steps
-// of 16, 0.26-0.29, 135-145 ms (15 GFLOP/s). Texels by register tile and k-step, in
+// (two 64-bit components per four elements) 0.70-0.83, 336-366 ms; texels, 64x32 of 8x4 in
+// k-steps of 16, 0.26-0.29, 135-145 ms (15 GFLOP/s). Texels by register tile and k-step, in
 // alternating runs on a loaded machine: 16x8 with broadcasts, k 32, 0.47-0.93; direct 16x8
 // k 32 0.53, k 16 0.47; 8x4 k 16 0.20-0.61, k 4 0.22-0.45; 4x4 k 4-16 0.27-0.50; 8x8 and
 // 16x4 0.47-0.66; 2x4 0.45. f64 1024^2 as texels, loaded: 0.48-0.50 against 1.15-1.22 with
