@@ -2,6 +2,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "codegen/matmul.h"
 
@@ -78,6 +79,13 @@ bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, ui
   const DType t = node.type().dtype;
   return lanes > 1 && node.op == "parameter" && (t == DType::F32 || (t == DType::F64 && lanes <= 2)) && !s.empty() && !axes.empty() &&
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
+}
+
+// Whether a dot's first operand `an` can be read as texels along its contraction, and its
+// second `bn` along its columns (both what MatmulShape::texel_run asks and what a texel
+// kernel binds).
+std::pair<bool, bool> texel_readable(const ir::Node& an, const ir::Node& bn, const DotAxes& d) {
+  return {reads_as_vectors(an, d.c1, texel_run(an)), reads_as_vectors(bn, d.free2, texel_run(bn))};
 }
 
 // Element (free, k) of an operand in batch `batch`, at positions clamped into [0, extent)
@@ -214,15 +222,16 @@ std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const 
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
+  const auto [a_texels, b_texels] = texel_readable(an, bn, d);
   std::vector<const ir::Node*> r;
-  if (reads_as_vectors(an, d.c1, texel_run(an))) r.push_back(&an);
-  if (reads_as_vectors(bn, d.free2, texel_run(bn))) r.push_back(&bn);
+  if (a_texels) r.push_back(&an);
+  if (b_texels) r.push_back(&bn);
   return r;
 }
 
 MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const DeviceCaps& caps) {
-  const ir::Shape& as = body.node(dot.args.at(0)).type().shape;
-  const ir::Shape& bs = body.node(dot.args.at(1)).type().shape;
+  const ir::Node &an = body.node(dot.args.at(0)), &bn = body.node(dot.args.at(1));
+  const ir::Shape &as = an.type().shape, &bs = bn.type().shape;
   const DotAxes d = DotAxes::of(dot, as, bs);
   const DType t = dot.type().dtype;
   const DType acc = t == DType::F32 && computes_f32_in_f64(caps) ? DType::F64 : t;
@@ -233,10 +242,9 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.k = ir::num_elements(extents_of(as, d.c1));
   s.bytes = Emitter::register_bits(acc) / 8;
   s.integer = !ir::is_float(t);
-  s.f32_operands = body.node(dot.args.at(0)).type().dtype == DType::F32 && body.node(dot.args.at(1)).type().dtype == DType::F32;
-  const DType at = body.node(dot.args.at(0)).type().dtype, bt = body.node(dot.args.at(1)).type().dtype;
-  const ir::Node &an = body.node(dot.args.at(0)), &bn = body.node(dot.args.at(1));
-  if (at == bt && reads_as_vectors(an, d.c1, texel_run(an)) && reads_as_vectors(bn, d.free2, texel_run(bn))) s.texel_run = texel_run(an);
+  const DType at = an.type().dtype, bt = bn.type().dtype;
+  s.f32_operands = at == DType::F32 && bt == DType::F32;
+  if (const auto [a_texels, b_texels] = texel_readable(an, bn, d); at == bt && a_texels && b_texels) s.texel_run = texel_run(an);
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
@@ -246,7 +254,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   // f32 operands gathered through index maps (a convolution's patches) keep the exact SIMT
   // tiles: computing each element's index and rounding it cost more than the tensor cores
   // save (H100, issue 16's conv3x3, device ms: 0.37 exact, 0.54-0.65 high, 0.44-0.80 default).
-  const bool parameters = body.node(dot.args.at(0)).op == "parameter" && body.node(dot.args.at(1)).op == "parameter";
+  const bool parameters = an.op == "parameter" && bn.op == "parameter";
   if (s.f32_operands && t == DType::F32 && caps.f32_products != Precision::Highest && bf16_fragments && parameters) {
     s.operands = MatrixComponent::BF16;
     s.rounded_f32 = true;
