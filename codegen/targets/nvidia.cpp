@@ -27,8 +27,9 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // 128x128 tiles of 8x8 per invocation in k-steps of 8 45.6 / 22.2 (k-steps of 16 41.7 /
 // 18.8, of 4 - / 21.1), 64x128 42.5 / 16.5, 128x64 41.7 / 15.5, 64x64 of 8x8 40.4 / 15.0,
 // 64x64 of 4x4 in k-steps of 16 32.4 / 15.9 (JAX 47.9 / 50.7 in the same lease, f64 on
-// tensor cores, which Vulkan lacks). Smaller products have too few 128x128 tiles for 132 SMs:
-// 1024^2 takes 64x64 tiles of 4x4 (f32 28.4, f64 14.6). f32 products with fewer than 256
+// tensor cores, which Vulkan lacks). f64 at 4096^2 runs at the card's 700 W power cap, the
+// clock lowered to stay under it (bench/results/2026-11-26_h100_c5f43b0_ceilings.md).
+// Smaller products have too few 128x128 tiles for 132 SMs: 1024^2 takes 64x64 tiles of 4x4 (f32 28.4, f64 14.6). f32 products with fewer than 256
 // such tiles (an MLP's 256x1024 layers: 64 tiles) take 32x32 tiles of 2x2 in k-steps of 32
 // to fill the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294,
 // inference 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 /
@@ -52,7 +53,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // f16 tracks bf16 within 3% (the sweep converted its results with the device's
 // PackHalf2x16) where the epilogue converts each result once (Emitter::normalize); with three
 // software conversions per result it ran at 200 at 128x128x64 and 170 at 128x256x32. With
-// one: f16 263, bf16 269 (bench/results/2026-11-26_h100_a668c32_coop3.md).
+// one: f16 263, bf16 269 (bench/results/2026-11-26_h100_a668c32_coop3.md). Warp-level
+// fragments in CUDA (wmma; a subgroup's cooperative matrix is one warp's) reached 178-307
+// over ten tile shapes, cp.async with up to 204 KiB of shared memory included
+// (bench/results/2026-11-26_h100_c5f43b0_ceilings.md).
 // 1024^2 takes 64x64x32 by 2x2 (f16 111, bf16 115): 256 tiles for 132 SMs. f32 operands
 // rounded to bf16 keep 128x128 tiles: split, their slices are twice as large.
 //
