@@ -29,11 +29,12 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // 64x64 of 4x4 in k-steps of 16 32.4 / 15.9 (JAX 47.9 / 50.7 in the same lease, f64 on
 // tensor cores, which Vulkan lacks). f64 at 4096^2 runs at the card's 700 W power cap, the
 // clock lowered to stay under it (bench/results/2026-11-26_h100_c5f43b0_ceilings.md).
-// Smaller products have too few 128x128 tiles for 132 SMs: 1024^2 takes 64x64 tiles of 4x4 (f32 28.4, f64 14.6). f32 products with fewer than 256
-// such tiles (an MLP's 256x1024 layers: 64 tiles) take 32x32 tiles of 2x2 in k-steps of 32
-// to fill the SMs: MLP step 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294,
-// inference 0.146 -> 0.108 (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 /
-// 0.130; single-set kernels with scalar shared memory).
+// Smaller products have too few 128x128 tiles for 132 SMs: 1024^2 takes 64x64 tiles of 4x4
+// (f32 28.4, f64 14.6). f32 products with fewer than 256 such tiles (an MLP's 256x1024
+// layers: 64 tiles) take 32x32 tiles of 2x2 in k-steps of 32 to fill the SMs: MLP step
+// 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference 0.146 -> 0.108
+// (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130; single-set kernels
+// with scalar shared memory).
 //
 // f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
 // lists 16x16x16 fragments with f32 accumulators. Each subgroup of a 128x256 tile owns 64x64
