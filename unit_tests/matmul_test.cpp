@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -43,12 +44,13 @@ struct Case {
   DType t;
   bool transpose_a = false, transpose_b = false;
   bool epilogue = false;  // relu(x·w + bias)
+  std::optional<DType> cast = std::nullopt;  // the result converted to this type last
 };
 
 std::string name(const Case& c) {
   return std::string(ir::dtype_name(c.t)) + " " + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
          std::to_string(c.k) + "x" + std::to_string(c.n) + (c.transpose_a ? " aT" : "") + (c.transpose_b ? " bT" : "") +
-         (c.epilogue ? " fused" : "");
+         (c.epilogue ? " fused" : "") + (c.cast ? std::string(" as ") + ir::dtype_name(*c.cast) : "");
 }
 
 // dot of a [batch?, m, k] (or [batch?, k, m] read transposed) and b [batch?, k, n] (or
@@ -85,6 +87,12 @@ ir::Graph product(const Case& c) {
     {"id": 7, "op": "constant", "type": ")" + t + R"(", "shape": [], "attrs": {"value": 0}},
     {"id": 8, "op": "max", "args": [6, 7], "type": ")" + t + R"(", "shape": )" + shape_json(out) + "}";
     last = 8;
+  }
+  if (c.cast) {
+    nodes += R"(,
+    {"id": 9, "op": "as_type", "args": [)" + std::to_string(last) + R"(], "type": ")" + ir::dtype_name(*c.cast) +
+             R"(", "shape": )" + shape_json(out) + "}";
+    last = 9;
   }
   return ir::parse_graph(R"({"version": 1, "name": "matmul", "nodes": [)" + nodes + R"(], "outputs": [)" +
                          std::to_string(last) + "]}");
@@ -243,6 +251,10 @@ std::vector<Case> cooperative_cases(DType t) {
   cs.push_back({2, 1030, 70, 2100, t, true, true});
   cs.push_back({1, 2100, 50, 2060, t, false, false, true});
   cs.push_back({1, 64, 64, 65600, t});
+  // Results of other widths than the operands': f32 and f64, transposed, fused, partial tiles.
+  cs.push_back({1, 1030, 70, 1400, t, false, false, false, DType::F32});
+  cs.push_back({2, 70, 50, 96, t, true, false, true, DType::F64});
+  cs.push_back({1, 65, 37, 130, t, false, true, false, DType::F32});
   return cs;
 }
 
