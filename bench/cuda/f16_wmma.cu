@@ -1,20 +1,18 @@
-// What f16 products reach on an H100 through warp-level tensor-core instructions (the
-// mma.sync that VK_KHR_cooperative_matrix's fragments compile to), written in CUDA as a
+// What f16 products reach on an H100 through warp-level tensor-core instructions (as
+// VK_KHR_cooperative_matrix's fragments are: a subgroup's, one warp), written in CUDA as a
 // reference for the Vulkan kernel (emit_cooperative_matmul in codegen/emit_matmul.cpp):
 // wmma 16x16x16 fragments over tiles of several shapes, staged through registers as the
-// Vulkan kernel does or with cp.async and up to 208 KiB of shared memory (which Vulkan does
+// Vulkan kernel does or with cp.async and up to 204 KiB of shared memory (which Vulkan does
 // not offer), and a loop of independent mma.sync on registers alone (the tensor cores' rate
 // for that instruction with no memory traffic). Not part of the build. With nvcc:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o f16_wmma f16_wmma.cu && ./f16_wmma
 // bench/results/2026-11-26_h100_c5f43b0_ceilings.md has the figures.
 #include <cuda_fp16.h>
 #include <mma.h>
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+#include "common.cuh"
 
 using namespace nvcuda;
 
@@ -131,27 +129,6 @@ __global__ __launch_bounds__(WM * WN * 32, MINB) void hgemm(const half* __restri
 #pragma unroll
     for (int j = 0; j < FN; ++j)
       wmma::store_matrix_sync(C + size_t(m0 + wm * (BM / WM) + i * 16) * N + n0 + wn * (BN / WN) + j * 16, acc[i][j], N, wmma::mem_row_major);
-}
-
-template <class F>
-float time_ms(F f, int runs) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> ts;
-  for (int i = 0; i < runs; ++i) {
-    CK(cudaEventRecord(a));
-    f();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
 }
 
 const int n = 4096;

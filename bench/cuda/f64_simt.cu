@@ -5,12 +5,10 @@
 // memory traffic). Not part of the build: nx_vulkan needs no CUDA. On a machine with nvcc:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -o f64_simt f64_simt.cu && ./f64_simt
 // bench/results/2026-11-26_h100_c5f43b0_ceilings.md has the figures and how power was read.
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+#include "common.cuh"
 
 // 128x128 tiles, 8x8 per thread (runs of 2 rows/cols 32 apart), k-step BK, two shared sets.
 template <int BK>
@@ -96,27 +94,6 @@ __global__ __launch_bounds__(256) void dfma_loop(double* out, int iters, double 
 #pragma unroll
   for (int i = 0; i < 16; ++i) r += a[i];
   if (r == 12345.0) out[threadIdx.x] = r;
-}
-
-template <class F>
-float time_ms(F f, int runs) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  CK(cudaDeviceSynchronize());
-  std::vector<float> ts;
-  for (int i = 0; i < runs; ++i) {
-    CK(cudaEventRecord(a));
-    f();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    ts.push_back(ms);
-  }
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
 }
 
 int main() {
