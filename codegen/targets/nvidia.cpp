@@ -34,7 +34,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // layers: 64 tiles) take 32x32 tiles of 2x2 in k-steps of 32 to fill the SMs: MLP step
 // 784-1024-1024-10, batch 256, device ms: train 0.343 -> 0.294, inference 0.146 -> 0.108
 // (32x32 of 4x4 0.339 / 0.162, 64x32 0.326 / 0.134, 32x64 0.321 / 0.130; single-set kernels
-// with scalar shared memory).
+// with scalar shared memory). f64 products keep 64x64 tiles of 4x4 in k-steps of 16 there,
+// which the f64 MLP step's wall time does not tell from smaller tiles (two runs, ms: 0.400 /
+// 0.422; 32x32 of 2x2 in k-steps of 16 0.409 / 0.399, of 32 0.429 / 0.425; 64x64 in
+// k-steps of 32 0.527 / 0.454; 64x32 and 32x64 of 2x2 1.66).
 //
 // f16 and bf16 operands take the cooperative-matrix kernel (tensor cores) where the device
 // lists 16x16x16 fragments with f32 accumulators. Each subgroup of a 128x256 tile owns 64x64
