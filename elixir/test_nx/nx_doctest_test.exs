@@ -15,8 +15,9 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # (Nx 0.13's examples of acos, acosh and atan are in f64: an ulp there.) On lavapipe f32
   # functions are computed in double too (docs/numerics.md), erf_inv as Giles'
   # approximation as Nx.BinaryBackend has it, so none differs, except with Nx >= 0.12
-  # the examples in f64 (exp, expm1, tan, cosh, atanh, erf, erfc, erf_inv), whose f64
-  # functions are ours, an ulp from Erlang's (erf_inv's more accurate than the backend's).
+  # the examples in f64 (exp, expm1, tan, cosh, sinh, sigmoid, atanh, erf, erfc, erf_inv),
+  # whose f64 functions are ours, an ulp from Erlang's (erf_inv's more accurate than the
+  # backend's).
   @f32_in_f64 Nx.Vulkan.Case.computes_f32_in_f64?()
   @f64_examples Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.12.0")
   @rounding (cond do
@@ -25,7 +26,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
                    [exp: 1, expm1: 1, logsumexp: 2, sigmoid: 1, sin: 1, sinh: 1, tan: 1, tanh: 1]
 
                @f64_examples ->
-                 [erf: 1, erf_inv: 1, erfc: 1, exp: 1, expm1: 1, tan: 1, cosh: 1, atanh: 1]
+                 [erf: 1, erf_inv: 1, erfc: 1, exp: 1, expm1: 1, tan: 1, cosh: 1, sinh: 1, sigmoid: 1, atanh: 1]
 
                true ->
                  []

@@ -319,8 +319,9 @@ defmodule Nx.Vulkan.ServingTest do
       Node.spawn_link(node, Model, :serve, [parent, name])
       assert_receive {:serving, ^node}, 30_000
 
-      # Nx.Serving's :pg group lists the remote serving before the call.
-      wait_until(fn -> :pg.get_members(Nx.Serving.PG, Nx.Serving) != [] end)
+      # Nx.Serving's :pg group lists the remote serving before the call: a group of all
+      # servings up to Nx 0.9, one per serving name from 0.10.
+      wait_until(fn -> :pg.get_members(Nx.Serving.PG, Nx.Serving) ++ :pg.get_members(Nx.Serving.PG, name) != [] end)
 
       x = rows(3)
       result = Nx.Serving.batched_run({:distributed, name}, Nx.Batch.concatenate([x]))

@@ -237,13 +237,15 @@ defmodule Nx.Vulkan.Backend do
     def stack(out, tensors, axis), do: along_axis(:stack, out, tensors, axis)
   end
 
-  # As optional/3.
+  # As optional/3, except that Nx.BinaryBackend's block/4 applies the default
+  # implementation whatever the block: calls on small lazy values on the host run it here,
+  # each of its operations on the host.
   if {:block, 4} in @callbacks do
     @impl true
     def block(struct, _output, args, fun) do
       {tensors, rest} = Enum.split_while(args, &is_struct(&1, T))
 
-      if IR.native_call?(struct, tensors) and not host_default?(:block, tensors, 4) do
+      if IR.native_call?(struct, tensors) and not Lazy.small_on_host?(tensors) do
         jit(&Nx.Defn.Expr.block(struct, Tuple.to_list(&1) ++ rest, fun), tensors, [List.to_tuple(tensors)])
       else
         on_this_backend(tensors, fn -> apply(fun, [struct | args]) end)
