@@ -152,13 +152,14 @@ Workload graph_workload(std::string name, ir::Graph g) {
   return w;
 }
 
-Workload square_dot(DType t, int64_t n) {
-  GraphWriter w("dot" + std::to_string(n));
+Workload square_dot(DType t, int64_t n, bool transpose_a, bool transpose_b) {
+  const std::string name = "dot" + std::to_string(n) + (transpose_a ? "_at" : "") + (transpose_b ? "_bt" : "");
+  GraphWriter w(name);
   NodeId a = w.param(0, t, {n, n}), b = w.param(1, t, {n, n});
   NodeId d = w.node("dot", {a, b}, t, {n, n},
-                    {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
-                     {"batch_axes2", json::array()}});
-  Workload r{"dot" + std::to_string(n), t, w.finish({d}), 3 * bytes(n * n, t)};
+                    {{"contract_axes1", {transpose_a ? 0 : 1}}, {"contract_axes2", {transpose_b ? 1 : 0}},
+                     {"batch_axes1", json::array()}, {"batch_axes2", json::array()}});
+  Workload r{name, t, w.finish({d}), 3 * bytes(n * n, t)};
   r.flops = 2.0 * double(n) * double(n) * double(n);
   return r;
 }
@@ -275,6 +276,10 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
     for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
   // Dense work: the full size adds the 4096-square product.
   ws.push_back(square_dot(t, 1024));
+  // Operands read in place across their rows: xᵀ·w (a weight gradient's) and x·wᵀ (a
+  // layer's input gradient, attention's q·kᵀ).
+  ws.push_back(square_dot(t, 1024, true, false));
+  ws.push_back(square_dot(t, 1024, false, true));
   if (side > 1024) ws.push_back(square_dot(t, 4096));
   ws.push_back(long_contraction_dot(t));
   ws.push_back(attention_scores(t));

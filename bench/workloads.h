@@ -21,8 +21,10 @@ struct Workload {
   double flops = 0;
 };
 
-// Dense products: an n x n square dot, and attention's batched q·kᵀ ({16,512,64}·{16,64,512}).
-Workload square_dot(ir::DType dtype, int64_t n);
+// Dense products: an n x n square dot (named dotN; _at, _bt: the first or second operand
+// read transposed, contracting its first or last axis), and attention's batched q·kᵀ
+// ({16,512,64}·{16,64,512}).
+Workload square_dot(ir::DType dtype, int64_t n, bool transpose_a = false, bool transpose_b = false);
 Workload attention_scores(ir::DType dtype);
 
 // One SGD step of that classifier (value and gradient of the mean cross-entropy, then

@@ -81,11 +81,20 @@ bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, ui
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
 }
 
-// Whether a dot's first operand `an` can be read as texels along its contraction, and its
-// second `bn` along its columns (both what MatmulShape::texel_run asks and what a texel
-// kernel binds).
-std::pair<bool, bool> texel_readable(const ir::Node& an, const ir::Node& bn, const DotAxes& d) {
-  return {reads_as_vectors(an, d.c1, texel_run(an)), reads_as_vectors(bn, d.free2, texel_run(bn))};
+// How a dot's operands can be read as texels (both what MatmulShape::texel_run asks and what
+// a texel kernel binds): a, b: the first `an` and the second `bn` can; a_rows: the first's
+// runs lie along its rows (A = [K][M]), else along the contraction; b_k: the second's lie
+// along the contraction (B = [N][K]), else along its columns.
+struct TexelLayout {
+  bool a = false, a_rows = false, b = false, b_k = false;
+};
+TexelLayout texel_layout(const ir::Node& an, const ir::Node& bn, const DotAxes& d) {
+  TexelLayout l;
+  l.a_rows = reads_as_vectors(an, d.free1, texel_run(an));
+  l.a = l.a_rows || reads_as_vectors(an, d.c1, texel_run(an));
+  l.b_k = reads_as_vectors(bn, d.c2, texel_run(bn));
+  l.b = l.b_k || reads_as_vectors(bn, d.free2, texel_run(bn));
+  return l;
 }
 
 // Element (free, k) of an operand in batch `batch`, at positions clamped into [0, extent)
@@ -222,10 +231,10 @@ std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const 
   const ir::Node& an = body.node(dot.args.at(0));
   const ir::Node& bn = body.node(dot.args.at(1));
   const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
-  const auto [a_texels, b_texels] = texel_readable(an, bn, d);
+  const TexelLayout l = texel_layout(an, bn, d);
   std::vector<const ir::Node*> r;
-  if (a_texels) r.push_back(&an);
-  if (b_texels) r.push_back(&bn);
+  if (l.a) r.push_back(&an);
+  if (l.b) r.push_back(&bn);
   return r;
 }
 
@@ -244,7 +253,11 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.integer = !ir::is_float(t);
   const DType at = an.type().dtype, bt = bn.type().dtype;
   s.f32_operands = at == DType::F32 && bt == DType::F32;
-  if (const auto [a_texels, b_texels] = texel_readable(an, bn, d); at == bt && a_texels && b_texels) s.texel_run = texel_run(an);
+  if (const TexelLayout l = texel_layout(an, bn, d); at == bt && l.a && l.b) {
+    s.texel_run = texel_run(an);
+    s.texel_a_rows = l.a_rows;
+    s.texel_b_k = l.b_k;
+  }
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
@@ -368,8 +381,9 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     const BufferRef* buf = e.input_buffer(o.node);
     return buf && buf->lanes == V ? buf : nullptr;
   };
-  const BufferRef* vector_a = t.broadcast || t.texels ? vector_buffer(A, A.contract_axes) : nullptr;
-  const BufferRef* vector_b = t.broadcast || t.texels ? vector_buffer(B, B.free_axes) : nullptr;
+  const TexelLayout tl = t.texels ? texel_layout(an, B.node, pr.d) : TexelLayout{};
+  const BufferRef* vector_a = t.broadcast || t.texels ? vector_buffer(A, tl.a_rows ? A.free_axes : A.contract_axes) : nullptr;
+  const BufferRef* vector_b = t.broadcast || t.texels ? vector_buffer(B, tl.b_k ? B.contract_axes : B.free_axes) : nullptr;
 
   // Staged: one k-slice of each operand's tile in shared memory, [k][free] as vectors of V
   // elements (16 bytes for f32 and f64; an invocation's run of rows or columns is one read),
@@ -472,9 +486,10 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
         const auto [batch, m0, n0] = pr.tile(e, p[0]);
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
         // n0 + tx + j * cols, in runs of V (staged rows, and columns where V > 1: row
-        // m0 + (ty + (i / V) * rows-of-invocations) * V + i % V): neighbouring invocations
-        // read and write neighbouring runs.
-        const uint32_t rows = t.m / t.thread_m, RV = t.staged ? V : 1;
+        // m0 + (ty + (i / V) * rows-of-invocations) * V + i % V; texels: rows where they run
+        // along them, columns always, in runs of R): neighbouring invocations read and write
+        // neighbouring runs.
+        const uint32_t rows = t.m / t.thread_m, RV = t.staged ? V : tl.a_rows ? R : 1;
         auto row = [&](uint32_t i) {
           Id run0 = RV == 1 ? u(spv::OpIAdd, m0, ty) : u(spv::OpIAdd, m0, u(spv::OpIMul, ty, c(RV)));
           return u(spv::OpIAdd, run0, c(int64_t(i / RV) * rows * RV + i % RV));
@@ -518,30 +533,39 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
             }
             return x;
           };
-          // Direct with texels: every lane reads the runs of its rows (the same for the whole
-          // subgroup) along k itself, one texel per row every R steps.
-          std::vector<std::vector<Id>> runs_a(t.thread_m);
+          // Direct: the `count` rows (or columns) of an operand at step kk, `at` their
+          // indices. Read as texels (the same rows for the whole subgroup) along k: one texel
+          // per row every R steps, `held` for the next R - 1; along the rows: one per run of
+          // R rows every step.
+          auto direct = [&](const Operand& o, const BufferRef* buf, bool along_k, uint32_t count, const auto& at,
+                            std::vector<std::vector<Id>>& held, uint32_t kk) {
+            const Id k = u(spv::OpIAdd, k0, c(kk));
+            std::vector<Id> x(count);
+            for (uint32_t i = 0; i < count; ++i) {
+              if (!buf) {
+                x[i] = element(o, batch, at(i), k);
+              } else if (along_k) {
+                if (kk % R == 0) held[i] = run_elements(o, *buf, batch, clamp(at(i), ir::num_elements(o.free_extents), o.tile), k, true);
+                x[i] = held[i][kk % R];
+              } else if (i % R == 0) {
+                const std::vector<Id> v = run_elements(o, *buf, batch, at(i), k, false);
+                std::copy(v.begin(), v.end(), x.begin() + i);
+              }
+            }
+            return x;
+          };
+          std::vector<std::vector<Id>> held_a(t.thread_m), held_b(t.thread_n);
           for (uint32_t kk = 0; kk < t.k; ++kk) {
             std::vector<Id> x(t.thread_m), y(t.thread_n);
-            if (!t.broadcast && vector_a && kk % R == 0)
-              for (uint32_t i = 0; i < t.thread_m; ++i)
-                runs_a[i] = run_elements(A, *vector_a, batch, clamp(row(i), M, t.m), u(spv::OpIAdd, k0, c(kk)), true);
             if (t.staged) {
               x = staged(sa, ty, rows, t.thread_m, kk);
               y = staged(sb, tx, cols, t.thread_n, kk);
             } else {
-              for (uint32_t i = 0; i < t.thread_m; ++i)
-                x[i] = t.broadcast    ? shared_a(i, kk)
-                       : vector_a ? runs_a[i][kk % R]
-                                  : element(A, batch, row(i), u(spv::OpIAdd, k0, c(kk)));
-              const Id k = u(spv::OpIAdd, k0, c(kk));
-              for (uint32_t j = 0; j < t.thread_n; ++j) {
-                if (!vector_b) y[j] = element(B, batch, col(j), k);
-                else if (j % R == 0) {
-                  const std::vector<Id> v = run_elements(B, *vector_b, batch, col(j), k, false);
-                  std::copy(v.begin(), v.end(), y.begin() + j);
-                }
-              }
+              if (t.broadcast)
+                for (uint32_t i = 0; i < t.thread_m; ++i) x[i] = shared_a(i, kk);
+              else
+                x = direct(A, vector_a, !tl.a_rows, t.thread_m, row, held_a, kk);
+              y = direct(B, vector_b, tl.b_k, t.thread_n, col, held_b, kk);
             }
             for (uint32_t i = 0; i < t.thread_m; ++i)
               for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
