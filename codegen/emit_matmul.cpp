@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <set>
 #include <string>
@@ -81,19 +82,39 @@ bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, ui
          axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
 }
 
+// A dot's operand (`node`, its axes as the dot pairs them) with tiles `tile` along its free
+// axes; for texel kernels (`in_place`), a graph input behind transposes (index maps that move
+// no data: Nx.transpose(w) fused into the dot's kernel) is read in place, its axes named as
+// the input's.
+Operand operand_of(const ir::Graph& body, const ir::Node& node, const std::vector<int64_t>& batch,
+                   const std::vector<int64_t>& free, const std::vector<int64_t>& contract, uint32_t tile, bool in_place) {
+  const std::vector<int64_t> extents = extents_of(node.type().shape, free);
+  const ir::Node* n = &node;
+  std::array<std::vector<int64_t>, 3> axes{batch, free, contract};
+  while (in_place && n->op == "transpose") {
+    const auto perm = n->attrs.at("axes").get<std::vector<int64_t>>();
+    for (auto& list : axes)
+      for (int64_t& a : list) a = perm.at(size_t(a));
+    n = &body.node(n->args.at(0));
+  }
+  if (n->op != "parameter") return {node, batch, free, contract, extents, tile};
+  return {*n, axes[0], axes[1], axes[2], extents, tile};
+}
+
 // How a dot's operands can be read as texels (both what MatmulShape::texel_run asks and what
-// a texel kernel binds): a, b: the first `an` and the second `bn` can; a_rows: the first's
-// runs lie along its rows (A = [K][M]), else along the contraction; b_k: the second's lie
-// along the contraction (B = [N][K]), else along its columns.
+// a texel kernel binds), each as operand_of reads it in place: a, b: the first and the
+// second can; a_rows: the first's runs lie along its rows (A = [K][M]), else along the
+// contraction; b_k: the second's lie along the contraction (B = [N][K]), else along its
+// columns.
 struct TexelLayout {
   bool a = false, a_rows = false, b = false, b_k = false;
 };
-TexelLayout texel_layout(const ir::Node& an, const ir::Node& bn, const DotAxes& d) {
+TexelLayout texel_layout(const Operand& A, const Operand& B) {
   TexelLayout l;
-  l.a_rows = reads_as_vectors(an, d.free1, texel_run(an));
-  l.a = l.a_rows || reads_as_vectors(an, d.c1, texel_run(an));
-  l.b_k = reads_as_vectors(bn, d.c2, texel_run(bn));
-  l.b = l.b_k || reads_as_vectors(bn, d.free2, texel_run(bn));
+  l.a_rows = reads_as_vectors(A.node, A.free_axes, texel_run(A.node));
+  l.a = l.a_rows || reads_as_vectors(A.node, A.contract_axes, texel_run(A.node));
+  l.b_k = reads_as_vectors(B.node, B.contract_axes, texel_run(B.node));
+  l.b = l.b_k || reads_as_vectors(B.node, B.free_axes, texel_run(B.node));
   return l;
 }
 
@@ -172,9 +193,10 @@ struct Product {
   Product(const ir::Graph& g, const ir::Node& dot_node, const MatmulTiles& tiles)
       : body(g), dot(dot_node), t(tiles),
         d(DotAxes::of(dot, g.node(dot.args.at(0)).type().shape, g.node(dot.args.at(1)).type().shape)),
-        A{g.node(dot.args.at(0)), d.b1, d.free1, d.c1, extents_of(g.node(dot.args.at(0)).type().shape, d.free1), t.m},
-        B{g.node(dot.args.at(1)), d.b2, d.free2, d.c2, extents_of(g.node(dot.args.at(1)).type().shape, d.free2), t.n},
-        batch_extents(extents_of(A.node.type().shape, d.b1)), k_extents(extents_of(A.node.type().shape, d.c1)),
+        A(operand_of(g, g.node(dot.args.at(0)), d.b1, d.free1, d.c1, t.m, t.texels)),
+        B(operand_of(g, g.node(dot.args.at(1)), d.b2, d.free2, d.c2, t.n, t.texels)),
+        batch_extents(extents_of(g.node(dot.args.at(0)).type().shape, d.b1)),
+        k_extents(extents_of(g.node(dot.args.at(0)).type().shape, d.c1)),
         M(ir::num_elements(A.free_extents)), N(ir::num_elements(B.free_extents)), K(ir::num_elements(k_extents)),
         tiles_m((M + t.m - 1) / t.m), tiles_n((N + t.n - 1) / t.n) {}
 
@@ -228,13 +250,11 @@ std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const
 
 std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
   if (!t.texels) return {};
-  const ir::Node& an = body.node(dot.args.at(0));
-  const ir::Node& bn = body.node(dot.args.at(1));
-  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
-  const TexelLayout l = texel_layout(an, bn, d);
+  const Product pr(body, dot, t);
+  const TexelLayout l = texel_layout(pr.A, pr.B);
   std::vector<const ir::Node*> r;
-  if (l.a) r.push_back(&an);
-  if (l.b) r.push_back(&bn);
+  if (l.a) r.push_back(&pr.A.node);
+  if (l.b) r.push_back(&pr.B.node);
   return r;
 }
 
@@ -253,7 +273,8 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.integer = !ir::is_float(t);
   const DType at = an.type().dtype, bt = bn.type().dtype;
   s.f32_operands = at == DType::F32 && bt == DType::F32;
-  if (const TexelLayout l = texel_layout(an, bn, d); at == bt && l.a && l.b) {
+  const TexelLayout l = texel_layout(operand_of(body, an, d.b1, d.free1, d.c1, 0, true), operand_of(body, bn, d.b2, d.free2, d.c2, 0, true));
+  if (at == bt && l.a && l.b) {
     s.texel_run = texel_run(an);
     s.texel_a_rows = l.a_rows;
     s.texel_b_k = l.b_k;
@@ -381,7 +402,7 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
     const BufferRef* buf = e.input_buffer(o.node);
     return buf && buf->lanes == V ? buf : nullptr;
   };
-  const TexelLayout tl = t.texels ? texel_layout(an, B.node, pr.d) : TexelLayout{};
+  const TexelLayout tl = t.texels ? texel_layout(A, B) : TexelLayout{};
   const BufferRef* vector_a = t.broadcast || t.texels ? vector_buffer(A, tl.a_rows ? A.free_axes : A.contract_axes) : nullptr;
   const BufferRef* vector_b = t.broadcast || t.texels ? vector_buffer(B, tl.b_k ? B.contract_axes : B.free_axes) : nullptr;
 

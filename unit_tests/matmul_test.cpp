@@ -14,6 +14,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 #include <spirv/unified1/spirv.hpp>
 
@@ -45,16 +46,21 @@ struct Case {
   bool transpose_a = false, transpose_b = false;
   bool epilogue = false;  // relu(x·w + bias)
   std::optional<DType> cast = std::nullopt;  // the result converted to this type last
+  // The transposed operands as transposes of parameters (Nx.transpose(w), which the dot's
+  // kernel fuses), the dot contracting them as it does the others.
+  bool transpose_nodes = false;
 };
 
 std::string name(const Case& c) {
   return std::string(ir::dtype_name(c.t)) + " " + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
          std::to_string(c.k) + "x" + std::to_string(c.n) + (c.transpose_a ? " aT" : "") + (c.transpose_b ? " bT" : "") +
-         (c.epilogue ? " fused" : "") + (c.cast ? std::string(" as ") + ir::dtype_name(*c.cast) : "");
+         (c.epilogue ? " fused" : "") + (c.cast ? std::string(" as ") + ir::dtype_name(*c.cast) : "") +
+         (c.transpose_nodes ? " transpose nodes" : "");
 }
 
 // dot of a [batch?, m, k] (or [batch?, k, m] read transposed) and b [batch?, k, n] (or
-// [batch?, n, k]), contracting k in place, as Nx.dot lowers.
+// [batch?, n, k]), contracting k in place, as Nx.dot lowers; or, transpose_nodes, through
+// transposes of the transposed ones.
 ir::Graph product(const Case& c) {
   const bool batched = c.batch > 1;
   auto with_batch = [&](ir::Shape s) {
@@ -72,11 +78,23 @@ ir::Graph product(const Case& c) {
                       R"(, "attrs": {"index": 0}},
     {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(bs) + R"(, "attrs": {"index": 1}},
     {"id": 2, "op": "parameter", "type": ")" + t + R"(", "shape": [)" + std::to_string(c.n) + R"(], "attrs": {"index": 2}},
-    {"id": 3, "op": "as_type", "args": [0], "type": ")" + t + R"(", "shape": )" + shape_json(as) + R"(},
-    {"id": 4, "op": "dot", "args": [3, 1], "type": ")" + t + R"(", "shape": )" + shape_json(out) +
-                      R"(, "attrs": {"contract_axes1": )" + list({off + (c.transpose_a ? 0 : 1)}) +
-                      R"(, "contract_axes2": )" + list({off + (c.transpose_b ? 1 : 0)}) + R"(, "batch_axes1": )" +
-                      list(b1) + R"(, "batch_axes2": )" + list(b2) + "}}";
+    {"id": 3, "op": "as_type", "args": [0], "type": ")" + t + R"(", "shape": )" + shape_json(as) + R"(},)";
+  // Transposes 10 of a and 11 of b where transpose_nodes asks for them.
+  auto transposed = [&](int id, int arg, bool transpose, ir::Shape& s) {
+    if (!c.transpose_nodes || !transpose) return arg;
+    std::swap(s[off], s[off + 1]);
+    nodes += R"(
+    {"id": )" + std::to_string(id) + R"(, "op": "transpose", "args": [)" + std::to_string(arg) + R"(], "type": ")" + t +
+             R"(", "shape": )" + shape_json(s) + R"(, "attrs": {"axes": )" + (batched ? "[0, 2, 1]" : "[1, 0]") + "}},";
+    return id;
+  };
+  const int a = transposed(10, 3, c.transpose_a, as), b = transposed(11, 1, c.transpose_b, bs);
+  const bool read_a = c.transpose_a && !c.transpose_nodes, read_b = c.transpose_b && !c.transpose_nodes;
+  nodes += R"(
+    {"id": 4, "op": "dot", "args": [)" + std::to_string(a) + ", " + std::to_string(b) + R"(], "type": ")" + t +
+           R"(", "shape": )" + shape_json(out) + R"(, "attrs": {"contract_axes1": )" + list({off + (read_a ? 0 : 1)}) +
+           R"(, "contract_axes2": )" + list({off + (read_b ? 1 : 0)}) + R"(, "batch_axes1": )" + list(b1) +
+           R"(, "batch_axes2": )" + list(b2) + "}}";
   int last = 4;
   if (c.epilogue) {
     ir::Shape axes{int64_t(out.size()) - 1};
@@ -157,6 +175,25 @@ std::vector<Case> cases() {
   cs.push_back({4, 64, 40, 136, DType::F32});
   // f64 operands read as texels of two (lavapipe), batched, overrun by tiles and k-steps.
   cs.push_back({3, 66, 70, 34, DType::F64});
+  // Transposed operands read as texels (lavapipe): the first along its rows (runs of rows at
+  // one k), the second along the contraction, and both; primes and sides that the tiles and
+  // k-steps overrun, a contraction shorter than a k-step, batches.
+  cs.push_back({1, 132, 45, 100, DType::F32, true, false});
+  cs.push_back({1, 128, 8, 260, DType::F32, true, false});
+  cs.push_back({2, 98, 37, 74, DType::F64, true, false});
+  cs.push_back({1, 67, 52, 97, DType::F32, false, true});
+  cs.push_back({1, 256, 8, 256, DType::F32, false, true});
+  cs.push_back({3, 61, 74, 59, DType::F64, false, true});
+  cs.push_back({1, 68, 36, 131, DType::F32, true, true});
+  cs.push_back({5, 34, 126, 62, DType::F64, true, true});
+  // The same through transposes of parameters.
+  cs.push_back({1, 132, 45, 100, DType::F32, true, false, false, std::nullopt, true});
+  cs.push_back({3, 61, 74, 59, DType::F64, false, true, false, std::nullopt, true});
+  cs.push_back({1, 68, 36, 131, DType::F32, true, true, true, std::nullopt, true});
+  cs.push_back({5, 34, 126, 62, DType::F64, true, true, false, std::nullopt, true});
+  // Rows or a contraction not a multiple of a texel's run: those operands are not texels.
+  cs.push_back({1, 71, 64, 80, DType::F64, true, false});
+  cs.push_back({1, 70, 51, 90, DType::F32, true, true});
   return cs;
 }
 
@@ -539,8 +576,17 @@ TEST(Matmul, TargetsSelectTilesBySize) {
                 .rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs;", 0),
             0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "lavapipe").rfind("matmul 64x32x16 tiles, 8x4 per invocation, direct, texels;", 0), 0u);
-  // A first operand read across the contraction: subgroup broadcasts.
-  EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64, true}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
+  // Transposed operands as texels too: the first along its rows, the second along the contraction.
+  for (const auto& [a, b] : std::vector<std::pair<bool, bool>>{{true, false}, {false, true}, {true, true}})
+    for (DType t : {DType::F32, DType::F64})
+      for (bool nodes : {false, true}) {
+        const Case c{1, 256, 256, 256, t, a, b, false, std::nullopt, nodes};
+        EXPECT_EQ(launch_of(c, "lavapipe").rfind("matmul 64x32x16 tiles, 8x4 per invocation, direct, texels;", 0), 0u) << name(c);
+      }
+  // Rows that are not whole texels (odd) in a first operand read across the contraction: subgroup broadcasts.
+  EXPECT_EQ(launch_of({1, 255, 256, 256, DType::F64, true}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast;", 0), 0u);
+  // A contraction that is not whole texels in a second operand read along it: pairs.
+  EXPECT_EQ(launch_of({1, 256, 254, 256, DType::F32, false, true}, "lavapipe").rfind("matmul 128x64x32 tiles, 16x8 per invocation, subgroup broadcast, vectors of 2 pairs;", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "generic").rfind("matmul 64x64x8 tiles", 0), 0u);
   // f16 and bf16 on the tensor cores where the device lists their fragments; elsewhere the SIMT tiles.
   EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::F16}, "nvidia"),
