@@ -274,11 +274,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   const DType at = an.type().dtype, bt = bn.type().dtype;
   s.f32_operands = at == DType::F32 && bt == DType::F32;
   const TexelLayout l = texel_layout(operand_of(body, an, d.b1, d.free1, d.c1, 0, true), operand_of(body, bn, d.b2, d.free2, d.c2, 0, true));
-  if (at == bt && l.a && l.b) {
-    s.texel_run = texel_run(an);
-    s.texel_a_rows = l.a_rows;
-    s.texel_b_k = l.b_k;
-  }
+  if (at == bt && l.a && l.b) s.texel_run = texel_run(an);
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),

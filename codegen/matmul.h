@@ -20,8 +20,9 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
 // parameters whose innermost axis is the one read that way and a multiple of it long.
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
-// The graph inputs among the dot's operands that a kernel with tiles.texels reads through
-// texel views (Binding::texels), a run of a texel's elements (MatmulShape::texel_run).
+// The graph inputs among the dot's operands, or behind their transposes, that a kernel with
+// tiles.texels reads through texel views (Binding::texels), a run of a texel's elements
+// (MatmulShape::texel_run).
 std::vector<const ir::Node*> matmul_texel_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& tiles);
 
 // Emits main's body for launch.matmul: workgroup g takes output tiles g, g + groups, ...;

@@ -61,13 +61,12 @@ struct MatmulShape {
   int bytes = 4;
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
-  // Where both operands are f32 or both f64 graph inputs laid out for runs of a texel's
-  // elements, as texels may read them: the elements per texel; else 0. The first operand's
-  // runs lie along the contraction (A = [M][K]) or, texel_a_rows, along its rows
-  // (A = [K][M]); the second's along its columns (B = [K][N]) or, texel_b_k, along the
-  // contraction (B = [N][K]).
+  // Where both operands are f32 or both f64 graph inputs (read in place, through transposes)
+  // laid out for runs of a texel's elements, as texels may read them: the elements per
+  // texel; else 0. The first operand's runs may lie along the contraction (A = [M][K]) or
+  // its rows (A = [K][M]), the second's along its columns (B = [K][N]) or the contraction
+  // (B = [N][K]).
   uint32_t texel_run = 0;
-  bool texel_a_rows = false, texel_b_k = false;
   // The operands' element type where a cooperative matrix can hold it (both f16, or both
   // bf16, with a float result; f32 operands of an f32 result rounded to bf16 where the
   // compile option's precision allows and the device lists bf16 fragments), else None.
