@@ -553,16 +553,25 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
           // Direct: the `count` rows (or columns) of an operand at step kk, `at` their
           // indices. Read as texels (the same rows for the whole subgroup) along k: one texel
           // per row every R steps, `held` for the next R - 1; along the rows: one per run of
-          // R rows every step.
-          auto direct = [&](const Operand& o, const BufferRef* buf, bool along_k, uint32_t count, const auto& at,
-                            std::vector<std::vector<Id>>& held, uint32_t kk) {
+          // R rows every step, or, `ahead`, those of R steps every R steps, held likewise.
+          auto direct = [&](const Operand& o, const BufferRef* buf, bool along_k, bool ahead, uint32_t count,
+                            const auto& at, std::vector<std::vector<Id>>& held, uint32_t kk) {
             const Id k = u(spv::OpIAdd, k0, c(kk));
             std::vector<Id> x(count);
             for (uint32_t i = 0; i < count; ++i) {
               if (!buf) {
                 x[i] = element(o, batch, at(i), k);
-              } else if (along_k) {
-                if (kk % R == 0) held[i] = run_elements(o, *buf, batch, clamp(at(i), ir::num_elements(o.free_extents), o.tile), k, true);
+              } else if (along_k || ahead) {
+                if (kk % R == 0 && along_k)
+                  held[i] = run_elements(o, *buf, batch, clamp(at(i), ir::num_elements(o.free_extents), o.tile), k, true);
+                if (kk % R == 0 && ahead && i % R == 0)
+                  for (uint32_t q = 0; q < R; ++q) {
+                    const std::vector<Id> v = run_elements(o, *buf, batch, at(i), u(spv::OpIAdd, k, c(q)), false);
+                    for (uint32_t r = 0; r < R; ++r) {
+                      held[i + r].resize(R);
+                      held[i + r][q] = v[r];
+                    }
+                  }
                 x[i] = held[i][kk % R];
               } else if (i % R == 0) {
                 const std::vector<Id> v = run_elements(o, *buf, batch, at(i), k, false);
@@ -581,8 +590,8 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
               if (t.broadcast)
                 for (uint32_t i = 0; i < t.thread_m; ++i) x[i] = shared_a(i, kk);
               else
-                x = direct(A, vector_a, !tl.a_rows, t.thread_m, row, held_a, kk);
-              y = direct(B, vector_b, tl.b_k, t.thread_n, col, held_b, kk);
+                x = direct(A, vector_a, !tl.a_rows, tl.a_rows, t.thread_m, row, held_a, kk);
+              y = direct(B, vector_b, tl.b_k, false, t.thread_n, col, held_b, kk);
             }
             for (uint32_t i = 0; i < t.thread_m; ++i)
               for (uint32_t j = 0; j < t.thread_n; ++j) next[i * t.thread_n + j] = e.dot_term(dot, next[i * t.thread_n + j], x[i], y[j]);
