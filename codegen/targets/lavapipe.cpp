@@ -40,22 +40,24 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // broadcasts. Transposed operands take the same kernel where they are graph inputs laid out
 // in whole texels (or transposes of them, read in place): a second operand [N][K] (x·wᵀ,
 // q·kᵀ, dy·wᵀ) in runs along k, as the first's; a first [K][M] (xᵀ·dy) in runs of a texel's
-// rows at one k, an invocation's 8 rows two runs of 4 (f64: four of 2), the same fetches per
-// k-step. 1024^2 CPU s per product against the broadcast kernel, alternating, load 1.3-10:
-// f32 x·wᵀ 0.35-0.51 against 0.90-1.38, xᵀ·w 0.39-0.68 against 0.81-1.04, both 0.42-0.58
-// against 1.05-1.19; f64 x·wᵀ 0.49-0.57 against 1.08-1.43, xᵀ·w 0.71-0.93 against 1.19-1.63,
-// both 0.54-0.88 against 1.13-1.24; attention's q·kᵀ (16x512x64x512) f32 0.14-0.20 against
-// 0.37-0.56, f64 0.17-0.28 against 0.33-0.47; an MLP training step (784-1024-1024-10, batch
-// 256) f32 0.47-0.73 against 0.85-1.23, f64 0.65-0.83 against 1.17-1.45; Nx.dot(x,
-// Nx.transpose(w)) of 256x784 by 1024x784 f32 0.07 against 0.26. Tiles of 128x32 in 16x4,
-// 32x64 in 4x8 and k-steps of 8 did no better for xᵀ·w. Beyond maxTexelBufferElements, and
-// for operands gathered, computed in the kernel, or not whole texels along the axis read (a
-// row or contraction not a multiple of the run), the broadcast kernels, f32 read as pairs.
-// Not kept there: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's compile
-// time, for no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered
-// by register blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32
-// accumulators (f64 gives Nx.BinaryBackend's digits) saved about 10%, within the noise. f64
-// 1024^2 (quiet): 2.31, 1.35 with broadcasts.
+// rows at one k, an invocation's 8 rows two runs of 4 (f64: four of 2), those of 4 (2)
+// k-steps fetched together: the same fetches per k-step. 1024^2 CPU s per product against the
+// broadcast kernel, alternating, load 1.3-10: f32 x·wᵀ 0.35-0.51 against 0.90-1.38, xᵀ·w
+// 0.31-0.35 against 0.73-0.90, both 0.40-0.46 against 0.95-1.05; f64 x·wᵀ 0.49-0.57 against
+// 1.08-1.43, xᵀ·w 0.71-0.87 against 1.17-1.24, both 0.53-0.62 against 1.17-1.35; attention's
+// q·kᵀ (16x512x64x512) f32 0.14-0.20 against 0.37-0.56, f64 0.17-0.28 against 0.33-0.47; an
+// MLP training step (784-1024-1024-10, batch 256) f32 0.53-0.58 against 0.86-0.87, f64
+// 0.75-0.87 against 1.34-1.37; Nx.dot(x, Nx.transpose(w)) of 256x784 by 1024x784 f32 0.07
+// against 0.26. Fetching xᵀ·w's rows a k-step at a time: f32 0.35-0.47 against 0.29-0.38
+// together, f64 0.65-0.99 against 0.57-0.76. Tiles of 128x32 in 16x4, 32x64 in 4x8 and
+// k-steps of 8 did no better for xᵀ·w. Beyond maxTexelBufferElements, and for operands
+// gathered, computed in the kernel, or not whole texels along the axis read (a row or
+// contraction not a multiple of the run), the broadcast kernels, f32 read as pairs. Not kept
+// there: 4 pairs (runs of 8, k-steps of 64) doubled the shader, and LLVM's compile time, for
+// no clear gain; 256x32 of 32x4 in pairs measured 1.6-1.8 (loaded); terms ordered by register
+// blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32 accumulators (f64 gives
+// Nx.BinaryBackend's digits) saved about 10%, within the noise. f64 1024^2 (quiet): 2.31,
+// 1.35 with broadcasts.
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   MatmulTiles t;
