@@ -91,7 +91,7 @@ struct LaunchConfig {
   // arguments through shared memory (kernel.cpp). workgroup_size divides the tile.
   bool tiles = false;
   // m > 0: a tiled matrix multiplication; group g computes output tiles g, g + groups, ...
-  MatmulTiles matmul;
+  MatmulTiles matmul = {};
 };
 
 constexpr int64_t kTransposeTile = 32;
