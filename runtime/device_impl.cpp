@@ -561,16 +561,15 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
       if (p.set_layout) vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
     }
   } guard{device_, p};
-  p.bindings = uint32_t(k.bindings.size());
-  std::vector<VkDescriptorSetLayoutBinding> binds(p.bindings);
-  for (uint32_t i = 0; i < p.bindings; ++i) {
+  std::vector<VkDescriptorSetLayoutBinding> binds;
+  for (uint32_t i = 0; i < k.bindings.size(); ++i) {
     p.types.push_back(k.bindings[i].texels ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
-    binds[i] = {i, p.types[i], 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    binds.push_back({i, p.types[i], 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
   }
   VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  p.push_descriptors = push_descriptor_set_ && p.bindings <= max_push_descriptors_;
+  p.push_descriptors = push_descriptor_set_ && binds.size() <= max_push_descriptors_;
   if (p.push_descriptors) dl.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  dl.bindingCount = p.bindings;
+  dl.bindingCount = uint32_t(binds.size());
   dl.pBindings = binds.data();
   vk_check(vkCreateDescriptorSetLayout(device_, &dl, nullptr, &p.set_layout), "vkCreateDescriptorSetLayout");
   VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};

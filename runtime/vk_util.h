@@ -26,7 +26,6 @@ struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  uint32_t bindings = 0;
   std::vector<VkDescriptorType> types;  // per binding: storage buffer, or uniform texel buffer
   uint32_t push_constant_bytes = 0;
   bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
