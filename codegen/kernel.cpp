@@ -218,6 +218,17 @@ int64_t vector_element_bytes(const ir::Node& kernel, const ir::Graph& body, cons
   return widest;
 }
 
+// Whether any op of the body computes (rather than reads, moves or makes) 64-bit integers.
+bool computes_int64(const ir::Graph& body) {
+  for (const auto& n : body.nodes) {
+    const auto f = ir::op_family(n.op);
+    if (f == ir::OpFamily::Source || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Metadata) continue;
+    for (const auto& t : n.results)
+      if (ir::is_integer(t.dtype) && ir::dtype_bits(t.dtype) == 64) return true;
+  }
+  return false;
+}
+
 // Transposes of a kernel argument that swap its two innermost axes, in a kernel whose one
 // result is tiled and which evaluates them only at the output position: each tile of them
 // can be loaded into shared memory along the argument's rows, then read across.
@@ -635,7 +646,8 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
-                               : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps)};
+                               : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
+                                             computes_int64(body)};
   const ir::Node* dot = rs ? nullptr : matmul_dot(kernel, body);
   const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
   const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};

@@ -102,6 +102,9 @@ struct KernelShape {
   // The widest element of the buffers the kernel would access as vectors; 0 where it
   // cannot compute consecutive elements together (kernel.cpp decides).
   int64_t vector_element_bytes = 0;
+  // The body computes with 64-bit integers (not only moves them): a vendor whose driver
+  // miscompiles such vectors keeps these kernels scalar (targets/nvidia.cpp).
+  bool int64_arithmetic = false;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);

@@ -17,7 +17,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   // group's barriers with the other's loads (H100, 8192x8192 softmax, ms: f64 0.605 at 256
   // wide, 0.478 at 1024, 0.377 at 512 (the copy's bandwidth); f32 0.186, 0.198, 0.186).
   if (k.items < 16384 && k.reduction >= 256) return cooperate(caps, k.items, k.reduction >= 4096 ? 512 : 256, 65535);
-  const uint32_t lanes = vector_lanes(k, 16);
+  // Pairs of 64-bit integers stay scalar: driver 580 miscompiles u64 `6 * (x rem 10) + (y rem
+  // 10)` in 2-vectors, giving each pair its first lane's value (Nx.Random.randint drew
+  // [8, 8, 1, 1, 5, 5]); one element per invocation computes it right (docs/numerics.md).
+  const uint32_t lanes = k.int64_arithmetic ? 1 : vector_lanes(k, 16);
   const uint32_t unroll = k.items >= (1 << 20) && k.reduction == 0 ? std::max<uint32_t>(1, 4 / lanes) : 1;
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
