@@ -11,6 +11,7 @@
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
+#include "runtime/compile_log.h"
 #include "runtime/hazards.h"
 #include "runtime/host_loop.h"
 #include "runtime/vk_util.h"
@@ -27,6 +28,10 @@ struct KernelStep {
 class ExecutableImpl;
 
 using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
 
 // A `while` compiled into one kernel with its nested control flow (codegen/serial_loop.h).
 struct SerialStep {
@@ -236,12 +241,15 @@ class ExecutableImpl : public Executable {
     caps.f32_products = opts.precision;
     for (const auto& n : lowered_.nodes) {
       if (n.op == "kernel") {
+        const auto t0 = Clock::now();
         KernelStep step{&n, codegen::compile_kernel(n, lowered_, caps), nullptr};
         // A module the validator rejects is a compiler bug; never hand it to a driver.
         std::string err = codegen::validate(step.binary.spirv, caps.api_version);
         if (!err.empty())
           throw Error(Error::Kind::Vulkan, "kernel " + step.binary.name + " failed SPIR-V validation: " + err);
+        const auto t1 = Clock::now();
         step.pipeline = &dev_->pipeline(step.binary);
+        log_kernel_compile(lowered_.name, step.binary.name, ms_between(t0, t1), ms_between(t1, Clock::now()));
         for (const auto& slot : n.attrs.value("buffers", nlohmann::json::array()))
           if (slot.get<int64_t>() >= 0) slot_bytes_.resize(std::max<size_t>(slot_bytes_.size(), slot.get<size_t>() + 1));
         for (size_t i = 0; i < n.results.size(); ++i)
@@ -347,7 +355,7 @@ class ExecutableImpl : public Executable {
   }
 
   void finish_batch(std::vector<Pending>& batch, RunStats& stats, Clock::time_point t0) const {
-    last_submit_ms_.store(std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), std::memory_order_relaxed);
+    last_submit_ms_.store(ms_between(t0, Clock::now()), std::memory_order_relaxed);
     stats.dispatches += count_dispatches(batch);
     stats.submits += 1;
     batch.clear();
@@ -367,7 +375,7 @@ class ExecutableImpl : public Executable {
     }
     if (stats) {
       *stats = local;
-      stats->wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      stats->wall_ms = ms_between(t0, Clock::now());
     }
     return outs;
   }
@@ -534,6 +542,7 @@ class ExecutableImpl : public Executable {
     // already there): a loop whose regions hold none is not lowered again here.
     if (!has_control_flow(*n.regions.at("condition")) && !has_control_flow(*n.regions.at("body"))) return nullptr;
     auto s = std::make_shared<SerialStep>();
+    const auto t0 = Clock::now();
     try {
       const auto condition = lower_nest(*n.regions.at("condition"), pipeline);
       const auto body = lower_nest(*n.regions.at("body"), pipeline);
@@ -542,7 +551,9 @@ class ExecutableImpl : public Executable {
     } catch (const ir::IrError&) {
       return nullptr;
     }
+    const auto t1 = Clock::now();
     s->kernel = {&n, s->binary.kernel, &dev_->pipeline(s->binary.kernel)};
+    log_kernel_compile(lowered_.name, s->binary.kernel.name, ms_between(t0, t1), ms_between(t1, Clock::now()));
     for (const auto& lit : s->binary.constants) s->constants.push_back(dev_->upload(lit.type, lit.data.data(), lit.data.size()));
     binaries_.push_back(s->binary.kernel);
     return s;
@@ -688,7 +699,7 @@ class ExecutableImpl : public Executable {
       if (++recorded < per_submit) continue;
       submit_in_loop(step, done, batch, stats);
       const auto now = Clock::now();
-      const double ms = std::chrono::duration<double, std::milli>(now - start).count();
+      const double ms = ms_between(start, now);
       per_submit = iterations_per_submit(ms / double(recorded), body.bytes_per_run());
       recorded = 0;
       start = now;
@@ -741,7 +752,7 @@ class ExecutableImpl : public Executable {
       done += ran;
       state = std::move(states.at(ran));
       if (iterations_passed < per_submit) return state;
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      const double ms = ms_between(start, Clock::now());
       per_submit = std::min(2 * per_submit, iterations_per_submit(ms / double(per_submit), bytes));
     }
   }
