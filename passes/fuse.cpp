@@ -36,6 +36,9 @@ bool is_reduction(const Node& n) {
 // indexed_add/put: each element loops over all the updates, so like a reduction its result
 // gets a buffer rather than being recomputed wherever it is read.
 bool is_indexed_update(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scatter; }
+// cumulative_*: a scan kernel of its own (codegen/scan.h), which walks its lines; its
+// producers are its prologue (read once or twice per element), its users read its buffer.
+bool is_scan(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scan; }
 // Inlinable: computed per element from its operands' elements. Slices with dynamic starts
 // read scalars from other values, which the emitter supports, so slices qualify too; so does
 // gather, an index map whose index comes from its indices operand (one element each).
@@ -47,7 +50,9 @@ bool inlinable(const Node& n) {
 }
 // Can root a region: anything inlinable, reductions, indexed updates and dots (their
 // producers are evaluated inside their loops: a dot's are its tiles' prologue).
-bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n) || n.op == "dot"; }
+bool can_root(const Node& n) {
+  return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || n.op == "dot";
+}
 
 // What a dot may compute in its prologue: moving or converting elements. Its operands'
 // elements are read once per output tile (more often by a dot too small to tile, once per
@@ -195,12 +200,12 @@ class Fuse : public Pass {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
-        if (holds_dot(g, regions[c])) continue;  // a row kernel would lose the dot's tiles
+        if (holds_dot(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;  // a row kernel would lose the tiles, the lines
         auto frame = row_frame(g, regions[c]);
         if (!frame) continue;
         for (size_t a = 0; a < regions.size() && !changed; ++a) {
           std::optional<int64_t> p;
-          if (a == c || holds_dot(g, regions[a]) ||
+          if (a == c || holds_dot(g, regions[a]) || is_scan(g.node(regions[a].roots[0])) ||
               !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users)))
             continue;
           Region& rc = regions[c];
@@ -398,6 +403,7 @@ class Fuse : public Pass {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
     if (holds_dot(g, a) || holds_dot(g, b)) return false;  // a dot's kernel has one result (codegen/matmul.h)
+    if (is_scan(ra) || is_scan(rb)) return false;          // so has a scan's (codegen/scan.h)
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
@@ -516,6 +522,7 @@ class Fuse : public Pass {
     k.attrs = {{"kind", first.op == "argmax" || first.op == "argmin" ? "argreduce"
                         : is_reduction(first)                       ? "reduce"
                         : is_indexed_update(first)                  ? "indexed"
+                        : is_scan(first)                            ? "scan"
                         : holds_dot(g, r)                           ? "dot"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
