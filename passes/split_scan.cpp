@@ -1,11 +1,12 @@
-// split-scan: a scan along an axis longer than kBlock becomes a scan within blocks of kBlock
-// elements (the axis padded with the fold's identity to whole blocks and reshaped to
-// [blocks, kBlock]), the blocks' totals (each block's last prefix, its first with reverse),
-// a scan of the totals (split again while longer than kBlock), and the exclusive prefix of
-// the totals (shifted by one, the identity first) folded into every element of its block by
-// an elementwise op broadcast along the block. All ordinary ops: the code generator's scan
-// kernels walk lines of kBlock or fewer, and the lines give the device its parallelism (a
-// single line of 10^7 becomes 9766 lines of kBlock, then 10, then 1). O(n) work in all.
+// split-scan: a scan along an axis longer than kBlock becomes a scan within blocks of at
+// most kBlock elements (the axis padded with the fold's identity to whole blocks where no
+// block size divides it, and reshaped to [blocks, block]); the blocks' totals (each block's
+// last prefix, its first with reverse) shifted by one block, the identity first; their
+// scan, the exclusive prefix of each block (split again while longer than kBlock); and
+// that prefix folded into every element of its block by an elementwise op broadcast along
+// the block. All ordinary ops: the code generator's scan kernels walk lines of kBlock or
+// fewer, and the lines give the device its parallelism (a single line of 10^7 becomes 10^4
+// lines of 1000, then 10 of 1000, then 1 of 10). O(n) work.
 #include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -22,6 +23,15 @@ using ir::Shape;
 // it stays far within lavapipe's 65535 loop steps and a workgroup's tile covers it in one
 // or few rounds.
 constexpr int64_t kBlock = 1024;
+
+// Blocks of the largest size in [kBlock / 2, kBlock] that divides the axis, so that no
+// padding (and no slice off the result) is needed, which keeps the final fold a plain
+// elementwise kernel over the output (10^7 = 10^4 blocks of 1000); else kBlock, padded.
+int64_t block_size(int64_t length) {
+  for (int64_t b = kBlock; b >= kBlock / 2; --b)
+    if (length % b == 0) return b;
+  return kBlock;
+}
 
 struct Builder {
   NodeId& next;
@@ -71,24 +81,26 @@ NodeId scan(Builder& b, const std::string& op, NodeId v, const Shape& s, int64_t
   if (length <= kBlock) return b.add(op, {v}, t, s, attrs);
   const std::string fold = fold_of(op);
   const NodeId identity = b.add("constant", {}, t, {}, {{"value", fold == "sum" && ir::is_float(t) ? nlohmann::json("-0.0") : reduction_identity(fold, t)}});
-  const int64_t blocks = (length + kBlock - 1) / kBlock;
+  const int64_t block = block_size(length), blocks = (length + block - 1) / block;
   Shape padded = s;
-  if (blocks * kBlock != length) v = pad(b, v, padded, axis, 0, blocks * kBlock - length, t, identity);
-  Shape split = padded;  // [..., blocks, kBlock, ...]
-  split[axis] = kBlock;
+  if (blocks * block != length) v = pad(b, v, padded, axis, 0, blocks * block - length, t, identity);
+  Shape split = padded;  // [..., blocks, block, ...]
+  split[axis] = block;
   split.insert(split.begin() + axis, blocks);
   v = b.add("reshape", {v}, t, split);
   attrs["axis"] = axis + 1;
   const NodeId within = b.add(op, {v}, t, split, attrs);
   Shape one = split;
-  const NodeId last = slice(b, within, one, axis + 1, reverse ? 0 : kBlock - 1, 1, t);
+  const NodeId last = slice(b, within, one, axis + 1, reverse ? 0 : block - 1, 1, t);
   Shape totals = one;
   totals.erase(totals.begin() + axis + 1);
-  NodeId prefix = scan(b, op, b.add("reshape", {last}, t, totals), totals, axis, reverse, t);
-  // Exclusive: block j gets the totals of the blocks before it (after it with reverse).
+  // Exclusive: block j gets the totals of the blocks before it (after it with reverse). The
+  // totals are shifted before they are scanned, so the shift is the scan's prologue (once
+  // per block) and the final fold reads the scan's result at each element.
   Shape shifted = totals;
-  prefix = pad(b, prefix, shifted, axis, reverse ? 0 : 1, reverse ? 1 : 0, t, identity);
+  NodeId prefix = pad(b, b.add("reshape", {last}, t, totals), shifted, axis, reverse ? 0 : 1, reverse ? 1 : 0, t, identity);
   prefix = slice(b, prefix, shifted, axis, reverse ? 1 : 0, blocks, t);
+  prefix = scan(b, op, prefix, totals, axis, reverse, t);
   prefix = b.add("reshape", {prefix}, t, one);
   v = b.add(combine_of(op), {prefix, within}, t, split);
   v = b.add("reshape", {v}, t, padded);
