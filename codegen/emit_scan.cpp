@@ -6,6 +6,7 @@
 // runs' totals differently (docs/numerics.md). The fold starts from the identity, -0.0 for
 // a float sum (so that a line of -0.0 stays -0.0, as in Nx, where nothing is added).
 #include <algorithm>
+#include <functional>
 
 #include "codegen/scan.h"
 #include "ir/ops.h"
@@ -60,28 +61,35 @@ Id read(Emitter& e, const ir::Node& x, Id linear) {
   return e.value(x, idx);
 }
 
+// Lines start, start + stride, ...: the position loop, each line handed to `body`.
+void for_each_line(Emitter& e, const ScanLines& l, Id start, uint64_t stride, const std::function<void(LineAt&)>& body) {
+  auto& b = e.b;
+  b.position_loop(
+      {e.u32()}, {start}, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(l.lines)}); },
+      [&](const Values& s) {
+        LineAt line(e, l, s[0]);
+        body(line);
+        return Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};
+      });
+}
+
 // Invocation i takes lines i, i + invocations, ...: a loop along each, storing every prefix.
 void emit_serial_lines(const ir::Node& x, ScanFold& f, Emitter& e, const BufferRef& output, const LaunchConfig& launch,
                        const ScanLines& l) {
   auto& b = e.b;
   const uint64_t stride = uint64_t(launch.workgroup_size) * launch.group_count;
-  b.position_loop(
-      {e.u32()}, {b.builtin_x(spv::BuiltInGlobalInvocationId)},
-      [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(l.lines)}); },
-      [&](const Values& s) {
-        LineAt line(e, l, s[0]);
-        b.loop(
-            {e.reg_type(f.t), e.u32()}, {f.identity(), e.u32c(0)},
-            [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(l.length)}); },
-            [&](const Values& c) {
-              Id at = line.element(c[1]);
-              Id acc = f.step(c[0], read(e, x, at));
-              e.store(output, at, acc);
-              return Values{acc, b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(1)})};
-            },
-            uint64_t(l.length));
-        return Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(stride)})};
-      });
+  for_each_line(e, l, b.builtin_x(spv::BuiltInGlobalInvocationId), stride, [&](LineAt& line) {
+    b.loop(
+        {e.reg_type(f.t), e.u32()}, {f.identity(), e.u32c(0)},
+        [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(l.length)}); },
+        [&](const Values& c) {
+          Id at = line.element(c[1]);
+          Id acc = f.step(c[0], read(e, x, at));
+          e.store(output, at, acc);
+          return Values{acc, b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(1)})};
+        },
+        uint64_t(l.length));
+  });
 }
 
 // The fold of the values `v` of the invocations before this one (by LocalInvocationId), and
@@ -112,6 +120,30 @@ std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t s
   return {exclusive, total};
 }
 
+// An invocation's run of kScanRun elements from the line's position `first` (in scan order):
+// their positions, values, whether each lies on the line, and their fold.
+struct Run {
+  std::vector<Id> valid, at, v;
+  Id total;
+};
+
+Run read_run(const ir::Node& x, ScanFold& f, LineAt& line, Id first) {
+  Emitter& e = f.e;
+  auto& b = e.b;
+  const int64_t length = line.l.length;
+  Run r;
+  r.total = f.identity();
+  for (uint32_t j = 0; j < kScanRun; ++j) {
+    // Positions past the line's end read its last element (loads stay in bounds) and fold nothing.
+    Id k = b.op(spv::OpIAdd, e.u32(), {first, e.u32c(j)});
+    r.valid.push_back(b.op(spv::OpULessThan, e.boolean(), {k, e.u32c(length)}));
+    r.at.push_back(line.element(b.ext(GLSLstd450UMin, e.u32(), {k, e.u32c(length - 1)})));
+    r.v.push_back(read(e, x, r.at.back()));
+    r.total = e.select(f.t, r.valid.back(), f.step(r.total, r.v.back()), r.total);
+  }
+  return r;
+}
+
 // Workgroup g takes lines g, g + groups, ...; a line in tiles of size * kScanRun elements:
 // each invocation folds its run, the workgroup scans the runs' totals, and each invocation
 // folds its run again from the prefix before it (the line's earlier tiles, then earlier runs).
@@ -124,39 +156,25 @@ void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const Buff
   Id slots = b.workgroup_array(rt, size);
   *shared_bytes += uint64_t(b.type_bytes(rt)) * size;
   Id lid = b.builtin_x(spv::BuiltInLocalInvocationId);
-  b.position_loop(
-      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)},
-      [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(l.lines)}); },
-      [&](const Values& s) {
-        LineAt line(e, l, s[0]);
-        b.loop(
-            {rt, e.u32()}, {f.identity(), e.u32c(0)},
-            [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
-            [&](const Values& c) {
-              Id first = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)}),
-                                                     b.op(spv::OpIMul, e.u32(), {lid, e.u32c(kScanRun)})});
-              // Positions past the line's end read its last element (loads stay in bounds) and fold nothing.
-              std::vector<Id> valid, at, v;
-              Id run = f.identity();
-              for (uint32_t j = 0; j < kScanRun; ++j) {
-                Id k = b.op(spv::OpIAdd, e.u32(), {first, e.u32c(j)});
-                valid.push_back(b.op(spv::OpULessThan, e.boolean(), {k, e.u32c(l.length)}));
-                at.push_back(line.element(b.ext(GLSLstd450UMin, e.u32(), {k, e.u32c(l.length - 1)})));
-                v.push_back(read(e, x, at.back()));
-                run = e.select(f.t, valid.back(), f.step(run, v.back()), run);
-              }
-              auto [before, total] = workgroup_scan(f, run, lid, slots, size);
-              Id acc = f.step(c[0], before);
-              for (uint32_t j = 0; j < kScanRun; ++j) {
-                acc = f.step(acc, v[j]);
-                Id value = acc;
-                b.if_then(valid[j], [&] { e.store(output, at[j], value); });
-              }
-              return Values{f.step(c[0], total), b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(1)})};
-            },
-            tiles);
-        return Values{b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(launch.group_count)})};
-      });
+  for_each_line(e, l, b.builtin_x(spv::BuiltInWorkgroupId), launch.group_count, [&](LineAt& line) {
+    b.loop(
+        {rt, e.u32()}, {f.identity(), e.u32c(0)},
+        [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
+        [&](const Values& c) {
+          Id first = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)}),
+                                                 b.op(spv::OpIMul, e.u32(), {lid, e.u32c(kScanRun)})});
+          Run run = read_run(x, f, line, first);
+          auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
+          Id acc = f.step(c[0], before);
+          for (uint32_t j = 0; j < kScanRun; ++j) {
+            acc = f.step(acc, run.v[j]);
+            Id value = acc;
+            b.if_then(run.valid[j], [&] { e.store(output, run.at[j], value); });
+          }
+          return Values{f.step(c[0], total), b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(1)})};
+        },
+        tiles);
+  });
 }
 
 }  // namespace

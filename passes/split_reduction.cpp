@@ -150,14 +150,7 @@ class SplitReduction : public Pass {
         continue;
       }
       auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
-        Node m;
-        m.id = next++;
-        m.op = op;
-        m.args = std::move(args);
-        m.results = {{t, std::move(shape)}};
-        m.attrs = std::move(attrs);
-        out.push_back(m);
-        return m.id;
+        return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
       };
       NodeId v = n.args[0];
       bool identity_perm = true;

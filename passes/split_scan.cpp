@@ -37,14 +37,7 @@ struct Builder {
   NodeId& next;
   std::vector<Node>& out;
   NodeId add(const std::string& op, std::vector<NodeId> args, DType t, Shape shape, nlohmann::json attrs = nlohmann::json::object()) {
-    Node m;
-    m.id = next++;
-    m.op = op;
-    m.args = std::move(args);
-    m.results = {{t, std::move(shape)}};
-    m.attrs = std::move(attrs);
-    out.push_back(std::move(m));
-    return out.back().id;
+    return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
   }
 };
 
