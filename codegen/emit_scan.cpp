@@ -94,8 +94,6 @@ void emit_serial_lines(const ir::Node& x, ScanFold& f, Emitter& e, const BufferR
 
 // The fold of the values `v` of the invocations before this one (by LocalInvocationId), and
 // of all, through the shared array `slots` (Hillis-Steele: log2(size) rounds).
-// Not with subgroup scans: their order is the subgroup numbering, which Vulkan ties to
-// LocalInvocationId only for full subgroups of a required size (VK_EXT_subgroup_size_control).
 std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t size) {
   Emitter& e = f.e;
   auto& b = e.b;
@@ -118,6 +116,47 @@ std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t s
   Id total = load(e.u32c(size - 1));
   b.workgroup_barrier();  // the slots are refilled by the next tile
   return {exclusive, total};
+}
+
+// The subgroup scan op of the fold, where it is exact in any order: integer sums, products,
+// min and max (wrapping in registers, renormalised). None for floats: a subgroup associates a
+// sum as it likes, may start it from +0.0 (a line of -0.0 would end +0.0) and may drop a NaN
+// in FMin/FMax; their runs' totals go through shared memory in our order instead.
+spv::Op subgroup_op(const ScanFold& f) {
+  if (!ir::is_integer(f.t) || !f.e.caps.subgroup_arithmetic) return spv::OpNop;
+  const bool s = ir::is_signed_int(f.t);
+  if (f.op == "sum") return spv::OpGroupNonUniformIAdd;
+  if (f.op == "product") return spv::OpGroupNonUniformIMul;
+  if (f.op == "reduce_max") return s ? spv::OpGroupNonUniformSMax : spv::OpGroupNonUniformUMax;
+  return s ? spv::OpGroupNonUniformSMin : spv::OpGroupNonUniformUMin;
+}
+
+// As workgroup_scan, for full subgroups numbered subgroup by subgroup: each subgroup scans
+// its invocations' values, its last invocation publishes the subgroup's total, and every
+// invocation folds the totals of the subgroups before its own (one barrier instead of two
+// per halving).
+std::pair<Id, Id> subgroup_scan(ScanFold& f, spv::Op op, Id v, Id slots, uint32_t size) {
+  Emitter& e = f.e;
+  auto& b = e.b;
+  Id rt = e.reg_type(f.t);
+  auto slot = [&](Id i) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, rt), {slots, i}); };
+  auto scan = [&](spv::GroupOperation g) { return e.normalize(b.op_in_place(op, rt, {e.u32c(spv::ScopeSubgroup), uint32_t(g), v}), f.t); };
+  Id inclusive = scan(spv::GroupOperationInclusiveScan), exclusive = scan(spv::GroupOperationExclusiveScan);
+  Id sg = b.builtin_u32(spv::BuiltInSubgroupId), lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
+  Id last = b.op(spv::OpIEqual, e.boolean(), {lane, b.op(spv::OpISub, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupSize), e.u32c(1)})});
+  b.if_then(last, [&] { b.op_void(spv::OpStore, {slot(sg), inclusive}); });
+  b.workgroup_barrier();
+  auto folded = b.loop(
+      {rt, rt, e.u32()}, {f.identity(), f.identity(), e.u32c(0)},
+      [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[2], b.builtin_u32(spv::BuiltInNumSubgroups)}); },
+      [&](const Values& c) {
+        Id t = b.op_in_place(spv::OpLoad, rt, {slot(c[2])});
+        Id earlier = b.op(spv::OpULessThan, e.boolean(), {c[2], sg});
+        return Values{e.select(f.t, earlier, f.step(c[0], t), c[0]), f.step(c[1], t), b.op(spv::OpIAdd, e.u32(), {c[2], e.u32c(1)})};
+      },
+      size);
+  b.workgroup_barrier();  // the slots are refilled by the next tile
+  return {f.step(folded[0], exclusive), folded[1]};
 }
 
 // An invocation's run of kScanRun elements from the line's position `first` (in scan order):
@@ -156,15 +195,38 @@ void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const Buff
   Id slots = b.workgroup_array(rt, size);
   *shared_bytes += uint64_t(b.type_bytes(rt)) * size;
   Id lid = b.builtin_x(spv::BuiltInLocalInvocationId);
+  // With subgroup scans the runs follow the subgroups' numbering, where every subgroup is
+  // full (checked here, uniformly: Vulkan promises full subgroups only on request); else
+  // LocalInvocationId's order and shared memory.
+  const spv::Op op = subgroup_op(f);
+  Id full = 0, place = lid;
+  if (op != spv::OpNop) {
+    b.capability(spv::CapabilityGroupNonUniform);
+    b.capability(spv::CapabilityGroupNonUniformArithmetic);
+    Id sg_size = b.builtin_u32(spv::BuiltInSubgroupSize);
+    full = b.op(spv::OpIEqual, e.boolean(), {b.op(spv::OpIMul, e.u32(), {sg_size, b.builtin_u32(spv::BuiltInNumSubgroups)}), e.u32c(size)});
+    Id numbered = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupId), sg_size}),
+                                              b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId)});
+    place = e.b_select(e.u32(), full, numbered, lid);
+  }
   for_each_line(e, l, b.builtin_x(spv::BuiltInWorkgroupId), launch.group_count, [&](LineAt& line) {
     b.loop(
         {rt, e.u32()}, {f.identity(), e.u32c(0)},
         [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
         [&](const Values& c) {
           Id first = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)}),
-                                                 b.op(spv::OpIMul, e.u32(), {lid, e.u32c(kScanRun)})});
+                                                 b.op(spv::OpIMul, e.u32(), {place, e.u32c(kScanRun)})});
           Run run = read_run(x, f, line, first);
-          auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
+          auto shared = [&] {
+            auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
+            return Values{before, total};
+          };
+          const Values scanned = op == spv::OpNop ? shared()
+                                                  : b.if_else(full, {rt, rt}, [&] {
+                                                      auto [before, total] = subgroup_scan(f, op, run.total, slots, size);
+                                                      return Values{before, total};
+                                                    }, shared);
+          const Id before = scanned[0], total = scanned[1];
           Id acc = f.step(c[0], before);
           for (uint32_t j = 0; j < kScanRun; ++j) {
             acc = f.step(acc, run.v[j]);

@@ -29,9 +29,10 @@ constexpr uint32_t kScanRun = 4;
 const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body);
 
 // Cooperative (the innermost axis, where scans_in_workgroups): a workgroup per line, each
-// invocation a run of kScanRun elements per tile of workgroup_size * kScanRun; else an
-// invocation per line walking it serially, which coalesces across lines when the axis is
-// not the innermost.
+// invocation a run of kScanRun elements per tile of workgroup_size * kScanRun, the runs'
+// totals scanned in subgroups (integer folds, where the device has subgroup arithmetic) or
+// through shared memory; else an invocation per line walking it serially, which coalesces
+// across lines when the axis is not the innermost.
 LaunchConfig launch_scan(const DeviceCaps& caps, const ScanLines& l);
 // The position loop's count: the lines.
 inline int64_t scan_positions(const ir::Node& scan) { return ScanLines::of(scan).lines; }

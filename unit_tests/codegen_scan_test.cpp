@@ -64,6 +64,22 @@ TEST(CodegenScan, WorkgroupFollowsTheDevicesLimits) {
   EXPECT_EQ(alone.launch.rfind("scan 2 lines of 5000, serial per invocation", 0), 0u) << alone.launch;
 }
 
+// Integer folds scan the runs' totals in subgroups where the device has subgroup
+// arithmetic (exact in any order); float folds keep shared memory, in our order.
+TEST(CodegenScan, IntegerRunsScanInSubgroups) {
+  auto caps = target_caps("nvidia");
+  caps.subgroup_arithmetic = true;
+  for (const char* op : kScans)
+    for (DType t : {DType::U8, DType::S32, DType::S64, DType::F32}) {
+      SCOPED_TRACE(std::string(op) + " " + ir::dtype_name(t));
+      auto kb = cgtest::compile(scan_graph(op, t, {4, 1000}, 1, true), caps);
+      EXPECT_EQ(validate(kb.spirv, caps.api_version), "");
+      const std::string text = disassemble(kb.spirv);
+      EXPECT_EQ(text.find("InclusiveScan") != std::string::npos, ir::is_integer(t)) << text;
+      EXPECT_NE(text.find("OpControlBarrier"), std::string::npos);
+    }
+}
+
 TEST(CodegenScan, PrologueIsFusedAndTheScanIsTheKernelsOutput) {
   KernelBuilder k;
   auto x = k.param(DType::S32, {8, 300});
