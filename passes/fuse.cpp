@@ -7,7 +7,8 @@
 // that cannot inline it (a reduction result feeding anything, control flow), or a
 // producer shared by several kernels whose cone is too big to recompute in each. A dot
 // roots a region of its own (its inlined producers are its tiles' prologue) unless its one
-// user is elementwise over its shape: then it is inlined there (the epilogue). Fan-out
+// user is elementwise over its shape: then it is inlined there (the epilogue). A scan
+// (cumulative_*) always roots a single-result region, its producers its prologue. Fan-out
 // alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
 // it; inside one region the emitter computes each node once per element, so diamonds and
 // long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
@@ -37,7 +38,7 @@ bool is_reduction(const Node& n) {
 // gets a buffer rather than being recomputed wherever it is read.
 bool is_indexed_update(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scatter; }
 // cumulative_*: a scan kernel of its own (codegen/scan.h), which walks its lines; its
-// producers are its prologue (read once or twice per element), its users read its buffer.
+// producers are its prologue (computed once per element), its users read its buffer.
 bool is_scan(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scan; }
 // Inlinable: computed per element from its operands' elements. Slices with dynamic starts
 // read scalars from other values, which the emitter supports, so slices qualify too; so does
@@ -48,7 +49,7 @@ bool inlinable(const Node& n) {
   if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
   return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Gather;
 }
-// Can root a region: anything inlinable, reductions, indexed updates and dots (their
+// Can root a region: anything inlinable, reductions, indexed updates, scans and dots (their
 // producers are evaluated inside their loops: a dot's are its tiles' prologue).
 bool can_root(const Node& n) {
   return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || n.op == "dot";
@@ -200,7 +201,8 @@ class Fuse : public Pass {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
-        if (holds_dot(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;  // a row kernel would lose the tiles, the lines
+        // A row kernel would lose the dot's tiles, the scan's lines.
+        if (holds_dot(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;
         auto frame = row_frame(g, regions[c]);
         if (!frame) continue;
         for (size_t a = 0; a < regions.size() && !changed; ++a) {
