@@ -45,6 +45,12 @@ def workloads(dtype, flat, side, precision="highest"):
         ("softmax", lambda a: jax.nn.softmax(a, axis=-1), (m,), 2 * m.nbytes),
         ("transpose", lambda a: a.T + 0, (m,), 2 * m.nbytes),
     ]
+    # Scans at fixed sizes (nxv_bench's cumsum rows): a 1024² matrix along each axis, 10^7 in one line.
+    c = jax.random.uniform(k1, (1024, 1024), f, -1, 1)
+    line = jax.random.uniform(k2, (10**7,), f, -1, 1)
+    w.append(("cumsum_1024x1024", lambda a: jnp.cumsum(a, axis=1), (c,), 2 * c.nbytes))
+    w.append(("cumsum_1024x1024_axis0", lambda a: jnp.cumsum(a, axis=0), (c,), 2 * c.nbytes))
+    w.append(("cumsum_1e7", lambda a: jnp.cumsum(a), (line,), 2 * line.nbytes))
     # Dense work at the precision asked (`highest`, exact f32, is what nxv computes by default).
     hi = precision_of(precision)
     mm = lambda a, b: jnp.matmul(a, b, precision=hi)  # noqa: E731

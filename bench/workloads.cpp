@@ -77,6 +77,14 @@ Workload full_sum(DType t, int64_t n) {
   return {"sum", t, w.finish({s}), bytes(n, t)};
 }
 
+// cumulative_sum at a fixed shape (the name says it): split into lines of 1024 where longer.
+Workload cumsum(const std::string& name, DType t, Shape shape, int64_t axis) {
+  GraphWriter w(name);
+  NodeId x = w.param(0, t, shape);
+  NodeId s = w.node("cumulative_sum", {x}, t, shape, {{"axis", axis}, {"reverse", false}});
+  return {name, t, w.finish({s}), 2 * bytes(ir::num_elements(shape), t)};
+}
+
 Workload row_sum(DType t, int64_t side) {
   GraphWriter w("rowsum");
   NodeId x = w.param(0, t, {side, side});
@@ -272,6 +280,9 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(row_sum(t, side));
   ws.push_back(softmax(t, side));
   ws.push_back(transpose(t, side));
+  ws.push_back(cumsum("cumsum_1024x1024", t, {1024, 1024}, 1));
+  ws.push_back(cumsum("cumsum_1024x1024_axis0", t, {1024, 1024}, 0));
+  ws.push_back(cumsum("cumsum_1e7", t, {10000000}, 0));
   if (t == DType::F64)
     for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
   // Dense work: the full size adds the 4096-square product.

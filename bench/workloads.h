@@ -10,7 +10,7 @@
 namespace nxv::bench {
 
 struct Workload {
-  std::string name;          // "add", "chain", "sum", "rowsum", "softmax", "transpose", "leapfrog", "copy"
+  std::string name;          // "add", "chain", "sum", "rowsum", "softmax", "transpose", "cumsum_1e7", "leapfrog", "copy"
   ir::DType dtype;
   ir::Graph graph;
   // Bytes a perfect implementation must move per call (each input read once, each output

@@ -53,6 +53,39 @@ std::vector<Id> kept_dims(Emitter& e, const ir::Node& node, const std::vector<Id
 }
 }  // namespace
 
+Id Emitter::reduce_identity(const std::string& op, DType t, DType at) {
+  // A float sum starts at +0.0 (a sum of -0.0s is +0.0, as in Nx), hidden from the driver:
+  // lavapipe (Mesa 22.3) folds 0.0 + x to x, which is -0.0 for x = -0.0.
+  const bool fl = ir::is_float(t);
+  if (op == "sum" && fl) return float_literal(at, 0.0);
+  if (op == "sum" || op == "any") return constant(at, 0);
+  if (op == "product" || op == "all") return constant(at, 1);
+  if (fl) return b.const_float(register_bits(t), op == "reduce_max" ? -INFINITY : INFINITY);
+  const int bits = ir::dtype_bits(t);
+  uint64_t max = ir::is_signed_int(t) ? (uint64_t(1) << (bits - 1)) - 1 : (bits == 64 ? ~0ull : (1ull << bits) - 1);
+  uint64_t min = ir::is_signed_int(t) ? ~max : 0;
+  return constant_int(t, op == "reduce_max" ? min : max);
+}
+
+Id Emitter::reduce_step(const std::string& op, DType t, DType at, Id a, Id v) {
+  const bool fl = ir::is_float(t);
+  Id rt = reg_type(at);
+  if (op == "all" || op == "any")
+    return from_bool(b.op(op == "all" ? spv::OpLogicalAnd : spv::OpLogicalOr, boolean(), {to_bool(a, t), to_bool(v, t)}), t);
+  if (op == "sum") return b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a, v});
+  if (op == "product") return b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {a, v});
+  const bool mx = op == "reduce_max";
+  if (!fl) {
+    bool s = ir::is_signed_int(t);
+    return b.ext(mx ? (s ? GLSLstd450SMax : GLSLstd450UMax) : (s ? GLSLstd450SMin : GLSLstd450UMin), rt, {a, v});
+  }
+  // NaN propagates: once the accumulator is NaN it stays NaN.
+  Id better = b.op(mx ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan, boolean(), {v, a});
+  Id take = b.op(spv::OpLogicalOr, boolean(), {better, b.op(spv::OpIsNan, boolean(), {v})});
+  take = b.op(spv::OpLogicalAnd, boolean(), {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {a})})});
+  return select(t, take, v, a);
+}
+
 Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
@@ -65,44 +98,12 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   auto base = kept_dims(*this, node, out, in, axes, keep);
   std::vector<int64_t> extents;
   for (auto a : axes) extents.push_back(in[a]);
-  const bool fl = ir::is_float(t);
   const DType at = op == "sum" || op == "product" ? compute_type(t) : t;
   Id rt = reg_type(at);
-
-  Id init;
-  // A float sum starts at +0.0 (a sum of -0.0s is +0.0, as in Nx), hidden from the driver:
-  // lavapipe (Mesa 22.3) folds 0.0 + x to x, which is -0.0 for x = -0.0.
-  if (op == "sum" && fl) init = float_literal(at, 0.0);
-  else if (op == "sum" || op == "any") init = constant(at, 0);
-  else if (op == "product" || op == "all") init = constant(at, 1);
-  else if (fl) init = b.const_float(register_bits(t), op == "reduce_max" ? -INFINITY : INFINITY);
-  else {
-    const int bits = ir::dtype_bits(t);
-    uint64_t max = ir::is_signed_int(t) ? (uint64_t(1) << (bits - 1)) - 1 : (bits == 64 ? ~0ull : (1ull << bits) - 1);
-    uint64_t min = ir::is_signed_int(t) ? ~max : 0;
-    init = constant_int(t, op == "reduce_max" ? min : max);
-  }
-
-  // acc ⊕ v, shared by the per-element step and the combination of partial results.
-  auto merge = [&](Id a, Id v) -> Id {
-    if (op == "all" || op == "any")
-      return from_bool(b.op(op == "all" ? spv::OpLogicalAnd : spv::OpLogicalOr, boolean(), {to_bool(a, t), to_bool(v, t)}), t);
-    if (op == "sum") return b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {a, v});
-    if (op == "product") return b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {a, v});
-    const bool mx = op == "reduce_max";
-    if (!fl) {
-      bool s = ir::is_signed_int(t);
-      return b.ext(mx ? (s ? GLSLstd450SMax : GLSLstd450UMax) : (s ? GLSLstd450SMin : GLSLstd450UMin), rt, {a, v});
-    }
-    // NaN propagates: once the accumulator is NaN it stays NaN.
-    Id better = b.op(mx ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan, boolean(), {v, a});
-    Id take = b.op(spv::OpLogicalOr, boolean(), {better, b.op(spv::OpIsNan, boolean(), {v})});
-    take = b.op(spv::OpLogicalAnd, boolean(), {take, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsNan, boolean(), {a})})});
-    return select(t, take, v, a);
-  };
+  auto merge = [&](Id a, Id v) { return reduce_step(op, t, at, a, v); };
   Fold f;
   f.types = {rt};
-  f.init = {init};
+  f.init = {reduce_identity(op, t, at)};
   f.count = ir::num_elements(extents);
   f.step = [&](const Values& acc, Id counter) {
     auto rd = split(counter, extents);

@@ -87,6 +87,7 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
     case ir::OpFamily::Scatter: return emit_indexed(node, index);
     case ir::OpFamily::Reduction: return emit_reduction(node, index);
     case ir::OpFamily::ArgReduction: return emit_argreduce(node, index);
+    case ir::OpFamily::Scan: return emit_scan_element(node, index);
     default: break;
   }
   if (op == "iota" || op == "eye") return emit_index_op(node, index);

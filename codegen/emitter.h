@@ -167,6 +167,11 @@ class Emitter {
   Id dot_term(const ir::Node& dot, Id acc, Id x, Id y);  // x, y: operand values, converted here
   Id dot_result(const ir::Node& dot, Id acc);
   Id all_true(const std::vector<Id>& conds);  // true when empty
+  // A reduction's fold (op: sum product reduce_max reduce_min all any) of accumulator a and
+  // v in the registers of `at` (t: the result type; max and min propagate NaN), and its
+  // identity (+0.0 for a float sum); shared by reductions and scans (emit_scan.cpp).
+  Id reduce_step(const std::string& op, ir::DType t, ir::DType at, Id a, Id v);
+  Id reduce_identity(const std::string& op, ir::DType t, ir::DType at);
 
  private:
   Id compute(const ir::Node& node, Index& index);
@@ -190,6 +195,7 @@ class Emitter {
   Id emit_reduction(const ir::Node& node, Index& index);
   Id emit_argreduce(const ir::Node& node, Index& index);
   Id emit_dot(const ir::Node& node, Index& index);
+  Id emit_scan_element(const ir::Node& node, Index& index);  // a scan read inside another kernel (emit_scan.cpp)
   Id emit_repeat_result(const ir::Node& elem, Index& index);  // elem of a `repeat` (emit_repeat.cpp)
 
   const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }

@@ -9,6 +9,7 @@
 
 #include "codegen/emitter.h"
 #include "codegen/matmul.h"
+#include "codegen/scan.h"
 #include "codegen/targets/launch.h"
 #include "ir/ops.h"
 
@@ -103,8 +104,12 @@ uint64_t position_takers(const LaunchConfig& launch) {
 
 uint32_t unroll_of(const LaunchConfig& launch) { return launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll); }
 
+// The kernel's scan when it is a scan kernel (codegen/scan.h).
+const ir::Node* scan_of(const ir::Node& kernel) { return scan_root(kernel, *kernel.regions.at("body")); }
+
 PositionLoop position_loop(const ir::Node& kernel, const LaunchConfig& launch, int64_t items) {
   if (launch.matmul.m) return {launch.matmul.tiles, launch.group_count};
+  if (const ir::Node* scan = scan_of(kernel)) return {scan_positions(*scan), position_takers(launch)};
   if (auto rs = row_split(kernel); rs && items > 0) return {rs->rows(), position_takers(launch)};
   if (launch.tiles) return {items / (kTransposeTile * kTransposeTile), launch.group_count};
   return {items / launch.vector_width, position_takers(launch) * unroll_of(launch)};
@@ -522,7 +527,10 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   Module m;
   const PositionLoop positions = position_loop(kernel, launch, items);
   b.begin_main();
-  if (auto rs = row_split(kernel); rs && items > 0) {
+  const ir::Node* scan = scan_of(kernel);
+  if (scan) {
+    emit_scan_kernel(body, *scan, e, outputs.at(0), launch, &m.shared_bytes);
+  } else if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
   } else if (launch.matmul.fragment.m) {
     emit_cooperative_matmul(body, *dot, e, inputs, outputs.at(0), launch, &m.shared_bytes);
@@ -563,7 +571,7 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
   const uint64_t max_trips = limit == 0 ? 0 : max_position_trips(steps, limit);
   if (limit == 0 || positions.trips() <= max_trips) return std::nullopt;
   if (max_trips == 0) {
-    if (!launch.cooperative && !launch.tiles && items > 0) {
+    if (!launch.cooperative && !launch.tiles && items > 0 && !scan_of(kernel)) {
       const int64_t takers = row_split(kernel) ? positions.count : items;  // rows, or elements without vectors
       return cooperate(caps, takers, caps.max_workgroup_invocations, caps.max_workgroup_count_x);
     }
@@ -648,7 +656,8 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
                                              computes_int64(body)};
-  const ir::Node* dot = rs ? nullptr : matmul_dot(kernel, body);
+  const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
+  const ir::Node* dot = rs || scan ? nullptr : matmul_dot(kernel, body);
   const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
   const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};
   for (const ir::Node* p : dot ? matmul_texel_operands(body, *dot, tiles) : std::vector<const ir::Node*>{}) {
@@ -656,7 +665,8 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     const bool bound = std::any_of(out.bindings.begin(), out.bindings.end(), [&](const Binding& b) { return b.texels && b.index == index; });
     if (!bound) out.bindings.push_back({Binding::Kind::Input, index, p->type().dtype, true});
   }
-  LaunchConfig launch = tiles.m                                                        ? launch_matmul(caps, product, tiles)
+  LaunchConfig launch = scan                                                           ? launch_scan(caps, ScanLines::of(*scan))
+                        : tiles.m                                                      ? launch_matmul(caps, product, tiles)
                         : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
@@ -678,7 +688,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   out.push_constant_bytes = m.push_constant_bytes;
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
-  out.launch = describe(launch, rs.has_value());
+  out.launch = scan ? describe_scan(*scan, launch) : describe(launch, rs.has_value());
 
   std::string err = validate(out.spirv, caps.api_version);
   if (!err.empty()) throw ir::IrError(kernel, "generated SPIR-V does not validate (codegen bug): " + err);

@@ -283,6 +283,9 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
     case OpFamily::ArgReduction:
       out.push_back(eval_reduce(node, args));
       break;
+    case OpFamily::Scan:
+      out.push_back(eval_scan(node, args));
+      break;
     case OpFamily::Dot:
       out.push_back(eval_dot(node, args));
       break;

@@ -25,6 +25,7 @@ enum class OpFamily {
   Scatter,     // indexed_add indexed_put: each output element folds the updates aimed at it
   Reduction,   // sum product reduce_max reduce_min all any
   ArgReduction,
+  Scan,        // cumulative_sum cumulative_product cumulative_min cumulative_max: attrs axis, reverse
   Dot,
   Tuple,       // elem
   Control,     // while cond

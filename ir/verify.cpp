@@ -224,6 +224,7 @@ class Verifier {
       case OpFamily::Scatter: return indexed(n);
       case OpFamily::Reduction: return reduction(n);
       case OpFamily::ArgReduction: return arg_reduction(n);
+      case OpFamily::Scan: return scan(n);
       case OpFamily::Dot: return dot(n);
       case OpFamily::Tuple: {
         arity(n, 1);
@@ -503,6 +504,18 @@ class Verifier {
     if (all && keep && n.type().shape.empty()) out.clear();
     expect_shape(n, out);
     if (!is_integer(n.type().dtype)) throw IrError(n, "the result type must be an integer, got " + to_string(n.type()));
+  }
+
+  // Nx's cumulative_* (Nx.Shared.optional's output is the operand's type): the shape and
+  // type of x, scanned along attrs.axis; reverse scans from the end.
+  void scan(const Node& n) {
+    arity(n, 1);
+    const TensorType& x = arg_type(n, 0);
+    if (x.shape.empty()) throw IrError(n, "needs an operand of rank 1 or more, got " + to_string(x));
+    axis_in_range(n, int_attr(n, "axis"), x);
+    bool_attr(n, "reverse");
+    expect_shape(n, x.shape);
+    expect_type(n, {x.dtype});
   }
 
   void dot(const Node& n) {

@@ -7,7 +7,8 @@
 // that cannot inline it (a reduction result feeding anything, control flow), or a
 // producer shared by several kernels whose cone is too big to recompute in each. A dot
 // roots a region of its own (its inlined producers are its tiles' prologue) unless its one
-// user is elementwise over its shape: then it is inlined there (the epilogue). Fan-out
+// user is elementwise over its shape: then it is inlined there (the epilogue). A scan
+// (cumulative_*) always roots a single-result region, its producers its prologue. Fan-out
 // alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
 // it; inside one region the emitter computes each node once per element, so diamonds and
 // long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
@@ -36,6 +37,9 @@ bool is_reduction(const Node& n) {
 // indexed_add/put: each element loops over all the updates, so like a reduction its result
 // gets a buffer rather than being recomputed wherever it is read.
 bool is_indexed_update(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scatter; }
+// cumulative_*: a scan kernel of its own (codegen/scan.h), which walks its lines; its
+// producers are its prologue (computed once per element), its users read its buffer.
+bool is_scan(const Node& n) { return ir::op_family(n.op) == ir::OpFamily::Scan; }
 // Inlinable: computed per element from its operands' elements. Slices with dynamic starts
 // read scalars from other values, which the emitter supports, so slices qualify too; so does
 // gather, an index map whose index comes from its indices operand (one element each).
@@ -45,9 +49,11 @@ bool inlinable(const Node& n) {
   if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
   return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Gather;
 }
-// Can root a region: anything inlinable, reductions, indexed updates and dots (their
+// Can root a region: anything inlinable, reductions, indexed updates, scans and dots (their
 // producers are evaluated inside their loops: a dot's are its tiles' prologue).
-bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n) || n.op == "dot"; }
+bool can_root(const Node& n) {
+  return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || n.op == "dot";
+}
 
 // What a dot may compute in its prologue: moving or converting elements. Its operands'
 // elements are read once per output tile (more often by a dot too small to tile, once per
@@ -195,12 +201,13 @@ class Fuse : public Pass {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
-        if (holds_dot(g, regions[c])) continue;  // a row kernel would lose the dot's tiles
+        // A row kernel would lose the dot's tiles, the scan's lines.
+        if (holds_dot(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;
         auto frame = row_frame(g, regions[c]);
         if (!frame) continue;
         for (size_t a = 0; a < regions.size() && !changed; ++a) {
           std::optional<int64_t> p;
-          if (a == c || holds_dot(g, regions[a]) ||
+          if (a == c || holds_dot(g, regions[a]) || is_scan(g.node(regions[a].roots[0])) ||
               !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users)))
             continue;
           Region& rc = regions[c];
@@ -398,6 +405,7 @@ class Fuse : public Pass {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
     if (holds_dot(g, a) || holds_dot(g, b)) return false;  // a dot's kernel has one result (codegen/matmul.h)
+    if (is_scan(ra) || is_scan(rb)) return false;          // so has a scan's (codegen/scan.h)
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
@@ -516,6 +524,7 @@ class Fuse : public Pass {
     k.attrs = {{"kind", first.op == "argmax" || first.op == "argmin" ? "argreduce"
                         : is_reduction(first)                       ? "reduce"
                         : is_indexed_update(first)                  ? "indexed"
+                        : is_scan(first)                            ? "scan"
                         : holds_dot(g, r)                           ? "dot"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};

@@ -25,6 +25,7 @@ std::string kind_of(const std::string& op) {
     case ir::OpFamily::ArgReduction: return "argreduce";
     case ir::OpFamily::Dot: return "dot";
     case ir::OpFamily::Scatter: return "indexed";
+    case ir::OpFamily::Scan: return "scan";
     default: return "elementwise";
   }
 }

@@ -1,6 +1,7 @@
 #include "passes/rewrite.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace nxv::passes {
@@ -92,6 +93,32 @@ void sort_topologically(ir::Graph& g) {
   }
   g.nodes = std::move(sorted);
   g.reindex();
+}
+
+ir::NodeId append_node(std::vector<ir::Node>& out, ir::NodeId& next, const std::string& op, std::vector<ir::NodeId> args,
+                       ir::DType t, ir::Shape shape, nlohmann::json attrs) {
+  ir::Node m;
+  m.id = next++;
+  m.op = op;
+  m.args = std::move(args);
+  m.results = {{t, std::move(shape)}};
+  m.attrs = std::move(attrs);
+  out.push_back(std::move(m));
+  return out.back().id;
+}
+
+nlohmann::json reduction_identity(const std::string& op, ir::DType t) {
+  const bool fl = ir::is_float(t), sgn = ir::is_signed_int(t);
+  const int bits = ir::dtype_bits(t);
+  if (op == "sum" || op == "any") return 0;
+  if (op == "product" || op == "all") return 1;
+  if (op == "reduce_max") {
+    if (fl) return "-inf";
+    return sgn ? nlohmann::json(bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1))) : nlohmann::json(0);
+  }
+  if (fl) return "inf";  // reduce_min
+  if (sgn) return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1;
+  return bits == 64 ? nlohmann::json(std::numeric_limits<uint64_t>::max()) : nlohmann::json((uint64_t(1) << bits) - 1);
 }
 
 }  // namespace nxv::passes

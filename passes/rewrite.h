@@ -39,6 +39,14 @@ std::vector<ir::NodeId> inline_region(const ir::Graph& region, const std::vector
 // existing order wherever it already is valid. Throws IrError on a cycle.
 void sort_topologically(ir::Graph& g);
 
+// Appends a one-result node with the fresh id `next++` to `out`; returns its id.
+ir::NodeId append_node(std::vector<ir::Node>& out, ir::NodeId& next, const std::string& op, std::vector<ir::NodeId> args,
+                       ir::DType t, ir::Shape shape, nlohmann::json attrs = nlohmann::json::object());
+
+// The identity of a reduction (sum product reduce_max reduce_min all any) of type t, as a
+// constant's attrs.value: padding with it leaves the reduction (or scan) unchanged.
+nlohmann::json reduction_identity(const std::string& op, ir::DType t);
+
 // Removes nodes no output depends on. Parameters stay: they define the graph's inputs.
 void remove_dead(ir::Graph& g);
 

@@ -11,10 +11,10 @@
 // over that axis adds. Its tiles then fill the device instead of a few workgroups each
 // walking the whole contraction.
 #include <algorithm>
-#include <limits>
 #include <set>
 
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace nxv::passes {
 namespace {
@@ -35,20 +35,6 @@ constexpr int64_t kDotMinContraction = 4096;
 constexpr int64_t kDotMaxOutputs = 1 << 18;
 constexpr int64_t kDotSplitOutputs = 1 << 20;
 constexpr int64_t kDotMinPart = 512;
-
-nlohmann::json identity(const std::string& op, DType t) {
-  const bool fl = ir::is_float(t), sgn = ir::is_signed_int(t);
-  const int bits = ir::dtype_bits(t);
-  if (op == "sum" || op == "any") return 0;
-  if (op == "product" || op == "all") return 1;
-  if (op == "reduce_max") {
-    if (fl) return "-inf";
-    return sgn ? nlohmann::json(bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (bits - 1))) : nlohmann::json(0);
-  }
-  if (fl) return "inf";  // reduce_min
-  if (sgn) return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1;
-  return bits == 64 ? nlohmann::json(std::numeric_limits<uint64_t>::max()) : nlohmann::json((uint64_t(1) << bits) - 1);
-}
 
 // The dot's contraction split in parts: appends the dot over the parts and, under n's id,
 // their sum to `out`. False (nothing appended) where the dot is left as it is.
@@ -164,14 +150,7 @@ class SplitReduction : public Pass {
         continue;
       }
       auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
-        Node m;
-        m.id = next++;
-        m.op = op;
-        m.args = std::move(args);
-        m.results = {{t, std::move(shape)}};
-        m.attrs = std::move(attrs);
-        out.push_back(m);
-        return m.id;
+        return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
       };
       NodeId v = n.args[0];
       bool identity_perm = true;
@@ -184,7 +163,7 @@ class SplitReduction : public Pass {
       v = add("reshape", {v}, x.dtype, flat, nlohmann::json::object());
       const int64_t chunk = (extent + kParts - 1) / kParts;
       if (chunk * kParts != extent) {
-        NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", identity(n.op, x.dtype)}});
+        NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", reduction_identity(n.op, x.dtype)}});
         nlohmann::json config = nlohmann::json::array();
         for (size_t i = 0; i < kept.size(); ++i) config.push_back({0, 0, 0});
         config.push_back({0, chunk * kParts - extent, 0});

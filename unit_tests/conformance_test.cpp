@@ -538,5 +538,124 @@ TEST(Conformance, IndexedOpsOverManyUpdatesCooperate) {
   }
 }
 
+// Scans (cumulative_*), exact wherever the inputs make the order of the fold irrelevant, so
+// that the device's blocks (passes/split-scan, workgroup runs) must give the interpreter's
+// serial result bit for bit: integers wrap (modular arithmetic associates), min and max
+// select, float sums of small integers are exact below 2^(mantissa bits), float products of
+// ±1, ±2 and ±0.5 are exact while their exponents stay in range (a line of 16-bit floats is
+// kept to 257 for that). Lines longer than 1024 are split; 1031 and 2049 are padded.
+Literal scan_input(const std::string& op, const ir::TensorType& t, unsigned seed) {
+  if (op == "cumulative_min" || op == "cumulative_max" || !ir::is_float(t.dtype)) return input(t, seed);
+  Literal lit{t, std::vector<uint8_t>(t.byte_size())};
+  std::mt19937_64 rng(seed);
+  const bool narrow = ir::dtype_bits(t.dtype) == 16;
+  std::uniform_int_distribution<int> small(narrow ? -1 : -2, narrow ? 1 : 2), die(0, 19);
+  for (int64_t k = 0; k < t.num_elements(); ++k) {
+    ir::Scalar v;
+    if (op == "cumulative_sum") v.f = small(rng);
+    else v.f = (die(rng) == 0 ? (die(rng) < 10 ? 2.0 : 0.5) : 1.0) * (die(rng) < 10 ? -1 : 1);
+    ir::set_element(lit, k, v);
+  }
+  return lit;
+}
+
+struct ScanCase {
+  ir::Shape shape;
+  int64_t axis;
+};
+
+void check_scans(const std::vector<ScanCase>& cases, const std::vector<DType>& types, const runtime::CompileOptions& opts = {}) {
+  for (const std::string op : {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"})
+    for (DType t : types) {
+      if (!supported(t)) continue;
+      for (const auto& c : cases)
+        for (bool reverse : {false, true}) {
+          if (ir::dtype_bits(t) == 16 && op == "cumulative_product" && c.shape[c.axis] > 257) continue;
+          const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") + "}";
+          auto g = one_op(op + "_" + ir::dtype_name(t) + "_" + shape_json(c.shape) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
+          // ±0 ties of min and max may keep either zero.
+          const bool select = op == "cumulative_min" || op == "cumulative_max";
+          check(g, {scan_input(op, {t, c.shape}, 31 + unsigned(t))}, Tolerance{0, 0, !select}, opts);
+        }
+    }
+}
+
+const std::vector<ScanCase> kScanCases = {{{1}, 0},       {{257}, 0},       {{1009}, 0},     {{5, 6, 7}, 0}, {{5, 6, 7}, 1},
+                                          {{5, 6, 7}, 2}, {{3, 1031}, 1},   {{2049, 2}, 0}};
+
+TEST(Conformance, ScansEveryTypeAxisAndDirection) { check_scans(kScanCases, kAll); }
+
+// NVIDIA's code path: a workgroup per line of the innermost axis, runs' totals scanned
+// through shared memory.
+TEST(Conformance, ScansInWorkgroups) {
+  runtime::CompileOptions opts;
+  opts.as_vendor = 0x10DE;
+  check_scans({{{1009}, 0}, {{3, 1031}, 1}, {{4, 64}, 1}, {{2, 33}, 1}, {{5, 6, 7}, 0}}, {DType::U8, DType::S32, DType::S64, DType::F16, DType::F32, DType::F64}, opts);
+}
+
+// NaN and the infinities keep their classes in any order: from a NaN on, a line of
+// cumulative_sum/min/max is NaN; inf + -inf is NaN. The random reals between them make the
+// sums inexact: 64 ulp, relative to values of a few units, covers any order of a few terms.
+TEST(Conformance, ScansPropagateNanAndInfinities) {
+  for (const std::string op : {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"})
+    for (DType t : kFloats) {
+      if (!supported(t)) continue;
+      const double eps = t == DType::F64 ? 0x1p-52 : t == DType::F32 ? 0x1p-23 : t == DType::F16 ? 0x1p-10 : 0x1p-7;
+      for (bool reverse : {false, true}) {
+        const std::string attrs = std::string(R"({"axis": 1, "reverse": )") + (reverse ? "true" : "false") + "}";
+        auto g = one_op(op + "_special_" + ir::dtype_name(t) + attrs, {{t, {2, 13}}}, op, {t, {2, 13}}, attrs);
+        check(g, {input({t, {2, 13}}, 41)}, Tolerance{64 * eps, 64 * eps, false});
+      }
+    }
+}
+
+// Lines of n, 10n and 100n (10^6) elements, exact (f32 sums of integers in [-4, 4] stay
+// below 2^24), on both code paths; u8 and s32 sums wrap many times.
+TEST(Conformance, ScansAtScale) {
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (int64_t n : {10000, 100000, 1000000})
+      for (DType t : {DType::F32, DType::S32, DType::U8}) {
+        runtime::CompileOptions opts;
+        opts.as_vendor = vendor;
+        Literal x{{t, {n}}, std::vector<uint8_t>(size_t(n) * size_t(ir::dtype_bytes(t)))};
+        std::mt19937_64 rng(n);
+        std::uniform_int_distribution<int64_t> d(t == DType::F32 ? -4 : -2000000000, t == DType::F32 ? 4 : 2000000000);
+        for (int64_t k = 0; k < n; ++k) {
+          ir::Scalar v;
+          v.i = d(rng);
+          v.f = double(v.i);
+          v.is_integer = t != DType::F32;
+          ir::set_element(x, k, v);
+        }
+        for (const std::string attrs : {R"({"axis": 0})", R"({"axis": 0, "reverse": true})"}) {
+          auto g = one_op("cumsum_" + std::to_string(n) + ir::dtype_name(t) + std::to_string(vendor) + attrs, {{t, {n}}}, "cumulative_sum", {t, {n}}, attrs);
+          check(g, {x}, Tolerance{}, opts);
+        }
+      }
+}
+
+// Random reals: the device's blocks and the interpreter's serial fold round differently.
+// Both errors grow like sqrt(k)·eps·S_k over a prefix of k positive terms summing to S_k
+// (recursive summation with random rounding errors, Higham 2002 §4.2); 16·sqrt(10^6)·eps
+// bounds the difference relatively: 2e-3 for f32, 4e-12 for f64. Columns of 1000 x 1000
+// (axis 0) take the coalesced path, rows (axis 1) the workgroups on NVIDIA's.
+TEST(Conformance, ScansOfRealsWithinTheirRoundingBound) {
+  for (DType t : {DType::F32, DType::F64}) {
+    if (!supported(t)) continue;
+    const double rel = 16 * 1000 * (t == DType::F32 ? 0x1p-23 : 0x1p-52);
+    for (const ir::Shape& shape : {ir::Shape{1000000}, ir::Shape{1000, 1000}})
+      for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis) {
+        const std::string attrs = R"({"axis": )" + std::to_string(axis) + "}";
+        auto g = one_op(std::string("cumsum_reals_") + ir::dtype_name(t) + shape_json(shape) + attrs, {{t, shape}}, "cumulative_sum", {t, shape}, attrs);
+        Literal x = input({t, shape}, 51, 0, 1);
+        for (int64_t k = 0; k < 16; ++k) ir::set_element(x, k, ir::Scalar{0.25, 0, false});  // past the edge values
+        runtime::CompileOptions nv;
+        nv.as_vendor = 0x10DE;
+        check(g, {x}, Tolerance{rel, 0, false});
+        check(g, {x}, Tolerance{rel, 0, false}, nv);
+      }
+  }
+}
+
 }  // namespace
 }  // namespace nxv

@@ -498,6 +498,35 @@ TEST(InterpReduce, ArgmaxTiesAndNaN) {
   EXPECT_EQ(ints(apply("argmin", {u}, "s64", {})), (std::vector<int64_t>{3}));
 }
 
+// Nx's own doctest values (Nx 0.7.2, nx.ex: cumulative_sum/product/min/max).
+TEST(InterpReduce, ScansAsNxDocumentsThem) {
+  Literal x = iota_f32({3, 3});
+  expect_floats(apply("cumulative_sum", {x}, "f32", {3, 3}, {{"axis", 0}}), {0, 1, 2, 3, 5, 7, 9, 12, 15});
+  expect_floats(apply("cumulative_sum", {x}, "f32", {3, 3}, {{"axis", 1}}), {0, 1, 3, 3, 7, 12, 6, 13, 21});
+  expect_floats(apply("cumulative_sum", {x}, "f32", {3, 3}, {{"axis", 0}, {"reverse", true}}), {9, 12, 15, 9, 11, 13, 6, 7, 8});
+  expect_floats(apply("cumulative_sum", {x}, "f32", {3, 3}, {{"axis", 1}, {"reverse", true}}), {3, 3, 2, 12, 9, 5, 21, 15, 8});
+  expect_floats(apply("cumulative_product", {x}, "f32", {3, 3}, {{"axis", 0}}), {0, 1, 2, 0, 4, 10, 0, 28, 80});
+  expect_floats(apply("cumulative_product", {x}, "f32", {3, 3}, {{"axis", 1}, {"reverse", true}}), {0, 2, 2, 60, 20, 5, 336, 56, 8});
+  Literal m = lit(DType::S64, {3, 3}, {2, 3, 1, 1, 3, 2, 2, 1, 3});
+  EXPECT_EQ(ints(apply("cumulative_min", {m}, "s64", {3, 3}, {{"axis", 0}})), (std::vector<int64_t>{2, 3, 1, 1, 3, 1, 1, 1, 1}));
+  EXPECT_EQ(ints(apply("cumulative_min", {m}, "s64", {3, 3}, {{"axis", 1}, {"reverse", true}})), (std::vector<int64_t>{1, 1, 1, 1, 2, 2, 1, 1, 3}));
+  EXPECT_EQ(ints(apply("cumulative_max", {m}, "s64", {3, 3}, {{"axis", 1}})), (std::vector<int64_t>{2, 3, 3, 1, 3, 3, 2, 2, 3}));
+  EXPECT_EQ(ints(apply("cumulative_max", {m}, "s64", {3, 3}, {{"axis", 0}, {"reverse", true}})), (std::vector<int64_t>{2, 3, 3, 2, 3, 3, 2, 1, 3}));
+}
+
+// Integers wrap in the type (u8 200 + 100 = 44); a NaN makes the rest of a min/max line NaN;
+// each step rounds to the type (f16: 2048 + 1 stays 2048, then + 1 again).
+TEST(InterpReduce, ScansWrapPropagateNanAndRoundEveryStep) {
+  EXPECT_EQ(ints(apply("cumulative_sum", {lit(DType::U8, {3}, {200, 100, 10})}, "u8", {3}, {{"axis", 0}})), (std::vector<int64_t>{200, 44, 54}));
+  EXPECT_EQ(ints(apply("cumulative_product", {lit(DType::S8, {3}, {16, 16, -1})}, "s8", {3}, {{"axis", 0}})), (std::vector<int64_t>{16, 0, 0}));
+  Literal x = lit(DType::F32, {5}, {3, NAN, 1, -INFINITY, 7});
+  expect_floats(apply("cumulative_max", {x}, "f32", {5}, {{"axis", 0}}), {3, NAN, NAN, NAN, NAN});
+  expect_floats(apply("cumulative_min", {x}, "f32", {5}, {{"axis", 0}, {"reverse", true}}), {NAN, NAN, -INFINITY, -INFINITY, 7});
+  expect_floats(apply("cumulative_sum", {lit(DType::F32, {3}, {INFINITY, -INFINITY, 1})}, "f32", {3}, {{"axis", 0}}), {INFINITY, NAN, NAN});
+  expect_floats(apply("cumulative_sum", {lit(DType::F16, {3}, {2048, 1, 1})}, "f16", {3}, {{"axis", 0}}), {2048, 2048, 2048});
+  expect_floats(apply("cumulative_sum", {lit(DType::F32, {2}, {-0.0, -0.0})}, "f32", {2}, {{"axis", 0}}), {-0.0, -0.0});
+}
+
 TEST(InterpReduce, DotWithBatchAxes) {
   Literal a = iota_f32({2, 2, 3}), b = iota_f32({2, 3, 2});
   Literal r = apply("dot", {a, b}, "f32", {2, 2, 2},

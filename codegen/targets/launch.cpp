@@ -42,6 +42,8 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
 // 1.4 -> 30 ms (1024x1024) with tiles staged through shared memory (its barriers are costly).
 bool tile_transposes(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
 
+bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
+
 bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 && caps.float64; }
 
 bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }

@@ -116,6 +116,11 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles);
 // (codegen/kernel.cpp): a GPU's caches then coalesce the reads; a CPU's do not need it.
 bool tile_transposes(const DeviceCaps& caps);
 
+// Whether a scan along the innermost axis takes a workgroup per line (codegen/scan.h), its
+// runs' totals scanned through shared memory: not on lavapipe, where a workgroup barrier
+// makes LLVM build the shader as a coroutine; an invocation per line is as parallel there.
+bool scans_in_workgroups(const DeviceCaps& caps);
+
 // Whether f32 sums, products and dot products accumulate in f64, and f32 transcendental
 // functions (exp, log, sin, pow, ...) are computed in f64, each rounded once, as
 // Nx.BinaryBackend computes them (so results match the evaluator's to the last digit):

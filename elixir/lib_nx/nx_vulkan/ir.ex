@@ -43,8 +43,12 @@ defmodule Nx.Vulkan.IR do
   @hook_ops [:hook, :io_call]
 
   # `optional` calls that are IR ops themselves (real tensor arguments only: on complex
-  # ones the default, an `equal`, is lowered by Nx.Vulkan.Complex).
-  @native_optionals [:logical_not]
+  # ones the defaults, an `equal` and associative scans, are lowered by Nx.Vulkan.Complex).
+  # A scan's default is Nx's associative scan, log2(n) levels of slices, pads and
+  # concatenations whose fused kernel grows exponentially with n; the IR's cumulative_*
+  # are O(n) scan kernels (codegen/scan.h).
+  @scans [:cumulative_sum, :cumulative_product, :cumulative_min, :cumulative_max]
+  @native_optionals [:logical_not | @scans]
 
   # `optional` calls replaced by the unrolled versions in Nx.Vulkan.LinAlg (rank-2
   # matrices): their defaults need gather/scatter and loops.
@@ -467,7 +471,10 @@ defmodule Nx.Vulkan.IR do
   # names the operation (`%Nx.Block.LogicalNot{}`, ...).
   defp node(%T{data: %Expr{op: :block, args: [struct, in_args, default, _fun]}} = t, stack) do
     {tensors, opts} = Enum.split_while(in_args, &(not is_list(&1)))
-    call_node(block_name(struct), tensors, opts, default, t, stack)
+    name = block_name(struct)
+    # A scan's block carries its options (axis, reverse) in the struct.
+    opts = if name in @scans, do: [Map.to_list(Map.from_struct(struct)) | opts], else: opts
+    call_node(name, tensors, opts, default, t, stack)
   end
 
   defp node(%T{data: %Expr{op: :while, args: [initial, arg, condition, body]}}, stack) do
@@ -520,6 +527,10 @@ defmodule Nx.Vulkan.IR do
 
   @block_names %{
     "LogicalNot" => :logical_not,
+    "CumulativeSum" => :cumulative_sum,
+    "CumulativeProduct" => :cumulative_product,
+    "CumulativeMin" => :cumulative_min,
+    "CumulativeMax" => :cumulative_max,
     "Solve" => :solve,
     "Determinant" => :determinant,
     "Cholesky" => :cholesky,
@@ -565,7 +576,7 @@ defmodule Nx.Vulkan.IR do
 
       name in @native_optionals ->
         {ids, stack} = recur_all(tensors, stack)
-        emit(stack, Atom.to_string(name), ids, tensor_type(t))
+        emit(stack, Atom.to_string(name), ids, tensor_type(t), native_attrs(name, opts))
 
       name == :eigh ->
         inline_factorisation(:eigh, tensors, default, &Nx.Vulkan.Eigh.eigh(&1, List.flatten(opts)), stack)
@@ -579,6 +590,14 @@ defmodule Nx.Vulkan.IR do
         inline_rewrite(tensors, Function.capture(Nx.Vulkan.LinAlg, name, length(tensors)), stack)
     end
   end
+
+  # A scan's axis (Nx has normalised it, vectorised axes included) and direction.
+  defp native_attrs(name, opts) when name in @scans do
+    opts = List.flatten(opts)
+    %{axis: Keyword.fetch!(opts, :axis), reverse: Keyword.get(opts, :reverse, false)}
+  end
+
+  defp native_attrs(_name, _opts), do: %{}
 
   # A rewrite (Nx.Vulkan.LinAlg, Nx.Vulkan.Eigh) traced over the arguments' templates and
   # inlined with its parameters bound to them: they build `while` loops, which only a
