@@ -22,6 +22,14 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
+// A register per live value: a kernel's code size is the proxy for its registers, and past
+// 255 per thread they spill to local memory.
+passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
+  passes::KernelBounds b = kernel_bounds_generic(caps);
+  b.max_code = 100000;
+  return b;
+}
+
 // Operand slices staged through shared memory, rows of 16-byte vectors, two sets of them
 // (codegen/emit_matmul.cpp). Measured on an H100 (2026-11-26, TFLOP/s at 4096^2 f32 / f64):
 // 128x128 tiles of 8x8 per invocation in k-steps of 8 45.6 / 22.2 (k-steps of 16 41.7 /
