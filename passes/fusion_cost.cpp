@@ -122,13 +122,13 @@ double needed_fraction(const Node& user, size_t k, const Graph& g) {
 
 // A concatenate's or stack's operands that are chains of one-read index maps of one value
 // read that value once (Emitter::select_common_source): the value, or nullptr.
-const Node* common_source(const Node& n, const Graph& g) {
+const Node* common_source(const Node& n, const Graph& g, const std::set<NodeId>& members) {
   static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
   if ((n.op != "concatenate" && n.op != "stack") || n.args.size() < 2) return nullptr;
   std::vector<std::vector<const Node*>> chains;
   for (NodeId a : n.args) {
     std::vector<const Node*> chain{&g.node(a)};
-    while (maps.count(chain.back()->op)) chain.push_back(&g.node(chain.back()->args.at(0)));
+    while (members.count(chain.back()->id) && maps.count(chain.back()->op)) chain.push_back(&g.node(chain.back()->args.at(0)));
     chains.push_back(std::move(chain));
   }
   for (const Node* s : chains[0])
@@ -142,6 +142,31 @@ const Node* common_source(const Node& n, const Graph& g) {
 struct Use {
   double evaluations = 0, copies = 0, needed = 0;
 };
+
+// The members the roots reach and the values they read from outside, every user before
+// its operands (a reversed post-order: the graph need not be walked whole).
+std::vector<NodeId> users_first(const Graph& g, const std::set<NodeId>& members, const std::vector<NodeId>& roots) {
+  std::vector<NodeId> order;
+  std::set<NodeId> seen;
+  std::vector<std::pair<NodeId, size_t>> stack;  // node, next operand to visit
+  for (NodeId r : roots) {
+    if (!seen.insert(r).second) continue;
+    stack.push_back({r, 0});
+    while (!stack.empty()) {
+      auto& [v, k] = stack.back();
+      const Node& n = g.node(v);
+      if (members.count(v) && k < n.args.size()) {
+        const NodeId a = n.args[k++];
+        if (seen.insert(a).second) stack.push_back({a, 0});
+        continue;
+      }
+      order.push_back(v);
+      stack.pop_back();
+    }
+  }
+  std::reverse(order.begin(), order.end());
+  return order;
+}
 
 }  // namespace
 
@@ -170,10 +195,9 @@ Estimate estimate(const Graph& g, const std::set<NodeId>& members, const std::ve
     sources[{user.id, k}] = {u.evaluations * trips, u.copies, u.needed * trips * fraction};
     read_at[a.id].insert({user.id, k});
   };
-  // Users come after their operands: walk the graph backwards so that every node's reads
-  // are known before it is visited.
-  for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
-    const Node& n = *it;
+  // Users before their operands, so that every node's reads are known when it is visited.
+  for (NodeId id : users_first(g, members, roots)) {
+    const Node& n = g.node(id);
     const bool member = members.count(n.id) > 0;
     const auto& at = read_at[n.id];
     if (at.empty()) continue;
@@ -205,7 +229,7 @@ Estimate estimate(const Graph& g, const std::set<NodeId>& members, const std::ve
     e.evaluations[n.id] = u.evaluations;
     e.copies[n.id] = u.copies;
     e.loop_steps += u.copies * steps;
-    if (const Node* s = common_source(n, g); s && members.count(s->id)) {
+    if (const Node* s = common_source(n, g, members)) {
       add_read(n, 0, u, *s, 1);
       continue;
     }
