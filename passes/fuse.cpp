@@ -73,7 +73,7 @@ class Fuse : public Pass {
     for (const auto& n : g.nodes)
       for (NodeId a : n.args) users[a].push_back(n.id);
     std::set<NodeId> outputs(g.outputs.begin(), g.outputs.end());
-    std::set<NodeId> forced;  // too costly to recompute in every kernel that reads it
+    std::set<NodeId> forced;  // materialised for their cost, or a dot's or a binding limit's sake
     std::map<NodeId, std::string> cuts;  // of those, the ones the cost model cut, and why
 
     auto materialised = [&](const Node& n) {
@@ -99,7 +99,7 @@ class Fuse : public Pass {
         regions.push_back(std::move(r));
       }
       merge_siblings(g, regions);
-      auto costly = costly_duplicates(g, regions, materialised);
+      auto costly = costly_duplicates(g, regions, materialised, cuts);
       for (const auto& r : regions) {
         if (auto m = narrowing_split(g, r)) costly.push_back(*m);
         if (auto d = dot_off_its_output(g, r)) costly.push_back(*d);
@@ -318,10 +318,12 @@ class Fuse : public Pass {
     return p;
   }
 
-  // Producers inlined into more than one region whose cone is too costly to recompute
-  // (KernelBounds::max_recompute_work): the latest of each shared chain (materialising it makes the rest of its cone single-use).
+  // Producers inlined into more than one region whose cone is too costly to recompute in
+  // each (KernelBounds::max_recompute_work): the latest of each shared chain (materialising
+  // it makes the rest of its cone single-use).
   template <class Pred>
-  std::vector<NodeId> costly_duplicates(const Graph& g, const std::vector<Region>& regions, const Pred& materialised) {
+  std::vector<NodeId> costly_duplicates(const Graph& g, const std::vector<Region>& regions, const Pred& materialised,
+                                        std::map<NodeId, std::string>& cuts) {
     std::map<NodeId, int> copies;
     for (const auto& r : regions)
       for (NodeId m : r.members)
@@ -332,9 +334,14 @@ class Fuse : public Pass {
       if (copies[it->id] < 2 || covered.count(it->id)) continue;
       Region cone;
       collect(g, it->id, materialised, cone);
-      // A dot in the cone is read from a buffer: dot_off_its_output gives it one.
+      // A dot inlined elsewhere is dot_off_its_output's to cut (its loop is no recomputation
+      // of elementwise work): counted as a buffer.
       std::erase_if(cone.members, [&](NodeId m) { return g.node(m).op == "dot"; });
-      if (it->op == "dot" || estimate(g, cone.members, {it->id}).work <= bounds_.max_recompute_work) continue;
+      if (it->op == "dot") continue;
+      const double work = estimate(g, cone.members, {it->id}).work;
+      if (work <= bounds_.max_recompute_work) continue;
+      cuts[it->id] = "cost model: shared by kernels of different shapes, each of which would recompute its " +
+                     number(work) + " instructions of work per element (bound " + number(bounds_.max_recompute_work) + ")";
       picked.push_back(it->id);
       covered.insert(cone.members.begin(), cone.members.end());
     }
@@ -387,12 +394,14 @@ class Fuse : public Pass {
   }
 
   // Why the cost model cut a region: the bound it passed, with the estimate (`nxv explore`).
+  static std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v < 100 ? "%.3g" : "%.0f", v);
+    return buf;
+  }
+
   std::string cut_reason(const Estimate& e) const {
-    auto num = [](double v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, v < 100 ? "%.3g" : "%.0f", v);
-      return std::string(buf);
-    };
+    const auto num = number;
     std::string why = "cost model: the kernel reading it would ";
     if (bounds_.max_loop_steps > 0 && e.loop_steps > bounds_.max_loop_steps)
       return why + "take " + num(e.loop_steps) + " loop steps per element (bound " + num(bounds_.max_loop_steps) + ")";
@@ -551,7 +560,10 @@ class Fuse : public Pass {
     if (is_indexed_update(n)) return n.op + " result";
     if (!inlinable(n)) return n.op + " is computed by a kernel of its own";
     if (outputs.count(n.id)) return "graph output";
-    if (forced.count(n.id)) return "shared by kernels of different shapes and too costly to recompute";
+    // Forced but not cut by the cost model: for the binding limit (narrowing_split).
+    if (forced.count(n.id))
+      return "its inputs, read directly, would make the kernel reading it bind more than " +
+             std::to_string(kMaxKernelBindings) + " buffers";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
     if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return "arithmetic read by a dot, which inlines only index maps and casts";
