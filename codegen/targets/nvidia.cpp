@@ -22,8 +22,9 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
-// A register per live value: a kernel's code size is the proxy for its registers, and past
-// 255 per thread they spill to local memory.
+// Code size stands in for register pressure (past 255 registers per thread values spill to
+// local memory); the bound is not yet measured against the registers the driver reports
+// (nxv_bench --pipeline-stats).
 passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   passes::KernelBounds b = kernel_bounds_generic(caps);
   b.max_code = 100000;
