@@ -125,11 +125,6 @@ int explore(const Args& a) {
   ir::Graph g = ir::read_graph_file(a.file);
   bool all = a.stage == "all";
   if (all || a.stage == "input") std::printf("// ----- input -----\n%s", ir::print_graph(g).c_str());
-  passes::PassManager pm(a.passes.empty() ? passes::default_pipeline() : split(a.passes));
-  pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
-    if (all || a.stage == "passes") std::printf("// ----- after %s -----\n%s", pass.c_str(), ir::print_graph(after).c_str());
-  });
-  pm.run(g);
   // Without --device the generic target keeps the output independent of the machine.
   codegen::DeviceCaps caps = a.device.empty() ? codegen::target_caps(a.target.empty() ? "generic" : a.target) : [&] {
     runtime::RuntimeOptions o;
@@ -137,6 +132,11 @@ int explore(const Args& a) {
     return runtime::Device::open(o)->info().caps;
   }();
   caps.f32_products = a.precision;
+  passes::PassManager pm(a.passes.empty() ? passes::default_pipeline() : split(a.passes), codegen::kernel_bounds(caps));
+  pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
+    if (all || a.stage == "passes") std::printf("// ----- after %s -----\n%s", pass.c_str(), ir::print_graph(after).c_str());
+  });
+  pm.run(g);
   int dispatches = 0;
   for (const auto& n : g.nodes) {
     if (n.op != "kernel") continue;
@@ -150,6 +150,9 @@ int explore(const Args& a) {
       if (n.attrs.contains("reads"))
         for (const auto& [id, why] : n.attrs["reads"].items())
           std::printf("//   reads %%%s from a buffer: %s\n", id.c_str(), why.get<std::string>().c_str());
+      const passes::Estimate cost = passes::estimate_kernel(n);
+      std::printf("//   cost: %.0f instructions of work per element, duplication %.2fx, %.0f instructions, %.0f loop steps per element\n",
+                  cost.work, cost.duplication(), cost.code, cost.loop_steps);
     }
     if (all || a.stage == "spirv") {
       std::string err = codegen::validate(k.spirv, caps.api_version);

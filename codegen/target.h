@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "passes/fusion_cost.h"
+
 namespace nxv::codegen {
 
 // Element types of cooperative-matrix operands and accumulators.
@@ -74,6 +76,10 @@ struct DeviceCaps {
 
 // "16x16x16 f16>f32" (" nv" where only the NV extension lists it).
 std::string to_string(const CooperativeMatrixShape& s);
+
+// How big one fused kernel may grow on the device (the fuse pass splits larger ones):
+// per vendor in codegen/targets/<vendor>.cpp.
+passes::KernelBounds kernel_bounds(const DeviceCaps& caps);
 
 // A device-independent default (used by lit tests so their output is stable).
 DeviceCaps generic_caps();

@@ -50,15 +50,15 @@ ERL_NIF_TERM explore(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     ir::Graph g = ir::parse_graph(json);
     ERL_NIF_TERM source = binary(env, ir::write_graph(g));
     std::vector<ERL_NIF_TERM> stages;
-    passes::PassManager pm(pipeline);
+    codegen::DeviceCaps caps = device->info().caps;
+    caps.f32_products = codegen::parse_precision(get_string(env, argv[3], "precision"));
+    passes::PassManager pm(pipeline, codegen::kernel_bounds(caps));
     pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
       stages.push_back(enif_make_tuple2(env, binary(env, pass), binary(env, ir::write_graph(after))));
     });
     pm.run(g);
 
     std::vector<ERL_NIF_TERM> kernels;
-    codegen::DeviceCaps caps = device->info().caps;
-    caps.f32_products = codegen::parse_precision(get_string(env, argv[3], "precision"));
     collect_kernels(env, g, caps, kernels);
     return ok(env, make_map(env, {
                                      {"source", source},

@@ -10,16 +10,23 @@
 // user is elementwise over its shape: then it is inlined there (the epilogue). A scan
 // (cumulative_*) always roots a single-result region, its producers its prologue. Fan-out
 // alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
-// it; inside one region the emitter computes each node once per element, so diamonds and
-// long chains (an unrolled leapfrog) cost no recomputation. Regions with the same output
-// shape that share work are then merged into one multi-output kernel.
+// it; inside one region the emitter computes each node once per element and index, so
+// diamonds and long chains (an unrolled leapfrog) cost no recomputation. A value read at
+// several indices (through slices, concatenates, pads) is computed once per index, and a
+// tree of such reads grows exponentially with its depth: the cost model (fusion_cost.h)
+// estimates each region's work per element, code size and loop steps, and a region past
+// the target's bounds is split by materialising the member that brings it furthest back.
+// Regions with the same output shape that share work are then merged into one
+// multi-output kernel.
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "ir/ops.h"
+#include "passes/fusion_cost.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -63,11 +70,6 @@ bool cheap_prologue(const Node& n) {
   return n.op == "constant" || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Convert || f == ir::OpFamily::Metadata;
 }
 
-// A producer inlined into several kernels is recomputed in each; beyond this many ops in
-// its inlined cone, it gets a buffer of its own instead. Recomputing a few ops per element
-// is cheaper than a dispatch and a round trip through memory, so the bar is high.
-constexpr size_t kMaxRecomputeOps = 32;
-
 class Fuse : public Pass {
  public:
   std::string name() const override { return "fuse"; }
@@ -77,7 +79,8 @@ class Fuse : public Pass {
     for (const auto& n : g.nodes)
       for (NodeId a : n.args) users[a].push_back(n.id);
     std::set<NodeId> outputs(g.outputs.begin(), g.outputs.end());
-    std::set<NodeId> forced;  // too costly to recompute in every kernel that reads it
+    std::set<NodeId> forced;  // materialised for their cost, or a dot's or a binding limit's sake
+    std::map<NodeId, std::string> cuts;  // of those, the ones the cost model cut, and why
 
     auto materialised = [&](const Node& n) {
       if (n.op == "constant") return false;  // a scalar literal: copied into every region
@@ -102,10 +105,11 @@ class Fuse : public Pass {
         regions.push_back(std::move(r));
       }
       merge_siblings(g, regions);
-      auto costly = costly_duplicates(g, regions, materialised);
+      auto costly = costly_duplicates(g, regions, materialised, cuts);
       for (const auto& r : regions) {
         if (auto m = narrowing_split(g, r)) costly.push_back(*m);
         if (auto d = dot_off_its_output(g, r)) costly.push_back(*d);
+        if (auto c = cost_cut(g, r, cuts)) costly.push_back(*c);
       }
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
@@ -114,7 +118,8 @@ class Fuse : public Pass {
     // Reasons first: emitting rewrites the nodes they describe.
     std::map<NodeId, std::string> reasons;
     for (const auto& r : regions)
-      for (NodeId in : r.inputs) reasons.emplace(in, boundary_reason(g, g.node(in), outputs, forced, users));
+      for (NodeId in : r.inputs)
+        reasons.emplace(in, cuts.count(in) ? cuts[in] : boundary_reason(g, g.node(in), outputs, forced, users));
     for (const auto& r : regions) emit(g, r, reasons);
     sort_topologically(g);  // kernels were appended at the end
     remove_dead(g);  // inlined producers no longer have users at the top level
@@ -320,10 +325,12 @@ class Fuse : public Pass {
     return p;
   }
 
-  // Producers inlined into more than one region whose cone is too big to recompute: the
-  // latest of each shared chain (materialising it makes the rest of its cone single-use).
+  // Producers inlined into more than one region whose cone is too costly to recompute in
+  // each (KernelBounds::max_recompute_work): the latest of each shared chain (materialising
+  // it makes the rest of its cone single-use).
   template <class Pred>
-  std::vector<NodeId> costly_duplicates(const Graph& g, const std::vector<Region>& regions, const Pred& materialised) {
+  std::vector<NodeId> costly_duplicates(const Graph& g, const std::vector<Region>& regions, const Pred& materialised,
+                                        std::map<NodeId, std::string>& cuts) {
     std::map<NodeId, int> copies;
     for (const auto& r : regions)
       for (NodeId m : r.members)
@@ -334,11 +341,81 @@ class Fuse : public Pass {
       if (copies[it->id] < 2 || covered.count(it->id)) continue;
       Region cone;
       collect(g, it->id, materialised, cone);
-      if (cone.members.size() <= kMaxRecomputeOps) continue;
+      // A dot inlined elsewhere is dot_off_its_output's to cut (its loop is no recomputation
+      // of elementwise work): counted as a buffer.
+      std::erase_if(cone.members, [&](NodeId m) { return g.node(m).op == "dot"; });
+      if (it->op == "dot") continue;
+      const double work = estimate(g, cone.members, {it->id}).work;
+      if (work <= bounds_.max_recompute_work) continue;
+      cuts[it->id] = "cost model: shared by kernels of different shapes, each of which would recompute its " +
+                     number(work) + " instructions of work per element (bound " + number(bounds_.max_recompute_work) + ")";
       picked.push_back(it->id);
       covered.insert(cone.members.begin(), cone.members.end());
     }
     return picked;
+  }
+
+  // The members of `r` that its roots still reach when `cut` is read from a buffer (all of
+  // them for cut -1), or those that `cut` reaches.
+  static std::set<NodeId> reached(const Graph& g, const Region& r, const std::vector<NodeId>& from, NodeId cut) {
+    std::set<NodeId> seen;
+    std::vector<NodeId> work(from.begin(), from.end());
+    while (!work.empty()) {
+      NodeId v = work.back();
+      work.pop_back();
+      if (!r.members.count(v) || !seen.insert(v).second) continue;
+      for (NodeId a : g.node(v).args)
+        if (a != cut) work.push_back(a);
+    }
+    return seen;
+  }
+
+  // A region past the target's bounds (KernelBounds): the member that, read from a buffer,
+  // brings the region and its own kernel furthest back within them (the most a region may
+  // still pass them by after the cut decides). Nothing when the region fits, or no cut
+  // improves it by a tenth. Regions with a dot keep their tiles' rules.
+  std::optional<NodeId> cost_cut(const Graph& g, const Region& r, std::map<NodeId, std::string>& cuts) {
+    if (holds_dot(g, r)) return std::nullopt;
+    const Estimate e = estimate(g, r.members, r.roots);
+    const double over = excess(e, bounds_);
+    if (over <= 1) return std::nullopt;
+    std::vector<NodeId> candidates;
+    for (const auto& n : g.nodes)
+      if (r.members.count(n.id) && n.op != "constant" && inlinable(n) &&
+          std::find(r.roots.begin(), r.roots.end(), n.id) == r.roots.end())
+        candidates.push_back(n.id);
+    // Spread over the region in topological order where there are many: each trial costs
+    // two estimates of the region.
+    constexpr size_t kMaxTrials = 64;
+    const size_t step = std::max<size_t>(1, (candidates.size() + kMaxTrials - 1) / kMaxTrials);
+    std::optional<NodeId> best;
+    double best_over = over * 0.9;
+    for (size_t i = 0; i < candidates.size(); i += step) {
+      const NodeId c = candidates[i];
+      const double rest = excess(estimate(g, reached(g, r, r.roots, c), r.roots), bounds_);
+      const double own = excess(estimate(g, reached(g, r, {c}, -1), {c}), bounds_);
+      if (std::max(rest, own) < best_over) best_over = std::max(rest, own), best = c;
+    }
+    if (best) cuts[*best] = cut_reason(e);
+    return best;
+  }
+
+  // Why the cost model cut a region: the bound it passed, with the estimate (`nxv explore`).
+  static std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v < 100 ? "%.3g" : "%.0f", v);
+    return buf;
+  }
+
+  std::string cut_reason(const Estimate& e) const {
+    const auto num = number;
+    std::string why = "cost model: the kernel reading it would ";
+    if (bounds_.max_loop_steps > 0 && e.loop_steps > bounds_.max_loop_steps)
+      return why + "take " + num(e.loop_steps) + " loop steps per element (bound " + num(bounds_.max_loop_steps) + ")";
+    if (bounds_.max_code > 0 && e.code > bounds_.max_code)
+      return why + "be " + num(e.code) + " instructions long (bound " + num(bounds_.max_code) + ")";
+    return why + "do " + num(e.work) + " instructions of work per element, " + num(e.duplication()) +
+           "x what it needs (bound " + num(bounds_.max_duplication) + "x)";
   }
 
   static size_t bindings(const Region& r) { return r.inputs.size() + r.roots.size(); }
@@ -411,10 +488,25 @@ class Fuse : public Pass {
     if (a_reads_b && b_reads_a) return false;
     if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region
     // A reduction read at the same element is computed where it is read (log of a row sum).
-    if (a_reads_b || b_reads_a) return true;
-    if (is_reduction(ra) || is_reduction(rb)) return false;
-    return std::any_of(b.members.begin(), b.members.end(),
-                       [&](NodeId m) { return a.members.count(m) && g.node(m).op != "constant"; });
+    if (!(a_reads_b || b_reads_a)) {
+      if (is_reduction(ra) || is_reduction(rb)) return false;
+      if (std::none_of(b.members.begin(), b.members.end(),
+                       [&](NodeId m) { return a.members.count(m) && g.node(m).op != "constant"; }))
+        return false;
+    }
+    return within_bounds_merged(g, a, b);
+  }
+
+  // Whether one kernel of a and b stays within the bounds (or no further past them than
+  // either is): the cost model may have cut them apart.
+  bool within_bounds_merged(const Graph& g, const Region& a, const Region& b) const {
+    std::set<NodeId> members = a.members;
+    members.insert(b.members.begin(), b.members.end());
+    std::vector<NodeId> roots = a.roots;
+    roots.insert(roots.end(), b.roots.begin(), b.roots.end());
+    const double merged = excess(estimate(g, members, roots), bounds_);
+    return merged <= 1 || merged <= std::max(excess(estimate(g, a.members, a.roots), bounds_),
+                                             excess(estimate(g, b.members, b.roots), bounds_));
   }
 
   // Does `r` read a root of `from` directly, and only through elementwise ops of the
@@ -476,7 +568,10 @@ class Fuse : public Pass {
     if (is_indexed_update(n)) return n.op + " result";
     if (!inlinable(n)) return n.op + " is computed by a kernel of its own";
     if (outputs.count(n.id)) return "graph output";
-    if (forced.count(n.id)) return "shared by kernels of different shapes and too costly to recompute";
+    // Forced but not cut by the cost model: for the binding limit (narrowing_split).
+    if (forced.count(n.id))
+      return "its inputs, read directly, would make the kernel reading it bind more than " +
+             std::to_string(kMaxKernelBindings) + " buffers";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
     if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return "arithmetic read by a dot, which inlines only index maps and casts";

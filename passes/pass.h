@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "passes/fusion_cost.h"
 
 namespace nxv::passes {
 
@@ -15,6 +16,11 @@ class Pass {
   virtual ~Pass() = default;
   virtual std::string name() const = 0;  // the name used on the command line and in lit tests
   virtual void run(ir::Graph& graph) = 0;
+  // The target's kernel size bounds, for the passes that form kernels.
+  void set_bounds(const KernelBounds& bounds) { bounds_ = bounds; }
+
+ protected:
+  KernelBounds bounds_;
 };
 
 // Every pass registers itself here (see NXV_REGISTER_PASS) so that the CLI
@@ -33,7 +39,7 @@ std::vector<std::string> default_pipeline();
 
 class PassManager {
  public:
-  explicit PassManager(std::vector<std::string> pass_names);
+  explicit PassManager(std::vector<std::string> pass_names, const KernelBounds& bounds = {});
   // Called after each pass with the pass name and the graph it produced.
   using Observer = std::function<void(const std::string& pass, const ir::Graph&)>;
   void set_observer(Observer obs) { observer_ = std::move(obs); }

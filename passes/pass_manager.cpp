@@ -42,8 +42,11 @@ std::vector<std::string> default_pipeline() {
           "lower-to-kernels",     "plan-buffers"};
 }
 
-PassManager::PassManager(std::vector<std::string> pass_names) {
-  for (const auto& n : pass_names) passes_.push_back(create_pass(n));
+PassManager::PassManager(std::vector<std::string> pass_names, const KernelBounds& bounds) {
+  for (const auto& n : pass_names) {
+    passes_.push_back(create_pass(n));
+    passes_.back()->set_bounds(bounds);
+  }
 }
 
 void PassManager::run(ir::Graph& graph) {

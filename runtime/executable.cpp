@@ -183,13 +183,14 @@ bool has_control_flow(const ir::Graph& g) {
 }
 
 // The region through the pipeline, and the regions of its loops and conds in turn.
-std::shared_ptr<codegen::SerialRegion> lower_nest(const ir::Graph& g, const std::vector<std::string>& pipeline) {
+std::shared_ptr<codegen::SerialRegion> lower_nest(const ir::Graph& g, const std::vector<std::string>& pipeline,
+                                                  const passes::KernelBounds& bounds) {
   auto r = std::make_shared<codegen::SerialRegion>();
   r->graph = g;
-  passes::PassManager(pipeline).run(r->graph);
+  passes::PassManager(pipeline, bounds).run(r->graph);
   for (const auto& n : r->graph.nodes) {
     if (n.op != "while" && n.op != "cond") continue;
-    for (const auto& [name, region] : n.regions) r->nested[n.id][name] = lower_nest(*region, pipeline);
+    for (const auto& [name, region] : n.regions) r->nested[n.id][name] = lower_nest(*region, pipeline, bounds);
   }
   return r;
 }
@@ -225,7 +226,10 @@ class ExecutableImpl : public Executable {
   ExecutableImpl(std::shared_ptr<DeviceImpl> dev, ir::Graph source, std::vector<ir::TensorType> inputs,
                  const CompileOptions& opts)
       : dev_(std::move(dev)), source_(std::move(source)), lowered_(source_), inputs_(std::move(inputs)) {
-    passes::PassManager pm(opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline);
+    codegen::DeviceCaps caps = dev_->info().caps;
+    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+    caps.f32_products = opts.precision;
+    passes::PassManager pm(opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline, codegen::kernel_bounds(caps));
     pm.run(lowered_);
     for (const auto* p : lowered_.parameters()) {
       int64_t i = p->attrs.value("index", int64_t(-1));
@@ -236,9 +240,6 @@ class ExecutableImpl : public Executable {
     }
     for (ir::NodeId id : lowered_.outputs) outputs_.push_back(lowered_.node(id).type());
 
-    codegen::DeviceCaps caps = dev_->info().caps;
-    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
-    caps.f32_products = opts.precision;
     for (const auto& n : lowered_.nodes) {
       if (n.op == "kernel") {
         const auto t0 = Clock::now();
@@ -544,8 +545,8 @@ class ExecutableImpl : public Executable {
     auto s = std::make_shared<SerialStep>();
     const auto t0 = Clock::now();
     try {
-      const auto condition = lower_nest(*n.regions.at("condition"), pipeline);
-      const auto body = lower_nest(*n.regions.at("body"), pipeline);
+      const auto condition = lower_nest(*n.regions.at("condition"), pipeline, codegen::kernel_bounds(caps));
+      const auto body = lower_nest(*n.regions.at("body"), pipeline, codegen::kernel_bounds(caps));
       if (!has_control_flow(condition->graph) && !has_control_flow(body->graph)) return nullptr;
       s->binary = codegen::compile_serial_loop(n, *condition, *body, caps);
     } catch (const ir::IrError&) {

@@ -85,6 +85,15 @@ LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 64, 65535);
 }
 
+// Half the device's loop steps per element: the position loop, a kernel's reductions and
+// several positions per invocation share the rest.
+passes::KernelBounds kernel_bounds_generic(const DeviceCaps& caps) {
+  passes::KernelBounds b;
+  b.max_loop_steps = double(caps.max_loop_steps) / 2;
+  b.max_code = 200000;
+  return b;
+}
+
 MatmulTiles matmul_tiles_generic(const DeviceCaps& caps, const MatmulShape& s) {
   return matmul_worth_tiling(s) ? staged_tiles(caps, s, 64, 64, 4) : MatmulTiles{};
 }

@@ -57,6 +57,14 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   }
 }
 
+passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
+  switch (caps.vendor_id) {
+    case 0x10005: return kernel_bounds_lavapipe(caps);
+    case 0x10DE: return kernel_bounds_nvidia(caps);
+    default: return kernel_bounds_generic(caps);
+  }
+}
+
 MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
   switch (caps.vendor_id) {
     case 0x10005: return matmul_tiles_lavapipe(caps, s);

@@ -58,6 +58,14 @@ LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k) {
 // blocks of 2x2 or 4x2 accumulators took LLVM minutes to compile; f32 accumulators (f64 gives
 // Nx.BinaryBackend's digits) saved about 10%, within the noise. f64 1024^2 (quiet): 2.31,
 // 1.35 with broadcasts.
+// LLVM compiles each kernel when its pipeline is created, in time that grows faster than
+// the kernel's size: the code bound keeps a cold compile of one kernel near a second.
+passes::KernelBounds kernel_bounds_lavapipe(const DeviceCaps& caps) {
+  passes::KernelBounds b = kernel_bounds_generic(caps);
+  b.max_code = 20000;
+  return b;
+}
+
 MatmulTiles matmul_tiles_lavapipe(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   MatmulTiles t;

@@ -25,6 +25,15 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   return cover(caps, k.items, 256, 65535, unroll, lanes);
 }
 
+// Code size stands in for register pressure (past 255 registers per thread values spill to
+// local memory); the bound is not yet measured against the registers the driver reports
+// (nxv_bench --pipeline-stats).
+passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
+  passes::KernelBounds b = kernel_bounds_generic(caps);
+  b.max_code = 100000;
+  return b;
+}
+
 // Operand slices staged through shared memory, rows of 16-byte vectors, two sets of them
 // (codegen/emit_matmul.cpp). Measured on an H100 (2026-11-26, TFLOP/s at 4096^2 f32 / f64):
 // 128x128 tiles of 8x8 per invocation in k-steps of 8 45.6 / 22.2 (k-steps of 16 41.7 /

@@ -1,0 +1,57 @@
+// The fusion cost model: how often the elemental emitter evaluates each node of a fused
+// region per output element, and the work, code size and loop steps that add up to.
+#pragma once
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace nxv::passes {
+
+// How big one fused kernel may grow before fuse splits it. The numbers are per target
+// (codegen/targets: kernel_bounds); these defaults are the device-independent ones that
+// lit tests and callers without a device use.
+struct KernelBounds {
+  // Work per output element may reach this multiple of the work a kernel needs (every value
+  // it evaluates computed once where it is needed, see Estimate::needed).
+  double max_duplication = 8;
+  // Below this much work per element a kernel is never split for duplication: a dispatch
+  // and a round trip through memory cost more than a few dozen instructions recomputed.
+  double min_split_work = 64;
+  // A producer inlined into several kernels (of different shapes) is computed in each; past
+  // this much work per element in its inlined cone it gets a buffer of its own instead.
+  double max_recompute_work = 128;
+  // Instructions the emitter writes for one kernel (Estimate::code); compile time grows
+  // with it, faster than linearly on some drivers. 0: no bound.
+  double max_code = 0;
+  // Loop steps one output element may take in the math library's loops (Estimate::loop_steps);
+  // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
+  // kernel whose one element needs more cannot be launched at all.
+  double max_loop_steps = 0;
+};
+
+struct Estimate {
+  // Evaluations of each member per output element (recomputation included) and how many
+  // copies of its code the emitter writes.
+  std::map<ir::NodeId, double> evaluations, copies;
+  double work = 0;        // instructions executed per output element, recomputation included
+  double needed = 0;      // the same with each member evaluated only where its value is used
+  double code = 0;        // instructions emitted (a loop's body once)
+  double loop_steps = 0;  // math-library loop steps per output element (reduction loops aside)
+  double duplication() const { return needed > 0 ? work / needed : 1; }
+};
+
+// The estimate for a kernel that computes `roots` (all of one shape, or reductions into
+// it) from `members` (which include the roots); other nodes they read are buffers.
+Estimate estimate(const ir::Graph& g, const std::set<ir::NodeId>& members, const std::vector<ir::NodeId>& roots);
+// The estimate for a kernel body (its parameters are buffers), or a `kernel` node's.
+Estimate estimate_body(const ir::Graph& body);
+Estimate estimate_kernel(const ir::Node& kernel);
+
+// By how much `e` passes `bounds` (the largest ratio of an estimate to its bound); at most 1
+// when it fits.
+double excess(const Estimate& e, const KernelBounds& bounds);
+
+}  // namespace nxv::passes
