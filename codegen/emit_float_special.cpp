@@ -33,9 +33,14 @@ struct F {
     return e.b.op(spv::OpSLessThan, e.boolean(), {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(Emitter::register_bits(t), 0)});
   }
   Id copysign(Id mag, Id sign_of) { return sel(sign_bit(sign_of), neg(abs(mag)), abs(mag)); }
-  // y is an odd integer (finite; |y| >= 2^24 is always even in f32).
-  Id odd(Id y) { return eq(e.b.ext(GLSLstd450Fract, rt(), {e.b.op(spv::OpFMul, rt(), {y, c(0.5)})}), c(0.5)); }
-  Id integral(Id y) { return eq(e.b.ext(GLSLstd450Trunc, rt(), {y}), y); }
+  // Every float of magnitude >= 2^p (p the register type's mantissa bits, 24 or 53) is an
+  // even integer. Decided by magnitude first: drivers may compute Fract and Trunc through an
+  // integer conversion that overflows for such values (lavapipe's gave pow(-3, 1e20) = -inf).
+  Id big(Id y) { return cmp(spv::OpFOrdGreaterThanEqual, abs(y), c(Emitter::register_bits(t) == 64 ? 0x1p53 : 0x1p24)); }
+  Id odd(Id y) {
+    return and_(not_(big(y)), eq(e.b.ext(GLSLstd450Fract, rt(), {e.b.op(spv::OpFMul, rt(), {y, c(0.5)})}), c(0.5)));
+  }
+  Id integral(Id y) { return or_(and_(big(y), not_(inf(y))), eq(e.b.ext(GLSLstd450Trunc, rt(), {y}), y)); }
 };
 }  // namespace
 

@@ -11,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string shape_str(const Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 std::string list_str(const std::vector<DType>& ts) {
   std::string r;
   for (DType t : ts) r += (r.empty() ? "" : " or ") + std::string(dtype_name(t));
@@ -105,7 +99,7 @@ class Verifier {
       throw IrError(n, "must have exactly one result, has " + std::to_string(n.results.size()));
   }
   static void expect_shape(const Node& n, const Shape& s) {
-    if (n.type().shape != s) throw IrError(n, "shape mismatch: stated " + shape_str(n.type().shape) + ", inferred " + shape_str(s));
+    if (n.type().shape != s) throw IrError(n, "shape mismatch: stated " + shape_string(n.type().shape) + ", inferred " + shape_string(s));
   }
   static void expect_type(const Node& n, const std::vector<DType>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), n.type().dtype) == allowed.end())
@@ -147,7 +141,7 @@ class Verifier {
           o = d;
           continue;
         }
-        throw IrError(n, "cannot broadcast " + shape_str(arg_type(n, operands[0]).shape) + " with " + shape_str(s));
+        throw IrError(n, "cannot broadcast " + shape_string(arg_type(n, operands[0]).shape) + " with " + shape_string(s));
       }
     }
     return out;
@@ -156,6 +150,7 @@ class Verifier {
   void node(const Node& n) {
     const OpFamily f = op_family(n.op);
     if (f == OpFamily::Unknown) throw IrError(n, "unknown op");
+    sizes(n);
     const bool regions = f == OpFamily::Control || f == OpFamily::Kernel || f == OpFamily::Repeat;
     if (!regions) single(n);
     if (!regions && !n.regions.empty())
@@ -258,6 +253,17 @@ class Verifier {
         return;
       }
       case OpFamily::Unknown: break;
+    }
+  }
+
+  // Every later size computation (buffers, strides, loops) multiplies extents unchecked.
+  static void sizes(const Node& n) {
+    for (const auto& r : n.results) {
+      try {
+        r.byte_size();
+      } catch (const IrError& e) {
+        throw IrError(n, e.what());
+      }
     }
   }
 
@@ -380,7 +386,7 @@ class Verifier {
     expect_type(n, {x.dtype});
     if (op == "reshape") {
       if (n.type().num_elements() != x.num_elements())
-        throw IrError(n, "cannot reshape " + to_string(x) + " to " + shape_str(n.type().shape));
+        throw IrError(n, "cannot reshape " + to_string(x) + " to " + shape_string(n.type().shape));
     } else if (op == "squeeze") {
       auto axes = int_list(n, "axes");
       unique_axes(n, axes, x);
@@ -398,9 +404,9 @@ class Verifier {
       if (axes.size() != x.shape.size()) throw IrError(n, "attrs.axes needs one entry per axis of " + to_string(x));
       for (size_t k = 0; k < axes.size(); ++k) {
         if (axes[k] < 0 || axes[k] >= int64_t(shape.size()) || (k && axes[k] <= axes[k - 1]))
-          throw IrError(n, "attrs.axes must be increasing axes of " + shape_str(shape));
+          throw IrError(n, "attrs.axes must be increasing axes of " + shape_string(shape));
         if (x.shape[k] != 1 && x.shape[k] != shape[axes[k]])
-          throw IrError(n, "cannot broadcast " + to_string(x) + " to " + shape_str(shape) + " on axes " + n.attrs["axes"].dump());
+          throw IrError(n, "cannot broadcast " + to_string(x) + " to " + shape_string(shape) + " on axes " + n.attrs["axes"].dump());
       }
     } else if (op == "transpose") {
       auto axes = int_list(n, "axes");
