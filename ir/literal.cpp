@@ -247,12 +247,9 @@ Literal literal_of(const Node& n) {
 }
 
 Literal literal_from_json(const json& j) {
-  TensorType t;
-  try {
-    t = tensor_type_from_json(j);
-  } catch (const IrError& e) {
-    throw IrError(std::string("a tensor must be {\"type\": .., \"shape\": [..], \"data\": [..]}: ") + e.what());
-  }
+  if (!j.is_object() || !j.contains("type") || !j.contains("shape"))
+    throw IrError("a tensor must be {\"type\": .., \"shape\": [..], \"data\": [..]}, got " + j.dump().substr(0, 80));
+  const TensorType t = tensor_type_from_json(j);
   return from_data(t, j, "tensor " + to_string(t) + ": ");
 }
 

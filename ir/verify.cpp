@@ -353,8 +353,10 @@ class Verifier {
         const json& c = config[k];
         if (!c.is_array() || c.size() != 3 || !c[0].is_number_integer() || !c[1].is_number_integer() || !c[2].is_number_integer() || c[2].get<int64_t>() < 0)
           throw IrError(n, "attrs.config[" + std::to_string(k) + "] must be [low, high, interior] with interior >= 0");
-        int64_t d = x.shape[k];
-        int64_t size = c[0].get<int64_t>() + c[1].get<int64_t>() + d + std::max<int64_t>(d - 1, 0) * c[2].get<int64_t>();
+        int64_t d = x.shape[k], size = 0;
+        if (__builtin_mul_overflow(std::max<int64_t>(d - 1, 0), c[2].get<int64_t>(), &size) || __builtin_add_overflow(size, d, &size) ||
+            __builtin_add_overflow(size, c[0].get<int64_t>(), &size) || __builtin_add_overflow(size, c[1].get<int64_t>(), &size))
+          throw IrError(n, "padding config " + c.dump() + " overflows axis " + std::to_string(k));
         if (size < 0) throw IrError(n, "padding config " + c.dump() + " removes more than axis " + std::to_string(k) + " holds");
         out.push_back(size);
       }
@@ -374,9 +376,9 @@ class Verifier {
         if (lengths[k] < 0 || lengths[k] > x.shape[k]) throw IrError(n, "length " + std::to_string(lengths[k]) + " out of range for axis " + std::to_string(k) + " of " + to_string(x));
         if (strides[k] < 1) throw IrError(n, "strides must be positive");
         const json& s = n.attrs["start"][k];
-        if (s.is_number_integer() && s.get<int64_t>() + lengths[k] > x.shape[k])
+        if (s.is_number_integer() && s.get<int64_t>() > x.shape[k] - lengths[k])
           throw IrError(n, "slice start " + s.dump() + " + length " + std::to_string(lengths[k]) + " exceeds axis " + std::to_string(k) + " of " + to_string(x));
-        out.push_back((lengths[k] + strides[k] - 1) / strides[k]);
+        out.push_back(lengths[k] == 0 ? 0 : (lengths[k] - 1) / strides[k] + 1);
       }
       expect_shape(n, out);
       return expect_type(n, {x.dtype});
