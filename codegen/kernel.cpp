@@ -30,20 +30,6 @@ void check_types(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps
   for (const auto& bnd : bindings) e.require_type(kernel, bnd.dtype, true);
 }
 
-// A tensor that gets a storage buffer: one binding, one allocation, in one heap.
-void check_buffer_size(const ir::Node& n, const DeviceCaps& caps) {
-  const std::pair<uint64_t, const char*> limits[] = {
-      {caps.max_storage_buffer_range, "maxStorageBufferRange"},
-      {caps.max_memory_allocation_size, "maxMemoryAllocationSize"},
-      {caps.max_heap_bytes, "its largest device-local heap"},
-  };
-  for (const auto& r : n.results)
-    for (const auto& [limit, what] : limits)
-      if (uint64_t(r.byte_size()) > limit)
-        throw ir::IrError(n, ir::to_string(r) + " takes " + std::to_string(r.byte_size()) + " bytes, more than " + caps.name +
-                                 " allows for one buffer (" + what + ": " + std::to_string(limit) + " bytes)");
-}
-
 // The longest reduced (or contracted) extent of any node in the body; for indexed_add/put,
 // the number of updates.
 int64_t longest_reduction(const ir::Graph& body) {
@@ -640,8 +626,6 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     out.bindings.push_back({Binding::Kind::Output, int(k), kernel.results[k].dtype});
   }
 
-  for (size_t i = 0; i < kernel.args.size(); ++i) check_buffer_size(parent.node(kernel.args[i]), caps);
-  for (ir::NodeId o : body.outputs) check_buffer_size(body.node(o), caps);
   // Past the limit a driver may crash rather than fail (lavapipe does): refuse here.
   if (out.bindings.size() > caps.max_storage_buffers)
     throw ir::IrError(kernel, "needs " + std::to_string(out.bindings.size()) + " storage buffers; " + caps.name +
