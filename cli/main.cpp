@@ -293,6 +293,9 @@ int main(int argc, char** argv) try {
   if (a.cmd == "explore") return explore(a);
   if (a.cmd == "run") return run(a);
   throw std::invalid_argument("unknown command '" + a.cmd + "'\n" + kUsage);
+} catch (const std::bad_alloc&) {  // where no caller named what it was allocating
+  std::fprintf(stderr, "nxv: error: out of host memory\n");
+  return 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "nxv: error: %s\n", e.what());
   return 1;
