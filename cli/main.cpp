@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -180,18 +181,27 @@ ir::Literal random_literal(const ir::TensorType& t, std::mt19937_64& rng) {
 std::vector<ir::Literal> random_inputs(const std::vector<ir::TensorType>& types, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<ir::Literal> inputs;
-  for (const auto& t : types) inputs.push_back(random_literal(t, rng));
+  for (const auto& t : types) {
+    try {
+      inputs.push_back(random_literal(t, rng));
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error("out of host memory for input " + std::to_string(inputs.size()) + " " + ir::to_string(t) +
+                               " (" + std::to_string(t.byte_size()) + " bytes)");
+    }
+  }
   return inputs;
 }
 
 std::vector<ir::Literal> read_inputs(const std::string& path, const std::vector<ir::TensorType>& types) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot read " + path);
+  std::stringstream text;
+  text << f.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(path + ": malformed JSON: " + e.what());
+    j = ir::parse_json(text.str());
+  } catch (const ir::IrError& e) {
+    throw std::runtime_error(path + ": " + e.what());
   }
   if (!j.is_array()) throw std::runtime_error(path + ": expected a JSON array of tensors");
   if (j.size() != types.size())
@@ -286,6 +296,9 @@ int main(int argc, char** argv) try {
   if (a.cmd == "explore") return explore(a);
   if (a.cmd == "run") return run(a);
   throw std::invalid_argument("unknown command '" + a.cmd + "'\n" + kUsage);
+} catch (const std::bad_alloc&) {  // where no caller named what it was allocating
+  std::fprintf(stderr, "nxv: error: out of host memory\n");
+  return 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "nxv: error: %s\n", e.what());
   return 1;

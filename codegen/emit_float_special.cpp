@@ -33,9 +33,18 @@ struct F {
     return e.b.op(spv::OpSLessThan, e.boolean(), {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(Emitter::register_bits(t), 0)});
   }
   Id copysign(Id mag, Id sign_of) { return sel(sign_bit(sign_of), neg(abs(mag)), abs(mag)); }
-  // y is an odd integer (finite; |y| >= 2^24 is always even in f32).
-  Id odd(Id y) { return eq(e.b.ext(GLSLstd450Fract, rt(), {e.b.op(spv::OpFMul, rt(), {y, c(0.5)})}), c(0.5)); }
-  Id integral(Id y) { return eq(e.b.ext(GLSLstd450Trunc, rt(), {y}), y); }
+  // Every value of t of magnitude >= 2^p (p its significand bits: 11 f16, 8 bf16, 24 f32,
+  // 53 f64; registers hold values of t) is an even integer. Decided by magnitude first, so
+  // that no huge value reaches Fract or Trunc, whose results drivers do not all get right
+  // there (lavapipe's constant folder made f16 pow(-0.5, 4096) -0).
+  Id big(Id y) {
+    const double p = t == DType::F16 ? 0x1p11 : t == DType::BF16 ? 0x1p8 : t == DType::F64 ? 0x1p53 : 0x1p24;
+    return cmp(spv::OpFOrdGreaterThanEqual, abs(y), c(p));
+  }
+  Id odd(Id y) {
+    return and_(not_(big(y)), eq(e.b.ext(GLSLstd450Fract, rt(), {e.b.op(spv::OpFMul, rt(), {y, c(0.5)})}), c(0.5)));
+  }
+  Id integral(Id y) { return or_(and_(big(y), not_(inf(y))), eq(e.b.ext(GLSLstd450Trunc, rt(), {y}), y)); }
 };
 }  // namespace
 

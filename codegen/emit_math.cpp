@@ -1013,7 +1013,11 @@ struct M {
       DW l = log_dw(ax);
       l = fast_two_sum(l.hi, l.lo);  // (log_dw's lo holds the series' cubic term)
       auto [p, perr] = two_product(y, l.hi);
-      general = mul(exp(p), add(c(1), fma(y, l.lo, perr)));
+      // Where exp(p) over- or underflows, |y| is so large that y * l.lo need not be small: the
+      // correction factor can go negative (pow(3, 1e20) gave -inf), so it applies only to a
+      // finite, nonzero exp(p), where it is ~|p| * 2^-53.
+      Id ep = exp(p);
+      general = sel(or_(inf(ep), eq(ep, c(0))), ep, mul(ep, add(c(1), fma(y, l.lo, perr))));
     } else {
       general = b().ext(GLSLstd450Pow, rt(), {ax, y});
     }

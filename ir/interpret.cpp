@@ -314,6 +314,12 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
   }
   return out;
 }
+
+std::string results_string(const Node& n) {
+  std::string s;
+  for (const auto& r : n.results) s += (s.empty() ? "" : ", ") + to_string(r) + " (" + std::to_string(r.byte_size()) + " bytes)";
+  return s;
+}
 }  // namespace
 
 // For `elem`, `args` are the parts of the tuple it reads.
@@ -323,6 +329,10 @@ std::vector<Literal> interpret_node(const Node& node, const std::vector<const Li
     out = evaluate(node, args);
   } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong kind
     throw IrError(node, std::string("bad attrs: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    throw IrError(node, "out of host memory for its result(s) " + results_string(node));
+  } catch (const std::length_error&) {
+    throw IrError(node, "its result(s) " + results_string(node) + " exceed the host's largest allocation");
   }
   if (out.size() != node.results.size())
     throw IrError(node, "produced " + std::to_string(out.size()) + " value(s), the node states " + std::to_string(node.results.size()));

@@ -2,6 +2,8 @@
 // row-major order into an Erlang number and writes the result once: floats accumulate in
 // double and are rounded to the result type at the end (an f32 sum is not rounded after every
 // addition), integers accumulate with 64-bit wrap-around (equal to wrapping in the type).
+// f16 and bf16 sums, products and dots accumulate in f32 instead, as on every device and in
+// XLA (docs/numerics.md): they differ from double only where a partial result leaves f32's range.
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +11,10 @@
 
 namespace nxv::ir::interp {
 namespace {
+
+// The accumulator after one step: f16/bf16 accumulate in f32. Rounding the double result of
+// an operation on two f32 values to f32 equals the f32 operation (53 >= 2 * 24 + 2 bits).
+double accumulated(double a, DType t) { return t == DType::F16 || t == DType::BF16 ? double(float(a)) : a; }
 
 // The reduced axes of attrs[key]: null or absent for all, an integer, or a list.
 std::vector<bool> reduced_axes(const Node& n, const Shape& in, const char* key) {
@@ -73,8 +79,8 @@ Literal reduction(const Node& n, const Literal& x) {
     walk(in, strides, [&](const auto& o) {
       double& a = acc[o[1]];
       const double v = get_f64(x, o[0]);
-      if (sum) a += v;
-      else if (product) a *= v;
+      if (sum) a = accumulated(a + v, t);
+      else if (product) a = accumulated(a * v, t);
       else if (!std::isnan(a) && (std::isnan(v) || (mx ? v > a : v < a))) a = v;  // NaN propagates
     });
     for (int64_t i = 0; i < count; ++i) write_f(r, i, acc[i]);
@@ -194,7 +200,7 @@ Literal eval_dot(const Node& n, const Args& args) {
   walk(out, {row_major_strides(out), out_a, out_b}, [&](const auto& o) {
     if (is_float(t)) {
       double acc = 0;
-      for (auto [i, j] : pairs) acc += get_f64(a, o[1] + i) * get_f64(b, o[2] + j);
+      for (auto [i, j] : pairs) acc = accumulated(acc + get_f64(a, o[1] + i) * get_f64(b, o[2] + j), t);
       write_f(r, o[0], acc);
     } else {
       uint64_t acc = 0;

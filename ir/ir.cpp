@@ -60,18 +60,33 @@ DType merge_types(DType a, DType b) {
 
 DType to_floating(DType t) { return is_float(t) ? t : DType::F32; }
 
+// Zero axes do not excuse the others: every shape's nonzero extents must multiply without
+// overflow, so that strides and offsets computed from any of its axes stay in range.
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  bool empty = false;
+  for (int64_t d : s) {
+    if (d < 0) throw IrError("shape " + shape_string(s) + " has a negative extent");
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(n, d, &n)) throw IrError("shape " + shape_string(s) + " has more than 2^63 elements");
+  }
+  return empty ? 0 : n;
 }
 
-std::string to_string(const TensorType& t) {
-  std::string s = dtype_name(t.dtype);
-  s += "[";
-  for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? "," : "") + std::to_string(t.shape[i]);
-  return s + "]";
+int64_t TensorType::byte_size() const {
+  int64_t bytes;
+  if (__builtin_mul_overflow(num_elements(), int64_t(dtype_bytes(dtype)), &bytes))
+    throw IrError(ir::to_string(*this) + " takes more than 2^63 bytes");
+  return bytes;
 }
+
+std::string shape_string(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::string to_string(const TensorType& t) { return dtype_name(t.dtype) + shape_string(t.shape); }
 
 const TensorType& Node::type() const {
   if (results.size() != 1)

@@ -34,13 +34,16 @@ DType merge_types(DType a, DType b);
 DType to_floating(DType t);
 
 using Shape = std::vector<int64_t>;
+// Throws IrError for a negative extent or a count beyond int64 (the verifier checks every
+// node's results, so past it these never throw).
 int64_t num_elements(const Shape& s);
+std::string shape_string(const Shape& s);  // "[2,3]"
 
 struct TensorType {
   DType dtype = DType::F32;
   Shape shape;
   int64_t num_elements() const { return ir::num_elements(shape); }
-  int64_t byte_size() const { return num_elements() * dtype_bytes(dtype); }
+  int64_t byte_size() const;  // throws IrError beyond int64, as num_elements
   bool operator==(const TensorType&) const = default;
 };
 std::string to_string(const TensorType& t);  // "f32[2,3]"

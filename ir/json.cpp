@@ -4,37 +4,49 @@
 #include <set>
 #include <sstream>
 
+#include "ir/literal.h"
+
 namespace nxv::ir {
 namespace {
 
 using nlohmann::json;
 
 TensorType parse_type(const json& j, NodeId id, const std::string& op) {
-  if (!j.contains("type") || !j["type"].is_string()) throw IrError(id, op, "missing string 'type'");
-  if (!j.contains("shape") || !j["shape"].is_array()) throw IrError(id, op, "missing array 'shape'");
-  TensorType t;
   try {
-    t.dtype = parse_dtype(j["type"].get<std::string>());
+    return tensor_type_from_json(j);
   } catch (const IrError& e) {
     throw IrError(id, op, e.what());
   }
-  for (const auto& d : j["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) throw IrError(id, op, "shape entries must be non-negative integers");
-    t.shape.push_back(d.get<int64_t>());
-  }
-  return t;
 }
 
 json type_json(const TensorType& t) { return {{"type", dtype_name(t.dtype)}, {"shape", t.shape}}; }
 
-}  // namespace
+Graph graph_at_depth(const json& j, int depth);
 
-Graph graph_from_json(const json& j) {
+void read_regions(Node& n, const json& regions, int depth) {
+  if (!regions.is_object()) throw IrError(n, "'regions' must be an object of graphs");
+  if (depth >= kMaxRegionDepth)
+    throw IrError(n, "regions nested more than " + std::to_string(kMaxRegionDepth) + " deep");
+  for (const auto& [name, rg] : regions.items()) {
+    try {
+      n.regions[name] = std::make_shared<Graph>(graph_at_depth(rg, depth + 1));
+    } catch (const IrError& e) {
+      throw IrError(n, "in region '" + name + "': " + e.what());
+    }
+  }
+}
+
+Graph graph_at_depth(const json& j, int depth) {
   if (!j.is_object()) throw IrError("a graph must be a JSON object");
   Graph g;
-  g.version = j.value("version", 1);
-  if (g.version != 1) throw IrError("unsupported IR version " + std::to_string(g.version) + " (this build reads 1)");
-  if (j.contains("name") && j["name"].is_string()) g.name = j["name"];
+  if (j.contains("version")) {
+    if (!j["version"].is_number_integer()) throw IrError("'version' must be the integer 1, got " + j["version"].dump());
+    if (j["version"] != 1) throw IrError("unsupported IR version " + j["version"].dump() + " (this build reads 1)");
+  }
+  if (j.contains("name")) {
+    if (!j["name"].is_string()) throw IrError("'name' must be a string, got " + j["name"].dump().substr(0, 80));
+    g.name = j["name"];
+  }
   if (!j.contains("nodes") || !j["nodes"].is_array()) throw IrError("graph has no 'nodes' array");
   std::set<NodeId> defined;
   for (const auto& jn : j["nodes"]) {
@@ -64,17 +76,16 @@ Graph graph_from_json(const json& j) {
     if (jn.contains("attrs")) {
       if (!jn["attrs"].is_object()) throw IrError(n, "'attrs' must be an object");
       n.attrs = jn["attrs"];
-    }
-    if (jn.contains("regions")) {
-      if (!jn["regions"].is_object()) throw IrError(n, "'regions' must be an object of graphs");
-      for (const auto& [name, rg] : jn["regions"].items()) {
+      // Checked once here, where text enters; the passes write only valid base64.
+      if (n.attrs.contains("data_b64") && n.attrs["data_b64"].is_string()) {
         try {
-          n.regions[name] = std::make_shared<Graph>(graph_from_json(rg));
+          check_base64(n.attrs["data_b64"].get_ref<const std::string&>());
         } catch (const IrError& e) {
-          throw IrError(n, "in region '" + name + "': " + e.what());
+          throw IrError(n, std::string("data_b64: ") + e.what());
         }
       }
     }
+    if (jn.contains("regions")) read_regions(n, jn["regions"], depth);
     defined.insert(n.id);
     g.nodes.push_back(std::move(n));
   }
@@ -88,15 +99,46 @@ Graph graph_from_json(const json& j) {
   return g;
 }
 
-Graph parse_graph(const std::string& text) {
-  json j;
+}  // namespace
+
+TensorType tensor_type_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) throw IrError("missing string 'type'");
+  if (!j.contains("shape") || !j["shape"].is_array()) throw IrError("missing array 'shape'");
+  TensorType t;
+  t.dtype = parse_dtype(j["type"].get<std::string>());
+  for (const auto& d : j["shape"]) {
+    // Unsigned values above 2^63 read as negative.
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      throw IrError("shape entries must be non-negative integers, got " + j["shape"].dump().substr(0, 80));
+    t.shape.push_back(d.get<int64_t>());
+  }
   try {
-    j = json::parse(text);
+    t.byte_size();
+  } catch (const IrError& e) {
+    throw IrError(std::string("bad shape: ") + e.what());
+  }
+  return t;
+}
+
+Graph graph_from_json(const json& j) { return graph_at_depth(j, 0); }
+
+json parse_json(const std::string& text) {
+  // The parser itself keeps its own stack, but copying, printing and destroying a document
+  // recurse, as would the graph readers: bound the depth before anything else sees it.
+  json::parser_callback_t bounded = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonDepth)
+      throw IrError("JSON nested more than " + std::to_string(kMaxJsonDepth) + " levels deep (regions may nest " +
+                    std::to_string(kMaxRegionDepth) + " deep)");
+    return true;
+  };
+  try {
+    return json::parse(text, bounded);
   } catch (const json::parse_error& e) {
     throw IrError(std::string("malformed JSON: ") + e.what());
   }
-  return graph_from_json(j);
 }
+
+Graph parse_graph(const std::string& text) { return graph_from_json(parse_json(text)); }
 
 Graph read_graph_file(const std::string& path) {
   std::ifstream f(path);

@@ -1,7 +1,10 @@
 #include "ir/literal.h"
 
 #include <cmath>
+#include <cctype>
 #include <cstring>
+
+#include "ir/json.h"
 
 namespace nxv::ir {
 
@@ -142,15 +145,19 @@ double get_f64(const Literal& lit, int64_t i) {
 namespace {
 const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+// The data is checked against the shape before anything of the shape's size is allocated.
 Literal from_data(const TensorType& type, const json& attrs, const std::string& where) {
-  Literal lit{type, std::vector<uint8_t>(type.byte_size())};
   if (attrs.contains("data_b64") && attrs["data_b64"].is_string()) {
-    std::string bytes = base64_decode(attrs["data_b64"].get<std::string>());
+    std::string bytes;
+    try {
+      bytes = base64_decode(attrs["data_b64"].get<std::string>());
+    } catch (const IrError& e) {
+      throw IrError(where + "data_b64: " + e.what());
+    }
     if (int64_t(bytes.size()) != type.byte_size())
       throw IrError(where + "data_b64 holds " + std::to_string(bytes.size()) + " bytes, " + to_string(type) + " needs " +
                     std::to_string(type.byte_size()));
-    std::memcpy(lit.data.data(), bytes.data(), bytes.size());
-    return lit;
+    return Literal{type, std::vector<uint8_t>(bytes.begin(), bytes.end())};
   }
   if (!attrs.contains("data") || !attrs["data"].is_array())
     throw IrError(where + "needs data (a flat array) or data_b64");
@@ -158,6 +165,7 @@ Literal from_data(const TensorType& type, const json& attrs, const std::string& 
   if (int64_t(data.size()) != type.num_elements())
     throw IrError(where + "data has " + std::to_string(data.size()) + " values, " + to_string(type) + " needs " +
                   std::to_string(type.num_elements()));
+  Literal lit{type, std::vector<uint8_t>(type.byte_size())};
   for (int64_t i = 0; i < type.num_elements(); ++i) set_element(lit, i, parse_scalar(data[i]));
   return lit;
 }
@@ -176,14 +184,28 @@ std::string base64_encode(const uint8_t* data, size_t n) {
   return out;
 }
 
+// Strict RFC 4648: a character outside the alphabet or padding anywhere but the end is an
+// error, not skipped (skipping it would silently shift or zero the tensor's bytes).
+void check_base64(const std::string& in) {
+  if (in.size() % 4) throw IrError("base64 text of " + std::to_string(in.size()) + " characters is not a multiple of 4");
+  const size_t pad = !in.empty() && in.back() == '=' ? (in[in.size() - 2] == '=' ? 2 : 1) : 0;
+  for (size_t i = 0; i < in.size() - pad; ++i) {
+    const unsigned char ch = static_cast<unsigned char>(in[i]);
+    if (!std::isalnum(ch) && ch != '+' && ch != '/')
+      throw IrError("invalid base64 character " + (std::isprint(ch) ? "'" + std::string(1, char(ch)) + "'" : "code " + std::to_string(ch)) +
+                    " at offset " + std::to_string(i));
+  }
+}
+
 std::string base64_decode(const std::string& in) {
+  check_base64(in);
   std::string out;
+  out.reserve(in.size() / 4 * 3);
   uint32_t acc = 0;
   int bits = 0;
   for (char ch : in) {
-    int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-          : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : ch == '/' ? 63 : -1;
-    if (v < 0) continue;  // padding and whitespace
+    if (ch == '=') break;
+    const int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26 : ch >= '0' && ch <= '9' ? ch - '0' + 52 : ch == '+' ? 62 : 63;
     acc = (acc << 6) | uint32_t(v);
     bits += 6;
     if (bits >= 8) {
@@ -227,12 +249,7 @@ Literal literal_of(const Node& n) {
 Literal literal_from_json(const json& j) {
   if (!j.is_object() || !j.contains("type") || !j.contains("shape"))
     throw IrError("a tensor must be {\"type\": .., \"shape\": [..], \"data\": [..]}, got " + j.dump().substr(0, 80));
-  TensorType t;
-  t.dtype = parse_dtype(j["type"].get<std::string>());
-  for (const auto& d : j["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() < 0) throw IrError("shape entries must be non-negative integers");
-    t.shape.push_back(d.get<int64_t>());
-  }
+  const TensorType t = tensor_type_from_json(j);
   return from_data(t, j, "tensor " + to_string(t) + ": ");
 }
 

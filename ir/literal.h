@@ -35,7 +35,8 @@ Literal literal_from_json(const nlohmann::json& j);
 nlohmann::json literal_to_json(const Literal& lit);  // data as numbers and "nan"/"inf" strings
 
 std::string base64_encode(const uint8_t* data, size_t n);
-std::string base64_decode(const std::string& text);
+std::string base64_decode(const std::string& text);  // throws IrError, as check_base64
+void check_base64(const std::string& text);          // IrError naming a bad character or length
 
 uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);

@@ -1,10 +1,12 @@
+// The IR printer (the text lit tests check); see printer.h for the format.
 #include "ir/printer.h"
 
 namespace nxv::ir {
-
-std::string print_graph(const Graph& g, int indent) {
-  std::string pad(indent, ' ');
-  std::string out = pad + "graph @" + (g.name.empty() ? "main" : g.name) + " -> (";
+namespace {
+// Appends to one string: each line is written once, whatever the nesting depth.
+void print_into(std::string& out, const Graph& g, int indent) {
+  const std::string pad(indent, ' ');
+  out += pad + "graph @" + (g.name.empty() ? "main" : g.name) + " -> (";
   for (size_t i = 0; i < g.outputs.size(); ++i) out += (i ? ", %" : "%") + std::to_string(g.outputs[i]);
   out += ")\n";
   for (const auto& n : g.nodes) {
@@ -14,8 +16,17 @@ std::string print_graph(const Graph& g, int indent) {
     for (size_t i = 0; i < n.results.size(); ++i) out += (i ? ", " : "") + to_string(n.results[i]);
     if (!n.attrs.empty()) out += " " + n.attrs.dump();  // nlohmann sorts object keys
     out += "\n";
-    for (const auto& [name, rg] : n.regions) out += pad + "    region " + name + ":\n" + print_graph(*rg, indent + 6);
+    for (const auto& [name, rg] : n.regions) {
+      out += pad + "    region " + name + ":\n";
+      print_into(out, *rg, indent + 6);
+    }
   }
+}
+}  // namespace
+
+std::string print_graph(const Graph& g, int indent) {
+  std::string out;
+  print_into(out, g, indent);
   return out;
 }
 

@@ -11,12 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string shape_str(const Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 std::string list_str(const std::vector<DType>& ts) {
   std::string r;
   for (DType t : ts) r += (r.empty() ? "" : " or ") + std::string(dtype_name(t));
@@ -105,7 +99,7 @@ class Verifier {
       throw IrError(n, "must have exactly one result, has " + std::to_string(n.results.size()));
   }
   static void expect_shape(const Node& n, const Shape& s) {
-    if (n.type().shape != s) throw IrError(n, "shape mismatch: stated " + shape_str(n.type().shape) + ", inferred " + shape_str(s));
+    if (n.type().shape != s) throw IrError(n, "shape mismatch: stated " + shape_string(n.type().shape) + ", inferred " + shape_string(s));
   }
   static void expect_type(const Node& n, const std::vector<DType>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), n.type().dtype) == allowed.end())
@@ -147,7 +141,7 @@ class Verifier {
           o = d;
           continue;
         }
-        throw IrError(n, "cannot broadcast " + shape_str(arg_type(n, operands[0]).shape) + " with " + shape_str(s));
+        throw IrError(n, "cannot broadcast " + shape_string(arg_type(n, operands[0]).shape) + " with " + shape_string(s));
       }
     }
     return out;
@@ -156,6 +150,7 @@ class Verifier {
   void node(const Node& n) {
     const OpFamily f = op_family(n.op);
     if (f == OpFamily::Unknown) throw IrError(n, "unknown op");
+    sizes(n);
     const bool regions = f == OpFamily::Control || f == OpFamily::Kernel || f == OpFamily::Repeat;
     if (!regions) single(n);
     if (!regions && !n.regions.empty())
@@ -262,6 +257,17 @@ class Verifier {
     }
   }
 
+  // Every later size computation (buffers, strides, loops) multiplies extents unchecked.
+  static void sizes(const Node& n) {
+    for (const auto& r : n.results) {
+      try {
+        r.byte_size();
+      } catch (const IrError& e) {
+        throw IrError(n, e.what());
+      }
+    }
+  }
+
   void source(const Node& n) {
     arity(n, 0);
     const TensorType& t = n.type();
@@ -348,8 +354,10 @@ class Verifier {
         const json& c = config[k];
         if (!c.is_array() || c.size() != 3 || !c[0].is_number_integer() || !c[1].is_number_integer() || !c[2].is_number_integer() || c[2].get<int64_t>() < 0)
           throw IrError(n, "attrs.config[" + std::to_string(k) + "] must be [low, high, interior] with interior >= 0");
-        int64_t d = x.shape[k];
-        int64_t size = c[0].get<int64_t>() + c[1].get<int64_t>() + d + std::max<int64_t>(d - 1, 0) * c[2].get<int64_t>();
+        int64_t d = x.shape[k], size = 0;
+        if (__builtin_mul_overflow(std::max<int64_t>(d - 1, 0), c[2].get<int64_t>(), &size) || __builtin_add_overflow(size, d, &size) ||
+            __builtin_add_overflow(size, c[0].get<int64_t>(), &size) || __builtin_add_overflow(size, c[1].get<int64_t>(), &size))
+          throw IrError(n, "padding config " + c.dump() + " overflows axis " + std::to_string(k));
         if (size < 0) throw IrError(n, "padding config " + c.dump() + " removes more than axis " + std::to_string(k) + " holds");
         out.push_back(size);
       }
@@ -369,9 +377,9 @@ class Verifier {
         if (lengths[k] < 0 || lengths[k] > x.shape[k]) throw IrError(n, "length " + std::to_string(lengths[k]) + " out of range for axis " + std::to_string(k) + " of " + to_string(x));
         if (strides[k] < 1) throw IrError(n, "strides must be positive");
         const json& s = n.attrs["start"][k];
-        if (s.is_number_integer() && s.get<int64_t>() + lengths[k] > x.shape[k])
+        if (s.is_number_integer() && s.get<int64_t>() > x.shape[k] - lengths[k])
           throw IrError(n, "slice start " + s.dump() + " + length " + std::to_string(lengths[k]) + " exceeds axis " + std::to_string(k) + " of " + to_string(x));
-        out.push_back((lengths[k] + strides[k] - 1) / strides[k]);
+        out.push_back(lengths[k] == 0 ? 0 : (lengths[k] - 1) / strides[k] + 1);
       }
       expect_shape(n, out);
       return expect_type(n, {x.dtype});
@@ -381,7 +389,7 @@ class Verifier {
     expect_type(n, {x.dtype});
     if (op == "reshape") {
       if (n.type().num_elements() != x.num_elements())
-        throw IrError(n, "cannot reshape " + to_string(x) + " to " + shape_str(n.type().shape));
+        throw IrError(n, "cannot reshape " + to_string(x) + " to " + shape_string(n.type().shape));
     } else if (op == "squeeze") {
       auto axes = int_list(n, "axes");
       unique_axes(n, axes, x);
@@ -399,9 +407,9 @@ class Verifier {
       if (axes.size() != x.shape.size()) throw IrError(n, "attrs.axes needs one entry per axis of " + to_string(x));
       for (size_t k = 0; k < axes.size(); ++k) {
         if (axes[k] < 0 || axes[k] >= int64_t(shape.size()) || (k && axes[k] <= axes[k - 1]))
-          throw IrError(n, "attrs.axes must be increasing axes of " + shape_str(shape));
+          throw IrError(n, "attrs.axes must be increasing axes of " + shape_string(shape));
         if (x.shape[k] != 1 && x.shape[k] != shape[axes[k]])
-          throw IrError(n, "cannot broadcast " + to_string(x) + " to " + shape_str(shape) + " on axes " + n.attrs["axes"].dump());
+          throw IrError(n, "cannot broadcast " + to_string(x) + " to " + shape_string(shape) + " on axes " + n.attrs["axes"].dump());
       }
     } else if (op == "transpose") {
       auto axes = int_list(n, "axes");

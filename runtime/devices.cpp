@@ -116,8 +116,10 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties m3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   sub.pNext = &fc;
   fc.pNext = &drv;
+  drv.pNext = &m3;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &sub};
   vkGetPhysicalDeviceProperties2(pd, &props);
 
@@ -161,6 +163,13 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
   c.max_storage_buffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
+  c.max_memory_allocation_size = m3.maxMemoryAllocationSize;
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+  c.max_heap_bytes = 0;
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) c.max_heap_bytes = std::max(c.max_heap_bytes, uint64_t(mem.memoryHeaps[i].size));
+  if (c.max_heap_bytes == 0) c.max_heap_bytes = ~0ull;  // no device-local heap named: no bound from heaps
   c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
   if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c.max_loop_steps = 65535;  // gallivm's LP_MAX_TGSI_LOOP_ITERATIONS
   return info;

@@ -56,7 +56,13 @@ std::vector<HostTensor> Executable::run_host(const std::vector<HostTensor>& inpu
   auto outs = run(bufs, stats);
   std::vector<HostTensor> result;
   for (const auto& o : outs) {
-    HostTensor h{o->type(), std::vector<uint8_t>(o->bytes())};
+    HostTensor h{o->type(), {}};
+    try {
+      h.data.resize(o->bytes());
+    } catch (const std::bad_alloc&) {
+      throw Error(Error::Kind::OutOfMemory, "out of host memory for output " + std::to_string(result.size()) + " " +
+                                                ir::to_string(o->type()) + " (" + std::to_string(o->bytes()) + " bytes)");
+    }
     dev->download(*o, h.data.data(), h.data.size());
     result.push_back(std::move(h));
   }

@@ -19,6 +19,22 @@
 namespace nxv::runtime {
 namespace {
 
+// A tensor that gets a storage buffer (one binding, one allocation, in one heap) larger than
+// the device allows: an out-of-memory error naming the node, before anything is allocated.
+void check_buffer_size(const ir::Node& n, const codegen::DeviceCaps& caps) {
+  const std::pair<uint64_t, const char*> limits[] = {
+      {caps.max_storage_buffer_range, "maxStorageBufferRange"},
+      {caps.max_memory_allocation_size, "maxMemoryAllocationSize"},
+      {caps.max_heap_bytes, "its largest device-local heap"},
+  };
+  for (const auto& r : n.results)
+    for (const auto& [limit, what] : limits)
+      if (uint64_t(r.byte_size()) > limit)
+        throw Error(Error::Kind::OutOfMemory, "node " + std::to_string(n.id) + " (" + n.op + "): " + ir::to_string(r) + " takes " +
+                                                  std::to_string(r.byte_size()) + " bytes, more than " + caps.name +
+                                                  " allows for one buffer (" + what + ": " + std::to_string(limit) + " bytes)");
+}
+
 struct KernelStep {
   const ir::Node* node;
   codegen::KernelBinary binary;
@@ -242,6 +258,10 @@ class ExecutableImpl : public Executable {
 
     for (const auto& n : lowered_.nodes) {
       if (n.op == "kernel") {
+        // Named by the nodes the graph came with: the body's outputs, the kernel's inputs.
+        for (ir::NodeId a : n.args) check_buffer_size(lowered_.node(a), caps);
+        if (const auto body = n.regions.find("body"); body != n.regions.end() && body->second)
+          for (ir::NodeId o : body->second->outputs) check_buffer_size(body->second->node(o), caps);
         const auto t0 = Clock::now();
         KernelStep step{&n, codegen::compile_kernel(n, lowered_, caps), nullptr};
         // A module the validator rejects is a compiler bug; never hand it to a driver.

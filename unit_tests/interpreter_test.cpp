@@ -659,6 +659,17 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
+// A result the host cannot allocate (2^62 bytes: within int64, beyond any address space)
+// is an error naming the node and the size, not std::bad_alloc.
+TEST(InterpErrors, ResultsBeyondHostMemoryNameTheNode) {
+  Builder b;
+  int big = b.add("iota", {}, "f64", {int64_t(1) << 59}, {{"axis", 0}});
+  const Graph g = b.graph({big});
+  const std::string e = error_of([&] { interpret(g, {}); });
+  EXPECT_NE(e.find("node 0 (iota): out of host memory for its result(s) f64[576460752303423488] (4611686018427387904 bytes)"),
+            std::string::npos) << e;
+}
+
 TEST(InterpErrors, NameTheNodeAndOp) {
   Builder b;
   int x = b.param("f32", {2});

@@ -80,6 +80,49 @@ TEST(IrLiteral, MalformedDataIsAnError) {
             "'one' is not a number (use a JSON number, \"nan\", \"inf\", \"-inf\" or \"-0.0\")");
   EXPECT_EQ(err(R"({"type": "s32", "shape": [2], "data_b64": "AQAAAA=="})"), "tensor s32[2]: data_b64 holds 4 bytes, s32[2] needs 8");
   EXPECT_EQ(err(R"({"type": "c64", "shape": [1], "data": [1]})"), "complex type c64 is not supported");
+  // Kinds and sizes are checked before anything of the shape's size is allocated.
+  EXPECT_EQ(err(R"({"type": 32, "shape": [1], "data": [1]})"), "missing string 'type'");
+  EXPECT_EQ(err(R"({"type": "f32", "shape": 3, "data": [1]})"), "missing array 'shape'");
+  EXPECT_EQ(err(R"({"type": "f32", "shape": [1099511627776], "data": [1, 2]})"),
+            "tensor f32[1099511627776]: data has 2 values, f32[1099511627776] needs 1099511627776");
+  EXPECT_EQ(err(R"({"type": "f32", "shape": [4611686018427387905, 4], "data": [1]})"),
+            "bad shape: shape [4611686018427387905,4] has more than 2^63 elements");
+  EXPECT_EQ(err(R"({"type": "f64", "shape": [1152921504606846976, 2], "data": [1]})"),
+            "bad shape: f64[1152921504606846976,2] takes more than 2^63 bytes");
+}
+
+// Invalid base64 used to be skipped, leaving zeros or shifted bytes.
+TEST(IrLiteral, InvalidBase64IsAnError) {
+  auto err = [](const std::string& b64) {
+    try {
+      literal_from_json({{"type", "u8"}, {"shape", {3}}, {"data_b64", b64}});
+    } catch (const IrError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(err("AAEC"), "");
+  EXPECT_EQ(err("AA*C"), "tensor u8[3]: data_b64: invalid base64 character '*' at offset 2");
+  EXPECT_EQ(err("AA C"), "tensor u8[3]: data_b64: invalid base64 character ' ' at offset 2");
+  EXPECT_EQ(err("A=EC"), "tensor u8[3]: data_b64: invalid base64 character '=' at offset 1");
+  EXPECT_EQ(err("AAE"), "tensor u8[3]: data_b64: base64 text of 3 characters is not a multiple of 4");
+  EXPECT_EQ(err(std::string("AA\0C", 4)), "tensor u8[3]: data_b64: invalid base64 character code 0 at offset 2");
+  EXPECT_EQ(base64_decode("AAE="), std::string("\0\1", 2));
+}
+
+// Nx 0.7.2 on Nx.BinaryBackend: Nx.tensor(300, type: :u8) and Nx.u8(300) are 44,
+// Nx.tensor(200, type: :s8) is -56; literals here wrap the same way (docs/ir.md).
+TEST(IrLiteral, OutOfRangeIntegersWrapAsNxStoresThem) {
+  Literal u8 = literal_from_json(nlohmann::json::parse(R"({"type": "u8", "shape": [2], "data": [300, -1]})"));
+  EXPECT_EQ(u8.data, (std::vector<uint8_t>{44, 255}));
+  Literal s8 = literal_from_json(nlohmann::json::parse(R"({"type": "s8", "shape": [1], "data": [200]})"));
+  EXPECT_EQ(get_i64(s8, 0), -56);
+  Node c;
+  c.id = 0;
+  c.op = "constant";
+  c.results = {{DType::U8, {}}};
+  c.attrs = {{"value", 300}};
+  EXPECT_EQ(get_i64(literal_of(c), 0), 44);
 }
 
 }  // namespace

@@ -132,6 +132,20 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
   }
 }
 
+// Shapes that passes build (not read from JSON) are checked too: a count that overflows
+// int64 wrapped to a small one and the interpreter wrote past its buffer.
+TEST(IrVerify, SizesThatOverflowNameTheNode) {
+  Graph g = graph(kP0 + R"(, {"id": 2, "op": "exp", "args": [0], "type": "f32", "shape": [2, 3]})", "2");
+  g.nodes[1].results[0].shape = {int64_t(1) << 62, 4};
+  EXPECT_EQ(verify_error(g), "node 2 (exp): shape [4611686018427387904,4] has more than 2^63 elements");
+  g.nodes[1].results[0].shape = {int64_t(1) << 61, 2};
+  EXPECT_EQ(verify_error(g), "node 2 (exp): f32[2305843009213693952,2] takes more than 2^63 bytes");
+  g.nodes[1].results[0].shape = {2, -3};
+  EXPECT_EQ(verify_error(g), "node 2 (exp): shape [2,-3] has a negative extent");
+  g.nodes[1].results[0].shape = {0, int64_t(1) << 62, 4};
+  EXPECT_EQ(verify_error(g), "node 2 (exp): shape [0,4611686018427387904,4] has more than 2^63 elements");
+}
+
 TEST(IrVerify, AcceptsNxTyping) {
   // u8 + s8 widens to s16; a float number makes an integer tensor f32; an integer number
   // keeps s8; divide of integers is f32; comparisons give u8.

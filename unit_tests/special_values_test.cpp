@@ -26,6 +26,7 @@
 #include <set>
 
 #include "codegen/kernel.h"
+#include "codegen/targets/launch.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -534,6 +535,80 @@ TEST(SpecialValues, Reductions) {
   }
 }
 
+// f16 and bf16 sums and products accumulate in f32 on the device and in the interpreter
+// (docs/numerics.md), in index order here: a partial result beyond f32's range is an infinity
+// though the exact result fits (Nx.BinaryBackend, adding in double, gives the finite value).
+// f32 accumulates in f32 where the device computes f32 as f32, in f64 where it computes f32
+// in f64 (computes_f32_in_f64) and in the interpreter (as BinaryBackend).
+TEST(SpecialValues, ReductionsAccumulateInF32) {
+  struct Case {
+    DType t;
+    std::string op;
+    std::vector<double> x;
+  };
+  const std::vector<double> nine_then_zero = {6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 0};
+  const std::vector<double> zero_then_nine = {0, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4, 6e4};
+  const std::vector<Case> cases = {
+      {DType::BF16, "sum", {3e38, 3e38, -3e38}}, {DType::BF16, "sum", {3e38, -3e38, 3e38}},
+      {DType::F16, "product", nine_then_zero},   {DType::F16, "product", zero_then_nine},
+      {DType::BF16, "product", {1e30, 1e30, 1e-30, 1e-30}}, {DType::F32, "sum", {3e38, 3e38, -3e38}},
+  };
+  const bool f32_in_f64 = codegen::computes_f32_in_f64(device()->info().caps);
+  for (const auto& c : cases) {
+    const int64_t n = int64_t(c.x.size());
+    std::vector<double> x;
+    for (double v : c.x) x.push_back(round_to(c.t, v));
+    double f32_acc = c.op == "sum" ? 0 : 1, f64_acc = f32_acc;
+    for (double v : x) {
+      f32_acc = c.op == "sum" ? double(float(f32_acc) + float(v)) : double(float(f32_acc) * float(v));
+      f64_acc = c.op == "sum" ? f64_acc + v : f64_acc * v;
+    }
+    const double accumulated_in_f32 = round_to(c.t, f32_acc), accumulated_in_f64 = round_to(c.t, f64_acc);
+    GraphText gt;
+    const ir::Graph g = gt.graph(c.op + "_acc", {gt.add(c.op, std::to_string(gt.param(c.t, {n}, 0)), c.t, {}, R"({"axes": null})")});
+    const std::vector<Literal> in = {literal(c.t, {n}, x)};
+    const double interpreted = ir::get_f64(ir::interpret(g, in)[0], 0), computed = ir::get_f64(run(g, in)[0], 0);
+    std::string what = std::string(ir::dtype_name(c.t)) + " " + c.op + " of";
+    for (double v : x) what += " " + describe(v);
+    if (c.t == DType::F32) {
+      EXPECT_TRUE(bit_equal(accumulated_in_f64, interpreted)) << what << ": interpreter " << describe(interpreted);
+      EXPECT_TRUE(bit_equal(f32_in_f64 ? accumulated_in_f64 : accumulated_in_f32, computed)) << what << ": device " << describe(computed);
+    } else {
+      EXPECT_TRUE(bit_equal(accumulated_in_f32, interpreted)) << what << ": interpreter " << describe(interpreted);
+      EXPECT_TRUE(bit_equal(accumulated_in_f32, computed)) << what << ": device " << describe(computed);
+    }
+  }
+}
+
+// The interpreter and the device agree on f16/bf16 sums and products of n, 10n and 100n
+// elements (the device's order differs there: workgroup trees), within the type's rounding.
+TEST(SpecialValues, HalfReductionsAgreeWithTheInterpreterAtSize) {
+  for (DType t : {DType::F16, DType::BF16})
+    for (int64_t n : {1000, 10000, 100000})
+      for (const std::string op : {"sum", "product"}) {
+        std::vector<double> x;
+        uint64_t state = 0x9e3779b97f4a7c15ull * uint64_t(n);
+        for (int64_t i = 0; i < n; ++i) {
+          state = state * 6364136223846793005ull + 1442695040888963407ull;
+          const double u = double(state >> 11) * 0x1p-53;  // [0, 1)
+          x.push_back(round_to(t, op == "sum" ? 2 * u - 1 : 1 + (u - 0.5) / double(n)));
+        }
+        GraphText gt;
+        const ir::Graph g = gt.graph(op + "_size", {gt.add(op, std::to_string(gt.param(t, {n}, 0)), t, {}, R"({"axes": null})")});
+        const std::vector<Literal> in = {literal(t, {n}, x)};
+        const double want = ir::get_f64(ir::interpret(g, in)[0], 0), got = ir::get_f64(run(g, in)[0], 0);
+        // Both results are rounded once to the type (8 or 11 bits). Before that, the
+        // interpreter's f32 additions in index order err by at most 2^-24 of each partial sum,
+        // the device's tree by 2^-24 * log2(n) * sum |x|; products by n * 2^-24 relative each.
+        const double ulp = t == DType::BF16 ? 0x1p-8 : 0x1p-11;
+        double partials = 0, partial = 0, magnitude = 0;
+        for (double v : x) partial += v, partials += std::fabs(partial), magnitude += std::fabs(v);
+        const double bound = op == "sum" ? 2 * ulp * std::max(1.0, std::fabs(want)) + 0x1p-24 * (partials + std::log2(double(n)) * magnitude)
+                                         : (2 * ulp + 2 * double(n) * 0x1p-24) * std::fabs(want);
+        EXPECT_NEAR(got, want, bound) << ir::dtype_name(t) << " " << op << " of " << n;
+      }
+}
+
 // dot: special values in the products and the sums of a contraction.
 TEST(SpecialValues, Dot) {
   for (DType t : kFloats) {
@@ -632,6 +707,53 @@ TEST(SpecialValues, Casts) {
           EXPECT_EQ(ir::get_i64(got, int64_t(k)), want(v[k]))
               << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
       }
+    }
+  }
+}
+
+// pow of negative bases at exponents beyond the mantissa (all even integers: 2^24 in f32,
+// 2^53 in f64, 2^11 in f16) and odd ones just below it, as tensors, as literals the device
+// computes and constant-folded, against C's pow on the host and the reference interpreter.
+// The sign of an infinite or zero result is exact; others agree within 1e-6 relative.
+// (pow(-3, 1e20) was -inf: the magnitude's correction term turned negative past exp's range.)
+TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const double odd_max = t == DType::F64 ? 0x1p53 - 1 : t == DType::F16 ? 2047 : t == DType::BF16 ? 255 : 0x1p24 - 1;
+    const std::vector<double> bases = {-3, -1.5, -2, -0.5, -1, -0.75, 3};
+    const std::vector<double> exps = {1e20, 1e19, 1e18, 1e16, 1e30, -1e20, odd_max, -odd_max, odd_max + 1, 4097};
+    std::vector<double> xs, ys;
+    for (double x : bases)
+      for (double y : exps)
+        if (std::isfinite(round_to(t, y))) xs.push_back(round_to(t, x)), ys.push_back(round_to(t, y));
+    const int64_t n = int64_t(xs.size());
+    // `got(k)`: the k-th result.
+    auto check = [&](const std::string& kind, const std::function<double(int64_t)>& got) {
+      for (int64_t k = 0; k < n; ++k) {
+        const double want = round_to(t, std::pow(xs[size_t(k)], ys[size_t(k)])), g = got(k);
+        const bool ok = want == 0 || std::isinf(want) ? bit_equal(want, g) : std::fabs(g - want) <= 1e-6 * std::fabs(want);
+        EXPECT_TRUE(ok) << ir::dtype_name(t) << " " << kind << ": pow(" << describe(xs[size_t(k)]) << ", "
+                        << describe(ys[size_t(k)]) << ") = " << describe(g) << ", want " << describe(want);
+      }
+    };
+    {
+      GraphText gt;
+      int x = gt.param(t, {n}, 0), y = gt.param(t, {n}, 1);
+      const ir::Graph g = gt.graph("pow_tensors", {gt.add("pow", std::to_string(x) + "," + std::to_string(y), t, {n})});
+      const std::vector<Literal> in = {literal(t, {n}, xs), literal(t, {n}, ys)};
+      const Literal device = run(g, in)[0], reference = ir::interpret(g, in)[0];
+      check("tensors", [&](int64_t k) { return ir::get_f64(device, k); });
+      check("interpreter", [&](int64_t k) { return ir::get_f64(reference, k); });
+    }
+    // One scalar output each: one kernel, no stack.
+    GraphText gt;
+    std::vector<int> results;
+    for (int64_t k = 0; k < n; ++k)
+      results.push_back(gt.add("pow", std::to_string(gt.constant(t, xs[size_t(k)])) + "," + std::to_string(gt.constant(t, ys[size_t(k)])), t, {}));
+    const ir::Graph g = gt.graph("pow_literals", results);
+    for (bool fold : {false, true}) {
+      const std::vector<Literal> got = fold ? run(g, {}) : run(g, {}, device_computes_literals());
+      check(fold ? "literals (constant-folded)" : "literals", [&](int64_t k) { return ir::get_f64(got[size_t(k)], 0); });
     }
   }
 }

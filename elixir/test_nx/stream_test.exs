@@ -133,6 +133,18 @@ defmodule Nx.Vulkan.StreamTest do
       assert {:noproc, _} = catch_exit(Nx.Stream.done(stream))
     end
 
+    # EXLA raises here too; the caller used to exit with the GenServer's :noproc.
+    test "raises on recv after done" do
+      stream = Nx.Defn.stream(&defn_sum/2, [0, 0], compiler: Nx.Vulkan)
+      assert Nx.Stream.send(stream, 1) == :ok
+      assert Nx.backend_copy(Nx.Stream.recv(stream)) == Nx.tensor(0)
+      assert Nx.backend_copy(Nx.Stream.done(stream)) == Nx.tensor(1)
+
+      assert_raise RuntimeError, "cannot recv from stream because it has been terminated", fn ->
+        Nx.Stream.recv(stream)
+      end
+    end
+
     test "raises if stream is done when recving" do
       Process.flag(:trap_exit, true)
       stream = Nx.Defn.stream(&defn_sum/2, [0, 0], compiler: Nx.Vulkan)

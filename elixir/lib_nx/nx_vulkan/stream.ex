@@ -93,8 +93,17 @@ defmodule Nx.Vulkan.Stream do
         GenServer.cast(pid, {:send, Enum.reverse(funs)})
       end
 
+      # After done the process is gone: a RuntimeError, as a waiting recv gets (and as
+      # EXLA's stream raises), rather than the caller exiting with :noproc.
       def recv(%{pid: pid}) do
-        case GenServer.call(pid, :recv, :infinity) do
+        reply =
+          try do
+            GenServer.call(pid, :recv, :infinity)
+          catch
+            :exit, {reason, {GenServer, :call, _}} when reason in [:noproc, :normal] -> :done
+          end
+
+        case reply do
           {:ok, output} -> output
           :done -> raise "cannot recv from stream because it has been terminated"
         end
