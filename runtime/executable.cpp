@@ -263,14 +263,17 @@ class ExecutableImpl : public Executable {
         if (const auto body = n.regions.find("body"); body != n.regions.end() && body->second)
           for (ir::NodeId o : body->second->outputs) check_buffer_size(body->second->node(o), caps);
         const auto t0 = Clock::now();
+        const double c0 = thread_cpu_ms();
         KernelStep step{&n, codegen::compile_kernel(n, lowered_, caps), nullptr};
         // A module the validator rejects is a compiler bug; never hand it to a driver.
         std::string err = codegen::validate(step.binary.spirv, caps.api_version);
         if (!err.empty())
           throw Error(Error::Kind::Vulkan, "kernel " + step.binary.name + " failed SPIR-V validation: " + err);
         const auto t1 = Clock::now();
+        const double c1 = thread_cpu_ms();
         step.pipeline = &dev_->pipeline(step.binary);
-        log_kernel_compile(lowered_.name, step.binary.name, ms_between(t0, t1), ms_between(t1, Clock::now()));
+        log_kernel_compile(lowered_.name, step.binary.name,
+                           {ms_between(t0, t1), ms_between(t1, Clock::now()), c1 - c0, thread_cpu_ms() - c1});
         for (const auto& slot : n.attrs.value("buffers", nlohmann::json::array()))
           if (slot.get<int64_t>() >= 0) slot_bytes_.resize(std::max<size_t>(slot_bytes_.size(), slot.get<size_t>() + 1));
         for (size_t i = 0; i < n.results.size(); ++i)
@@ -564,6 +567,7 @@ class ExecutableImpl : public Executable {
     if (!has_control_flow(*n.regions.at("condition")) && !has_control_flow(*n.regions.at("body"))) return nullptr;
     auto s = std::make_shared<SerialStep>();
     const auto t0 = Clock::now();
+    const double c0 = thread_cpu_ms();
     try {
       const auto condition = lower_nest(*n.regions.at("condition"), pipeline, codegen::kernel_bounds(caps));
       const auto body = lower_nest(*n.regions.at("body"), pipeline, codegen::kernel_bounds(caps));
@@ -573,8 +577,10 @@ class ExecutableImpl : public Executable {
       return nullptr;
     }
     const auto t1 = Clock::now();
+    const double c1 = thread_cpu_ms();
     s->kernel = {&n, s->binary.kernel, &dev_->pipeline(s->binary.kernel)};
-    log_kernel_compile(lowered_.name, s->binary.kernel.name, ms_between(t0, t1), ms_between(t1, Clock::now()));
+    log_kernel_compile(lowered_.name, s->binary.kernel.name,
+                       {ms_between(t0, t1), ms_between(t1, Clock::now()), c1 - c0, thread_cpu_ms() - c1});
     for (const auto& lit : s->binary.constants) s->constants.push_back(dev_->upload(lit.type, lit.data.data(), lit.data.size()));
     binaries_.push_back(s->binary.kernel);
     return s;
