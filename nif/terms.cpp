@@ -80,7 +80,7 @@ ir::TensorType get_tensor_type(ErlNifEnv* env, ERL_NIF_TERM type, ERL_NIF_TERM s
   } catch (const ir::IrError& e) {
     throw BadArg(std::string(what) + ": " + e.what());
   }
-  for (ERL_NIF_TERM dim : get_list(env, shape, what)) {
+  for (ERL_NIF_TERM dim : get_list(env, shape, (std::string(what) + ": shape").c_str())) {
     ErlNifSInt64 d;
     if (!enif_get_int64(env, dim, &d) || d < 0)
       throw BadArg(std::string(what) + ": shape must be a list of non-negative integers");

@@ -144,11 +144,11 @@ defmodule Nx.Vulkan.AbuseTest do
   # dropped or duplicated, an id list shuffled, or the top level broken.
   defp mutate(%{nodes: [_ | _] = nodes} = graph) do
     i = :rand.uniform(length(nodes)) - 1
-    node = Enum.at(nodes, i)
+    node = with n when not is_map(n) <- Enum.at(nodes, i), do: %{id: i, op: "parameter"}
 
     case :rand.uniform(8) do
-      1 -> %{graph | nodes: List.replace_at(nodes, i, Map.put(node, pick(Map.keys(node)), pick(@garbage)))}
-      2 -> %{graph | nodes: List.replace_at(nodes, i, Map.delete(node, pick(Map.keys(node))))}
+      1 -> %{graph | nodes: List.replace_at(nodes, i, Map.put(node, pick([:id | Map.keys(node)]), pick(@garbage)))}
+      2 -> %{graph | nodes: List.replace_at(nodes, i, Map.delete(node, pick([:id | Map.keys(node)])))}
       3 -> %{graph | nodes: List.replace_at(nodes, i, Map.put(node, :attrs, %{pick(~w(axes axis index value shape)a) => pick(@garbage)}))}
       4 -> %{graph | nodes: List.delete_at(nodes, i)}
       5 -> %{graph | nodes: List.insert_at(nodes, i, node)}
@@ -166,8 +166,10 @@ defmodule Nx.Vulkan.AbuseTest do
     at = :rand.uniform(n) - 1
     <<before::binary-size(at), rest::binary>> = text
 
+    drop = min(byte_size(rest), :rand.uniform(8))
+
     case :rand.uniform(4) do
-      1 -> before <> binary_part(rest, min(byte_size(rest), :rand.uniform(8)), byte_size(rest) - min(byte_size(rest), :rand.uniform(8)))
+      1 -> before <> binary_part(rest, drop, byte_size(rest) - drop)
       2 -> before <> pick(["{", "}", "[", "]", ",", ":", "\"", "\\u0000", "1e999", "-", "null", "\"op\":"]) <> rest
       3 -> before <> <<:rand.uniform(256) - 1>> <> rest
       4 -> binary_part(text, 0, at)
