@@ -149,7 +149,7 @@ Literal from_data(const TensorType& type, const json& attrs, const std::string& 
     if (int64_t(bytes.size()) != type.byte_size())
       throw IrError(where + "data_b64 holds " + std::to_string(bytes.size()) + " bytes, " + to_string(type) + " needs " +
                     std::to_string(type.byte_size()));
-    std::memcpy(lit.data.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(lit.data.data(), bytes.data(), bytes.size());  // no null pointers to memcpy
     return lit;
   }
   if (!attrs.contains("data") || !attrs["data"].is_array())
