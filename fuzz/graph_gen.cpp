@@ -247,9 +247,12 @@ class Generator {
       add("as_type", {x.id}, {dtype(), x.type.shape});
       return;
     }
+    // A float's bits are reinterpreted as nothing else: the bits of a NaN (its sign, its
+    // payload) are no operation's defined result (x86's fmod(0, 0) is -NaN, a GPU's +NaN).
     std::vector<DType> same_width;
     for (DType t : opts_.dtypes)
-      if (ir::dtype_bits(t) == ir::dtype_bits(x.type.dtype)) same_width.push_back(t);
+      if (ir::dtype_bits(t) == ir::dtype_bits(x.type.dtype) && (!ir::is_float(x.type.dtype) || t == x.type.dtype))
+        same_width.push_back(t);
     add("bitcast", {x.id}, {pick(same_width), x.type.shape});
   }
 

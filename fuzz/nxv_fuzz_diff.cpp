@@ -5,9 +5,13 @@
 // as files for `nxv run DIR/seedN.json --inputs DIR/seedN.inputs.json --check`).
 //   nxv_fuzz_diff [--seed=N] [--count=N] [--seconds=S] [--max-ops=N] [--max-elements=N]
 //                 [--out=DIR] [--verbose]
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -21,7 +25,24 @@
 
 using namespace nxv;
 
+// Set by ASan/UBSan builds only.
+extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
+
 namespace {
+
+// "died on seed N", kept current, for a crash (a signal or a sanitizer report) to name the
+// seed that replays it.
+char g_died_on[64] = "";
+
+void tell_seed() {
+  if (ssize_t n = ssize_t(std::strlen(g_died_on)); n > 0 && write(STDERR_FILENO, g_died_on, size_t(n)) < 0) _exit(3);
+}
+
+void on_fatal_signal(int sig) {
+  tell_seed();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
 
 struct Args {
   uint64_t seed = 1, count = 100;
@@ -112,6 +133,7 @@ void report(const Args& a, uint64_t seed, const std::string& what, const ir::Gra
 // Generates, runs and compares the graph of one seed.
 void one(const Args& a, const std::shared_ptr<runtime::Device>& dev, uint64_t seed, Tally& t) {
   ++t.graphs;
+  std::snprintf(g_died_on, sizeof g_died_on, "nxv_fuzz_diff: died on seed %llu\n", (unsigned long long)seed);
   if (a.verbose) std::printf("seed %llu\n", (unsigned long long)seed), std::fflush(stdout);
   ir::Graph g;
   try {
@@ -161,6 +183,11 @@ void one(const Args& a, const std::shared_ptr<runtime::Device>& dev, uint64_t se
 
 int main(int argc, char** argv) try {
   Args a = parse(argc, argv);
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (__sanitizer_set_death_callback)  // the sanitizers' own handlers report crashes there
+    __sanitizer_set_death_callback(tell_seed);
+  else
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
   auto dev = runtime::Device::open();
   fit_to_device(a.gen, dev->info().caps);
   std::printf("nxv_fuzz_diff: %s, seeds from %llu\n", dev->info().name.c_str(), (unsigned long long)a.seed);
