@@ -76,12 +76,7 @@ class Soak {
     runtime::RuntimeOptions o;
     o.device = a.device;
     dev_ = runtime::Device::open(o);
-    const auto& caps = dev_->info().caps;
-    std::vector<ir::DType> kept;
-    for (ir::DType t : a_.gen.dtypes)
-      if ((t != ir::DType::F64 || caps.float64) && ((t != ir::DType::S64 && t != ir::DType::U64) || caps.int64))
-        kept.push_back(t);
-    a_.gen.dtypes = kept;
+    fuzz::fit_to_device(a_.gen, dev_->info().caps);
     next_seed_ = a.seed;
   }
 

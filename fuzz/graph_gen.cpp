@@ -430,6 +430,18 @@ ir::Scalar edge_or_random(DType t, std::mt19937_64& rng, const GenOptions& opts,
 
 }  // namespace
 
+void fit_to_device(GenOptions& opts, const codegen::DeviceCaps& caps) {
+  std::vector<DType> kept;
+  for (DType t : opts.dtypes) {
+    if (t == DType::F64 && !caps.float64) continue;
+    if ((t == DType::S64 || t == DType::U64) && !caps.int64) continue;
+    kept.push_back(t);
+  }
+  opts.dtypes = kept;
+  if (!caps.preserve_denorms_f32) opts.flushes.insert({DType::F32, DType::BF16});
+  if (!caps.preserve_denorms_f64) opts.flushes.insert(DType::F64);
+}
+
 ir::Graph generate_graph(uint64_t seed, const GenOptions& opts) { return Generator(seed, opts).run(); }
 
 std::vector<ir::Literal> generate_inputs(const ir::Graph& g, uint64_t seed, const GenOptions& opts) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "codegen/target.h"
 #include "ir/ir.h"
 
 namespace nxv::fuzz {
@@ -22,6 +23,10 @@ struct GenOptions {
   // Float types whose subnormals the device flushes: left out of literals and inputs.
   std::set<ir::DType> flushes;
 };
+
+// Keeps the types the device computes in (no f64 or 64-bit integers where it lacks them)
+// and marks the float widths whose subnormals it flushes.
+void fit_to_device(GenOptions& opts, const codegen::DeviceCaps& caps);
 
 // A graph that verifies (ir::verify), from `seed`.
 ir::Graph generate_graph(uint64_t seed, const GenOptions& opts);

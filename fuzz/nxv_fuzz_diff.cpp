@@ -72,19 +72,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// What the device computes in, and which float widths it flushes (docs/ir.md).
-void fit_to_device(fuzz::GenOptions& gen, const codegen::DeviceCaps& caps) {
-  std::vector<ir::DType> kept;
-  for (ir::DType t : gen.dtypes) {
-    if (t == ir::DType::F64 && !caps.float64) continue;
-    if ((t == ir::DType::S64 || t == ir::DType::U64) && !caps.int64) continue;
-    kept.push_back(t);
-  }
-  gen.dtypes = kept;
-  if (!caps.preserve_denorms_f32) gen.flushes.insert({ir::DType::F32, ir::DType::BF16});
-  if (!caps.preserve_denorms_f64) gen.flushes.insert(ir::DType::F64);
-}
-
 // Subnormals of the widths the device flushes as zeros of the same sign.
 std::vector<ir::Literal> flushed(std::vector<ir::Literal> lits, const std::set<ir::DType>& flushes) {
   for (auto& lit : lits) {
@@ -189,7 +176,7 @@ int main(int argc, char** argv) try {
   else
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, on_fatal_signal);
   auto dev = runtime::Device::open();
-  fit_to_device(a.gen, dev->info().caps);
+  fuzz::fit_to_device(a.gen, dev->info().caps);
   std::printf("nxv_fuzz_diff: %s, seeds from %llu\n", dev->info().name.c_str(), (unsigned long long)a.seed);
   const auto start = std::chrono::steady_clock::now();
   Tally t;
