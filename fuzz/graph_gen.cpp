@@ -189,10 +189,12 @@ class Generator {
         Value arg = x;
         // sin, cos and tan are accurate only below 2^20·π/2 (docs/ir.md) and beyond it stay
         // in range: their argument is clipped there, NaN passing through.
-        if ((op == "sin" || op == "cos" || op == "tan") && ir::is_float(x.type.dtype)) {
-          const Value lo = add("constant", {}, {x.type.dtype, {}}, {{"value", -1.0e5}});
-          const Value hi = add("constant", {}, {x.type.dtype, {}}, {{"value", 1.0e5}});
-          arg = add("clip", {x.id, lo.id, hi.id}, x.type);
+        if (op == "sin" || op == "cos" || op == "tan") {
+          const DType ft = ir::to_floating(x.type.dtype);
+          if (!ir::is_float(x.type.dtype)) arg = add("as_type", {x.id}, {ft, x.type.shape});
+          const Value lo = add("constant", {}, {ft, {}}, {{"value", -1.0e5}});
+          const Value hi = add("constant", {}, {ft, {}}, {{"value", 1.0e5}});
+          arg = add("clip", {arg.id, lo.id, hi.id}, arg.type);
         }
         add(op, {arg.id}, {ir::to_floating(x.type.dtype), x.type.shape});
         break;
