@@ -3,7 +3,6 @@
 //   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
 //   nxv run GRAPH.json [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "codegen/kernel.h"
+#include "ir/check.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -257,26 +257,8 @@ int run(const Args& a) {
   for (size_t i = 0; i < inputs.size(); ++i) std::printf("input %zu: %s\n", i, format(inputs[i]).c_str());
   for (size_t i = 0; i < outs.size(); ++i) std::printf("output %zu: %s\n", i, format(outs[i]).c_str());
   if (a.check) {
-    // Floats agree within 1e-5 relative (+1e-6 absolute; 1e-2 for 16-bit types), in class
-    // (NaN, infinities) exactly; integers exactly.
-    auto want = ir::interpret(g, inputs);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      const bool half = ir::dtype_bits(outs[i].type.dtype) == 16;
-      for (int64_t k = 0; k < outs[i].type.num_elements(); ++k) {
-        bool ok;
-        if (ir::is_float(outs[i].type.dtype)) {
-          const double w = ir::get_f64(want[i], k), x = ir::get_f64(outs[i], k);
-          ok = std::isnan(w) ? std::isnan(x) : std::isinf(w) ? x == w
-                                                            : std::fabs(x - w) <= (half ? 1e-2 : 1e-6) + (half ? 1e-2 : 1e-5) * std::fabs(w);
-        } else {
-          ok = ir::get_i64(want[i], k) == ir::get_i64(outs[i], k);
-        }
-        if (!ok)
-          throw std::runtime_error("check: output " + std::to_string(i) + " element " + std::to_string(k) + " is " +
-                                   std::to_string(ir::get_f64(outs[i], k)) + ", the interpreter gives " +
-                                   std::to_string(ir::get_f64(want[i], k)));
-      }
-    }
+    std::string diff = ir::check_outputs(ir::interpret(g, inputs), outs);
+    if (!diff.empty()) throw std::runtime_error("check: " + diff);
     std::printf("check: all outputs match the reference interpreter\n");
   }
   if (!a.outputs.empty()) {

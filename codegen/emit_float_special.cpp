@@ -2,6 +2,7 @@
 // Erlang's :math and C), wrapped around a core that is only trusted for
 // finite, "ordinary" arguments.
 #include <cmath>
+#include <tuple>
 
 #include "codegen/emitter.h"
 
@@ -83,8 +84,10 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
   Id ux = b.op(spv::OpBitcast, it, {x}), uy = b.op(spv::OpBitcast, it, {y});
   Id sx = i_op(spv::OpBitwiseAnd, ux, k(sign_mask));
   Id ax = i_op(spv::OpBitwiseAnd, ux, k(sign_mask - 1)), ay = i_op(spv::OpBitwiseAnd, uy, k(sign_mask - 1));
-  auto [mx0, ex] = split(ax);
-  auto [my, ey] = split(ay);
+  // Not structured bindings: the lambdas below capture them, which clang before 16 rejects.
+  Id mx0, ex, my, ey;
+  std::tie(mx0, ex) = split(ax);
+  std::tie(my, ey) = split(ay);
   // One step of the long division: subtract y's mantissa when it fits (an exact zero stops it).
   auto step = [&](Id mx, Id zero) {
     Id diff = i_op(spv::OpISub, mx, my);

@@ -500,7 +500,9 @@ void emit_matmul(const ir::Graph& body, const ir::Node& dot, Emitter& e, const B
   b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], t.tiles); },
       [&](const Values& p) {
-        const auto [batch, m0, n0] = pr.tile(e, p[0]);
+        // Plain names, not structured bindings: lambdas below capture them (clang before 16 cannot).
+        const auto tile = pr.tile(e, p[0]);
+        const Id batch = tile.batch, m0 = tile.m0, n0 = tile.n0;
         // Invocation (ty, tx) holds rows m0 + ty + i * rows-of-invocations and columns
         // n0 + tx + j * cols, in runs of V (staged rows, and columns where V > 1: row
         // m0 + (ty + (i / V) * rows-of-invocations) * V + i % V; texels: rows where they run
@@ -866,7 +868,9 @@ void emit_cooperative_matmul(const ir::Graph& body, const ir::Node& dot, Emitter
   b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], t.tiles); },
       [&](const Values& p) {
-        const auto [batch, m0, n0] = pr.tile(e, p[0]);
+        // Plain names, not structured bindings: lambdas below capture them (clang before 16 cannot).
+        const auto tile = pr.tile(e, p[0]);
+        const Id batch = tile.batch, m0 = tile.m0, n0 = tile.n0;
         const size_t frags = size_t(frags_m) * frags_n;
         auto multiply = [&](Values acc, Id offset) {
           auto mul_add = [&](Id x, Id y, Id a) {

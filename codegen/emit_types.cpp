@@ -202,7 +202,14 @@ Id Emitter::convert(Id v, DType from, DType to) {
     return normalize(b.op(spv::OpUConvert, reg_type(to), {v}), to);
   }
   if (ir::is_integer(from)) {
-    Id f = b.op(ir::is_signed_int(from) ? spv::OpConvertSToF : spv::OpConvertUToF, reg_type(to), {v});
+    // The integer OR'd with the push-constant zero (float_literal says why): an integer the
+    // driver derives itself (x < x is 0, an iota over an axis of one is 0) would otherwise
+    // convert to a 0.0 it folds as it folds literal zeros, 0.0 * Inf to 0 (Mesa 22.3's
+    // lavapipe, in spite of SignedZeroInfNanPreserve).
+    Id zero = b.push_constant_zero();
+    if (fb != 32) zero = b.op(spv::OpUConvert, b.type_int(fb), {zero});
+    Id hidden = b.op(spv::OpBitwiseOr, reg_type(from), {v, zero});
+    Id f = b.op(ir::is_signed_int(from) ? spv::OpConvertSToF : spv::OpConvertUToF, reg_type(to), {hidden});
     return normalize(f, to);
   }
   if (ir::is_float(to)) {

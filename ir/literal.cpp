@@ -10,6 +10,16 @@ namespace nxv::ir {
 
 using nlohmann::json;
 
+// A float literal written into an integer type: truncated toward zero, then wrapped modulo
+// 2^64 as integer literals are (casting a double beyond int64's range is undefined).
+int64_t wrapped_int64(double f) {
+  const double t = std::trunc(f);
+  if (std::fabs(t) < 0x1p63) return int64_t(t);
+  double m = std::fmod(t, 0x1p64);  // a multiple of 2^11 here, so the addition below is exact
+  if (m < 0) m += 0x1p64;
+  return int64_t(uint64_t(m));
+}
+
 Scalar parse_scalar(const json& v) {
   Scalar s;
   if (v.is_boolean()) {
@@ -26,7 +36,7 @@ Scalar parse_scalar(const json& v) {
     s.is_integer = true;
   } else if (v.is_number_float()) {
     s.f = v.get<double>();
-    s.i = std::isfinite(s.f) ? int64_t(std::trunc(s.f)) : 0;
+    s.i = std::isfinite(s.f) ? wrapped_int64(s.f) : 0;
   } else if (v.is_string()) {
     const std::string& t = v.get_ref<const std::string&>();
     if (t == "nan") s.f = NAN;

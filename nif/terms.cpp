@@ -80,12 +80,18 @@ ir::TensorType get_tensor_type(ErlNifEnv* env, ERL_NIF_TERM type, ERL_NIF_TERM s
   } catch (const ir::IrError& e) {
     throw BadArg(std::string(what) + ": " + e.what());
   }
-  for (ERL_NIF_TERM dim : get_list(env, shape, what)) {
+  for (ERL_NIF_TERM dim : get_list(env, shape, (std::string(what) + ": shape").c_str())) {
     ErlNifSInt64 d;
     if (!enif_get_int64(env, dim, &d) || d < 0)
       throw BadArg(std::string(what) + ": shape must be a list of non-negative integers");
     t.shape.push_back(d);
   }
+  // Element and byte counts are int64 everywhere past this point: a shape whose byte size
+  // overflows would otherwise wrap to a small size that a short binary matches.
+  int64_t bytes = ir::dtype_bytes(t.dtype);
+  for (int64_t d : t.shape)
+    if (__builtin_mul_overflow(bytes, d, &bytes))
+      throw BadArg(std::string(what) + ": " + ir::to_string(t) + " is too large: its byte size overflows 64 bits");
   return t;
 }
 

@@ -109,7 +109,20 @@ bool split_dot(const Graph& g, const Node& n, NodeId& next, std::vector<Node>& o
   sum.op = "sum";
   sum.args = {partial};
   sum.attrs = {{"axes", {at}}};
-  out.push_back(std::move(sum));
+  // A sum of integers is in Nx's aggregate type (s64/u64): below 64 bits it is converted
+  // back, which wrapping arithmetic makes the dot's own result.
+  const DType t = n.type().dtype;
+  const DType aggregate = ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : t;
+  if (aggregate == t) {
+    out.push_back(std::move(sum));
+    return true;
+  }
+  sum.results = {{aggregate, n.type().shape}};
+  Node narrow = n;
+  narrow.op = "as_type";
+  narrow.args = {add(std::move(sum))};
+  narrow.attrs = nlohmann::json::object();
+  out.push_back(std::move(narrow));
   return true;
 }
 

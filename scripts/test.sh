@@ -34,4 +34,12 @@ for lazy in 1 device; do
   echo "nx_vulkan: Elixir suite with NXV_LAZY=$lazy"
   (cd elixir && NXV_LAZY=$lazy NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
 done
+# Fuzzing (four libFuzzer targets for NXV_FUZZ_SECONDS each, then nxv_fuzz_diff) and the
+# unit tests under ASan and UBSan (docs/reliability.md), when asked: NXV_RELIABILITY=1.
+if [ "${NXV_RELIABILITY:-0}" = 1 ]; then
+  echo "nx_vulkan: fuzzing"
+  bash scripts/fuzz.sh || status=1
+  echo "nx_vulkan: unit tests under ASan and UBSan"
+  bash scripts/sanitize.sh ${NXV_SANITIZE_CTEST_ARGS:-} || status=1
+fi
 exit $status

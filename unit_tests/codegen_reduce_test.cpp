@@ -39,6 +39,28 @@ TEST(CodegenReduce, EveryReductionTypeAndAxisSet) {
         }
 }
 
+// A costly reduction into one output (sin's argument reduction takes hundreds of loop steps
+// per element) on a device that ends loops after 65535 steps (lavapipe): the cooperative
+// workgroup widens to the device's largest, where 128 invocations took 71937 steps each and
+// the kernel was refused (nxv_fuzz_diff seed 1982). 65535 elements: the most before
+// split-reduction splits the reduction.
+TEST(CodegenReduce, CostlyFullReductionsFitLoopStepLimits) {
+  const DeviceCaps caps = target_caps("lavapipe");
+  for (const char* f : {"sin", "cos", "tan"})
+    for (int64_t n : {16384, 65535}) {
+      SCOPED_TRACE(std::string(f) + " " + std::to_string(n));
+      KernelBuilder k;
+      auto x = k.param(DType::F32, {n});
+      auto y = k.add(f, {x}, DType::F32, {n});
+      auto r = k.add("sum", {y}, DType::F32, {}, {{"axes", nullptr}, {"keep_axes", false}});
+      const ir::Graph g = k.finish({r}, "reduce");
+      KernelBinary kb;
+      ASSERT_NO_THROW(kb = cgtest::compile(g, caps));
+      EXPECT_EQ(kb.workgroup_size[0], caps.max_workgroup_invocations) << kb.launch;
+      EXPECT_EQ(validate(kb.spirv, caps.api_version), "");
+    }
+}
+
 TEST(CodegenReduce, ArgmaxArgmin) {
   for (const char* op : {"argmax", "argmin"})
     for (DType t : {DType::S8, DType::U32, DType::F16, DType::F32, DType::F64})

@@ -49,6 +49,16 @@ TEST(IrLiteral, HalfRoundsToNearestEvenBfloatTruncates) {
   }
 }
 
+// Tensors of no elements, as constant folding makes them: data_b64 "" and data [] (under
+// UBSan, the empty base64 case was a memcpy from a null pointer; nxv_fuzz_diff found it).
+TEST(IrLiteral, EmptyTensors) {
+  for (const char* text : {R"({"type": "f32", "shape": [0, 3], "data_b64": ""})", R"({"type": "s8", "shape": [2, 0], "data": []})"}) {
+    Literal lit = literal_from_json(nlohmann::json::parse(text));
+    EXPECT_EQ(lit.type.num_elements(), 0) << text;
+    EXPECT_TRUE(lit.data.empty()) << text;
+  }
+}
+
 TEST(IrLiteral, JsonAndBase64RoundTrip) {
   auto j = nlohmann::json::parse(R"({"type": "f32", "shape": [2, 3], "data": [1.5, "nan", "-inf", "inf", "-0.0", -2]})");
   Literal lit = literal_from_json(j);

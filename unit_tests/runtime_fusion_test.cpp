@@ -336,7 +336,7 @@ TEST(RuntimeFusion, SplitReductionsMatchTheReference) {
   auto x = random(size_t(n), 5, -2, 2);
   std::mt19937 rng(9);
   std::vector<int32_t> m(size_t(rows * 3));
-  for (auto& v : m) v = int32_t(rng()) - (1 << 30);  // negative and positive, large
+  for (auto& v : m) v = int32_t(uint32_t(rng()) - (1u << 30));  // negative and positive, large (no signed overflow)
   HostTensor mt{{ir::DType::S32, {rows, 3}}, std::vector<uint8_t>(m.size() * 4)};
   std::memcpy(mt.data.data(), m.data(), mt.data.size());
   RunStats st;

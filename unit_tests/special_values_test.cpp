@@ -820,6 +820,43 @@ TEST(SpecialValues, DivisionByLiteralZeroInALoop) {
   }
 }
 
+// Zeros the driver can derive itself, not literals: x < x and x xor x of integers, and an
+// iota over an axis of one, times (or into) Inf and NaN. Their conversion to float hides them
+// behind the push-constant zero: Mesa 22.3's lavapipe otherwise folded 0.0 * Inf and 0 / x to
+// 0 (found by nxv_fuzz_diff, seeds 17, 32 and 63).
+TEST(SpecialValues, ZerosTheDriverDerivesAreNotFolded) {
+  for (DType t : {DType::F32, DType::F64, DType::BF16}) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const std::string ty = ir::dtype_name(t);
+    const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "derived_zeros", "nodes": [
+      {"id": 0, "op": "parameter", "type": "s32", "shape": [4], "attrs": {"index": 0}},
+      {"id": 1, "op": "parameter", "type": ")" + ty + R"(", "shape": [4], "attrs": {"index": 1}},
+      {"id": 2, "op": "less", "args": [0, 0], "type": "u8", "shape": [4]},
+      {"id": 3, "op": "constant", "type": ")" + ty + R"(", "shape": [4], "attrs": {"value": "inf"}},
+      {"id": 4, "op": "multiply", "args": [2, 3], "type": ")" + ty + R"(", "shape": [4]},
+      {"id": 5, "op": "logical_xor", "args": [0, 0], "type": "u8", "shape": [4]},
+      {"id": 6, "op": "divide", "args": [5, 1], "type": ")" + ty + R"(", "shape": [4]},
+      {"id": 7, "op": "iota", "type": "u64", "shape": [1, 4], "attrs": {"axis": 0}},
+      {"id": 8, "op": "reshape", "args": [1], "type": ")" + ty + R"(", "shape": [4, 1]},
+      {"id": 9, "op": "dot", "args": [8, 7], "type": ")" + ty + R"(", "shape": [4, 4],
+       "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}],
+      "outputs": [4, 6, 9]})");
+    const std::vector<double> x = {INFINITY, 0.0, NAN, -INFINITY};
+    auto got = run(g, {literal(DType::S32, {4}, {1, -2, 3, 0}), literal(t, {4}, x)});
+    for (int64_t k = 0; k < 4; ++k) {
+      EXPECT_TRUE(std::isnan(ir::get_f64(got[0], k))) << ty << " 0 * Inf, element " << k << ": " << describe(ir::get_f64(got[0], k));
+      const double q = 0.0 / x[size_t(k)];
+      EXPECT_TRUE(bit_equal(q, ir::get_f64(got[1], k))) << ty << " 0 / x, element " << k << ": "
+                                                        << describe(ir::get_f64(got[1], k)) << ", want " << describe(q);
+      for (int64_t j = 0; j < 4; ++j) {
+        const double p = x[size_t(k)] * 0.0;
+        EXPECT_TRUE(bit_equal(p, ir::get_f64(got[2], k * 4 + j))) << ty << " x * iota, element " << k << "," << j << ": "
+                                                                   << describe(ir::get_f64(got[2], k * 4 + j));
+      }
+    }
+  }
+}
+
 // The workaround itself: a special literal reaches the module only through the push-constant
 // zero (OR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
 // this device's code and in NVIDIA's; a normal literal stays a plain constant, and a module

@@ -1,0 +1,224 @@
+// nxv_soak: a long run of random valid graphs (fuzz/graph_gen.h) on one device from several
+// threads at once: each compiles a graph (new ones and recently seen ones, so both the
+// compile paths and the executable and pipeline caches' hits are exercised), runs it from
+// host tensors and from device buffers, and drops everything; another thread returns pooled
+// memory (Device::trim) now and then. Samples host RSS and the device memory held by live
+// buffers over time, and flags growth. Not a test: docs/reliability.md says how to run it.
+//   nxv_soak [--minutes=M] [--threads=T] [--device=SEL] [--sample-seconds=S] [--seed=N]
+//            [--max-elements=N] [--out=FILE.md]
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fuzz/graph_gen.h"
+#include "runtime/runtime.h"
+
+using namespace nxv;
+
+namespace {
+
+struct Args {
+  double minutes = 5;
+  int threads = 4;
+  std::string device, out;
+  double sample_seconds = 15;
+  uint64_t seed = 1;
+  fuzz::GenOptions gen;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  a.gen.max_elements = 1 << 16;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::string p = std::string("--") + name + "=";
+      return s.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
+    };
+    if (const char* v = value("minutes")) a.minutes = std::stod(v);
+    else if (const char* v = value("threads")) a.threads = std::max(1, std::stoi(v));
+    else if (const char* v = value("device")) a.device = v;
+    else if (const char* v = value("sample-seconds")) a.sample_seconds = std::stod(v);
+    else if (const char* v = value("seed")) a.seed = std::stoull(v);
+    else if (const char* v = value("max-elements")) a.gen.max_elements = std::stoll(v);
+    else if (const char* v = value("out")) a.out = v;
+    else throw std::invalid_argument("unknown argument " + s + " (see the comment atop bench/soak.cpp)");
+  }
+  return a;
+}
+
+uint64_t rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+struct Counters {
+  std::atomic<uint64_t> compiles{0}, new_graphs{0}, runs{0}, declined{0}, errors{0};
+};
+
+struct Sample {
+  double t;
+  uint64_t compiles, runs, rss, device_bytes;
+};
+
+class Soak {
+ public:
+  explicit Soak(const Args& a) : a_(a) {
+    runtime::RuntimeOptions o;
+    o.device = a.device;
+    dev_ = runtime::Device::open(o);
+    fuzz::fit_to_device(a_.gen, dev_->info().caps);
+    next_seed_ = a.seed;
+  }
+
+  int run() {
+    const auto start = std::chrono::steady_clock::now();
+    const auto end = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(a_.minutes * 60));
+    sample(0);
+    std::vector<std::thread> workers;
+    for (int i = 0; i < a_.threads; ++i)
+      workers.emplace_back([&, i] { work(end, 0x51ed + uint64_t(i)); });
+    // Trims pooled memory now and then, samples on the interval.
+    double next_sample = a_.sample_seconds;
+    for (int tick = 0; std::chrono::steady_clock::now() < end; ++tick) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (tick % 7 == 6) dev_->trim();
+      if (t >= next_sample) {
+        sample(t);
+        next_sample += a_.sample_seconds;
+      }
+    }
+    for (auto& w : workers) w.join();
+    dev_->trim();
+    sample(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return report();
+  }
+
+ private:
+  Args a_;
+  std::shared_ptr<runtime::Device> dev_;
+  Counters c_;
+  std::mutex mu_;
+  uint64_t next_seed_;
+  std::vector<uint64_t> recent_;  // seeds compiled lately: compiled again for cache hits
+  std::vector<Sample> samples_;
+  std::vector<std::string> first_errors_;
+
+  uint64_t seed_to_compile(uint64_t coin) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!recent_.empty() && coin % 2) return recent_[coin / 2 % recent_.size()];
+    ++c_.new_graphs;
+    const uint64_t s = next_seed_++;
+    if (recent_.size() < 64) recent_.push_back(s);
+    else recent_[s % 64] = s;
+    return s;
+  }
+
+  void work(std::chrono::steady_clock::time_point end, uint64_t salt) {
+    for (uint64_t k = 0; std::chrono::steady_clock::now() < end; ++k) {
+      const uint64_t seed = seed_to_compile(k * 0x9e3779b97f4a7c15ull ^ salt);
+      try {
+        const ir::Graph g = fuzz::generate_graph(seed, a_.gen);
+        const auto inputs = fuzz::generate_inputs(g, seed, a_.gen);
+        auto exe = runtime::Executable::compile(dev_, g);
+        ++c_.compiles;
+        exe->run_host(inputs);
+        // From device buffers, the way the NIF runs: upload, run, download, drop.
+        std::vector<runtime::Upload> ups;
+        for (const auto& in : inputs) ups.push_back({in.type, in.data.data(), in.data.size()});
+        auto outs = exe->run(dev_->upload_all(ups));
+        std::vector<std::vector<uint8_t>> host(outs.size());
+        std::vector<runtime::Download> downs;
+        for (size_t i = 0; i < outs.size(); ++i) {
+          host[i].resize(outs[i]->bytes());
+          downs.push_back({outs[i].get(), host[i].data(), host[i].size()});
+        }
+        dev_->download_all(downs);
+        c_.runs += 2;
+      } catch (const runtime::Error& e) {
+        if (e.kind() == runtime::Error::Kind::Unsupported || e.kind() == runtime::Error::Kind::OutOfMemory) {
+          ++c_.declined;
+          continue;
+        }
+        error(seed, e.what());
+      } catch (const std::exception& e) {
+        error(seed, e.what());
+      }
+    }
+  }
+
+  void error(uint64_t seed, const std::string& what) {
+    ++c_.errors;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_errors_.size() < 10) first_errors_.push_back("seed " + std::to_string(seed) + ": " + what);
+  }
+
+  void sample(double t) {
+    Sample s{t, c_.compiles, c_.runs, rss_bytes(), dev_->bytes_in_use()};
+    samples_.push_back(s);
+    std::printf("t=%6.0fs compiles=%llu runs=%llu rss=%.1f MiB device_in_use=%.2f MiB\n", s.t,
+                (unsigned long long)s.compiles, (unsigned long long)s.runs, double(s.rss) / (1 << 20),
+                double(s.device_bytes) / (1 << 20));
+    std::fflush(stdout);
+  }
+
+  // Growth: device memory held by live buffers must be back where it started once every
+  // graph is dropped; host RSS after the first sample past warm-up (a tenth of the run) may
+  // grow by the caches of the distinct graphs compiled, and is flagged past 20% + 64 MiB.
+  int report() {
+    const Sample& first = samples_.front();
+    const Sample& last = samples_.back();
+    const Sample* warm = &samples_.front();
+    for (const auto& s : samples_)
+      if (s.t >= samples_.back().t / 10) {
+        warm = &s;
+        break;
+      }
+    const bool device_leak = last.device_bytes != first.device_bytes;
+    const bool rss_growth = last.rss > warm->rss + warm->rss / 5 + (64ull << 20);
+    std::ostringstream md;
+    md << "| t (s) | compiles | runs | host RSS (MiB) | device memory in use (MiB) |\n|---|---|---|---|---|\n";
+    for (const auto& s : samples_) {
+      char row[160];
+      std::snprintf(row, sizeof row, "| %.0f | %llu | %llu | %.1f | %.2f |\n", s.t, (unsigned long long)s.compiles,
+                    (unsigned long long)s.runs, double(s.rss) / (1 << 20), double(s.device_bytes) / (1 << 20));
+      md << row;
+    }
+    char summary[512];
+    std::snprintf(summary, sizeof summary,
+                  "\ndevice: %s; %d threads, %.1f min; %llu distinct graphs, %llu compiles, %llu runs, %llu declined "
+                  "(unsupported/out of memory), %llu errors\n\nhost RSS %.1f MiB at start, %.1f after warm-up, "
+                  "%.1f at end: %s\ndevice memory in use %.2f MiB at start, %.2f at end: %s\n",
+                  dev_->info().name.c_str(), a_.threads, a_.minutes, (unsigned long long)c_.new_graphs.load(),
+                  (unsigned long long)c_.compiles.load(), (unsigned long long)c_.runs.load(),
+                  (unsigned long long)c_.declined.load(), (unsigned long long)c_.errors.load(),
+                  double(first.rss) / (1 << 20), double(warm->rss) / (1 << 20), double(last.rss) / (1 << 20),
+                  rss_growth ? "GROWTH" : "ok", double(first.device_bytes) / (1 << 20),
+                  double(last.device_bytes) / (1 << 20), device_leak ? "LEAK" : "ok");
+    md << summary;
+    for (const auto& e : first_errors_) md << "\nerror: " << e << "\n";
+    std::printf("%s", md.str().c_str());
+    if (!a_.out.empty()) std::ofstream(a_.out) << md.str();
+    return device_leak || rss_growth || c_.errors ? 1 : 0;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  return Soak(parse(argc, argv)).run();
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "nxv_soak: error: %s\n", e.what());
+  return 2;
+}

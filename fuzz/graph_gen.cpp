@@ -1,0 +1,461 @@
+// The random graph and input generator of graph_gen.h. Each op is built with the type and
+// shape rules of docs/ir.md so that the graph verifies; the verifier checks it anyway.
+#include "fuzz/graph_gen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "ir/literal.h"
+#include "ir/verify.h"
+
+namespace nxv::fuzz {
+
+namespace {
+using ir::DType;
+using ir::Shape;
+using ir::TensorType;
+using nlohmann::json;
+
+struct Value {
+  ir::NodeId id;
+  TensorType type;
+};
+
+int64_t int_max(DType t) {
+  const int bits = ir::dtype_bits(t);
+  if (ir::is_signed_int(t)) return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (bits - 1)) - 1;
+  return bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << bits) - 1;
+}
+int64_t int_min(DType t) { return ir::is_signed_int(t) ? -int_max(t) - 1 : 0; }
+
+double smallest_normal(DType t) {
+  return t == DType::F64 ? 0x1p-1022 : t == DType::F16 ? 0x1p-14 : 0x1p-126;
+}
+
+Shape reduce_shape(const Shape& s, const std::vector<int64_t>& axes, bool keep) {
+  Shape out;
+  for (size_t k = 0; k < s.size(); ++k) {
+    if (!std::count(axes.begin(), axes.end(), int64_t(k))) out.push_back(s[k]);
+    else if (keep) out.push_back(1);
+  }
+  return out;
+}
+
+class Generator {
+ public:
+  Generator(uint64_t seed, const GenOptions& opts) : rng_(seed), opts_(opts) {}
+
+  ir::Graph run() {
+    g_.name = "gen";
+    const int sources = 1 + int(below(3));
+    for (int i = 0; i < sources; ++i) source(TensorType{dtype(), shape()});
+    const int ops = 1 + int(below(uint64_t(opts_.max_ops)));
+    for (int i = 0; i < ops; ++i) step();
+    g_.outputs.push_back(pool_.back().id);
+    for (int extra = int(below(3)); extra > 0; --extra) {
+      ir::NodeId id = pick(pool_).id;
+      if (std::find(g_.outputs.begin(), g_.outputs.end(), id) == g_.outputs.end()) g_.outputs.push_back(id);
+    }
+    g_.reindex();
+    ir::verify(g_);
+    return g_;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  const GenOptions& opts_;
+  ir::Graph g_;
+  std::vector<Value> pool_;
+  int64_t params_ = 0;
+
+  uint64_t below(uint64_t n) { return n ? rng_() % n : 0; }
+  bool chance(int percent) { return below(100) < uint64_t(percent); }
+  template <class T>
+  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+
+  DType dtype() { return chance(40) ? DType::F32 : pick(opts_.dtypes); }
+  DType float_dtype() {
+    std::vector<DType> floats;
+    for (DType t : opts_.dtypes)
+      if (ir::is_float(t)) floats.push_back(t);
+    return floats.empty() ? DType::F32 : pick(floats);
+  }
+
+  // Ranks 0-4 of short dimensions (0 now and then), or one long dimension.
+  Shape shape() {
+    if (chance(10)) {
+      const int64_t n = std::min<int64_t>(opts_.max_elements, pick(std::vector<int64_t>{257, 4099, 65537, 1 << 20}));
+      return chance(50) ? Shape{n} : Shape{1, n};
+    }
+    static const std::vector<int64_t> dims = {1, 1, 2, 3, 4, 5, 8, 17, 64};
+    Shape s;
+    for (int r = int(below(5)); r > 0; --r) s.push_back(chance(4) ? 0 : pick(dims));
+    while (!fits(s)) s.pop_back();
+    return s;
+  }
+  bool fits(const Shape& s) const {
+    int64_t n = 1;
+    for (int64_t d : s)
+      if (__builtin_mul_overflow(n, d, &n)) return false;
+    return n <= opts_.max_elements;
+  }
+
+  Value add(const std::string& op, std::vector<ir::NodeId> args, TensorType type, json attrs = json::object()) {
+    ir::Node n;
+    n.id = ir::NodeId(g_.nodes.size());
+    n.op = op;
+    n.args = std::move(args);
+    n.results = {type};
+    n.attrs = std::move(attrs);
+    g_.nodes.push_back(std::move(n));
+    pool_.push_back({g_.nodes.back().id, type});
+    return pool_.back();
+  }
+
+  // A value recently made, more often than an old one: chains get deep.
+  Value operand() { return chance(60) ? pool_.back() : pick(pool_); }
+
+  json special(DType t) {
+    if (ir::is_float(t)) {
+      std::vector<json> v = {0.0, "-0.0", 1.0, -1.0, 0.5, -2.5, "nan", "inf", "-inf", 3.0e38, 65504.0, 1.0e-30};
+      if (t == DType::F64) v.push_back(1.0e300);
+      if (!opts_.flushes.count(t)) v.push_back(t == DType::F64 ? 1.0e-310 : t == DType::F16 ? 1.0e-6 : 1.0e-40);
+      return pick(v);
+    }
+    const std::vector<int64_t> v = {0, 1, 2, 7, int_max(t), int_min(t), int_max(t) - 1};
+    int64_t x = pick(v);
+    if (ir::is_signed_int(t) && chance(30)) x = -std::min<int64_t>(int_max(t), 1 + int64_t(below(9)));
+    return x;
+  }
+
+  Value constant(TensorType t) { return add("constant", {}, t, {{"value", special(t.dtype)}}); }
+
+  Value source(TensorType t) {
+    switch (below(6)) {
+      case 0: return constant(t);
+      case 1:
+        return add("iota", {}, t, {{"axis", t.shape.empty() || chance(30) ? json(nullptr) : json(below(t.shape.size()))}});
+      case 2:
+        if (t.num_elements() <= 64) {
+          json data = json::array();
+          for (int64_t i = 0; i < t.num_elements(); ++i) data.push_back(special(t.dtype));
+          return add("tensor", {}, t, {{"data", data}});
+        }
+        [[fallthrough]];
+      default: return add("parameter", {}, t, {{"index", params_++}});
+    }
+  }
+
+  // A value that broadcasts with `a`: one of its shape from the pool, a scalar, or a new
+  // source with some of its axes 1.
+  Value partner(const Value& a, DType t) {
+    std::vector<Value> same;
+    for (const auto& v : pool_)
+      if (v.type.shape == a.type.shape && v.type.dtype == t) same.push_back(v);
+    if (!same.empty() && chance(50)) return pick(same);
+    if (chance(30)) return constant(TensorType{t, {}});
+    Shape s = a.type.shape;
+    for (auto& d : s)
+      if (chance(30)) d = 1;
+    if (!s.empty() && chance(20)) s.erase(s.begin());
+    return source(TensorType{t, s});
+  }
+
+  DType integer_or(DType t) { return ir::is_integer(t) ? t : DType::S32; }
+
+  Shape broadcast(const Shape& a, const Shape& b) {
+    Shape out = a.size() >= b.size() ? a : b;
+    const Shape& small = a.size() >= b.size() ? b : a;
+    for (size_t k = 0; k < small.size(); ++k) {
+      int64_t& o = out[out.size() - small.size() + k];
+      if (o == 1) o = small[k];
+    }
+    return out;
+  }
+
+  void elementwise_unary(const Value& x) {
+    static const std::vector<std::string> floats = {"exp", "expm1", "log", "log1p", "sigmoid", "cos", "sin", "tan",
+                                                    "cosh", "sinh", "tanh", "acos", "asin", "atan", "acosh", "asinh",
+                                                    "atanh", "sqrt", "rsqrt", "cbrt", "erf", "erfc", "erf_inv"};
+    static const std::vector<std::string> same = {"negate", "abs", "sign", "floor", "ceil", "round"};
+    static const std::vector<std::string> ints = {"bitwise_not", "population_count", "count_leading_zeros"};
+    static const std::vector<std::string> preds = {"is_nan", "is_infinity", "logical_not"};
+    switch (below(4)) {
+      case 0: {
+        const std::string op = pick(floats);
+        Value arg = x;
+        // sin, cos and tan are accurate only below 2^20·π/2 (docs/ir.md) and beyond it stay
+        // in range: their argument is clipped there, NaN passing through.
+        if (op == "sin" || op == "cos" || op == "tan") {
+          const DType ft = ir::to_floating(x.type.dtype);
+          if (!ir::is_float(x.type.dtype)) arg = add("as_type", {x.id}, {ft, x.type.shape});
+          const Value lo = add("constant", {}, {ft, {}}, {{"value", -1.0e5}});
+          const Value hi = add("constant", {}, {ft, {}}, {{"value", 1.0e5}});
+          arg = add("clip", {arg.id, lo.id, hi.id}, arg.type);
+        }
+        add(op, {arg.id}, {ir::to_floating(x.type.dtype), x.type.shape});
+        break;
+      }
+      case 1: add(pick(same), {x.id}, x.type); break;
+      case 2:
+        if (ir::is_integer(x.type.dtype)) {
+          add(pick(ints), {x.id}, x.type);
+          break;
+        }
+        [[fallthrough]];
+      default: add(pick(preds), {x.id}, {DType::U8, x.type.shape});
+    }
+  }
+
+  void elementwise_binary(const Value& a) {
+    static const std::vector<std::string> arith = {"add", "subtract", "multiply", "divide", "pow", "remainder",
+                                                   "atan2", "max", "min"};
+    static const std::vector<std::string> ints = {"quotient", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+                                                  "right_shift"};
+    static const std::vector<std::string> compares = {"equal", "not_equal", "greater", "less", "less_equal",
+                                                      "greater_equal", "logical_and", "logical_or", "logical_xor"};
+    const int kind = int(below(3));
+    const DType bt = kind == 1 ? integer_or(a.type.dtype) : chance(70) ? a.type.dtype : dtype();
+    const Value x = kind == 1 && !ir::is_integer(a.type.dtype) ? add("as_type", {a.id}, {bt, a.type.shape}) : a;
+    const Value b = partner(x, bt);
+    const Shape s = broadcast(x.type.shape, b.type.shape);
+    const std::vector<ir::NodeId> args = chance(50) ? std::vector<ir::NodeId>{x.id, b.id} : std::vector<ir::NodeId>{b.id, x.id};
+    const DType merged = ir::merge_types(x.type.dtype, b.type.dtype);
+    if (kind == 2) {
+      add(pick(compares), args, {DType::U8, s});
+      return;
+    }
+    const std::string op = kind == 1 ? pick(ints) : pick(arith);
+    add(op, args, {op == "divide" || op == "atan2" ? ir::to_floating(merged) : merged, s});
+  }
+
+  void select_or_clip(const Value& a) {
+    if (chance(50)) {
+      const Value lo = constant({a.type.dtype, {}}), hi = constant({a.type.dtype, {}});
+      add("clip", {a.id, lo.id, hi.id}, a.type);
+      return;
+    }
+    const Value b = partner(a, chance(70) ? a.type.dtype : dtype());
+    const Value pred = partner(a, DType::U8);
+    const Shape s = broadcast(broadcast(a.type.shape, b.type.shape), pred.type.shape);
+    add("select", {pred.id, a.id, b.id}, {ir::merge_types(a.type.dtype, b.type.dtype), s});
+  }
+
+  void convert(const Value& x) {
+    if (chance(70)) {
+      add("as_type", {x.id}, {dtype(), x.type.shape});
+      return;
+    }
+    // A float's bits are reinterpreted as nothing else: the bits of a NaN (its sign, its
+    // payload) are no operation's defined result (x86's fmod(0, 0) is -NaN, a GPU's +NaN).
+    std::vector<DType> same_width;
+    for (DType t : opts_.dtypes)
+      if (ir::dtype_bits(t) == ir::dtype_bits(x.type.dtype) && (!ir::is_float(x.type.dtype) || t == x.type.dtype))
+        same_width.push_back(t);
+    add("bitcast", {x.id}, {pick(same_width), x.type.shape});
+  }
+
+  std::vector<int64_t> some_axes(size_t rank) {
+    std::vector<int64_t> axes;
+    for (size_t k = 0; k < rank; ++k)
+      if (chance(50)) axes.push_back(int64_t(k));
+    return axes;
+  }
+
+  void movement(const Value& x) {
+    const Shape& s = x.type.shape;
+    const size_t r = s.size();
+    switch (below(8)) {
+      case 0: {
+        Shape out{x.type.num_elements()};
+        if (chance(50)) out.insert(out.begin(), 1);
+        add("reshape", {x.id}, {x.type.dtype, out});
+        return;
+      }
+      case 1: {
+        std::vector<int64_t> perm(r);
+        for (size_t k = 0; k < r; ++k) perm[k] = int64_t(k);
+        std::shuffle(perm.begin(), perm.end(), rng_);
+        Shape out;
+        for (int64_t p : perm) out.push_back(s[size_t(p)]);
+        add("transpose", {x.id}, {x.type.dtype, out}, {{"axes", perm}});
+        return;
+      }
+      case 2: add("reverse", {x.id}, x.type, {{"axes", some_axes(r)}}); return;
+      case 3: {
+        std::vector<int64_t> start, lengths, strides;
+        Shape out;
+        for (int64_t d : s) {
+          start.push_back(int64_t(below(uint64_t(d) + 1)));
+          lengths.push_back(int64_t(below(uint64_t(d - start.back()) + 1)));
+          strides.push_back(1 + int64_t(below(3)));
+          out.push_back((lengths.back() + strides.back() - 1) / strides.back());
+        }
+        add("slice", {x.id}, {x.type.dtype, out}, {{"start", start}, {"lengths", lengths}, {"strides", strides}});
+        return;
+      }
+      case 4: {
+        Shape out = s;
+        std::vector<int64_t> axes;
+        for (size_t k = 0; k < r; ++k) {
+          axes.push_back(int64_t(k) + 1);
+          if (out[k] == 1 && chance(50)) out[k] = 1 + int64_t(below(4));
+        }
+        out.insert(out.begin(), 1 + int64_t(below(3)));
+        if (!fits(out)) return;
+        add("broadcast", {x.id}, {x.type.dtype, out}, {{"shape", out}, {"axes", axes}});
+        return;
+      }
+      case 5: {
+        if (r == 0) return;
+        const size_t axis = below(r);
+        Shape out = s;
+        out[axis] *= 2;
+        if (!fits(out)) return;
+        add("concatenate", {x.id, x.id}, {x.type.dtype, out}, {{"axis", axis}});
+        return;
+      }
+      case 6: {
+        json config = json::array();
+        Shape out;
+        for (int64_t d : s) {
+          int64_t lo = int64_t(below(4)) - 1, hi = int64_t(below(4)) - 1, interior = int64_t(below(2));
+          const int64_t size = lo + hi + d + std::max<int64_t>(d - 1, 0) * interior;
+          if (size < 0) lo = hi = 0;
+          config.push_back({lo, hi, interior});
+          out.push_back(lo + hi + d + std::max<int64_t>(d - 1, 0) * interior);
+        }
+        if (!fits(out)) return;
+        const Value value = constant({x.type.dtype, {}});
+        add("pad", {x.id, value.id}, {x.type.dtype, out}, {{"config", config}});
+        return;
+      }
+      default: {
+        std::vector<int64_t> axes;
+        Shape out;
+        for (size_t k = 0; k < r; ++k) {
+          if (s[k] == 1 && chance(70)) axes.push_back(int64_t(k));
+          else out.push_back(s[k]);
+        }
+        add("squeeze", {x.id}, {x.type.dtype, out}, {{"axes", axes}});
+      }
+    }
+  }
+
+  void reduction(const Value& x) {
+    static const std::vector<std::string> ops = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
+    const size_t r = x.type.shape.size();
+    if (chance(25)) {
+      const bool all = r == 0 || chance(30);
+      const bool keep = chance(50);
+      std::vector<int64_t> axes;
+      if (all) for (size_t k = 0; k < r; ++k) axes.push_back(int64_t(k));
+      else axes.push_back(int64_t(below(r)));
+      // The device rejects argmax/argmin over nothing (an IrError naming the node), where the
+      // interpreter answers 0: not generated.
+      for (int64_t k : axes)
+        if (x.type.shape[size_t(k)] == 0) return;
+      json attrs = {{"axis", all ? json(nullptr) : json(axes[0])}, {"keep_axis", keep},
+                    {"tie_break", chance(50) ? "low" : "high"}};
+      add(chance(50) ? "argmax" : "argmin", {x.id}, {chance(70) ? DType::S64 : DType::S32, reduce_shape(x.type.shape, axes, keep)},
+          attrs);
+      return;
+    }
+    const std::string op = pick(ops);
+    const bool all = chance(30);
+    const bool keep = chance(40);
+    std::vector<int64_t> axes = some_axes(r);
+    if (all) {
+      axes.clear();
+      for (size_t k = 0; k < r; ++k) axes.push_back(int64_t(k));
+    }
+    DType t = x.type.dtype;
+    if (op == "all" || op == "any") t = DType::U8;
+    else if (op == "sum" || op == "product")
+      t = ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : t;
+    add(op, {x.id}, {t, reduce_shape(x.type.shape, axes, keep)},
+        {{"axes", all ? json(nullptr) : json(axes)}, {"keep_axes", keep}});
+  }
+
+  void dot(const Value& a) {
+    if (a.type.shape.empty()) return;
+    const size_t c = below(a.type.shape.size());
+    const int64_t n = pick(std::vector<int64_t>{1, 2, 3, 5, 16});
+    const Value b = source({chance(70) ? a.type.dtype : dtype(), {a.type.shape[c], n}});
+    Shape out;
+    for (size_t k = 0; k < a.type.shape.size(); ++k)
+      if (k != c) out.push_back(a.type.shape[k]);
+    out.push_back(n);
+    if (!fits(out)) return;
+    add("dot", {a.id, b.id}, {ir::merge_types(a.type.dtype, b.type.dtype), out},
+        {{"contract_axes1", {c}}, {"batch_axes1", json::array()}, {"contract_axes2", {0}}, {"batch_axes2", json::array()}});
+  }
+
+  void step() {
+    const Value x = operand();
+    switch (below(10)) {
+      case 0: case 1: elementwise_unary(x); break;
+      case 2: case 3: case 4: elementwise_binary(x); break;
+      case 5: select_or_clip(x); break;
+      case 6: convert(x); break;
+      case 7: movement(x); break;
+      case 8: reduction(x); break;
+      default: dot(x);
+    }
+  }
+};
+
+ir::Scalar edge_or_random(DType t, std::mt19937_64& rng, const GenOptions& opts, int64_t k) {
+  ir::Scalar v;
+  if (ir::is_float(t)) {
+    std::vector<double> edges = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, INFINITY, -INFINITY, NAN, 3.0e38, 65504.0, -7.75};
+    if (!opts.flushes.count(t)) edges.push_back(t == DType::F64 ? 1e-310 : t == DType::F16 ? 1e-6 : 1e-40);
+    if (k < int64_t(edges.size()) * 2 && rng() % 2) {
+      v.f = edges[rng() % edges.size()];
+    } else {
+      // Mostly moderate magnitudes, now and then very large or very small ones.
+      const int exponent = rng() % 8 ? int(rng() % 7) - 3 : int(rng() % 80) - 40;
+      v.f = std::ldexp(double(int64_t(rng() % 2001) - 1000) / 1000.0, exponent * 3);
+      if (opts.flushes.count(t) && v.f != 0 && std::fabs(v.f) < smallest_normal(t)) v.f = 0;
+    }
+    return v;
+  }
+  v.is_integer = true;
+  const std::vector<int64_t> edges = {0, 1, -1, int_max(t), int_min(t), 2, -7, int_max(t) - 1, int_min(t) + 1, 3};
+  if (k < int64_t(edges.size()) * 2 && rng() % 2) v.i = edges[rng() % edges.size()];
+  else v.i = rng() % 4 ? int64_t(rng() % 201) - 100 : int64_t(rng());
+  return v;
+}
+
+}  // namespace
+
+void fit_to_device(GenOptions& opts, const codegen::DeviceCaps& caps) {
+  std::vector<DType> kept;
+  for (DType t : opts.dtypes) {
+    if (t == DType::F64 && !caps.float64) continue;
+    if ((t == DType::S64 || t == DType::U64) && !caps.int64) continue;
+    kept.push_back(t);
+  }
+  opts.dtypes = kept;
+  if (!caps.preserve_denorms_f32) opts.flushes.insert({DType::F32, DType::BF16});
+  if (!caps.preserve_denorms_f64) opts.flushes.insert(DType::F64);
+}
+
+ir::Graph generate_graph(uint64_t seed, const GenOptions& opts) { return Generator(seed, opts).run(); }
+
+std::vector<ir::Literal> generate_inputs(const ir::Graph& g, uint64_t seed, const GenOptions& opts) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<ir::Literal> inputs;
+  for (const ir::Node* p : g.parameters()) {
+    const TensorType& t = p->type();
+    ir::Literal lit{t, std::vector<uint8_t>(size_t(t.byte_size()))};
+    for (int64_t k = 0; k < t.num_elements(); ++k) ir::set_element(lit, k, edge_or_random(t.dtype, rng, opts, k));
+    inputs.push_back(std::move(lit));
+  }
+  return inputs;
+}
+
+}  // namespace nxv::fuzz
