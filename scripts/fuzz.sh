@@ -31,7 +31,7 @@ cmake --build "$BUILD" -j"$(nproc)" --target nxv_fuzz_diff $(for t in $TARGETS; 
 
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 export NXV_CACHE_DIR=${NXV_CACHE_DIR:-$(mktemp -d)}
-# UBSan reports are failures but for the known bugs of fuzz/ubsan_known_issues.supp; LSan
+# UBSan reports are failures; LSan
 # skips only the driver's and loader's allocations.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
