@@ -292,7 +292,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   if (resolved.profile.empty())
     if (const char* env = std::getenv("NXV_PROFILE")) resolved.profile = env;
   DeviceInfo info = inst.infos[pick];
-  if (!resolved.profile.empty()) restrict_device(info, load_profile(resolved.profile));
+  if (!resolved.profile.empty() && resolved.profile != "none") restrict_device(info, load_profile(resolved.profile));
   static std::mutex m;
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;

@@ -63,7 +63,7 @@ struct RuntimeOptions {
   // (`nxv_bench --pipeline-stats`). Off by default: a driver may bypass its pipeline cache
   // for pipelines that capture them.
   bool pipeline_statistics = false;
-  // "" → $NXV_PROFILE → none. A device profile (runtime/profile.h: a shipped name, FILE.json
+  // "" → $NXV_PROFILE → none ("none": none, whatever $NXV_PROFILE says). A device profile (runtime/profile.h: a shipped name, FILE.json
   // or FILE.json#PROFILE): the device enables, and codegen assumes, only what both the device
   // and the profile have.
   std::string profile;
