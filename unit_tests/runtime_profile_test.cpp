@@ -131,15 +131,21 @@ TEST(Profile, WorkgroupSizeAndSetLimitsBoundWhatKernelsMayUse) {
 }
 
 TEST(Profile, RestrictingKeepsTheSmallerOfDeviceAndProfile) {
-  DeviceCaps device = codegen::target_caps("amd");  // f64, 64 KiB shared memory, 1024 invocations
-  device.subgroup_size = 32;
+  // An RX 6800 as its profile describes it, restricted to an M1.
+  DeviceCaps device = model_profile(load_profile("amd-rdna2"), codegen::target_caps("amd"));
   const auto unmet = restrict_to_profile(device, load_profile("apple-m1-moltenvk"));
   EXPECT_FALSE(device.float64);
   EXPECT_TRUE(device.int64);
+  EXPECT_TRUE(device.subgroup_arithmetic);
+  EXPECT_FALSE(device.preserve_denorms_f32);
   EXPECT_EQ(device.max_shared_memory_bytes, 32768u);
   EXPECT_EQ(device.max_workgroup_invocations, 1024u);
-  EXPECT_EQ(device.subgroup_size, 32u);
-  EXPECT_TRUE(unmet.empty()) << unmet.front();
+  EXPECT_EQ(device.max_storage_buffers, 31u);
+  EXPECT_EQ(device.max_storage_buffer_range, 1ull << 30);
+  EXPECT_EQ(device.max_push_constant_bytes, 256u);
+  EXPECT_EQ(device.subgroup_size, 64u);
+  EXPECT_EQ(unmet, (std::vector<std::string>{"maxPushConstantsSize 4096 (the device: 256)",
+                                             "subgroupSize 32 (the device: 64; kernels are generated for the device's)"}));
 }
 
 TEST(Profile, RestrictingNamesWhatTheDeviceCannotMeet) {
