@@ -55,6 +55,9 @@ struct DeviceCaps {
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders
+  // shaderSubgroupExtendedTypes: subgroup operations on 8-, 16- and 64-bit values (without
+  // it only on 32-bit ones).
+  bool subgroup_extended_types = false;
   // Empty where the device has no cooperative matrices (or its driver lists no subgroup-scope shape).
   std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
   uint32_t subgroup_size = 32;

@@ -69,6 +69,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   f12.shaderInt8 = c.int8;
   f12.shaderFloat16 = c.float16;
   f12.storageBuffer8BitAccess = c.storage_buffer_8bit;
+  f12.shaderSubgroupExtendedTypes = c.subgroup_extended_types;
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   f11.storageBuffer16BitAccess = c.storage_buffer_16bit;
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};

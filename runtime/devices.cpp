@@ -158,6 +158,7 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.subgroup_ballot = (sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                       (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_size = sub.subgroupSize;
+  c.subgroup_extended_types = f12.shaderSubgroupExtendedTypes;
   // Cooperative matrices hold f16 values: the kernels that use them declare Float16.
   if (c.float16) c.cooperative_matrix_shapes = cooperative_matrix_shapes(inst, pd);
   c.max_workgroup_invocations = std::min(p.limits.maxComputeWorkGroupInvocations, p.limits.maxComputeWorkGroupSize[0]);

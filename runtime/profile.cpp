@@ -99,12 +99,14 @@ const std::map<std::string, Structure>& structures() {
     std::map<std::string, Structure> m;
     m["VkPhysicalDeviceFeatures"] = {{"shaderFloat64", "shaderInt64", "shaderInt16"}, {}, {}, {}, &kFeatureNames};
     m["VkPhysicalDeviceVulkan11Features"] = {{"storageBuffer16BitAccess"}};
-    m["VkPhysicalDeviceVulkan12Features"] = {{"shaderInt8", "shaderFloat16", "storageBuffer8BitAccess"}};
+    m["VkPhysicalDeviceVulkan12Features"] = {
+        {"shaderInt8", "shaderFloat16", "storageBuffer8BitAccess", "shaderSubgroupExtendedTypes"}};
     for (const char* suffix : {"", "KHR"}) {
       m[std::string("VkPhysicalDevice16BitStorageFeatures") + suffix] = {{"storageBuffer16BitAccess"}};
       m[std::string("VkPhysicalDevice8BitStorageFeatures") + suffix] = {{"storageBuffer8BitAccess"}};
       m[std::string("VkPhysicalDeviceShaderFloat16Int8Features") + suffix] = {{"shaderInt8", "shaderFloat16"}};
       m[std::string("VkPhysicalDeviceMaintenance3Properties") + suffix] = {{}, {"maxMemoryAllocationSize"}};
+      m[std::string("VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures") + suffix] = {{"shaderSubgroupExtendedTypes"}};
       m[std::string("VkPhysicalDeviceFloatControlsProperties") + suffix] = {
           {}, {}, {}, {"shaderSignedZeroInfNanPreserveFloat32", "shaderSignedZeroInfNanPreserveFloat64",
                        "shaderDenormPreserveFloat32", "shaderDenormPreserveFloat64"}};
@@ -179,6 +181,7 @@ class Reader {
     c.subgroup_arithmetic = subgroup_ops_.count("VK_SUBGROUP_FEATURE_ARITHMETIC_BIT");
     c.subgroup_shuffle = subgroup_ops_.count("VK_SUBGROUP_FEATURE_SHUFFLE_BIT");
     c.subgroup_ballot = subgroup_ops_.count("VK_SUBGROUP_FEATURE_BALLOT_BIT");
+    c.subgroup_extended_types = features_["shaderSubgroupExtendedTypes"];
     if (subgroup_size_) c.subgroup_size = subgroup_size_;
     c.max_workgroup_invocations = uint32_t(std::min(limits_["maxComputeWorkGroupInvocations"], limits_["maxComputeWorkGroupSize"]));
     c.max_workgroup_count_x = uint32_t(limits_["maxComputeWorkGroupCount"]);
@@ -429,6 +432,7 @@ std::vector<std::string> restrict_to_profile(DeviceCaps& d, const Profile& p) {
   feature(&DeviceCaps::subgroup_arithmetic, "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT");
   feature(&DeviceCaps::subgroup_shuffle, "VK_SUBGROUP_FEATURE_SHUFFLE_BIT");
   feature(&DeviceCaps::subgroup_ballot, "VK_SUBGROUP_FEATURE_BALLOT_BIT");
+  feature(&DeviceCaps::subgroup_extended_types, "shaderSubgroupExtendedTypes");
   if (p.cooperative_matrix && d.cooperative_matrix_shapes.empty()) unmet.push_back("cooperativeMatrix (the device lacks it)");
   if (!p.cooperative_matrix || !d.float16) d.cooperative_matrix_shapes.clear();  // fragments hold f16
   auto limit = [&](auto DeviceCaps::*m, const char* name) {
@@ -483,6 +487,8 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
                                          "shared memory");
   lost(&DeviceCaps::subgroup_shuffle, "no subgroup shuffle: workgroup reductions halve through shared memory, one "
                                       "barrier per halving");
+  lost(&DeviceCaps::subgroup_extended_types, "no shaderSubgroupExtendedTypes: reductions and integer scans of 64-bit "
+                                             "values combine through shared memory");
   lost(&DeviceCaps::subgroup_ballot, "no subgroup ballot: lavapipe-tuned dots use plain 8x8 register tiles");
   lost(&DeviceCaps::preserve_denorms_f32, "f32 denormals may be flushed to zero");
   lost(&DeviceCaps::preserve_denorms_f64, "f64 denormals may be flushed to zero");
