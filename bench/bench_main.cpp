@@ -1,7 +1,7 @@
 // nxv_bench: times whole graphs (compile once, run many) and prints a table.
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
-//             [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR]
+//             [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR]
 //             [--precision highest,high,default] [--error] [--pipeline-stats]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
@@ -62,6 +62,7 @@ struct Options {
   double warmup_ms = 1500;
   std::string filter;
   std::string device;
+  std::string profile;  // runtime::RuntimeOptions::profile
   std::string json_path;
   std::vector<std::string> graphs;
   std::vector<codegen::Precision> precisions = {codegen::Precision::Highest};
@@ -109,6 +110,8 @@ Options parse(int argc, char** argv) {
       o.filter = value();
     } else if (a == "--device") {
       o.device = value();
+    } else if (a == "--profile") {
+      o.profile = value();
     } else if (a == "--dump") {
       o.dump_dir = value();
     } else if (a == "--serve") {
@@ -137,7 +140,7 @@ Options parse(int argc, char** argv) {
       o.json_path = value();
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
-                "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
+                "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
                 "[--precision highest,high,default] [--error] [--pipeline-stats]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
@@ -230,6 +233,7 @@ int serve(const Options& o) {
   for (size_t d = 0; d < parts.size(); ++d) {
     runtime::RuntimeOptions ro;
     ro.device = o.devices[d];
+    ro.profile = o.profile;
     auto& p = parts[d];
     p.dev = runtime::Device::open(ro);
     p.exe = runtime::Executable::compile(p.dev, w.graph);
@@ -306,9 +310,11 @@ int main(int argc, char** argv) try {
   if (o.serve_seconds > 0) return serve(o);
   runtime::RuntimeOptions ro;
   ro.device = o.device;
+  ro.profile = o.profile;
   ro.pipeline_statistics = o.pipeline_stats;
   auto dev = runtime::Device::open(ro);
-  std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
+  std::printf("device: %s (%s)%s\n", dev->info().name.c_str(), dev->info().type.c_str(),
+              dev->info().profile.empty() ? "" : (" as profile " + dev->info().profile).c_str());
 
   std::vector<bench::Workload> workloads;
   for (const auto& path : o.graphs)
@@ -394,7 +400,7 @@ int main(int argc, char** argv) try {
                    {"gbps", r.gbps}, {"tflops", r.tflops}});
       if (r.error >= 0) j.back()["max_rel_error"] = r.error;
     }
-    std::ofstream(o.json_path) << nlohmann::json{{"device", dev->info().name}, {"results", j}}.dump(2) << "\n";
+    std::ofstream(o.json_path) << nlohmann::json{{"device", dev->info().name}, {"profile", dev->info().profile}, {"results", j}}.dump(2) << "\n";
   }
   return 0;
 } catch (const std::exception& e) {

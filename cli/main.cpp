@@ -1,8 +1,10 @@
 // nxv: the compiler explorer and runner.
-//   nxv devices
+//   nxv devices [--profile NAME] [--target T]
 //   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
 //   nxv run GRAPH.json [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "ir/literal.h"
 #include "ir/printer.h"
 #include "passes/pass.h"
+#include "runtime/profile.h"
 #include "runtime/runtime.h"
 
 using namespace nxv;
@@ -26,7 +29,7 @@ using namespace nxv;
 namespace {
 
 struct Args {
-  std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs;
+  std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs, profile;
   codegen::Precision precision = codegen::Precision::Highest;
   bool check = false;
   uint64_t seed = 0;
@@ -35,11 +38,12 @@ struct Args {
 };
 
 const char* kUsage =
-    "usage: nxv devices\n"
+    "usage: nxv devices [--profile=NAME|FILE.json] [--target=generic|nvidia|amd|lavapipe]\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|kernels|spirv|glsl|all] [--kernel=NAME]\n"
-    "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--precision=highest|high|default]\n"
+    "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--profile=NAME|FILE.json]\n"
+    "                [--precision=highest|high|default]\n"
     "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
-    "                [--host-loops] [--precision=highest|high|default]\n"
+    "                [--profile=NAME|FILE.json] [--host-loops] [--precision=highest|high|default]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
@@ -49,6 +53,9 @@ const char* kUsage =
     "            the results in the same form; --check compares them with the reference\n"
     "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
     "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n"
+    "  --profile  a device profile (docs/portability.md; default: $NXV_PROFILE): the device as\n"
+    "            restricted to it, and what it cannot meet; with --target and no device (explore,\n"
+    "            devices), the device the profile models, for output independent of the machine\n"
     "  --precision  how f32 dots may compute on bf16 cooperative matrices: highest (exact f32,\n"
     "            the default), high (bf16 x3, about 16 bits), default (bf16, 8 bits); ignored\n"
     "            on devices without them\n"
@@ -74,7 +81,7 @@ Args parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("target", a.target) ||
-               opt("passes", a.passes) ||
+               opt("passes", a.passes) || opt("profile", a.profile) ||
                opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
     } else if (opt("precision", num)) {
       a.precision = codegen::parse_precision(num);
@@ -108,16 +115,50 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-int devices() {
-  for (const auto& d : runtime::list_devices()) {
-    std::string coop = d.caps.cooperative_matrix_shapes.empty() ? "none" : "";
-    for (const auto& s : d.caps.cooperative_matrix_shapes)
-      coop += (coop.empty() ? "" : ",") + codegen::to_string(s);
-    std::printf("%d: %s (%s, %s) f64=%d int64=%d int16=%d int8=%d subgroup=%u subgroup_arith=%d coop_matrix=%s "
-                "denorms_f32=%s denorms_f64=%s\n",
-                d.index, d.name.c_str(), d.type.c_str(), d.driver.c_str(), d.caps.float64, d.caps.int64, d.caps.int16,
-                d.caps.int8, d.caps.subgroup_size, d.caps.subgroup_arithmetic, coop.c_str(),
-                d.caps.preserve_denorms_f32 ? "kept" : "flushed", d.caps.preserve_denorms_f64 ? "kept" : "flushed");
+void print_caps(const std::string& head, const codegen::DeviceCaps& c) {
+  std::string coop = c.cooperative_matrix_shapes.empty() ? "none" : "";
+  for (const auto& s : c.cooperative_matrix_shapes) coop += (coop.empty() ? "" : ",") + codegen::to_string(s);
+  std::printf("%s f64=%d int64=%d int16=%d int8=%d f16=%d storage8=%d storage16=%d subgroup=%u subgroup_arith=%d "
+              "subgroup_shuffle=%d subgroup_ballot=%d subgroup_ext=%d coop_matrix=%s denorms_f32=%s denorms_f64=%s\n",
+              head.c_str(), c.float64, c.int64, c.int16, c.int8, c.float16, c.storage_buffer_8bit, c.storage_buffer_16bit,
+              c.subgroup_size, c.subgroup_arithmetic, c.subgroup_shuffle, c.subgroup_ballot, c.subgroup_extended_types,
+              coop.c_str(),
+              c.preserve_denorms_f32 ? "kept" : "flushed", c.preserve_denorms_f64 ? "kept" : "flushed");
+  std::printf("   limits: api=%u.%u shared=%u invocations=%u groups_x=%u storage_buffers=%u storage_range=%llu "
+              "allocation=%llu push_constants=%u texels=%u\n",
+              c.api_version >> 22, (c.api_version >> 12) & 0x3ff, c.max_shared_memory_bytes, c.max_workgroup_invocations,
+              c.max_workgroup_count_x, c.max_storage_buffers, (unsigned long long)c.max_storage_buffer_range,
+              (unsigned long long)c.max_memory_allocation_bytes, c.max_push_constant_bytes, c.max_texel_buffer_elements);
+}
+
+void print_profile_notes(const runtime::Profile& p, const codegen::DeviceCaps& restricted, const codegen::DeviceCaps& full,
+                         const std::vector<std::string>& unmet) {
+  for (const auto& u : unmet) std::printf("   cannot meet: %s\n", u.c_str());
+  for (const auto& c : runtime::profile_costs(restricted, full)) std::printf("   cost: %s\n", c.c_str());
+  for (const auto& i : p.ignored) std::printf("   not used by nx_vulkan: %s\n", i.c_str());
+}
+
+// With a profile and --target: the device the profile models, independent of the machine.
+int devices(const Args& a) {
+  const std::string spec = !a.profile.empty() ? a.profile : std::getenv("NXV_PROFILE") ? std::getenv("NXV_PROFILE") : "";
+  if (spec.empty()) {
+    for (const auto& d : runtime::list_devices())
+      print_caps(std::to_string(d.index) + ": " + d.name + " (" + d.type + ", " + d.driver + ")", d.caps);
+    return 0;
+  }
+  const runtime::Profile p = runtime::load_profile(spec);
+  std::printf("profile %s (%s)\n", p.name.c_str(), p.file.c_str());
+  if (!a.target.empty()) {
+    const codegen::DeviceCaps base = codegen::target_caps(a.target), m = runtime::model_profile(p, base);
+    print_caps("target " + a.target + " as " + p.name + ":", m);
+    print_profile_notes(p, m, base, {});
+    return 0;
+  }
+  for (auto d : runtime::list_devices()) {
+    const codegen::DeviceCaps full = d.caps;
+    runtime::restrict_device(d, p);
+    print_caps(std::to_string(d.index) + ": " + d.name + " (" + d.type + ", " + d.driver + ") as " + p.name + ":", d.caps);
+    print_profile_notes(p, d.caps, full, d.unmet);
   }
   return 0;
 }
@@ -130,8 +171,10 @@ int explore(const Args& a) {
   codegen::DeviceCaps caps = a.device.empty() ? codegen::target_caps(a.target.empty() ? "generic" : a.target) : [&] {
     runtime::RuntimeOptions o;
     o.device = a.device;
+    o.profile = a.profile;
     return runtime::Device::open(o)->info().caps;
   }();
+  if (a.device.empty() && !a.profile.empty()) caps = runtime::model_profile(runtime::load_profile(a.profile), caps);
   caps.f32_products = a.precision;
   passes::PassManager pm(a.passes.empty() ? passes::default_pipeline() : split(a.passes), codegen::kernel_bounds(caps));
   pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
@@ -238,8 +281,11 @@ int run(const Args& a) {
   ir::Graph g = ir::read_graph_file(a.file);
   runtime::RuntimeOptions o;
   o.device = a.device;
+  o.profile = a.profile;
   auto dev = runtime::Device::open(o);
-  std::printf("device: %s (%s)\n", dev->info().name.c_str(), dev->info().type.c_str());
+  std::printf("device: %s (%s)%s\n", dev->info().name.c_str(), dev->info().type.c_str(),
+              dev->info().profile.empty() ? "" : (" as profile " + dev->info().profile).c_str());
+  for (const auto& u : dev->info().unmet) std::printf("profile: cannot meet %s\n", u.c_str());
   auto t0 = std::chrono::steady_clock::now();
   runtime::CompileOptions copts;
   copts.serial_loops = !a.host_loops;
@@ -274,7 +320,7 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) try {
   Args a = parse(argc, argv);
-  if (a.cmd == "devices") return devices();
+  if (a.cmd == "devices") return devices(a);
   if (a.cmd == "explore") return explore(a);
   if (a.cmd == "run") return run(a);
   throw std::invalid_argument("unknown command '" + a.cmd + "'\n" + kUsage);

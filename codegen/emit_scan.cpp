@@ -121,9 +121,11 @@ std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t s
 // The subgroup scan op of the fold, where it is exact in any order: integer sums, products,
 // min and max (wrapping in registers, renormalised). None for floats: a subgroup associates a
 // sum as it likes, may start it from +0.0 (a line of -0.0 would end +0.0) and may drop a NaN
-// in FMin/FMax; their runs' totals go through shared memory in our order instead.
+// in FMin/FMax; their runs' totals go through shared memory in our order instead. Registers
+// wider or narrower than 32 bits need shaderSubgroupExtendedTypes.
 spv::Op subgroup_op(const ScanFold& f) {
   if (!ir::is_integer(f.t) || !f.e.caps.subgroup_arithmetic) return spv::OpNop;
+  if (f.e.b.type_bytes(f.e.reg_type(f.t)) != 4 && !f.e.caps.subgroup_extended_types) return spv::OpNop;
   const bool s = ir::is_signed_int(f.t);
   if (f.op == "sum") return spv::OpGroupNonUniformIAdd;
   if (f.op == "product") return spv::OpGroupNonUniformIMul;

@@ -88,7 +88,9 @@ Values Emitter::fold_cooperative(const Fold& f) {
     for (size_t i = 0; i < v.size(); ++i) b.op_void(spv::OpStore, {slot_ptr(i, index), v[i]});
   };
   const uint32_t sg = caps.subgroup_size;
-  if (caps.subgroup_shuffle && sg >= 2 && sg < size && size % sg == 0) {
+  const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
+                                    [&](Id t) { return b.type_bytes(t) == 4 || caps.subgroup_extended_types; });
+  if (caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0) {
     // Butterflies within each subgroup leave its total in every lane; lane 0 of each
     // subgroup publishes it, and every invocation combines the few totals: two barriers
     // instead of one per halving.

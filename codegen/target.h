@@ -57,10 +57,14 @@ struct DeviceCaps {
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders
+  // shaderSubgroupExtendedTypes: subgroup operations on 8-, 16- and 64-bit values (without
+  // it only on 32-bit ones).
+  bool subgroup_extended_types = false;
   // Empty where the device has no cooperative matrices (or its driver lists no subgroup-scope shape).
   std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
   uint32_t subgroup_size = 32;
-  uint32_t max_workgroup_invocations = 256;
+  // The spec's required minimums ("Required Limits") where the generic default is one.
+  uint32_t max_workgroup_invocations = 256;  // and maxComputeWorkGroupSize[0]: workgroups are one-dimensional
   uint32_t max_workgroup_count_x = 65535;
   uint32_t max_shared_memory_bytes = 16384;
   uint32_t max_storage_buffers = 31;  // per kernel: maxPerStageDescriptorStorageBuffers
@@ -68,6 +72,8 @@ struct DeviceCaps {
   uint64_t max_memory_allocation_size = ~0ull;  // VkPhysicalDeviceMaintenance3Properties
   uint64_t max_heap_bytes = ~0ull;              // the largest device-local memory heap
   uint32_t max_texel_buffer_elements = 65536;  // maxTexelBufferElements
+  uint64_t max_memory_allocation_bytes = 1ull << 30;  // maxMemoryAllocationSize
+  uint32_t max_push_constant_bytes = 128;             // maxPushConstantsSize
   // Loop steps of one invocation (spirv::Builder::LoopSteps) after which the driver ends all
   // its loops, computing wrong results; 0: no such limit. lavapipe: its loop limiter's 65535.
   uint64_t max_loop_steps = 0;

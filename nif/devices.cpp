@@ -25,14 +25,19 @@ ERL_NIF_TERM make_device_info(ErlNifEnv* env, const runtime::DeviceInfo& d) {
       {"max_workgroup_invocations", enif_make_uint(env, c.max_workgroup_invocations)},
       {"max_shared_memory_bytes", enif_make_uint(env, c.max_shared_memory_bytes)},
       {"max_storage_buffer_range", enif_make_uint64(env, c.max_storage_buffer_range)},
+      {"max_storage_buffers", enif_make_uint(env, c.max_storage_buffers)},
       {"computes_f32_in_f64", flag(codegen::computes_f32_in_f64(c))},
   });
+  std::vector<ERL_NIF_TERM> unmet;
+  for (const auto& u : d.unmet) unmet.push_back(binary(env, u));
   return make_map(env, {
       {"index", enif_make_int(env, d.index)},
       {"name", binary(env, d.name)},
       {"type", binary(env, d.type)},
       {"driver", binary(env, d.driver)},
       {"caps", caps},
+      {"profile", binary(env, d.profile)},
+      {"unmet", enif_make_list_from_array(env, unmet.data(), unsigned(unmet.size()))},
   });
 }
 }  // namespace
@@ -45,7 +50,7 @@ ERL_NIF_TERM list_devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   });
 }
 
-// open_device(device, cache_dir, timeout_ms, robust_buffer_access)
+// open_device(device, cache_dir, timeout_ms, robust_buffer_access, profile)
 ERL_NIF_TERM open_device(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     runtime::RuntimeOptions opts;
@@ -53,6 +58,7 @@ ERL_NIF_TERM open_device(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     opts.cache_dir = get_string(env, argv[1], "cache_dir");
     opts.timeout_ms = get_u64(env, argv[2], "timeout");
     opts.robust_buffer_access = enif_is_identical(argv[3], atom(env, "true"));
+    opts.profile = get_string(env, argv[4], "profile");
     if (!opts.robust_buffer_access && !enif_is_identical(argv[3], atom(env, "false")))
       throw BadArg("robust_buffer_access: expected a boolean");
     auto resource = std::make_unique<DeviceResource>(DeviceResource{runtime::Device::open(opts)});

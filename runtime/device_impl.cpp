@@ -69,6 +69,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   f12.shaderInt8 = c.int8;
   f12.shaderFloat16 = c.float16;
   f12.storageBuffer8BitAccess = c.storage_buffer_8bit;
+  f12.shaderSubgroupExtendedTypes = c.subgroup_extended_types;
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, &f12};
   f11.storageBuffer16BitAccess = c.storage_buffer_16bit;
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &f11};
@@ -150,6 +151,7 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
   dci.enabledExtensionCount = uint32_t(extensions.size());
   dci.ppEnabledExtensionNames = extensions.data();
   vk_check(vkCreateDevice(phys_, &dci, nullptr, &device_), "vkCreateDevice");
+  check_validation("creating the VkDevice for " + info_.name);
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
   if (push_descriptors)
     push_descriptor_set_ =
@@ -297,6 +299,11 @@ Allocation DeviceImpl::allocate_raw(uint64_t bytes, VkBuffer prefer) {
     throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
                                               "'s largest storage buffer (" +
                                               std::to_string(info_.caps.max_storage_buffer_range) + " bytes)");
+  if (bytes > info_.caps.max_memory_allocation_bytes)
+    throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
+                                              "'s largest allocation (maxMemoryAllocationSize " +
+                                              std::to_string(info_.caps.max_memory_allocation_bytes) + " bytes)");
+  cap = std::min(cap, info_.caps.max_memory_allocation_bytes);  // likewise for one allocation
   if (auto a = take_pooled(free_, cap, prefer)) return *a;
   try {
     return allocate_memory(cap, false);
@@ -581,6 +588,11 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
     pl.pPushConstantRanges = &push;
   }
   p.push_constant_bytes = o.push_constant_bytes;
+  p.kernel = k.name;
+  if (o.push_constant_bytes > info_.caps.max_push_constant_bytes)
+    throw Error(Error::Kind::Unsupported, "kernel " + k.name + " takes " + std::to_string(o.push_constant_bytes) +
+                                              " bytes of push constants; " + info_.name + " allows " +
+                                              std::to_string(info_.caps.max_push_constant_bytes));
   vk_check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sm.codeSize = k.spirv.size() * 4;
@@ -598,6 +610,8 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
   VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
+  if (validation_requested()) name_object(device_, VK_OBJECT_TYPE_PIPELINE, uint64_t(p.pipeline), "kernel " + k.name);
+  check_validation("creating the pipeline of kernel " + k.name);
   if (capture_statistics_) p.statistics = read_statistics(p.pipeline);
   cache_dirty_ = true;
   guard.keep = true;
@@ -645,6 +659,7 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
     vkCmdDispatchIndirect(cb, static_cast<const BufferImpl&>(*indirect).alloc().buffer, indirect_offset);
   else
     vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
+  check_validation("recording the dispatch of kernel " + p.kernel);
 }
 
 void DeviceImpl::record_barrier(VkCommandBuffer cb) {
@@ -772,6 +787,7 @@ double DeviceImpl::execute(SubmitContext& ctx, std::chrono::microseconds spin) {
     if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
     vk_check(r, "vkQueueSubmit");
   }
+  check_validation("submitting a command buffer");
   VkResult r = VK_NOT_READY;
   for (auto spin_until = std::chrono::steady_clock::now() + spin;
        r == VK_NOT_READY && std::chrono::steady_clock::now() < spin_until;)

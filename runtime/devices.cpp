@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "runtime/cooperative_matrix.h"
+#include "runtime/profile.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
@@ -14,6 +15,7 @@ namespace {
 
 struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   std::vector<VkPhysicalDevice> physical;  // in preference order
   std::vector<DeviceInfo> infos;
 };
@@ -156,9 +158,10 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.subgroup_ballot = (sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                       (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_size = sub.subgroupSize;
+  c.subgroup_extended_types = f12.shaderSubgroupExtendedTypes;
   // Cooperative matrices hold f16 values: the kernels that use them declare Float16.
   if (c.float16) c.cooperative_matrix_shapes = cooperative_matrix_shapes(inst, pd);
-  c.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
+  c.max_workgroup_invocations = std::min(p.limits.maxComputeWorkGroupInvocations, p.limits.maxComputeWorkGroupSize[0]);
   c.max_workgroup_count_x = p.limits.maxComputeWorkGroupCount[0];
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
   c.max_storage_buffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
@@ -171,6 +174,8 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) c.max_heap_bytes = std::max(c.max_heap_bytes, uint64_t(mem.memoryHeaps[i].size));
   if (c.max_heap_bytes == 0) c.max_heap_bytes = ~0ull;  // no device-local heap named: no bound from heaps
   c.max_texel_buffer_elements = p.limits.maxTexelBufferElements;
+  c.max_memory_allocation_bytes = m3.maxMemoryAllocationSize;
+  c.max_push_constant_bytes = p.limits.maxPushConstantsSize;
   if (drv.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) c.max_loop_steps = 65535;  // gallivm's LP_MAX_TGSI_LOOP_ITERATIONS
   return info;
 }
@@ -206,6 +211,17 @@ const Instance& instance() {
         enabled.push_back("VK_KHR_portability_enumeration");
         ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
       }
+    // The messenger in pNext also reports errors of vkCreateInstance itself.
+    const bool validate = validation_requested();
+    const char* layer = validation_layer_name();
+    VkDebugUtilsMessengerCreateInfoEXT messenger = validation_messenger_info();
+    if (validate) {
+      if (failure = validation_layer_missing(); !failure.empty()) return;
+      enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+      ci.enabledLayerCount = 1;
+      ci.ppEnabledLayerNames = &layer;
+      ci.pNext = &messenger;
+    }
     ci.pApplicationInfo = &app;
     ci.enabledExtensionCount = uint32_t(enabled.size());
     ci.ppEnabledExtensionNames = enabled.data();
@@ -214,6 +230,14 @@ const Instance& instance() {
       failure = "cannot create a Vulkan instance (VkResult " + std::to_string(int(r)) +
                 "): is a Vulkan driver installed (mesa-vulkan-drivers for lavapipe)?";
       return;
+    }
+    if (validate) {
+      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(inst.handle, "vkCreateDebugUtilsMessengerEXT"));
+      if (!create || create(inst.handle, &messenger, nullptr, &inst.messenger) != VK_SUCCESS) {
+        failure = "NXV_VALIDATE: cannot create the VK_EXT_debug_utils messenger";
+        return;
+      }
     }
     vkEnumeratePhysicalDevices(inst.handle, &n, nullptr);
     std::vector<VkPhysicalDevice> pds(n);
@@ -244,6 +268,11 @@ std::string lower(std::string s) {
 
 std::vector<DeviceInfo> list_devices() { return instance().infos; }
 
+void restrict_device(DeviceInfo& info, const Profile& p) {
+  info.unmet = restrict_to_profile(info.caps, p);
+  info.profile = p.name;
+}
+
 std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   const Instance& inst = instance();
   if (inst.infos.empty())
@@ -268,15 +297,19 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   }
   RuntimeOptions resolved = opts;
   resolved.device = std::to_string(pick);
+  if (resolved.profile.empty())
+    if (const char* env = std::getenv("NXV_PROFILE")) resolved.profile = env;
+  DeviceInfo info = inst.infos[pick];
+  if (!resolved.profile.empty() && resolved.profile != "none") restrict_device(info, load_profile(resolved.profile));
   static std::mutex m;
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;
   std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms) +
                     (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets") +
-                    (resolved.pipeline_statistics ? "|statistics" : "");
+                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile;
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;
-  auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], inst.infos[pick], resolved);
+  auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], std::move(info), resolved);
   open_devices[key] = d;
   return d;
 }

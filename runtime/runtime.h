@@ -31,10 +31,18 @@ struct DeviceInfo {
   std::string type;            // "discrete", "integrated", "virtual", "cpu", "other"
   std::string driver;
   codegen::DeviceCaps caps;
+  // The profile `caps` are restricted to (RuntimeOptions::profile; "": none), and what it
+  // asks for that the device cannot meet (runtime/profile.h: restrict_to_profile).
+  std::string profile;
+  std::vector<std::string> unmet;
 };
 
 // Devices in preference order: discrete GPUs, integrated, virtual, others, CPU (lavapipe) last.
 std::vector<DeviceInfo> list_devices();
+
+struct Profile;
+// Restricts info.caps to the profile `p`, recording the profile and what the device cannot meet.
+void restrict_device(DeviceInfo& info, const Profile& p);
 
 struct RuntimeOptions {
   // "" → $NXV_DEVICE → first of list_devices(). An integer picks by index, anything
@@ -55,6 +63,10 @@ struct RuntimeOptions {
   // (`nxv_bench --pipeline-stats`). Off by default: a driver may bypass its pipeline cache
   // for pipelines that capture them.
   bool pipeline_statistics = false;
+  // "" → $NXV_PROFILE → none ("none": none, whatever $NXV_PROFILE says). A device profile (runtime/profile.h: a shipped name, FILE.json
+  // or FILE.json#PROFILE): the device enables, and codegen assumes, only what both the device
+  // and the profile have.
+  std::string profile;
 };
 
 // One statistic of a compiled pipeline, as the driver names and describes it.

@@ -22,11 +22,22 @@ namespace nxv::runtime {
 // Maps a VkResult to the Error kind a caller can act on.
 void vk_check(VkResult r, const char* what);
 
+// The validation layer (runtime/validation.cpp), where NXV_VALIDATE asks for it.
+bool validation_requested();
+std::string validation_layer_missing();  // "" where the loader has the layer, else the error
+const char* validation_layer_name();
+VkDebugUtilsMessengerCreateInfoEXT validation_messenger_info();
+// Throws Error(Vulkan) with the first validation error reported since the last check.
+void check_validation(const std::string& during);
+// Names a Vulkan object in validation messages (a no-op without VK_EXT_debug_utils).
+void name_object(VkDevice device, VkObjectType type, uint64_t handle, const std::string& name);
+
 struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
   std::vector<VkDescriptorType> types;  // per binding: storage buffer, or uniform texel buffer
+  std::string kernel;  // the kernel's name, for validation errors
   uint32_t push_constant_bytes = 0;
   bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
   std::vector<PipelineStatistic> statistics;  // RuntimeOptions::pipeline_statistics

@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   cmake g++ make pkg-config python3
   libvulkan-dev mesa-vulkan-drivers vulkan-tools   # loader + headers, lavapipe as the CPU device
+  vulkan-validationlayers                          # NXV_VALIDATE=1: the Khronos validation layer
   spirv-headers spirv-tools                        # our codegen's opcode tables; validator/disassembler
   spirv-cross libspirv-cross-c-shared-dev          # GLSL view of emitted kernels
   nlohmann-json3-dev

@@ -2,7 +2,10 @@
 // controls promise about subnormals.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
+#include <string>
 
 #include "runtime/runtime.h"
 
@@ -20,4 +23,24 @@ inline bool flushes_subnormals(ir::DType t) {
   return t == ir::DType::F64 && !c.preserve_denorms_f64;
 }
 
+// The device feature tensors of t need that the device (as its profile restricts it:
+// NXV_PROFILE) lacks; "" where it has them. Mirrors codegen's Emitter::require_type.
+inline std::string missing_feature(ir::DType t) {
+  const auto& c = device()->info().caps;
+  if (t == ir::DType::F64 && !c.float64) return "shaderFloat64";
+  if ((t == ir::DType::S64 || t == ir::DType::U64) && !c.int64) return "shaderInt64";
+  if (ir::dtype_bits(t) == 8 && !c.storage_buffer_8bit) return "storageBuffer8BitAccess";
+  if (ir::dtype_bits(t) == 16 && !c.storage_buffer_16bit) return "storageBuffer16BitAccess";
+  return "";
+}
+
 }  // namespace nxv::devtest
+
+// Skips the test where the device lacks what tensors of `dtype` need, naming the feature.
+#define NXV_SKIP_WITHOUT(dtype)                                                                      \
+  if (const std::string nxv_missing = ::nxv::devtest::missing_feature(dtype); !nxv_missing.empty()) \
+  GTEST_SKIP() << ::nxv::ir::dtype_name(dtype) << " needs " << nxv_missing << ", which " \
+               << ::nxv::devtest::device()->info().name << " lacks"                                   \
+               << (::nxv::devtest::device()->info().profile.empty()                                   \
+                       ? std::string()                                                                \
+                       : " under profile " + ::nxv::devtest::device()->info().profile)

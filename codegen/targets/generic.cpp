@@ -11,7 +11,7 @@ DeviceCaps generic_caps() {
   c.name = "generic";
   c.api_version = (1u << 22) | (1u << 12);  // Vulkan 1.1
   c.float64 = c.int64 = c.int16 = c.int8 = c.float16 = true;
-  c.storage_buffer_8bit = c.storage_buffer_16bit = true;
+  c.storage_buffer_8bit = c.storage_buffer_16bit = c.subgroup_extended_types = true;
   c.preserve_signed_zero_inf_nan_f32 = c.preserve_signed_zero_inf_nan_f64 = true;
   c.preserve_denorms_f32 = c.preserve_denorms_f64 = true;
   c.subgroup_size = 32;

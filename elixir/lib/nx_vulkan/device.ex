@@ -10,6 +10,12 @@ defmodule Nx.Vulkan.Device do
     * `:timeout` - milliseconds a single submit may run, and a run of a graph with
       host-driven `while`/`cond` as a whole
 
+  The `:nx_vulkan` application's `:profile` (`config :nx_vulkan, profile: "vulkan-minimum"`;
+  default `""`: `$NXV_PROFILE`, else none; `"none"`: none) restricts every device opened
+  after it is set to a device profile (docs/portability.md): a shipped profile's name, or a
+  Khronos Vulkan Profiles JSON file (`"FILE.json"`, `"FILE.json#PROFILE"`). A bad profile
+  raises `Nx.Vulkan.Error` naming the field and file.
+
   `get!/1` also takes `:robust_buffer_access` (default `false`, not from the environment):
   bounds-check every kernel where the device cannot bounds-check only the modules
   `Nx.Vulkan.NativeV` runs. It opens a device of its own and is not part of `config/1`.
@@ -27,15 +33,16 @@ defmodule Nx.Vulkan.Device do
   @doc "The device handle for `opts` (opened once per configuration)."
   def get!(opts \\ []) do
     {robust, opts} = Keyword.pop(opts, :robust_buffer_access, false)
-    key = {__MODULE__, config(opts), robust}
+    profile = to_string(Application.get_env(:nx_vulkan, :profile, ""))
+    key = {__MODULE__, config(opts), robust, profile}
 
     case :persistent_term.get(key, nil) do
       nil ->
-        {_, [device: device, cache_dir: cache_dir, timeout: timeout], _} = key
+        {_, [device: device, cache_dir: cache_dir, timeout: timeout], _, _} = key
 
         ref =
           Nx.Vulkan.Error.unwrap!(
-            Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust)
+            Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust, profile)
           )
 
         :persistent_term.put(key, ref)

@@ -23,11 +23,13 @@ defmodule Nx.Vulkan.Native do
   def list_devices, do: :erlang.nif_error(:not_loaded)
 
   @doc """
-  Opens the device for `(device, cache_dir, timeout_ms, robust_buffer_access)`; see
-  `runtime::RuntimeOptions`.
+  Opens the device for `(device, cache_dir, timeout_ms, robust_buffer_access, profile)`; see
+  `runtime::RuntimeOptions` (`profile`: `""` for `$NXV_PROFILE`, `"none"`, a profile name or file).
   """
-  def open_device(device, cache_dir, timeout_ms, robust_buffer_access \\ false)
-  def open_device(_device, _cache_dir, _timeout_ms, _robust_buffer_access), do: :erlang.nif_error(:not_loaded)
+  def open_device(device, cache_dir, timeout_ms, robust_buffer_access \\ false, profile \\ "")
+
+  def open_device(_device, _cache_dir, _timeout_ms, _robust_buffer_access, _profile),
+    do: :erlang.nif_error(:not_loaded)
 
   @doc "The opened device's description (as in `list_devices/0`)."
   def device_info(_device), do: :erlang.nif_error(:not_loaded)
