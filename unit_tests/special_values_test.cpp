@@ -758,6 +758,95 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
   }
 }
 
+// Ops on normal literals alone whose results are special (a zero of either sign, an
+// infinity), stacked into one tensor behind `pads` ops that give ±1 (one kernel, whose
+// stack is a chain of selects on the position). Without constant-fold the driver folds each
+// op to a constant itself, and Mesa 22.3's lavapipe matched a derived -0.0 against its rule
+// select(c, 0.0, 1.0) -> b2f(!c) (+0.0), and a derived +0.0 against select(c, -1.0, -0.0)
+// -> -b2f(c) (-0.0): pow(-0.5, 2047) came out +0 beside pow(1, 2). Each op's result must
+// match std::pow / IEEE arithmetic and the interpreter bit for bit, folded or not.
+struct LiteralCase {
+  std::string what;
+  double want;  // in double; rounded to the type's storage
+  std::function<int(GraphText&, DType)> build;
+};
+
+std::vector<LiteralCase> special_literal_cases(DType t) {
+  // Powers of two: s * s and s / b underflow past half the smallest subnormal, b * b
+  // overflows, in every type (f16 computes in f32 registers and rounds when it stores).
+  const int e = t == DType::F64 ? 600 : t == DType::F16 ? 14 : 100;
+  const double s = std::ldexp(1.0, -e), b = std::ldexp(1.0, e);
+  // The largest odd integer below 2^11 the type holds exactly (bf16: 8 significand bits).
+  const double odd = t == DType::BF16 ? 255 : 2047;
+  auto binary = [](const std::string& op, double x, double y) {
+    return [=](GraphText& g, DType t) {
+      return g.add(op, std::to_string(g.constant(t, x)) + "," + std::to_string(g.constant(t, y)), t, {});
+    };
+  };
+  auto unary = [](const std::string& op, std::function<int(GraphText&, DType)> of) {
+    return [=](GraphText& g, DType t) { return g.add(op, std::to_string(of(g, t)), t, {}); };
+  };
+  std::vector<LiteralCase> cases = {
+      {"pow(-0.5, odd)", std::pow(-0.5, odd), binary("pow", -0.5, odd)},
+      {"pow(-0.5, -odd)", std::pow(-0.5, -odd), binary("pow", -0.5, -odd)},
+      {"pow(-0.5, odd + 1)", std::pow(-0.5, odd + 1), binary("pow", -0.5, odd + 1)},
+      {"pow(-0.5, 4096)", std::pow(-0.5, 4096), binary("pow", -0.5, 4096)},
+      {"pow(-2, odd)", std::pow(-2.0, odd), binary("pow", -2.0, odd)},
+      {"-s * s", -s * s, binary("multiply", -s, s)},
+      {"s * s", s * s, binary("multiply", s, s)},
+      {"-s / b", -s / b, binary("divide", -s, b)},
+      {"s / -b", s / -b, binary("divide", s, -b)},
+      {"-b * b", -b * b, binary("multiply", -b, b)},
+      {"-1 / (b * b)", -1 / (b * b), [=](GraphText& g, DType t) {
+         return g.add("divide", std::to_string(g.constant(t, -1)) + "," + std::to_string(binary("multiply", b, b)(g, t)), t, {});
+       }},
+      {"negate(s * s)", -(s * s), unary("negate", binary("multiply", s, s))},
+      {"abs(-s * s)", 0.0, unary("abs", binary("multiply", -s, s))},
+      {"sign(-s * s)", -0.0, unary("sign", binary("multiply", -s, s))},
+      {"-s * s + s * s", 0.0, [=](GraphText& g, DType t) {
+         return g.add("add", std::to_string(binary("multiply", -s, s)(g, t)) + "," + std::to_string(binary("multiply", s, s)(g, t)), t, {});
+       }},
+      // Nx's max: a tie keeps the first operand.
+      {"max(-s * s, s * s)", -0.0, [=](GraphText& g, DType t) {
+         return g.add("max", std::to_string(binary("multiply", -s, s)(g, t)) + "," + std::to_string(binary("multiply", s, s)(g, t)), t, {});
+       }},
+  };
+  return cases;
+}
+
+TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
+  for (DType t : kFloats) {
+    SKIP_UNLESS_SUPPORTED(t);
+    const auto cases = special_literal_cases(t);
+    for (int pads : {1, 12, 120}) {
+      GraphText gt;
+      std::vector<int> parts;
+      std::vector<double> want;
+      // ±1 from literals: pow(1, 2) and -1 * 1, alternating (pow(1, 2) first, as reported).
+      for (int k = 0; k < pads; ++k) {
+        parts.push_back(gt.add(k % 2 ? "multiply" : "pow", std::to_string(gt.constant(t, k % 2 ? -1.0 : 1.0)) + "," +
+                                                          std::to_string(gt.constant(t, k % 2 ? 1.0 : 2.0)), t, {}));
+        want.push_back(k % 2 ? -1.0 : 1.0);
+      }
+      for (const auto& c : cases) parts.push_back(c.build(gt, t)), want.push_back(round_to(t, c.want));
+      const int64_t n = int64_t(parts.size());
+      const ir::Graph g = gt.graph("stacked_literals", {gt.stack(parts, t, {})});
+      const Literal reference = ir::interpret(g, {})[0];
+      for (bool fold : {false, true}) {
+        const Literal got = fold ? run(g, {})[0] : run(g, {}, device_computes_literals())[0];
+        for (int64_t k = 0; k < n; ++k) {
+          const std::string what = k < pads ? "pad " + std::to_string(k) : cases[size_t(k - pads)].what;
+          EXPECT_TRUE(bit_equal(want[size_t(k)], ir::get_f64(got, k)))
+              << ir::dtype_name(t) << (fold ? " constant-folded" : "") << ", " << pads << " pads: " << what << " = "
+              << describe(ir::get_f64(got, k)) << ", want " << describe(want[size_t(k)]);
+          EXPECT_TRUE(bit_equal(want[size_t(k)], ir::get_f64(reference, k)))
+              << ir::dtype_name(t) << " interpreter: " << what << " = " << describe(ir::get_f64(reference, k));
+        }
+      }
+    }
+  }
+}
+
 // The example: x / 0.0 with the divisor a literal `constant` (Mesa 22.3's lavapipe
 // folded it to 0 in f32 and to denormal garbage in f64) and is_nan of it.
 TEST(SpecialValues, DivisionByLiteralZero) {
