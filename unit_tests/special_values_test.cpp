@@ -759,11 +759,11 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
 }
 
 // Ops on normal literals alone whose results are special (a zero of either sign, an
-// infinity), stacked into one tensor behind `pads` ops that give ±1 (one kernel, whose
-// stack is a chain of selects on the position). Without constant-fold the driver folds each
-// op to a constant itself, and Mesa 22.3's lavapipe matched a derived -0.0 against its rule
-// select(c, 0.0, 1.0) -> b2f(!c) (+0.0), and a derived +0.0 against select(c, -1.0, -0.0)
-// -> -b2f(c) (-0.0): pow(-0.5, 2047) came out +0 beside pow(1, 2). Each op's result must
+// infinity), stacked into one tensor with ±1 pads (a stack is a chain of selects on the
+// position). Without constant-fold the driver folds each op to a constant itself, and Mesa
+// 22.3's lavapipe matched a derived -0.0 against its rule select(c, 0.0, 1.0) -> b2f(!c)
+// (+0.0), and a derived +0.0 against select(c, -1.0, -0.0) -> -b2f(c) (-0.0):
+// pow(-0.5, 2047) came out +0 beside pow(1, 2). Each op's result must
 // match std::pow / IEEE arithmetic and the interpreter bit for bit, folded or not.
 struct LiteralCase {
   std::string what;
@@ -815,32 +815,54 @@ std::vector<LiteralCase> special_literal_cases(DType t) {
 }
 
 TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
+  // Pads: ±1 derived from literals (pow(1, 2) as reported, -1 * 1) and plain ±1 literals.
+  struct Pad {
+    double value;
+    std::function<int(GraphText&, DType)> build;
+  };
+  const std::vector<Pad> pads = {
+      {1.0, [](GraphText& g, DType t) { return g.add("pow", std::to_string(g.constant(t, 1)) + "," + std::to_string(g.constant(t, 2)), t, {}); }},
+      {-1.0, [](GraphText& g, DType t) { return g.add("multiply", std::to_string(g.constant(t, -1)) + "," + std::to_string(g.constant(t, 1)), t, {}); }},
+      {1.0, [](GraphText& g, DType t) { return g.constant(t, 1); }},
+      {-1.0, [](GraphText& g, DType t) { return g.constant(t, -1); }}};
   for (DType t : kFloats) {
     SKIP_UNLESS_SUPPORTED(t);
     const auto cases = special_literal_cases(t);
-    for (int pads : {1, 12, 120}) {
+    for (int n : {1, 12, 120}) {
+      // Every case beside every pad, after n copies of it and before them: the driver's select
+      // chain collapses equal pads, so the case meets a pad constant in a select either way.
       GraphText gt;
-      std::vector<int> parts;
-      std::vector<double> want;
-      // ±1 from literals: pow(1, 2) and -1 * 1, alternating (pow(1, 2) first, as reported).
-      for (int k = 0; k < pads; ++k) {
-        parts.push_back(gt.add(k % 2 ? "multiply" : "pow", std::to_string(gt.constant(t, k % 2 ? -1.0 : 1.0)) + "," +
-                                                          std::to_string(gt.constant(t, k % 2 ? 1.0 : 2.0)), t, {}));
-        want.push_back(k % 2 ? -1.0 : 1.0);
+      std::vector<int> outs;
+      std::vector<std::vector<double>> want;
+      std::vector<std::string> what;
+      for (const auto& c : cases) {
+        for (size_t p = 0; p < pads.size(); ++p) {
+          for (bool case_first : {false, true}) {
+            std::vector<int> parts(size_t(n), pads[p].build(gt, t));
+            std::vector<double> w(size_t(n), pads[p].value);
+            parts.insert(case_first ? parts.begin() : parts.end(), c.build(gt, t));
+            w.insert(case_first ? w.begin() : w.end(), round_to(t, c.want));
+            outs.push_back(gt.stack(parts, t, {}));
+            want.push_back(w);
+            what.push_back(c.what + (case_first ? " before " : " after ") + std::to_string(n) + " x pad " + std::to_string(p));
+          }
+        }
       }
-      for (const auto& c : cases) parts.push_back(c.build(gt, t)), want.push_back(round_to(t, c.want));
-      const int64_t n = int64_t(parts.size());
-      const ir::Graph g = gt.graph("stacked_literals", {gt.stack(parts, t, {})});
-      const Literal reference = ir::interpret(g, {})[0];
+      const ir::Graph g = gt.graph("stacked_literals", outs);
+      const std::vector<Literal> reference = ir::interpret(g, {});
       for (bool fold : {false, true}) {
-        const Literal got = fold ? run(g, {})[0] : run(g, {}, device_computes_literals())[0];
-        for (int64_t k = 0; k < n; ++k) {
-          const std::string what = k < pads ? "pad " + std::to_string(k) : cases[size_t(k - pads)].what;
-          EXPECT_TRUE(bit_equal(want[size_t(k)], ir::get_f64(got, k)))
-              << ir::dtype_name(t) << (fold ? " constant-folded" : "") << ", " << pads << " pads: " << what << " = "
-              << describe(ir::get_f64(got, k)) << ", want " << describe(want[size_t(k)]);
-          EXPECT_TRUE(bit_equal(want[size_t(k)], ir::get_f64(reference, k)))
-              << ir::dtype_name(t) << " interpreter: " << what << " = " << describe(ir::get_f64(reference, k));
+        const std::vector<Literal> got = fold ? run(g, {}) : run(g, {}, device_computes_literals());
+        for (size_t o = 0; o < outs.size(); ++o) {
+          for (int64_t k = 0; k <= n; ++k) {
+            const double w = want[o][size_t(k)];
+            EXPECT_TRUE(bit_equal(w, ir::get_f64(got[o], k)))
+                << ir::dtype_name(t) << (fold ? " constant-folded" : "") << ", " << what[o] << ", element " << k << ": "
+                << describe(ir::get_f64(got[o], k)) << ", want " << describe(w);
+            if (!fold)
+              EXPECT_TRUE(bit_equal(w, ir::get_f64(reference[o], k)))
+                  << ir::dtype_name(t) << " interpreter, " << what[o] << ", element " << k << ": "
+                  << describe(ir::get_f64(reference[o], k)) << ", want " << describe(w);
+          }
         }
       }
     }
