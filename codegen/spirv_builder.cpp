@@ -240,6 +240,7 @@ Id Builder::push_constant_zero() {
 }
 
 Id Builder::opaque(Id value, Id type) {
+  if (auto it = opaque_of_.find({value, type}); it != opaque_of_.end()) return it->second;
   const int bits = scalar_bytes_.at(type) * 8;
   auto f = types_.find(Words{uint32_t(spv::OpTypeFloat), uint32_t(bits)});
   const bool is_float = f != types_.end() && f->second == type;
@@ -250,7 +251,9 @@ Id Builder::opaque(Id value, Id type) {
   Id zero = op(spv::OpBitwiseAnd, type_int(32), {push_constant_zero(), const_int(32, opaque_masks_)});
   if (bits == 64) zero = op(spv::OpUConvert, it, {zero});
   Id r = op(spv::OpBitwiseOr, it, {is_float ? op(spv::OpBitcast, it, {value}) : value, zero});
-  return is_float ? op(spv::OpBitcast, type, {r}) : r;
+  if (is_float) r = op(spv::OpBitcast, type, {r});
+  if (level_of(r) == 0) opaque_of_.emplace(std::pair{value, type}, r);  // visible everywhere
+  return r;
 }
 
 Id Builder::unfoldable(Id id) {

@@ -108,7 +108,8 @@ class Builder {
   // driver cannot know when it compiles the module (opaque, Emitter::float_literal).
   Id push_constant_zero();
   // `value` (a 32- or 64-bit int or float of `type`) OR'd on its bits with a zero derived
-  // from the push-constant word: the same value, but one no driver can fold.
+  // from the push-constant word: the same value, but one no driver can fold. Each value
+  // gets a zero of its own; the same value, the same result.
   Id opaque(Id value, Id type);
   // `id`, or opaque(id) where the driver could fold it to a constant when it compiles the
   // module: pure arithmetic on constants only. A driver's algebraic rules match a pattern's
@@ -250,6 +251,7 @@ class Builder {
   std::map<uint32_t, Id> builtins_;
   Id push_constant_ = 0;  // the variable of the push-constant block
   uint32_t opaque_masks_ = 0;  // the last mask opaque() used
+  std::map<std::pair<Id, Id>, Id> opaque_of_;  // (value, type) -> opaque(value, type) at level 0
   std::vector<Id> interface_;
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;
