@@ -968,5 +968,51 @@ TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
   }
 }
 
+// The workaround for values the driver derives: with constant-fold off, pow(-0.5, 2047)
+// and pow(1, 2) of literals reach the stack's select only through the push-constant word,
+// each OR'd with a zero of its own (with one shared zero, NIR hoists the OR out of the
+// select and the two constants meet again), in this device's code and in NVIDIA's.
+TEST(SpecialValues, DerivedValuesAreHiddenFromTheDriver) {
+  GraphText gt;
+  const DType t = DType::F32;
+  auto pow = [&](double x, double y) { return gt.add("pow", std::to_string(gt.constant(t, x)) + "," + std::to_string(gt.constant(t, y)), t, {}); };
+  const ir::Graph g = gt.graph("derived", {gt.stack({pow(1, 2), pow(-0.5, 2047)}, t, {})});
+  for (uint32_t vendor : {0u, 0x10DEu}) {
+    runtime::CompileOptions opts = device_computes_literals();
+    opts.as_vendor = vendor;
+    const auto exe = runtime::Executable::compile(device(), g, opts);
+    ASSERT_EQ(exe->kernels().size(), 1u);
+    const std::string text = codegen::disassemble(exe->kernels()[0].spirv);
+    // The zeros: the push-constant word (the one OpLoad through a PushConstant pointer)
+    // AND'd with a mask; each is used once (by its OR, or a UConvert to 64 bits before it).
+    auto id_defined_by = [&](const std::string& pattern) {
+      const size_t at = text.find(pattern);
+      if (at == std::string::npos) return std::string();
+      const size_t start = text.rfind('%', text.rfind(" = ", at));
+      return text.substr(start, text.find(' ', start) - start);
+    };
+    const std::string word = id_defined_by("= OpLoad %uint " + id_defined_by("OpAccessChain %_ptr_PushConstant_uint") + "\n");
+    ASSERT_FALSE(word.empty()) << text;
+    std::vector<std::string> zeros;
+    const std::string def = "= OpBitwiseAnd %uint " + word + " ";
+    for (size_t at = text.find(def); at != std::string::npos; at = text.find(def, at + 1)) {
+      const size_t start = text.rfind('%', text.rfind(" = ", at));
+      zeros.push_back(text.substr(start, text.find(' ', start) - start));
+    }
+    EXPECT_GE(zeros.size(), 2u) << text;
+    for (const auto& z : zeros) {
+      size_t uses = 0;
+      for (size_t at = text.find(z + "\n"); at != std::string::npos; at = text.find(z + "\n", at + 1)) ++uses;
+      for (size_t at = text.find(z + " "); at != std::string::npos; at = text.find(z + " ", at + 1)) ++uses;
+      EXPECT_EQ(uses, 2u) << z << " is shared (one definition, one use expected)\n" << text;
+    }
+    if (vendor == 0) {
+      const Literal got = exe->run_host({})[0];
+      EXPECT_TRUE(bit_equal(1.0, ir::get_f64(got, 0)));
+      EXPECT_TRUE(bit_equal(-0.0, ir::get_f64(got, 1))) << describe(ir::get_f64(got, 1));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace nxv
