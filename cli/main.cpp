@@ -1,7 +1,7 @@
 // nxv: the compiler explorer and runner.
 //   nxv devices [--profile NAME] [--target T]
 //   nxv explore GRAPH.json [--passes=a,b] [--stage=input|passes|spirv|glsl|all] [--kernel=NAME]
-//   nxv run GRAPH.json [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
+//   nxv run GRAPH.json [--passes=a,b] [--inputs FILE] [--outputs FILE] [--seed N] [--repeat N] [--device SEL]
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -42,8 +42,8 @@ const char* kUsage =
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|kernels|spirv|glsl|all] [--kernel=NAME]\n"
     "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--profile=NAME|FILE.json]\n"
     "                [--precision=highest|high|default]\n"
-    "       nxv run GRAPH.json [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N] [--device=SEL]\n"
-    "                [--profile=NAME|FILE.json] [--host-loops] [--precision=highest|high|default]\n"
+    "       nxv run GRAPH.json [--passes=a,b,c] [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N]\n"
+    "                [--device=SEL] [--profile=NAME|FILE.json] [--host-loops] [--precision=highest|high|default]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
@@ -52,6 +52,8 @@ const char* kUsage =
     "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
     "            the results in the same form; --check compares them with the reference\n"
     "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
+    "  --passes  the pass pipeline to run instead of the default one (e.g. without\n"
+    "            constant-fold, to run what the driver would otherwise never see)\n"
     "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n"
     "  --profile  a device profile (docs/portability.md; default: $NXV_PROFILE): the device as\n"
     "            restricted to it, and what it cannot meet; with --target and no device (explore,\n"
@@ -290,6 +292,7 @@ int run(const Args& a) {
   runtime::CompileOptions copts;
   copts.serial_loops = !a.host_loops;
   copts.precision = a.precision;
+  copts.pipeline = split(a.passes);
   auto exe = runtime::Executable::compile(dev, g, copts);
   double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);

@@ -279,9 +279,7 @@ Id Emitter::float_literal(DType t, double v) {
     std::memcpy(&w, &f, 4);
     pattern = w;
   }
-  Id zero = b.push_constant_zero();
-  if (bits == 64) zero = b.op(spv::OpUConvert, b.type_int(64), {zero});
-  return b.op(spv::OpBitcast, reg_type(t), {b.op(spv::OpBitwiseOr, b.type_int(bits), {b.const_int(bits, pattern), zero})});
+  return b.op(spv::OpBitcast, reg_type(t), {b.opaque(b.const_int(bits, pattern), b.type_int(bits))});
 }
 
 Id Emitter::constant_attr(const ir::Node& node, const nlohmann::json& v, DType t) {

@@ -42,6 +42,9 @@ Id Emitter::value(const ir::Node& node, Index index) {
   } catch (const std::exception& e) {  // malformed attrs (wrong JSON types, axes out of range)
     throw ir::IrError(node, std::string("malformed attributes: ") + e.what());
   }
+  // A value the driver could derive from literals (constant-fold off, or an op it leaves)
+  // reaches the ops that use it as a value it cannot fold (spirv::Builder::unfoldable).
+  if (node.op != "constant") v = b.unfoldable(v);
   std::vector<Id> key_ids(key.begin() + 3, key.end());
   b.memo_put(key, v, std::max(b.level_of(key_ids), b.level_of(v)));
   return v;

@@ -55,6 +55,7 @@ Id Builder::declare_constant(spv::Op opcode, Id type, const Words& operands) {
   ops.insert(ops.end(), operands.begin(), operands.end());
   append_inst(globals_, opcode, ops);
   constants_.emplace(std::move(key), id);
+  foldable_.emplace(id, std::pair{type, false});
   return id;
 }
 
@@ -236,6 +237,31 @@ Id Builder::push_constant_zero() {
   }
   Id field = op(spv::OpAccessChain, type_pointer(spv::StorageClassPushConstant, u32), {push_constant_, const_int(32, 0)});
   return op(spv::OpLoad, u32, {field});
+}
+
+Id Builder::opaque(Id value, Id type) {
+  if (auto it = opaque_of_.find({value, type}); it != opaque_of_.end()) return it->second;
+  const int bits = scalar_bytes_.at(type) * 8;
+  auto f = types_.find(Words{uint32_t(spv::OpTypeFloat), uint32_t(bits)});
+  const bool is_float = f != types_.end() && f->second == type;
+  Id it = type_int(bits);
+  // A zero of its own (the push-constant word AND'd with a mask no other call uses): NIR
+  // rewrites select(c, x | z, y | z) to select(c, x, y) | z, where x and y meet again.
+  opaque_masks_ = opaque_masks_ == 0xFFFFFFFFu ? 1 : opaque_masks_ + 1;
+  Id zero = op(spv::OpBitwiseAnd, type_int(32), {push_constant_zero(), const_int(32, opaque_masks_)});
+  if (bits == 64) zero = op(spv::OpUConvert, it, {zero});
+  Id r = op(spv::OpBitwiseOr, it, {is_float ? op(spv::OpBitcast, it, {value}) : value, zero});
+  if (is_float) r = op(spv::OpBitcast, type, {r});
+  if (level_of(r) == 0) opaque_of_.emplace(std::pair{value, type}, r);  // visible everywhere
+  return r;
+}
+
+Id Builder::unfoldable(Id id) {
+  auto it = foldable_.find(id);
+  if (it == foldable_.end() || !it->second.second) return id;
+  auto bytes = scalar_bytes_.find(it->second.first);
+  if (bytes == scalar_bytes_.end() || bytes->second < 4) return id;  // bools, vectors
+  return opaque(id, it->second.first);
 }
 
 Id Builder::type_array(Id elem, uint32_t length) {

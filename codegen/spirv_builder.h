@@ -105,8 +105,17 @@ class Builder {
   Id builtin_u32(spv::BuiltIn builtin);
   // The u32 at offset 0 of the module's push-constant block (declared on first use), loaded
   // where it is used (value-numbered and hoisted). The runtime pushes zeros: it is a zero the
-  // driver cannot know when it compiles the module (Emitter::opaque_float).
+  // driver cannot know when it compiles the module (opaque, Emitter::float_literal).
   Id push_constant_zero();
+  // `value` (a 32- or 64-bit int or float of `type`) OR'd on its bits with a zero derived
+  // from the push-constant word: the same value, but one no driver can fold. Each value
+  // gets a zero of its own; the same value, the same result.
+  Id opaque(Id value, Id type);
+  // `id`, or opaque(id) where the driver could fold it to a constant when it compiles the
+  // module: pure arithmetic on constants only. A driver's algebraic rules match a pattern's
+  // 0.0 against -0.0 (Mesa 22.3 turns select(c, -0.0, 1.0) into b2f(!c) = +0.0), so values
+  // the driver derives must not meet selects and arithmetic as constants.
+  Id unfoldable(Id id);
   // Bytes of the push-constant block the module declares (0 or 4).
   uint32_t push_constant_bytes() const { return push_constant_ ? 4 : 0; }
   Id type_array(Id elem, uint32_t length);
@@ -235,9 +244,14 @@ class Builder {
   std::map<Words, Id> types_, constants_;
   std::map<Id, int> scalar_bytes_;
   std::map<Id, std::pair<int, uint64_t>> int_constants_;  // id -> (bits, value)
+  // Ids the driver can compute when it compiles the module -> (type, false for constants,
+  // true for instructions on them).
+  std::map<Id, std::pair<Id, bool>> foldable_;
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
   std::map<uint32_t, Id> builtins_;
   Id push_constant_ = 0;  // the variable of the push-constant block
+  uint32_t opaque_masks_ = 0;  // the last mask opaque() used
+  std::map<std::pair<Id, Id>, Id> opaque_of_;  // (value, type) -> opaque(value, type) at level 0
   std::vector<Id> interface_;
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;

@@ -99,6 +99,9 @@ Id Builder::emit_pure(spv::Op opcode, Id type, const Words& operands, const std:
   append_inst(scope.open->body, opcode, ops);
   set_level(id, lvl);
   scope.memo.emplace(std::move(key), id);
+  if (!placement_ids.empty() &&
+      std::all_of(placement_ids.begin(), placement_ids.end(), [&](Id i) { return foldable_.count(i) > 0; }))
+    foldable_.emplace(id, std::pair{type, true});
   return id;
 }
 
