@@ -29,8 +29,15 @@ defmodule NxVulkan.MixProject do
     [
       extra_applications: [:logger],
       mod: {Nx.Vulkan.Application, []},
-      env: [device: "", cache_dir: "", timeout: 120_000, lazy: false, lazy_max_depth: 256, lazy_host_size: 64,
-        cache_size: 256]
+      env: [
+        device: "",
+        cache_dir: "",
+        timeout: 120_000,
+        lazy: false,
+        lazy_max_depth: 256,
+        lazy_host_size: 64,
+        cache_size: 256
+      ]
     ]
   end
 
