@@ -283,7 +283,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   RuntimeOptions resolved = opts;
   resolved.device = std::to_string(pick);
   resolved.executable_cache_size = cache_size(opts.executable_cache_size, "NXV_EXECUTABLE_CACHE_SIZE", 256);
-  resolved.pipeline_cache_size = cache_size(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 4096);
+  resolved.pipeline_cache_size = cache_size(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 1024);
   static std::mutex m;
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;

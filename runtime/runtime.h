@@ -57,7 +57,8 @@ struct RuntimeOptions {
   bool pipeline_statistics = false;
   // How many compiled executables, and how many pipelines, the device keeps for reuse; the
   // least recently used go beyond that (whatever a caller still holds stays alive). 0 →
-  // $NXV_EXECUTABLE_CACHE_SIZE / $NXV_PIPELINE_CACHE_SIZE → 256 / 4096.
+  // $NXV_EXECUTABLE_CACHE_SIZE / $NXV_PIPELINE_CACHE_SIZE → 256 / 1024 (each pipeline
+  // holds the driver's compiled code, in host memory on lavapipe).
   size_t executable_cache_size = 0;
   size_t pipeline_cache_size = 0;
 };
