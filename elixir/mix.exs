@@ -29,7 +29,16 @@ defmodule NxVulkan.MixProject do
     [
       extra_applications: [:logger],
       mod: {Nx.Vulkan.Application, []},
-      env: [device: "", cache_dir: "", profile: "", timeout: 120_000, lazy: false, lazy_max_depth: 256, lazy_host_size: 64]
+      env: [
+        device: "",
+        cache_dir: "",
+        profile: "",
+        timeout: 120_000,
+        lazy: false,
+        lazy_max_depth: 256,
+        lazy_host_size: 64,
+        cache_size: 256
+      ]
     ]
   end
 

@@ -48,7 +48,8 @@ VkBufferView BufferImpl::texel_view() const {
 const Device& BufferImpl::device() const { return *dev_; }
 
 DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
-    : instance_(instance), phys_(phys), info_(std::move(info)), opts_(std::move(opts)) {
+    : instance_(instance), phys_(phys), info_(std::move(info)), opts_(std::move(opts)),
+      pipelines_(opts_.pipeline_cache_size) {
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys_, &n, nullptr);
   std::vector<VkQueueFamilyProperties> qs(n);
@@ -196,10 +197,10 @@ DeviceImpl::~DeviceImpl() {
   vkDeviceWaitIdle(device_);
   save_pipeline_cache(true);
   for (auto& c : idle_contexts_) destroy_context(*c);
-  for (auto& [key, p] : pipelines_) {
-    vkDestroyPipeline(device_, p.pipeline, nullptr);
-    vkDestroyPipelineLayout(device_, p.layout, nullptr);
-    vkDestroyDescriptorSetLayout(device_, p.set_layout, nullptr);
+  {
+    // Nothing else holds a pipeline now: executables and run_spirv hold the device too.
+    std::vector<PipelinePtr> cached;
+    pipelines_.clear(cached);
   }
   trim();
   vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
@@ -472,8 +473,13 @@ std::vector<PipelineStatistic> DeviceImpl::pipeline_statistics(const codegen::Ke
   PipelineOptions o;
   o.push_constant_bytes = kernel.push_constant_bytes;
   std::lock_guard<std::mutex> lock(pipeline_mutex_);
-  const auto it = pipelines_.find(pipeline_key(kernel, o));
-  return it == pipelines_.end() ? std::vector<PipelineStatistic>{} : it->second.statistics;
+  const PipelinePtr* p = pipelines_.peek(pipeline_key(kernel, o));
+  return p ? (*p)->statistics : std::vector<PipelineStatistic>{};
+}
+
+size_t DeviceImpl::pipelines_cached() const {
+  std::lock_guard<std::mutex> lock(pipeline_mutex_);
+  return pipelines_.size();
 }
 
 std::vector<PipelineStatistic> DeviceImpl::read_statistics(VkPipeline pipeline) const {
@@ -506,7 +512,7 @@ std::vector<PipelineStatistic> DeviceImpl::read_statistics(VkPipeline pipeline) 
   return out;
 }
 
-const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {
+PipelinePtr DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineOptions& options) {
   // A generated module's push constants (its zero word) are pushed by record_dispatch.
   PipelineOptions o = options;
   o.push_constant_bytes = std::max(o.push_constant_bytes, k.push_constant_bytes);
@@ -518,9 +524,9 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
   {
     std::unique_lock<std::mutex> lock(pipeline_mutex_);
     for (;;) {
-      if (auto it = pipelines_.find(key); it != pipelines_.end()) {
+      if (const PipelinePtr* p = pipelines_.find(key)) {
         ++hits_;
-        return it->second;
+        return *p;
       }
       if (!creating_.count(key)) break;
       // Another thread is creating this very pipeline: wait for it rather than compile twice.
@@ -544,15 +550,26 @@ const Pipeline& DeviceImpl::pipeline(const codegen::KernelBinary& k, const Pipel
     pipeline_created_.notify_all();
     throw;
   }
-  const Pipeline* created;
+  // Destroyed when the last holder lets go. Every submit waits for its fence, and a failed
+  // one for the queue to go idle, so by then no work on the GPU uses it; a kept recording
+  // that binds it belongs to an executable, which holds the pipeline until after it.
+  ++pipelines_alive_;
+  PipelinePtr created(new Pipeline(std::move(p)), [this](const Pipeline* q) {
+    vkDestroyPipeline(device_, q->pipeline, nullptr);
+    vkDestroyPipelineLayout(device_, q->layout, nullptr);
+    vkDestroyDescriptorSetLayout(device_, q->set_layout, nullptr);
+    --pipelines_alive_;
+    delete q;
+  });
+  std::vector<PipelinePtr> evicted;  // released after the lock, by whoever holds them last
   {
     std::lock_guard<std::mutex> lock(pipeline_mutex_);
-    created = &pipelines_.emplace(key, p).first->second;
+    created = pipelines_.insert(key, created, evicted);
     creating_.erase(key);
   }
   pipeline_created_.notify_all();
   save_pipeline_cache(false);
-  return *created;
+  return created;
 }
 
 Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& o) {

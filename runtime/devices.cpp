@@ -273,6 +273,20 @@ void restrict_device(DeviceInfo& info, const Profile& p) {
   info.profile = p.name;
 }
 
+namespace {
+// A cache bound: `given`, else the environment's `env` where it is a positive integer, else `fallback`.
+size_t cache_size(size_t given, const char* env, size_t fallback) {
+  if (given) return given;
+  const char* e = std::getenv(env);
+  if (!e || !*e) return fallback;
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(e, &end, 10);
+  if (*end || n == 0)
+    throw Error(Error::Kind::InvalidArgument, std::string("$") + env + " must be a positive integer, not '" + e + "'");
+  return size_t(n);
+}
+}  // namespace
+
 std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   const Instance& inst = instance();
   if (inst.infos.empty())
@@ -301,12 +315,15 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
     if (const char* env = std::getenv("NXV_PROFILE")) resolved.profile = env;
   DeviceInfo info = inst.infos[pick];
   if (!resolved.profile.empty() && resolved.profile != "none") restrict_device(info, load_profile(resolved.profile));
+  resolved.executable_cache_size = cache_size(opts.executable_cache_size, "NXV_EXECUTABLE_CACHE_SIZE", 256);
+  resolved.pipeline_cache_size = cache_size(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 1024);
   static std::mutex m;
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;
   std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms) +
                     (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets") +
-                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile;
+                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile + "|" +
+                    std::to_string(resolved.executable_cache_size) + "|" + std::to_string(resolved.pipeline_cache_size);
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;
   auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], std::move(info), resolved);

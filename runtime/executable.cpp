@@ -38,7 +38,7 @@ void check_buffer_size(const ir::Node& n, const codegen::DeviceCaps& caps) {
 struct KernelStep {
   const ir::Node* node;
   codegen::KernelBinary binary;
-  const Pipeline* pipeline;
+  PipelinePtr pipeline;
 };
 
 class ExecutableImpl;
@@ -271,7 +271,7 @@ class ExecutableImpl : public Executable {
           throw Error(Error::Kind::Vulkan, "kernel " + step.binary.name + " failed SPIR-V validation: " + err);
         const auto t1 = Clock::now();
         const double c1 = thread_cpu_ms();
-        step.pipeline = &dev_->pipeline(step.binary);
+        step.pipeline = dev_->pipeline(step.binary);
         log_kernel_compile(lowered_.name, step.binary.name,
                            {ms_between(t0, t1), ms_between(t1, Clock::now()), c1 - c0, thread_cpu_ms() - c1});
         for (const auto& slot : n.attrs.value("buffers", nlohmann::json::array()))
@@ -578,7 +578,7 @@ class ExecutableImpl : public Executable {
     }
     const auto t1 = Clock::now();
     const double c1 = thread_cpu_ms();
-    s->kernel = {&n, s->binary.kernel, &dev_->pipeline(s->binary.kernel)};
+    s->kernel = {&n, s->binary.kernel, dev_->pipeline(s->binary.kernel)};
     log_kernel_compile(lowered_.name, s->binary.kernel.name,
                        {ms_between(t0, t1), ms_between(t1, Clock::now()), c1 - c0, thread_cpu_ms() - c1});
     for (const auto& lit : s->binary.constants) s->constants.push_back(dev_->upload(lit.type, lit.data.data(), lit.data.size()));
@@ -828,6 +828,15 @@ std::vector<ir::TensorType> parameter_types(const ir::Graph& g) {
   return types;
 }
 
+// Compiled executables are shared: compiling the same graph twice pays only a lookup.
+// Each cache holds its device (through its executables) for as long as it is not empty,
+// and devices stay open for the life of the process, so a device's address names it.
+std::mutex cache_mutex;
+LruCache<std::string, std::shared_ptr<Executable>>& cache_of(const Device& device) {
+  static std::map<const Device*, LruCache<std::string, std::shared_ptr<Executable>>> caches;
+  return caches.try_emplace(&device, device.options().executable_cache_size).first->second;
+}
+
 }  // namespace
 
 std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, const ir::Graph& graph,
@@ -840,19 +849,28 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   if (!opts.serial_loops) key += "\nno serial loops";
   key += "\nprecision " + codegen::to_string(opts.precision);
   key = content_hash(key.data(), key.size(), dev->info().name + dev->options().device);
-  // Compiled executables are shared: compiling the same graph twice pays only a lookup.
-  static std::mutex m;
-  static std::map<std::pair<const Device*, std::string>, std::shared_ptr<Executable>> cache;
   {
-    std::lock_guard<std::mutex> lock(m);
-    if (auto it = cache.find({dev.get(), key}); it != cache.end()) return it->second;
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (const auto* exe = cache_of(*dev).find(key)) return *exe;
   }
   ir::Graph g = graph;
   g.reindex();
   auto inputs = parameter_types(g);
-  auto exe = std::make_shared<ExecutableImpl>(dev, std::move(g), std::move(inputs), opts);
-  std::lock_guard<std::mutex> lock(m);
-  return cache.emplace(std::make_pair(dev.get(), key), exe).first->second;
+  std::shared_ptr<Executable> exe = std::make_shared<ExecutableImpl>(dev, std::move(g), std::move(inputs), opts);
+  std::vector<std::shared_ptr<Executable>> evicted;  // released after the lock: destroying one takes time
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  return cache_of(*dev).insert(key, exe, evicted);
+}
+
+size_t Executable::cached(const Device& device) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  return cache_of(device).size();
+}
+
+void Executable::drop_cached(const Device& device) {
+  std::vector<std::shared_ptr<Executable>> evicted;
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  cache_of(device).clear(evicted);
 }
 
 }  // namespace nxv::runtime

@@ -102,7 +102,7 @@ std::vector<BufferPtr> run_spirv(const std::shared_ptr<Device>& device, const st
   // vkCmdPushConstants takes whole words.
   std::vector<uint8_t> push = launch.push_constants;
   push.resize((push.size() + 3) / 4 * 4);
-  const Pipeline& p = dev->pipeline(k, {uint32_t(push.size()), true});
+  const PipelinePtr p = dev->pipeline(k, {uint32_t(push.size()), true});
 
   std::vector<BufferPtr> outs;
   for (const auto& t : outputs) outs.push_back(dev->allocate(t));
@@ -110,7 +110,7 @@ std::vector<BufferPtr> run_spirv(const std::shared_ptr<Device>& device, const st
   for (const auto& b : inputs) buffers.push_back(b.get());
   for (const auto& b : outs) buffers.push_back(b.get());
   const double device_ms =
-      dev->submit([&](VkCommandBuffer cb, SubmitContext& ctx) { dev->record_dispatch(cb, ctx, p, buffers, k.group_count, push); });
+      dev->submit([&](VkCommandBuffer cb, SubmitContext& ctx) { dev->record_dispatch(cb, ctx, *p, buffers, k.group_count, push); });
   if (stats) {
     stats->device_ms = device_ms;
     stats->dispatches = 1;

@@ -67,6 +67,12 @@ struct RuntimeOptions {
   // or FILE.json#PROFILE): the device enables, and codegen assumes, only what both the device
   // and the profile have.
   std::string profile;
+  // How many compiled executables, and how many pipelines, the device keeps for reuse; the
+  // least recently used go beyond that (whatever a caller still holds stays alive). 0 →
+  // $NXV_EXECUTABLE_CACHE_SIZE / $NXV_PIPELINE_CACHE_SIZE → 256 / 1024 (each pipeline
+  // holds the driver's compiled code, in host memory on lavapipe).
+  size_t executable_cache_size = 0;
+  size_t pipeline_cache_size = 0;
 };
 
 // One statistic of a compiled pipeline, as the driver names and describes it.
@@ -127,6 +133,9 @@ class Device {
   // pipeline_statistics); empty where they were not asked for, the device has none, or the
   // kernel has no pipeline on this device.
   virtual std::vector<PipelineStatistic> pipeline_statistics(const codegen::KernelBinary& kernel) const = 0;
+  // Pipelines in the device's cache, and pipelines alive (cached or held by an executable).
+  virtual size_t pipelines_cached() const = 0;
+  virtual size_t pipelines_alive() const = 0;
 };
 
 struct CompileOptions {
@@ -155,9 +164,13 @@ class Executable {
   virtual ~Executable() = default;
   // Runs the pass pipeline, generates and validates every kernel, and creates
   // the pipelines (through the device's pipeline cache). Executables are
-  // cached by a content hash of the graph and the device.
+  // cached by a content hash of the graph and the device, the RuntimeOptions::
+  // executable_cache_size most recently used per device.
   static std::shared_ptr<Executable> compile(std::shared_ptr<Device> device, const ir::Graph& graph,
                                              const CompileOptions& opts = {});
+  // Executables in `device`'s cache; drop_cached empties it (those held elsewhere live on).
+  static size_t cached(const Device& device);
+  static void drop_cached(const Device& device);
 
   virtual std::shared_ptr<Device> device() const = 0;
   virtual const ir::Graph& source() const = 0;   // as given

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/lru_cache.h"
 #include "runtime/runtime.h"
 
 namespace nxv::runtime {
@@ -32,6 +33,7 @@ void check_validation(const std::string& during);
 // Names a Vulkan object in validation messages (a no-op without VK_EXT_debug_utils).
 void name_object(VkDevice device, VkObjectType type, uint64_t handle, const std::string& name);
 
+// Its Vulkan objects are destroyed with the last PipelinePtr to it (DeviceImpl::pipeline).
 struct Pipeline {
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
@@ -42,6 +44,8 @@ struct Pipeline {
   bool push_descriptors = false;  // its buffers are bound by vkCmdPushDescriptorSetKHR
   std::vector<PipelineStatistic> statistics;  // RuntimeOptions::pipeline_statistics
 };
+
+using PipelinePtr = std::shared_ptr<const Pipeline>;
 
 struct PipelineOptions {
   uint32_t push_constant_bytes = 0;
@@ -115,10 +119,13 @@ class DeviceImpl : public Device {
   uint64_t bytes_in_use() const override { return in_use_; }
   void trim() override;
 
-  // Pipelines are cached by a hash of the module and its launch; creation goes through
-  // the persisted VkPipelineCache.
-  const Pipeline& pipeline(const codegen::KernelBinary& k, const PipelineOptions& options = {});
+  // Pipelines are cached by a hash of the module and its launch, the
+  // RuntimeOptions::pipeline_cache_size most recently used; creation goes through the
+  // persisted VkPipelineCache. Hold the pointer for as long as recordings use the pipeline.
+  PipelinePtr pipeline(const codegen::KernelBinary& k, const PipelineOptions& options = {});
   std::vector<PipelineStatistic> pipeline_statistics(const codegen::KernelBinary& kernel) const override;
+  size_t pipelines_cached() const override;
+  size_t pipelines_alive() const override { return pipelines_alive_; }
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
 
@@ -231,7 +238,8 @@ class DeviceImpl : public Device {
   std::atomic<uint64_t> buffers_destroyed_{0};
   std::atomic<int64_t> texel_views_{0};
   mutable std::mutex pipeline_mutex_;
-  std::unordered_map<std::string, Pipeline> pipelines_;  // node-based: references stay valid
+  LruCache<std::string, PipelinePtr> pipelines_;
+  std::atomic<size_t> pipelines_alive_{0};
   std::set<std::string> creating_;                      // keys some thread is creating now
   std::condition_variable pipeline_created_;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
