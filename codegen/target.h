@@ -69,7 +69,6 @@ struct DeviceCaps {
   uint32_t max_shared_memory_bytes = 16384;
   uint32_t max_storage_buffers = 31;  // per kernel: maxPerStageDescriptorStorageBuffers
   uint64_t max_storage_buffer_range = 1ull << 27;
-  uint64_t max_memory_allocation_size = ~0ull;  // VkPhysicalDeviceMaintenance3Properties
   uint64_t max_heap_bytes = ~0ull;              // the largest device-local memory heap
   uint32_t max_texel_buffer_elements = 65536;  // maxTexelBufferElements
   uint64_t max_memory_allocation_bytes = 1ull << 30;  // maxMemoryAllocationSize

@@ -166,7 +166,6 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.max_shared_memory_bytes = p.limits.maxComputeSharedMemorySize;
   c.max_storage_buffers = std::min(p.limits.maxPerStageDescriptorStorageBuffers, p.limits.maxDescriptorSetStorageBuffers);
   c.max_storage_buffer_range = p.limits.maxStorageBufferRange;
-  c.max_memory_allocation_size = m3.maxMemoryAllocationSize;
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(pd, &mem);
   c.max_heap_bytes = 0;

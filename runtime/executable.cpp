@@ -24,7 +24,7 @@ namespace {
 void check_buffer_size(const ir::Node& n, const codegen::DeviceCaps& caps) {
   const std::pair<uint64_t, const char*> limits[] = {
       {caps.max_storage_buffer_range, "maxStorageBufferRange"},
-      {caps.max_memory_allocation_size, "maxMemoryAllocationSize"},
+      {caps.max_memory_allocation_bytes, "maxMemoryAllocationSize"},
       {caps.max_heap_bytes, "its largest device-local heap"},
   };
   for (const auto& r : n.results)
