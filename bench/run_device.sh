@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export LD_LIBRARY_PATH=$PWD/.gl/bin NXV_CACHE_DIR=$(mktemp -d) XDG_RUNTIME_DIR=$(mktemp -d)
+export LD_LIBRARY_PATH=$PWD/.gl/bin NXV_CACHE_DIR=$(mktemp -d) XDG_RUNTIME_DIR=$(mktemp -d) NXV_PROFILE_PATH=$PWD/profiles
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 what=${1:-all}

@@ -143,8 +143,12 @@ std::pair<Id, Id> subgroup_scan(ScanFold& f, spv::Op op, Id v, Id slots, uint32_
   Id rt = e.reg_type(f.t);
   auto slot = [&](Id i) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, rt), {slots, i}); };
   auto scan = [&](spv::GroupOperation g) { return e.normalize(b.op_in_place(op, rt, {e.u32c(spv::ScopeSubgroup), uint32_t(g), v}), f.t); };
-  Id inclusive = scan(spv::GroupOperationInclusiveScan), exclusive = scan(spv::GroupOperationExclusiveScan);
   Id sg = b.builtin_u32(spv::BuiltInSubgroupId), lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
+  // The first lane's exclusive scan is the op's identity at register width (INT32_MAX for a
+  // minimum), which renormalising to a narrow type would turn into -1: it takes the fold's.
+  Id first = b.op(spv::OpIEqual, e.boolean(), {lane, e.u32c(0)});
+  Id inclusive = scan(spv::GroupOperationInclusiveScan);
+  Id exclusive = e.select(f.t, first, f.identity(), scan(spv::GroupOperationExclusiveScan));
   Id last = b.op(spv::OpIEqual, e.boolean(), {lane, b.op(spv::OpISub, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupSize), e.u32c(1)})});
   b.if_then(last, [&] { b.op_void(spv::OpStore, {slot(sg), inclusive}); });
   b.workgroup_barrier();
