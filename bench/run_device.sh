@@ -1,29 +1,131 @@
 #!/usr/bin/env bash
-# On the lent GPU machine (see /work/.library/device/README.md): installs the Vulkan loader
-# from the .deb files carried in .gl/, points it at the NVIDIA ICD, then runs what is asked in
-# one lease of the machine so that ratios are comparable. Binaries are built here and carried
-# in .gl/bin (nxv, nxv_bench, nxv_unit_tests, nxv_soak, libspirv-cross-c-shared.so.0); a
-# baseline nxv_bench to compare against in .gl/base.
-#   bash bench/run_device.sh [tests|bench|compare|scan|soak|all] [gtest filter]
+# The lent GPU machine (see /work/.library/device/README.md) in one script. `pack` runs here
+# and fills the ignored .gl/ with what that machine lacks; every other mode runs there: it
+# installs the Vulkan loader from the .deb files in .gl/, points it at the NVIDIA ICD, and
+# runs what is asked in one lease, so that ratios are comparable.
+#   bash bench/run_device.sh pack      here: .gl/bin (nxv, nxv_bench, nxv_unit_tests, nxv_soak,
+#                                      nxv_nif.so, libspirv-cross-c-shared.so.0, spirv-as),
+#                                      the loader debs, .gl/otp.tar.xz (Erlang/OTP and Elixir),
+#                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13
+#   bash bench/run_device.sh MODE [gtest filter]   there:
 #     tests    the unit suite (optionally filtered)
 #     bench    nxv_bench and jax_bench.py, full size
 #     compare  .gl/base/nxv_bench against .gl/bin/nxv_bench, alternating, $ROUNDS (default 2) rounds
 #     scan     the cumsum rows (and copy, sum) against jnp.cumsum
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
+#     elixir   the ExUnit suite eagerly, NXV_LAZY=1 and NXV_LAZY=device, concurrently, on each
+#              Nx in .gl (0.7.2 on Elixir 1.14, 0.13 on Elixir 1.18); $NXV_ELIXIR_RUNS narrows
+#              it ("1.14:eager 1.18:device"); extra arguments go to `mix test`
+#     suites   Nx 0.7.2's own test files (scripts/nx_suite.sh) and Axon's and Scholar's suites
+#              (scripts/ext_suite.sh, checkouts in .gl/ext, packed from $NXV_EXT), concurrently
 # Results land in $OUT (JSON, logs); bench/report.py turns a pair into a table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+what=${1:-all}
+[ $# -gt 0 ] && shift
+
+pack() {
+  set -e
+  local build=${NXV_BUILD_DIR:-build}
+  mkdir -p .gl/bin
+  if ! ls .gl/*.deb >/dev/null 2>&1; then
+    # The device README's recipe: the loader and its GL siblings, amd64, without installing them.
+    local o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64"
+    mkdir -p /tmp/amd64/partial
+    apt-get $o update -q
+    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  fi
+  for b in cli/nxv bench/nxv_bench bench/nxv_soak unit_tests/nxv_unit_tests nif/nxv_nif.so; do
+    strip -o ".gl/bin/$(basename $b)" "$build/$b"
+  done
+  cp -L /lib/x86_64-linux-gnu/libspirv-cross-c-shared.so.0 "$(command -v spirv-as)" .gl/bin/
+  # Erlang/OTP and Elixir as built here (Debian's), relocatable under one prefix: run-time
+  # applications only, with the two libraries beyond glibc that the VM and crypto load.
+  local stage
+  stage=$(mktemp -d)
+  mkdir -p "$stage/lib"
+  cp -a /usr/lib/erlang "$stage/erlang"
+  (cd "$stage/erlang/lib" && rm -rf wx-* megaco-* diameter-* odbc-* observer-* common_test-* \
+    et-* debugger-* reltool-* mnesia-* asn1-* ssl-* public_key-* inets-* erl_interface-* eldap-* \
+    ftp-* tftp-* edoc-* xmerl-* snmp-* */src */doc */examples)
+  rm -rf "$stage"/erlang/{man,misc,usr}
+  cp -a /usr/lib/elixir "$stage/elixir-1.14"
+  if [ -n "${NXV_ELIXIR_1_18:-}" ]; then
+    mkdir -p "$stage/elixir-1.18/lib"
+    cp -a "$NXV_ELIXIR_1_18/bin" "$stage/elixir-1.18/"
+    for app in "$NXV_ELIXIR_1_18"/lib/*/; do
+      mkdir -p "$stage/elixir-1.18/lib/$(basename "$app")"
+      cp -a "$app/ebin" "$stage/elixir-1.18/lib/$(basename "$app")/"
+    done
+  fi
+  cp -L /lib/x86_64-linux-gnu/libtinfo.so.6 /lib/x86_64-linux-gnu/libcrypto.so.3 "$stage/lib/"
+  tar -C "$stage" -cJf .gl/otp.tar.xz .
+  rm -rf "$stage"
+  rm -rf .gl/nx-0.7.2 .gl/nx-0.13
+  cp -r ../shared/nx-0.7.2 .gl/nx-0.7.2
+  [ -z "${NXV_NX_0_13:-}" ] || cp -r "$NXV_NX_0_13" .gl/nx-0.13
+  rm -rf .gl/ext
+  [ -z "${NXV_EXT:-}" ] || cp -r "$NXV_EXT" .gl/ext
+  du -sh .gl
+}
+
+if [ "$what" = pack ]; then pack; exit; fi
+
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export LD_LIBRARY_PATH=$PWD/.gl/bin NXV_CACHE_DIR=$(mktemp -d) XDG_RUNTIME_DIR=$(mktemp -d) NXV_PROFILE_PATH=$PWD/profiles
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-what=${1:-all}
 .gl/bin/nxv devices
+
+# Unpacks .gl/otp.tar.xz into /opt/nxv-otp (outside /, as the device README asks) and points
+# Debian's erl script, which names its root literally, at it.
+otp_install() {
+  local otp=/opt/nxv-otp
+  if [ ! -d $otp/erlang ]; then
+    mkdir -p $otp && tar -C $otp -xJf .gl/otp.tar.xz
+    sed -i "s|ROOTDIR=/usr/lib/erlang|ROOTDIR=$otp/erlang|" $otp/erlang/bin/erl $otp/erlang/erts-*/bin/erl
+  fi
+  export LD_LIBRARY_PATH=$otp/lib:$LD_LIBRARY_PATH PATH=$otp/erlang/bin:$PWD/.gl/bin:$PATH
+}
+
+# One ExUnit run in a private copy of elixir/ and of the Nx tree, with the NIF built here.
+elixir_run() {
+  local version=$1 mode=$2 nx log=$out/elixir_$1_$2.log
+  shift 2
+  case $version in 1.14) nx=nx-0.7.2 ;; 1.18) nx=nx-0.13 ;; esac
+  [ -d ".gl/$nx" ] || { echo "no .gl/$nx: skipped" >"$log"; return; }
+  local dir
+  dir=$(mktemp -d)
+  cp -r elixir "$dir/elixir" && cp -r ".gl/$nx" "$dir/nx" && cp -r unit_tests "$dir/unit_tests"
+  mkdir -p "$dir/elixir/priv" && cp .gl/bin/nxv_nif.so "$dir/elixir/priv/"
+  local lazy=""
+  case $mode in lazy) lazy=1 ;; device) lazy=device ;; esac
+  (cd "$dir/elixir" && PATH=/opt/nxv-otp/elixir-$version/bin:$PATH HOME=$dir MIX_HOME=$dir/mix \
+    NXV_SKIP_NATIVE=1 NX_PATH=$dir/nx/nx NXV_LAZY=$lazy NXV_CACHE_DIR=$dir/cache \
+    timeout 540 mix test "$@") >"$log" 2>&1
+  echo "exit $?" >>"$log"
+}
+
+# One third-party suite in a private copy of the repository (the scripts write beside it).
+suite_run() {
+  local name=$1 dir
+  dir=$(mktemp -d)
+  tar --exclude=./.gl --exclude=./build -cf - . | tar -C "$dir" -xf -
+  cp -r .gl/nx-0.7.2 "$dir/nx" && mkdir -p "$dir/elixir/priv" && cp .gl/bin/nxv_nif.so "$dir/elixir/priv/"
+  local ext=$PWD/.gl/ext
+  (cd "$dir" && PATH=/opt/nxv-otp/elixir-1.14/bin:$PATH HOME=$dir MIX_HOME=$dir/mix NXV_SKIP_NATIVE=1 \
+    NX_PATH=$dir/nx/nx POLARIS_PATH=$ext/polaris AXON_PATH=$ext/axon SCHOLAR_PATH=$ext/scholar \
+    NIMBLE_OPTIONS_PATH=$ext/nimble_options NXV_CACHE_DIR=$dir/cache timeout 560 \
+    bash -c "if [ $name = nx ]; then bash scripts/nx_suite.sh; else bash scripts/ext_suite.sh $name; fi") \
+    >"$out/suite_$name.log" 2>&1
+  echo "exit $?" >>"$out/suite_$name.log"
+}
+
 case $what in
   tests | all)
-    NXV_TEST_DATA=$PWD/unit_tests .gl/bin/nxv_unit_tests --gtest_brief=1 ${2:+--gtest_filter=$2} 2>&1 | tail -25 ;;&
+    NXV_TEST_DATA=$PWD/unit_tests .gl/bin/nxv_unit_tests --gtest_brief=1 ${1:+--gtest_filter=$1} 2>&1 | tail -25 ;;&
   bench | all)
     .gl/bin/nxv_bench --size full --runs 30 --json "$out/nxv.json"
     python3 bench/jax_bench.py --size full --runs 30 --json "$out/jax.json" ;;
@@ -39,4 +141,23 @@ case $what in
     python3 bench/report.py "$out/nxv_scan.json" "$out/jax_scan.json" ;;
   soak)
     .gl/bin/nxv_soak --minutes="${SOAK_MINUTES:-9}" --threads=4 --out="$out/soak.md" 2>&1 | tail -20 ;;
+  elixir)
+    otp_install
+    runs=${NXV_ELIXIR_RUNS:-1.14:eager 1.14:lazy 1.14:device 1.18:eager 1.18:lazy 1.18:device}
+    for run in $runs; do elixir_run "${run%%:*}" "${run##*:}" "$@" & done
+    wait
+    for f in "$out"/elixir_*.log; do
+      echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
+    done ;;
+  suites)
+    otp_install
+    for name in nx axon scholar; do suite_run $name & done
+    wait
+    for f in "$out"/suite_*.log; do
+      echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
+    done ;;
 esac
+# At most eight files come back from $OUT: the logs travel as one archive.
+if ls "$out"/*.log >/dev/null 2>&1; then
+  (cd "$out" && tar -czf logs.tar.gz ./*.log && rm -f ./*.log)
+fi

@@ -229,6 +229,9 @@ defmodule Nx.Vulkan.Backend do
         on_this_backend(tensors, fn -> apply(fun, args) end)
       end
     end
+
+    defp host_default?(callback, tensors, arity),
+      do: Lazy.small_on_host?(tensors) and not function_exported?(Nx.BinaryBackend, callback, arity)
   end
 
   # Nx >= 0.8 declares stack/3 and the pointer callbacks, Nx >= 0.12 block/4.
@@ -524,9 +527,6 @@ defmodule Nx.Vulkan.Backend do
           else: Nx.Defn.jit_apply(fun, args, [compiler: Nx.Vulkan, on_conflict: :force] ++ config)
     end
   end
-
-  defp host_default?(callback, tensors, arity),
-    do: Lazy.small_on_host?(tensors) and not function_exported?(Nx.BinaryBackend, callback, arity)
 
   defp config_of(tensors, []), do: device_of(tensors)
   defp config_of(_tensors, opts), do: Device.config(opts)

@@ -367,7 +367,7 @@ defmodule Nx.Vulkan.Lazy do
         steps
         |> Tuple.to_list()
         |> Enum.reduce({}, fn {_name, fun, args}, results ->
-          Tuple.append(results, apply(fun, subst(args, leaves, results)))
+          Tuple.insert_at(results, tuple_size(results), apply(fun, subst(args, leaves, results)))
         end)
 
       outputs |> Enum.map(&Nx.Defn.Expr.tensor(elem(results, &1))) |> List.to_tuple()
@@ -401,7 +401,7 @@ defmodule Nx.Vulkan.Lazy do
             exception -> reraise attribute(exception, name), __STACKTRACE__
           end
 
-        Tuple.append(results, result)
+        Tuple.insert_at(results, tuple_size(results), result)
       end)
 
     :telemetry.execute([:nx_vulkan, :lazy, :fallback], %{nodes: tuple_size(steps)}, %{exception: exception})
