@@ -1006,7 +1006,7 @@ struct M {
   // |x|^y for finite x > 0: exact repeated squaring for small integer y (x * x is what Nx
   // users write x ** 2 for; GLSL's Pow is exp2(y log2 x), inexact even for 1.5 ** 2), else
   // exp(y log x) with the product's rounding error carried into the exponential (f64), or
-  // GLSL's Pow (f32, within its bound of the correctly rounded result).
+  // GLSL's Pow (f32 on a device without f64, within Vulkan's bound for it).
   Id pow_pos(Id ax, Id y) {
     Id general;
     if (wide()) {

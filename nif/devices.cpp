@@ -25,6 +25,8 @@ ERL_NIF_TERM make_device_info(ErlNifEnv* env, const runtime::DeviceInfo& d) {
       {"max_workgroup_invocations", enif_make_uint(env, c.max_workgroup_invocations)},
       {"max_shared_memory_bytes", enif_make_uint(env, c.max_shared_memory_bytes)},
       {"max_storage_buffer_range", enif_make_uint64(env, c.max_storage_buffer_range)},
+      {"max_memory_allocation_bytes", enif_make_uint64(env, c.max_memory_allocation_bytes)},
+      {"max_heap_bytes", enif_make_uint64(env, c.max_heap_bytes)},
       {"max_storage_buffers", enif_make_uint(env, c.max_storage_buffers)},
       {"computes_f32_in_f64", flag(codegen::computes_f32_in_f64(c))},
   });

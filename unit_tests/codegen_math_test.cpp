@@ -191,5 +191,35 @@ TEST(CodegenMath, F32FunctionsFromTheLibraryMatchTheCLibrary) {
       if (std::string(f.op) == op) check(f, DType::F32);
 }
 
+// f32 pow where |y log2 x| is large: GLSL's Pow (exp2 of y log2 x) loses about |y log2 x| ulp,
+// so a device with f64 computes f32 pow in f64 and rounds; checked against powl rounded to f32.
+TEST(CodegenMath, F32PowIsWithinAnUlpWhereTheDeviceHasF64) {
+  auto dev = runtime::Device::open();
+  if (!dev->info().caps.float64) GTEST_SKIP() << "the device has no Float64: f32 pow is GLSL's, within Vulkan's bound";
+  std::vector<float> xs, ys;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> base(0.01f, 20.0f), exponent(-30.0f, 30.0f);
+  for (int i = 0; i < 6000; ++i) xs.push_back(base(rng)), ys.push_back(exponent(rng));
+  const int64_t n = int64_t(xs.size());
+  const std::string shape = "[" + std::to_string(n) + "]";
+  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape +
+                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape +
+                           R"(, "attrs": {"index": 1}}, {"id": 2, "op": "pow", "args": [0, 1], "type": "f32", "shape": )" +
+                           shape + R"(}], "outputs": [2]})");
+  ir::Literal in_x{{DType::F32, {n}}, std::vector<uint8_t>(size_t(n) * 4)}, in_y = in_x;
+  std::memcpy(in_x.data.data(), xs.data(), in_x.data.size());
+  std::memcpy(in_y.data.data(), ys.data(), in_y.data.size());
+  auto out = runtime::Executable::compile(dev, g)->run_host({in_x, in_y})[0];
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const long double want = (float)std::pow((long double)xs[size_t(i)], (long double)ys[size_t(i)]);
+    const double got = ir::get_f64(out, i);
+    if (!std::isfinite(double(want)) || std::fabs(double(want)) < 1e-37) continue;  // outside f32's normal range
+    worst = std::max(worst, double(std::fabs((long double)got - want) / ulp(want, 23, -126)));
+  }
+  std::printf("pow f32: max error %.3f ulp over %lld inputs\n", worst, (long long)n);
+  EXPECT_LE(worst, 1.0);
+}
+
 }  // namespace
 }  // namespace nxv

@@ -7,6 +7,12 @@ defmodule Nx.Vulkan.CompilerTest do
 
   defn(softplus(x), do: Nx.log(1 + Nx.exp(x)))
 
+  # n dependent matrix products in one submit
+  defn repeated_dots(a, n) do
+    {_, _, acc, _} = while {i = 0, n, acc = a, a}, i < n, do: {i + 1, n, Nx.dot(acc, a) / 256, a}
+    acc
+  end
+
   defn(containers(%{a: a, b: {b, c}}), do: %{sum: a + b, pair: {c * 2, Nx.sum(a)}})
 
   setup do
@@ -201,10 +207,13 @@ defmodule Nx.Vulkan.CompilerTest do
   end
 
   test "allocating past device memory raises and the VM stays up" do
-    # 1 GiB in one tensor (within 32-bit indexing) is more than the device can hold in a buffer
+    # one tensor past the device's largest buffer (lavapipe's 128 MiB storage range, the
+    # H200's 4 GiB allocation limit)
+    shape = past_buffer_limit_shape()
+
     error =
       assert_raise Nx.Vulkan.Error, fn ->
-        Nx.Vulkan.jit(fn -> Nx.broadcast(1.0, {16_384, 16_384}) end).()
+        Nx.Vulkan.jit(fn -> Nx.broadcast(1.0, shape) end).()
       end
 
     assert error.kind in [:out_of_memory, :unsupported]
@@ -221,7 +230,7 @@ defmodule Nx.Vulkan.CompilerTest do
 
     # uploading a tensor that does not fit, through the backend
     assert_raise Nx.Vulkan.Error, ~r/out_of_memory/, fn ->
-      Nx.from_binary(:binary.copy(<<0>>, 200_000_000), :u8, backend: Nx.Vulkan.Backend)
+      Nx.from_binary(:binary.copy(<<0>>, buffer_limit_bytes() + 1), :u8, backend: Nx.Vulkan.Backend)
     end
 
     assert_matches_evaluator(&softplus/1, [Nx.tensor([1.0])])
@@ -320,14 +329,19 @@ defmodule Nx.Vulkan.CompilerTest do
                  [6.0]
       end
 
-      # a submit running past :timeout fails with :timeout (about 70 MFLOP of matmuls on
-      # lavapipe take tens of milliseconds); the device stays usable
-      slow = fn a -> Enum.reduce(1..4, a, fn _, acc -> Nx.dot(acc, a) end) end
+      # a submit running past :timeout fails with :timeout; the device stays usable. The
+      # loop's trip count is chosen from a timed run so that the submit takes about 50 ms on
+      # any device (the shortest timeout is 1 ms)
+      slow = &repeated_dots/2
       a = Nx.iota({256, 256}, type: :f32) |> Nx.divide(1.0e5)
+      timed = Nx.Vulkan.jit(slow, device: "0", timeout: 120_000, cache_dir: "none")
+      timed.(a, 8)
+      {us, _} = :timer.tc(fn -> Nx.backend_transfer(timed.(a, 8)) end)
+      trips = 8 * max(ceil(50_000 / max(us, 1)), 1)
 
       error =
         assert_raise Nx.Vulkan.Error, fn ->
-          Nx.Vulkan.jit(slow, device: "0", timeout: 1, cache_dir: "none").(a)
+          Nx.Vulkan.jit(slow, device: "0", timeout: 1, cache_dir: "none").(a, trips)
         end
 
       assert error.kind == :timeout

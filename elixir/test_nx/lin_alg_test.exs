@@ -8,14 +8,19 @@ defmodule Nx.Vulkan.LinAlgTest do
   # from the evaluator's in the second digit. The iterations stop at a tolerance (eigh at
   # 1e-4), and the backend's eigh computes in f64 where this computes in f32, so f32
   # results agree to 2e-5 absolute plus 1e-4 relative (the largest differences seen are
-  # ~5e-6); f64 results, computed in f64 by both, to 1e-9.
+  # ~5e-6); f64 results, computed in f64 by both, to 1e-9 where the device adds f64 products
+  # unfused, as the backend's Elixir loops do (lavapipe). A GPU contracts them into fused
+  # multiply-adds (NVIDIA does): the iterates differ in their last bits, the 1e-4 test can
+  # stop the iteration one step earlier or later, and f64 results agree to 1e-7 (3.5e-9 is
+  # the largest difference seen, on an H200).
   use Nx.Vulkan.Case, async: true
   import Nx.Defn
 
   # Nx 0.13's SVD compiles a QDWH loop per matrix and type: minutes on a loaded two-core machine.
   @moduletag timeout: 300_000
 
-  @tolerance %{f32: [atol: 2.0e-5, rtol: 1.0e-4], f64: [atol: 1.0e-9, rtol: 1.0e-9]}
+  @f64_tolerance if(Nx.Vulkan.Case.computes_f32_in_f64?(), do: 1.0e-9, else: 1.0e-7)
+  @tolerance %{f32: [atol: 2.0e-5, rtol: 1.0e-4], f64: [atol: @f64_tolerance, rtol: @f64_tolerance]}
 
   defp data(shape, scale), do: shape |> Nx.iota(type: :f64) |> Nx.pow(2) |> Nx.multiply(scale) |> Nx.sin()
 

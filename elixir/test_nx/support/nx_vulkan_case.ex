@@ -46,6 +46,21 @@ defmodule Nx.Vulkan.Case do
     Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> get_in([:caps, :computes_f32_in_f64])
   end
 
+  @doc """
+  The largest buffer the default device allows, in bytes: the least of its
+  maxStorageBufferRange, maxMemoryAllocationSize and largest device-local heap.
+  """
+  def buffer_limit_bytes do
+    caps = Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> Map.fetch!(:caps)
+    Enum.min([caps.max_storage_buffer_range, caps.max_memory_allocation_bytes, caps.max_heap_bytes])
+  end
+
+  @doc """
+  A 2-D f32 shape one row past `buffer_limit_bytes/0`: allocating it fails with
+  `:out_of_memory` on any device, without exhausting the machine.
+  """
+  def past_buffer_limit_shape, do: {div(buffer_limit_bytes(), 16_384 * 4) + 1, 16_384}
+
   @doc "Tolerances by type: {atol, rtol}."
   def tolerance({:f, 64}), do: {1.0e-12, 1.0e-12}
   def tolerance({:f, 32}), do: {1.0e-5, 1.0e-5}
