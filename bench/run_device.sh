@@ -157,7 +157,9 @@ case $what in
       echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
     done ;;
 esac
-# At most eight files come back from $OUT: the logs travel as one archive.
-if ls "$out"/*.log >/dev/null 2>&1; then
-  (cd "$out" && tar -czf logs.tar.gz ./*.log && rm -f ./*.log)
+# At most eight files come back from $OUT: each mode's logs travel as one archive (modes
+# may run side by side).
+prefix=${what%s}
+if ls "$out/$prefix"_*.log >/dev/null 2>&1; then
+  (cd "$out" && tar -czf "logs_$what.tar.gz" ./"$prefix"_*.log && rm -f ./"$prefix"_*.log)
 fi
