@@ -83,10 +83,15 @@ mkdir -p "$out"
 # Debian's erl script, which names its root literally, at it.
 otp_install() {
   local otp=/opt/nxv-otp
-  if [ ! -d $otp/erlang ]; then
-    mkdir -p $otp && tar -C $otp -xJf .gl/otp.tar.xz
-    sed -i "s|ROOTDIR=/usr/lib/erlang|ROOTDIR=$otp/erlang|" $otp/erlang/bin/erl $otp/erlang/erts-*/bin/erl
-  fi
+  # (modes running side by side: one unpacks, the others wait for it)
+  (
+    flock 9
+    if [ ! -d $otp/erlang ]; then
+      mkdir -p $otp.part && tar -C $otp.part -xJf .gl/otp.tar.xz
+      sed -i "s|ROOTDIR=/usr/lib/erlang|ROOTDIR=$otp/erlang|" $otp.part/erlang/bin/erl $otp.part/erlang/erts-*/bin/erl
+      mv $otp.part $otp
+    fi
+  ) 9>/opt/nxv-otp.lock
   export LD_LIBRARY_PATH=$otp/lib:$LD_LIBRARY_PATH PATH=$otp/erlang/bin:$PWD/.gl/bin:$PATH
 }
 

@@ -109,6 +109,15 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
 // Transcendentals in the register precision of t (f32 for f16/bf16/f32).
 Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType t) {
   Id rt = reg_type(t);
+  // f32 roots through f64 where the device has it: Vulkan allows Sqrt 3 ulp and InverseSqrt
+  // 2 (NVIDIA's f32 sqrt(5) is 2.2360678, not 2.2360680), where IEEE 754, Nx.BinaryBackend
+  // and XLA round correctly. An f64 root rounded to f32 is the correctly rounded f32 root
+  // (53 >= 2 * 24 + 2 bits make the double rounding innocuous).
+  if ((op == "sqrt" || op == "rsqrt") && t == DType::F32 && caps.float64) {
+    Id r = b.ext(GLSLstd450Sqrt, reg_type(DType::F64), {convert(x, t, DType::F64)});
+    if (op == "rsqrt") r = b.op(spv::OpFDiv, reg_type(DType::F64), {constant(DType::F64, 1), r});
+    return convert(r, DType::F64, t);
+  }
   if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
   if (op == "rsqrt") return b.ext(GLSLstd450InverseSqrt, rt, {x});
   // GLSL.std.450's transcendentals are 16/32-bit only, and lack some functions altogether.
@@ -214,10 +223,7 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     }
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
-      // f32 pow in f64 wherever the device has it: GLSL's Pow is exp2(y log2 x), whose error
-      // grows with |y log2 x| (3 + 2|y log2 x| ulp in Vulkan's bounds; 1e-5 relative seen on
-      // NVIDIA at |y log2 x| ~ 25), where f64's core rounds to within an ulp of f32.
-      const DType ct = op == "pow" && t == DType::F32 && caps.float64 ? DType::F64 : compute_type(t);
+      const DType ct = compute_type(t);
       Id r = op == "atan2" ? float_atan2(convert(a, t, ct), convert(c, t, ct), ct)
                            : float_pow(convert(a, t, ct), convert(c, t, ct), ct);
       return normalize(convert(r, ct, t), t);

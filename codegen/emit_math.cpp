@@ -1003,21 +1003,31 @@ struct M {
     return sel(nan(x), x, copysign(y, x));
   }
 
+  // exp(y log x) for finite x > 0 and finite y, in f64, with the product's rounding error
+  // carried into the exponential.
+  Id exp_y_log_x(Id ax, Id y) {
+    DW l = log_dw(ax);
+    l = fast_two_sum(l.hi, l.lo);  // (log_dw's lo holds the series' cubic term)
+    auto [p, perr] = two_product(y, l.hi);
+    // Where exp(p) over- or underflows, |y| is so large that y * l.lo need not be small: the
+    // correction factor can go negative (pow(3, 1e20) gave -inf), so it applies only to a
+    // finite, nonzero exp(p), where it is ~|p| * 2^-53.
+    Id ep = exp(p);
+    return sel(or_(inf(ep), eq(ep, c(0))), ep, mul(ep, add(c(1), fma(y, l.lo, perr))));
+  }
+
   // |x|^y for finite x > 0: exact repeated squaring for small integer y (x * x is what Nx
   // users write x ** 2 for; GLSL's Pow is exp2(y log2 x), inexact even for 1.5 ** 2), else
-  // exp(y log x) with the product's rounding error carried into the exponential (f64), or
-  // GLSL's Pow (f32 on a device without f64, within Vulkan's bound for it).
+  // exp_y_log_x: in f64, and for f32 wherever the device has f64 (then rounded), since
+  // GLSL's Pow loses about |y log2 x| ulp (Vulkan allows 3 + 2|y log2 x|; NVIDIA's was 1e-5
+  // relative off at |y log2 x| ~ 25); on a device without f64, GLSL's Pow.
   Id pow_pos(Id ax, Id y) {
     Id general;
     if (wide()) {
-      DW l = log_dw(ax);
-      l = fast_two_sum(l.hi, l.lo);  // (log_dw's lo holds the series' cubic term)
-      auto [p, perr] = two_product(y, l.hi);
-      // Where exp(p) over- or underflows, |y| is so large that y * l.lo need not be small: the
-      // correction factor can go negative (pow(3, 1e20) gave -inf), so it applies only to a
-      // finite, nonzero exp(p), where it is ~|p| * 2^-53.
-      Id ep = exp(p);
-      general = sel(or_(inf(ep), eq(ep, c(0))), ep, mul(ep, add(c(1), fma(y, l.lo, perr))));
+      general = exp_y_log_x(ax, y);
+    } else if (t == DType::F32 && e.caps.float64) {
+      M w{e, DType::F64, nullptr};
+      general = e.convert(w.exp_y_log_x(e.convert(ax, t, DType::F64), e.convert(y, t, DType::F64)), DType::F64, t);
     } else {
       general = b().ext(GLSLstd450Pow, rt(), {ax, y});
     }

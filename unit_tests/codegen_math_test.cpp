@@ -221,5 +221,33 @@ TEST(CodegenMath, F32PowIsWithinAnUlpWhereTheDeviceHasF64) {
   EXPECT_LE(worst, 1.0);
 }
 
+// f32 sqrt and rsqrt correctly rounded where the device has f64 (Vulkan allows 3 and 2 ulp;
+// IEEE 754 and Nx.BinaryBackend round sqrt correctly), over every binade of normal floats.
+TEST(CodegenMath, F32RootsAreCorrectlyRoundedWhereTheDeviceHasF64) {
+  auto dev = runtime::Device::open();
+  if (!dev->info().caps.float64) GTEST_SKIP() << "the device has no Float64: f32 roots are the device's";
+  std::vector<float> xs = {1.0f, 2.0f, 3.0f, 5.0f, 0.5f, 1e-30f, 3e38f, 0x1p-126f, 16777215.0f};
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> exponent(-125.0, 127.0);
+  for (int i = 0; i < 60000; ++i) xs.push_back(float(std::exp2(exponent(rng))));
+  const int64_t n = int64_t(xs.size());
+  const std::string shape = "[" + std::to_string(n) + "]";
+  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape +
+                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": "sqrt", "args": [0], "type": "f32", "shape": )" + shape +
+                           R"(}, {"id": 2, "op": "rsqrt", "args": [0], "type": "f32", "shape": )" + shape +
+                           R"(}], "outputs": [1, 2]})");
+  ir::Literal in{{DType::F32, {n}}, std::vector<uint8_t>(size_t(n) * 4)};
+  std::memcpy(in.data.data(), xs.data(), in.data.size());
+  auto out = runtime::Executable::compile(dev, g)->run_host({in});
+  int wrong_sqrt = 0, wrong_rsqrt = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = xs[size_t(i)];
+    if (float(ir::get_f64(out[0], i)) != std::sqrt(x)) ++wrong_sqrt;  // the C library's sqrtf is exact
+    if (float(ir::get_f64(out[1], i)) != float(1.0L / std::sqrt((long double)x))) ++wrong_rsqrt;
+  }
+  EXPECT_EQ(wrong_sqrt, 0) << "of " << n;
+  EXPECT_EQ(wrong_rsqrt, 0) << "of " << n;
+}
+
 }  // namespace
 }  // namespace nxv
