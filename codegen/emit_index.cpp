@@ -361,8 +361,9 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       result = result ? select(t, here, v, result) : v;
       offset += extent;
     }
-    if (!result) throw ir::IrError(node, "nothing to concatenate");
-    return result;
+    // Every operand empty: the result has no elements, so no invocation reads it (a dot
+    // contracting over it, say, runs its loop zero times); any value stands in.
+    return result ? result : constant(t, 0);
   }
   throw ir::IrError(node, "op not supported inside a kernel body");
 }

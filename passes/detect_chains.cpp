@@ -93,6 +93,9 @@ class DetectChains : public Pass {
         Rel r1 = rel(n1.args[k], s1, w.period), r0 = rel(n0.args[k], s0, w.period);
         if (r1.kind == Rel::Prev) {
           if (r0.kind != Rel::External) return std::nullopt;
+          // The carried value must have its initial value's type: a first step that converts
+          // (logical_not of f32 gives u8, then u8 to u8) is not the loop's step.
+          if (body.node(n0.args[k]).type() != body.node(seq_[s0 + size_t(r1.value)]).type()) return std::nullopt;
           auto [it, fresh] = init.emplace(r1.value, n0.args[k]);
           if (!fresh && it->second != n0.args[k]) return std::nullopt;
         } else if (!(r0 == r1)) {
