@@ -3,15 +3,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 
 #include "runtime/cooperative_matrix.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
-
-namespace fs = std::filesystem;
 
 namespace {
 // Size classes keep the pool's free lists short and make reuse likely across runs whose
@@ -167,35 +163,12 @@ DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo in
     }
   }
 
-  // A corrupt or foreign cache file is ignored: the header must name this exact device.
-  std::vector<char> blob;
-  std::string path = cache_path();
-  if (!path.empty()) {
-    std::ifstream f(path, std::ios::binary);
-    blob.assign(std::istreambuf_iterator<char>(f), {});
-    VkPipelineCacheHeaderVersionOne h{};
-    if (blob.size() < sizeof h) blob.clear();
-    else {
-      std::memcpy(&h, blob.data(), sizeof h);
-      if (h.headerSize < sizeof h || h.headerVersion != VK_PIPELINE_CACHE_HEADER_VERSION_ONE ||
-          h.vendorID != props.vendorID || h.deviceID != props.deviceID ||
-          std::memcmp(h.pipelineCacheUUID, props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
-        blob.clear();
-    }
-  }
-  VkPipelineCacheCreateInfo pci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  pci.initialDataSize = blob.size();
-  pci.pInitialData = blob.empty() ? nullptr : blob.data();
-  if (vkCreatePipelineCache(device_, &pci, nullptr, &pipeline_cache_) != VK_SUCCESS) {
-    pci.initialDataSize = 0;
-    pci.pInitialData = nullptr;
-    vk_check(vkCreatePipelineCache(device_, &pci, nullptr, &pipeline_cache_), "vkCreatePipelineCache");
-  }
+  pipeline_store_ =
+      std::make_unique<PipelineStore>(device_, props, cache_path(), kPipelinesPerStore * opts_.pipeline_cache_size);
 }
 
 DeviceImpl::~DeviceImpl() {
   vkDeviceWaitIdle(device_);
-  save_pipeline_cache(true);
   for (auto& c : idle_contexts_) destroy_context(*c);
   {
     // Nothing else holds a pipeline now: executables and run_spirv hold the device too.
@@ -203,7 +176,7 @@ DeviceImpl::~DeviceImpl() {
     pipelines_.clear(cached);
   }
   trim();
-  vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  pipeline_store_.reset();
   vkDestroyDevice(device_, nullptr);
 }
 
@@ -220,35 +193,6 @@ std::string DeviceImpl::cache_path() const {
   std::snprintf(name, sizeof name, "/pipelines-%04x-%08x.bin", info_.caps.vendor_id,
                 static_cast<unsigned>(std::hash<std::string>{}(info_.name + info_.driver)));
   return dir + name;
-}
-
-void DeviceImpl::save_pipeline_cache(bool now) {
-  std::string path = cache_path();
-  if (path.empty() || !cache_dirty_) return;
-  // The whole cache is written each time and grows with every pipeline (megabytes on
-  // NVIDIA), so a run that creates pipelines one after another saves at most every two
-  // seconds, and once more when the device closes; a save under way is not waited for.
-  std::unique_lock<std::mutex> lock(save_mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  auto t = std::chrono::steady_clock::now();
-  if (!now && last_save_ != std::chrono::steady_clock::time_point{} && t - last_save_ < std::chrono::seconds(2)) return;
-  last_save_ = t;
-  cache_dirty_ = false;
-  size_t size = 0;
-  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS) return;
-  std::vector<char> data(size);
-  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
-  // Temp file + rename: a concurrent reader never sees half a cache. Failure to persist is
-  // not an error, the cache is only an optimisation.
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(data.data(), std::streamsize(size));
-    if (!f) return;
-  }
-  fs::rename(tmp, path, ec);
 }
 
 void DeviceImpl::check_alive() const {
@@ -568,7 +512,7 @@ PipelinePtr DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineO
     creating_.erase(key);
   }
   pipeline_created_.notify_all();
-  save_pipeline_cache(false);
+  pipeline_store_->save(false);
   return created;
 }
 
@@ -624,13 +568,12 @@ Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const Pipel
   checked.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT;
   if (o.bounds_checked && robust_ == Robustness::PerPipeline) cp.pNext = &checked;
   if (capture_statistics_) cp.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  VkResult r = vkCreateComputePipelines(device_, pipeline_cache_, 1, &cp, nullptr, &p.pipeline);
+  VkResult r = pipeline_store_->create(cp, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());
   if (validation_requested()) name_object(device_, VK_OBJECT_TYPE_PIPELINE, uint64_t(p.pipeline), "kernel " + k.name);
   check_validation("creating the pipeline of kernel " + k.name);
   if (capture_statistics_) p.statistics = read_statistics(p.pipeline);
-  cache_dirty_ = true;
   guard.keep = true;
   return p;
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/lru_cache.h"
+#include "runtime/pipeline_store.h"
 #include "runtime/runtime.h"
 
 namespace nxv::runtime {
@@ -128,6 +129,7 @@ class DeviceImpl : public Device {
   size_t pipelines_alive() const override { return pipelines_alive_; }
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
+  uint64_t pipeline_store_renewals() const { return pipeline_store_->renewals(); }
 
   // Records a dispatch of `p` with buffers[i] at binding i. With `indirect`, the group
   // counts are the three words at `indirect_offset` in that buffer when the dispatch runs,
@@ -204,9 +206,6 @@ class DeviceImpl : public Device {
   // The pipelines_ key of kernel `k` created with `options` (their push constants resolved).
   static std::string pipeline_key(const codegen::KernelBinary& k, const PipelineOptions& options);
   std::vector<PipelineStatistic> read_statistics(VkPipeline pipeline) const;
-  // Writes the VkPipelineCache to disk when pipelines were created since the last write:
-  // at most every two seconds unless `now`.
-  void save_pipeline_cache(bool now);
   std::string cache_path() const;
   void check_alive() const;
   std::unique_ptr<SubmitContext> acquire_context();
@@ -242,10 +241,10 @@ class DeviceImpl : public Device {
   std::atomic<size_t> pipelines_alive_{0};
   std::set<std::string> creating_;                      // keys some thread is creating now
   std::condition_variable pipeline_created_;
-  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
-  std::mutex save_mutex_;
-  std::atomic<bool> cache_dirty_{false};
-  std::chrono::steady_clock::time_point last_save_;
+  // Pipelines are created through it; it is renewed after this many times the pipelines the
+  // LRU keeps alive (RuntimeOptions::pipeline_cache_size).
+  static constexpr size_t kPipelinesPerStore = 4;
+  std::unique_ptr<PipelineStore> pipeline_store_;
   std::atomic<uint64_t> hits_{0}, misses_{0};
   std::atomic<bool> lost_{false};
   std::mutex contexts_mutex_;
