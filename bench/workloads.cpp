@@ -77,7 +77,8 @@ Workload full_sum(DType t, int64_t n) {
   return {"sum", t, w.finish({s}), bytes(n, t)};
 }
 
-// cumulative_sum at a fixed shape (the name says it): split into lines of 1024 where longer.
+// cumulative_sum at a fixed shape (the name says it): split-scan reduces, scans and rescans
+// lines longer than the target's block.
 Workload cumsum(const std::string& name, DType t, Shape shape, int64_t axis) {
   GraphWriter w(name);
   NodeId x = w.param(0, t, shape);

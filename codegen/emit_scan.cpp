@@ -37,19 +37,30 @@ struct ScanFold {
   }
 };
 
-// Where line l starts, and where its k-th element in scan order lies.
+// Where line l starts, how long it is, and where its k-th element in scan order lies.
 struct LineAt {
   Emitter& e;
   const ScanLines& l;
-  Id base;
-  LineAt(Emitter& em, const ScanLines& lines, Id line) : e(em), l(lines) {
+  Id line, base, length;
+  LineAt(Emitter& em, const ScanLines& lines, Id id) : e(em), l(lines), line(id) {
     auto& b = e.b;
     Id outer = b.op(spv::OpUDiv, e.u32(), {line, e.u32c(l.inner)}), within = b.op(spv::OpUMod, e.u32(), {line, e.u32c(l.inner)});
     base = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {outer, e.u32c(l.length * l.inner)}), within});
+    length = e.u32c(l.length);
+    if (l.segments * l.length != l.axis) {
+      // The axis's last segment is shorter: outer counts segments, and one of them lies
+      // `short_by` elements nearer the next line's start than the segments before it.
+      const int64_t short_by = l.segments * l.length - l.axis;
+      Id segment = b.op(spv::OpUMod, e.u32(), {outer, e.u32c(l.segments)});
+      Id lines_before = b.op(spv::OpUDiv, e.u32(), {outer, e.u32c(l.segments)});
+      base = b.op(spv::OpISub, e.u32(), {base, b.op(spv::OpIMul, e.u32(), {lines_before, e.u32c(short_by * l.inner)})});
+      Id last = b.op(spv::OpIEqual, e.boolean(), {segment, e.u32c(l.segments - 1)});
+      length = e.b_select(e.u32(), last, e.u32c(l.length - short_by), length);
+    }
   }
   Id element(Id k) {
     auto& b = e.b;
-    Id along = l.reverse ? b.op(spv::OpISub, e.u32(), {e.u32c(l.length - 1), k}) : k;
+    Id along = l.reverse ? b.op(spv::OpISub, e.u32(), {b.op(spv::OpISub, e.u32(), {length, e.u32c(1)}), k}) : k;
     return b.op(spv::OpIAdd, e.u32(), {base, b.op(spv::OpIMul, e.u32(), {along, e.u32c(l.inner)})});
   }
 };
@@ -59,6 +70,12 @@ Id read(Emitter& e, const ir::Node& x, Id linear) {
   idx.shape = x.type().shape;
   idx.linear = linear;
   return e.value(x, idx);
+}
+
+// Where line `line` starts its fold: its element of the scan's carry, else the identity.
+Id line_start(const ir::Graph& body, const ir::Node& scan, ScanFold& f, LineAt& line) {
+  if (!line.l.carries) return f.identity();
+  return read(f.e, body.node(scan.args[1]), line.line);
 }
 
 // Lines start, start + stride, ...: the position loop, each line handed to `body`.
@@ -74,14 +91,15 @@ void for_each_line(Emitter& e, const ScanLines& l, Id start, uint64_t stride, co
 }
 
 // Invocation i takes lines i, i + invocations, ...: a loop along each, storing every prefix.
-void emit_serial_lines(const ir::Node& x, ScanFold& f, Emitter& e, const BufferRef& output, const LaunchConfig& launch,
-                       const ScanLines& l) {
+void emit_serial_lines(const ir::Graph& body, const ir::Node& scan, ScanFold& f, Emitter& e, const BufferRef& output,
+                       const LaunchConfig& launch, const ScanLines& l) {
   auto& b = e.b;
+  const ir::Node& x = body.node(scan.args.at(0));
   const uint64_t stride = uint64_t(launch.workgroup_size) * launch.group_count;
   for_each_line(e, l, b.builtin_x(spv::BuiltInGlobalInvocationId), stride, [&](LineAt& line) {
     b.loop(
-        {e.reg_type(f.t), e.u32()}, {f.identity(), e.u32c(0)},
-        [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(l.length)}); },
+        {e.reg_type(f.t), e.u32()}, {line_start(body, scan, f, line), e.u32c(0)},
+        [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], line.length}); },
         [&](const Values& c) {
           Id at = line.element(c[1]);
           Id acc = f.step(c[0], read(e, x, at));
@@ -118,19 +136,48 @@ std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t s
   return {exclusive, total};
 }
 
-// The subgroup scan op of the fold, where it is exact in any order: integer sums, products,
-// min and max (wrapping in registers, renormalised). None for floats: a subgroup associates a
-// sum as it likes, may start it from +0.0 (a line of -0.0 would end +0.0) and may drop a NaN
-// in FMin/FMax; their runs' totals go through shared memory in our order instead. Registers
-// wider or narrower than 32 bits need shaderSubgroupExtendedTypes.
+// How a subgroup scans its invocations' values: with the device's scan op of the fold where
+// it is exact in any order (integer sums, products, min and max, wrapping in registers,
+// renormalised); for floats through shuffles in our own order (Hillis-Steele over the lanes,
+// each step the fold's own, so -0.0 and NaN come out as a serial fold's do), since a
+// subgroup's FAdd scan associates as it likes, may start from +0.0 and may drop a NaN in
+// FMin/FMax. None (OpNop) where the device has neither: shared memory then. Registers wider
+// or narrower than 32 bits need shaderSubgroupExtendedTypes.
 spv::Op subgroup_op(const ScanFold& f) {
-  if (!ir::is_integer(f.t) || !f.e.caps.subgroup_arithmetic) return spv::OpNop;
   if (f.e.b.type_bytes(f.e.reg_type(f.t)) != 4 && !f.e.caps.subgroup_extended_types) return spv::OpNop;
+  if (!ir::is_integer(f.t)) return f.e.caps.subgroup_shuffle ? spv::OpGroupNonUniformShuffle : spv::OpNop;
+  if (!f.e.caps.subgroup_arithmetic) return spv::OpNop;
   const bool s = ir::is_signed_int(f.t);
   if (f.op == "sum") return spv::OpGroupNonUniformIAdd;
   if (f.op == "product") return spv::OpGroupNonUniformIMul;
   if (f.op == "reduce_max") return s ? spv::OpGroupNonUniformSMax : spv::OpGroupNonUniformUMax;
   return s ? spv::OpGroupNonUniformSMin : spv::OpGroupNonUniformUMin;
+}
+
+// The value of lane - d (lane d or above; a lower lane reads lane 0, for the caller to discard).
+Id shuffle_from(Emitter& e, Id rt, Id v, Id lane, uint32_t d) {
+  auto& b = e.b;
+  Id from = b.op(spv::OpISub, e.u32(), {b.ext(GLSLstd450UMax, e.u32(), {lane, e.u32c(d)}), e.u32c(d)});
+  return b.op_in_place(spv::OpGroupNonUniformShuffle, rt, {e.u32c(spv::ScopeSubgroup), v, from});
+}
+
+// The inclusive scan of v over the subgroup's lanes: log2(SubgroupSize) rounds, in each lane
+// i >= d folding lane i - d's value before its own (earlier elements stay on the left).
+Id shuffle_scan(ScanFold& f, Id v, Id lane) {
+  Emitter& e = f.e;
+  auto& b = e.b;
+  Id rt = e.reg_type(f.t);
+  auto done = b.loop(
+      {rt, e.u32()}, {v, e.u32c(1)},
+      [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], b.builtin_u32(spv::BuiltInSubgroupSize)}); },
+      [&](const Values& c) {
+        Id from = b.op(spv::OpISub, e.u32(), {b.ext(GLSLstd450UMax, e.u32(), {lane, c[1]}), c[1]});
+        Id earlier = b.op_in_place(spv::OpGroupNonUniformShuffle, rt, {e.u32c(spv::ScopeSubgroup), c[0], from});
+        Id has = b.op(spv::OpUGreaterThanEqual, e.boolean(), {lane, c[1]});
+        return Values{e.select(f.t, has, f.step(earlier, c[0]), c[0]), b.op(spv::OpShiftLeftLogical, e.u32(), {c[1], e.u32c(1)})};
+      },
+      8);
+  return done[0];
 }
 
 // As workgroup_scan, for full subgroups numbered subgroup by subgroup: each subgroup scans
@@ -142,13 +189,19 @@ std::pair<Id, Id> subgroup_scan(ScanFold& f, spv::Op op, Id v, Id slots, uint32_
   auto& b = e.b;
   Id rt = e.reg_type(f.t);
   auto slot = [&](Id i) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, rt), {slots, i}); };
-  auto scan = [&](spv::GroupOperation g) { return e.normalize(b.op_in_place(op, rt, {e.u32c(spv::ScopeSubgroup), uint32_t(g), v}), f.t); };
   Id sg = b.builtin_u32(spv::BuiltInSubgroupId), lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
   // The first lane's exclusive scan is the op's identity at register width (INT32_MAX for a
   // minimum), which renormalising to a narrow type would turn into -1: it takes the fold's.
   Id first = b.op(spv::OpIEqual, e.boolean(), {lane, e.u32c(0)});
-  Id inclusive = scan(spv::GroupOperationInclusiveScan);
-  Id exclusive = e.select(f.t, first, f.identity(), scan(spv::GroupOperationExclusiveScan));
+  Id inclusive, exclusive;
+  if (op == spv::OpGroupNonUniformShuffle) {
+    inclusive = shuffle_scan(f, v, lane);
+    exclusive = e.select(f.t, first, f.identity(), shuffle_from(e, rt, inclusive, lane, 1));
+  } else {
+    auto scan = [&](spv::GroupOperation g) { return e.normalize(b.op_in_place(op, rt, {e.u32c(spv::ScopeSubgroup), uint32_t(g), v}), f.t); };
+    inclusive = scan(spv::GroupOperationInclusiveScan);
+    exclusive = e.select(f.t, first, f.identity(), scan(spv::GroupOperationExclusiveScan));
+  }
   Id last = b.op(spv::OpIEqual, e.boolean(), {lane, b.op(spv::OpISub, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupSize), e.u32c(1)})});
   b.if_then(last, [&] { b.op_void(spv::OpStore, {slot(sg), inclusive}); });
   b.workgroup_barrier();
@@ -165,38 +218,40 @@ std::pair<Id, Id> subgroup_scan(ScanFold& f, spv::Op op, Id v, Id slots, uint32_
   return {f.step(folded[0], exclusive), folded[1]};
 }
 
-// An invocation's run of kScanRun elements from the line's position `first` (in scan order):
+// An invocation's run of `count` elements from the line's position `first` (in scan order):
 // their positions, values, whether each lies on the line, and their fold.
 struct Run {
   std::vector<Id> valid, at, v;
   Id total;
 };
 
-Run read_run(const ir::Node& x, ScanFold& f, LineAt& line, Id first) {
+Run read_run(const ir::Node& x, ScanFold& f, LineAt& line, Id first, uint32_t count) {
   Emitter& e = f.e;
   auto& b = e.b;
-  const int64_t length = line.l.length;
+  Id end = b.op(spv::OpISub, e.u32(), {line.length, e.u32c(1)});
   Run r;
   r.total = f.identity();
-  for (uint32_t j = 0; j < kScanRun; ++j) {
+  for (uint32_t j = 0; j < count; ++j) {
     // Positions past the line's end read its last element (loads stay in bounds) and fold nothing.
     Id k = b.op(spv::OpIAdd, e.u32(), {first, e.u32c(j)});
-    r.valid.push_back(b.op(spv::OpULessThan, e.boolean(), {k, e.u32c(length)}));
-    r.at.push_back(line.element(b.ext(GLSLstd450UMin, e.u32(), {k, e.u32c(length - 1)})));
+    r.valid.push_back(b.op(spv::OpULessThan, e.boolean(), {k, line.length}));
+    r.at.push_back(line.element(b.ext(GLSLstd450UMin, e.u32(), {k, end})));
     r.v.push_back(read(e, x, r.at.back()));
     r.total = e.select(f.t, r.valid.back(), f.step(r.total, r.v.back()), r.total);
   }
   return r;
 }
 
-// Workgroup g takes lines g, g + groups, ...; a line in tiles of size * kScanRun elements:
+// Workgroup g takes lines g, g + groups, ...; a line in tiles of size * scan_run elements:
 // each invocation folds its run, the workgroup scans the runs' totals, and each invocation
-// folds its run again from the prefix before it (the line's earlier tiles, then earlier runs).
-void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const BufferRef& output,
+// folds its run again from the prefix before it (the line's carry and earlier tiles, then
+// earlier runs).
+void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold& f, Emitter& e, const BufferRef& output,
                           const LaunchConfig& launch, const ScanLines& l, uint64_t* shared_bytes) {
   auto& b = e.b;
-  const uint32_t size = launch.workgroup_size;
-  const uint64_t tile = uint64_t(size) * kScanRun, tiles = (uint64_t(l.length) + tile - 1) / tile;
+  const ir::Node& x = body.node(scan.args.at(0));
+  const uint32_t size = launch.workgroup_size, run_length = launch.scan_run;
+  const uint64_t tile = uint64_t(size) * run_length, tiles = (uint64_t(l.length) + tile - 1) / tile;
   Id rt = e.reg_type(f.t);
   Id slots = b.workgroup_array(rt, size);
   *shared_bytes += uint64_t(b.type_bytes(rt)) * size;
@@ -208,7 +263,7 @@ void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const Buff
   Id full = 0, place = lid;
   if (op != spv::OpNop) {
     b.capability(spv::CapabilityGroupNonUniform);
-    b.capability(spv::CapabilityGroupNonUniformArithmetic);
+    b.capability(op == spv::OpGroupNonUniformShuffle ? spv::CapabilityGroupNonUniformShuffle : spv::CapabilityGroupNonUniformArithmetic);
     Id sg_size = b.builtin_u32(spv::BuiltInSubgroupSize);
     full = b.op(spv::OpIEqual, e.boolean(), {b.op(spv::OpIMul, e.u32(), {sg_size, b.builtin_u32(spv::BuiltInNumSubgroups)}), e.u32c(size)});
     Id numbered = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupId), sg_size}),
@@ -217,12 +272,12 @@ void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const Buff
   }
   for_each_line(e, l, b.builtin_x(spv::BuiltInWorkgroupId), launch.group_count, [&](LineAt& line) {
     b.loop(
-        {rt, e.u32()}, {f.identity(), e.u32c(0)},
+        {rt, e.u32()}, {line_start(body, scan, f, line), e.u32c(0)},
         [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
         [&](const Values& c) {
           Id first = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)}),
-                                                 b.op(spv::OpIMul, e.u32(), {place, e.u32c(kScanRun)})});
-          Run run = read_run(x, f, line, first);
+                                                 b.op(spv::OpIMul, e.u32(), {place, e.u32c(run_length)})});
+          Run run = read_run(x, f, line, first, run_length);
           auto shared = [&] {
             auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
             return Values{before, total};
@@ -234,7 +289,7 @@ void emit_workgroup_lines(const ir::Node& x, ScanFold& f, Emitter& e, const Buff
                                                     }, shared);
           const Id before = scanned[0], total = scanned[1];
           Id acc = f.step(c[0], before);
-          for (uint32_t j = 0; j < kScanRun; ++j) {
+          for (uint32_t j = 0; j < run_length; ++j) {
             acc = f.step(acc, run.v[j]);
             Id value = acc;
             b.if_then(run.valid[j], [&] { e.store(output, run.at[j], value); });
@@ -252,11 +307,38 @@ ScanLines ScanLines::of(const ir::Node& scan) {
   const int64_t axis = scan.attrs.value("axis", int64_t(-1));
   if (axis < 0 || axis >= int64_t(s.size())) throw ir::IrError(scan, "attrs.axis out of range for " + ir::to_string(scan.type()));
   ScanLines l;
-  l.length = s[axis];
+  l.axis = l.length = s[axis];
+  l.carries = scan.args.size() == 2;
+  if (l.carries) {
+    const int64_t segment = scan.attrs.value("segment", int64_t(0));
+    if (segment < 1) throw ir::IrError(scan, "attrs.segment must be at least 1 with carries");
+    l.length = std::min(segment, l.axis);
+    l.segments = l.axis == 0 ? 0 : (l.axis + segment - 1) / segment;
+  }
   for (size_t k = size_t(axis) + 1; k < s.size(); ++k) l.inner *= s[k];
-  l.lines = l.length * l.inner == 0 ? 0 : ir::num_elements(s) / (l.length * l.inner) * l.inner;
+  l.lines = l.axis * l.inner == 0 ? 0 : ir::num_elements(s) / (l.axis * l.inner) * l.segments * l.inner;
   l.reverse = scan.attrs.value("reverse", false);
+  l.bytes = ir::dtype_bytes(scan.type().dtype);
   return l;
+}
+
+uint32_t scan_run(int bytes) { return uint32_t(std::clamp(32 / std::max(bytes, 1), 4, 8)); }
+
+uint32_t scan_workgroup_size(const DeviceCaps& caps) {
+  uint32_t size = 1;
+  while (size * 2 <= std::min<uint32_t>(256, caps.max_workgroup_invocations)) size *= 2;
+  return size;
+}
+
+// A block of 2 tiles (of 4-byte elements): each workgroup's line long enough that its carry
+// and start are small beside its traffic, and the lines many, so that the last round of
+// workgroups a GPU runs is a small part of the whole (10^7 elements: 2442 lines of 4096 at 256
+// invocations) and the totals few (their scan is one workgroup's, up to a block of them).
+// Where an invocation walks a line alone (serial lines), blocks of 1024 keep its loop far
+// within a loop limiter's steps while the lines give the parallelism.
+void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) {
+  if (scans_in_workgroups(caps)) bounds.scan_block = 2 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
+  else bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
 }
 
 const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body) {
@@ -266,14 +348,16 @@ const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body) {
 }
 
 LaunchConfig launch_scan(const DeviceCaps& caps, const ScanLines& l) {
-  if (l.inner == 1 && l.length > int64_t(kScanRun) * 8 && scans_in_workgroups(caps)) {
-    // The smallest power of two whose tile covers the line, up to 256 invocations.
+  const uint32_t run = scan_run(l.bytes);
+  if (l.inner == 1 && l.length > int64_t(run) * 8 && scans_in_workgroups(caps)) {
+    // The smallest power of two whose tile covers the line, up to scan_workgroup_size.
     uint32_t size = 1;
-    while (size < std::min<uint32_t>(256, caps.max_workgroup_invocations) && int64_t(size) * kScanRun < l.length) size *= 2;
-    if (size > caps.max_workgroup_invocations) size /= 2;
+    while (size < scan_workgroup_size(caps) && int64_t(size) * run < l.length) size *= 2;
     if (uint64_t(size) * 8 <= caps.max_shared_memory_bytes) {
       const int64_t groups = std::min<int64_t>({std::max<int64_t>(l.lines, 1), 65535, caps.max_workgroup_count_x});
-      return {size, uint32_t(groups), true};
+      LaunchConfig c{size, uint32_t(groups), true};
+      c.scan_run = run;
+      return c;
     }
   }
   // Lines are the items; none of them a reduction of its own (no cooperative launch).
@@ -286,17 +370,17 @@ LaunchConfig launch_scan(const DeviceCaps& caps, const ScanLines& l) {
 void emit_scan_kernel(const ir::Graph& body, const ir::Node& scan, Emitter& e, const BufferRef& output,
                       const LaunchConfig& launch, uint64_t* shared_bytes) {
   ScanFold f = ScanFold::of(e, scan);
-  const ir::Node& x = body.node(scan.args.at(0));
   const ScanLines l = ScanLines::of(scan);
   if (l.lines == 0) return;
-  if (launch.cooperative) emit_workgroup_lines(x, f, e, output, launch, l, shared_bytes);
-  else emit_serial_lines(x, f, e, output, launch, l);
+  if (launch.cooperative) emit_workgroup_lines(body, scan, f, e, output, launch, l, shared_bytes);
+  else emit_serial_lines(body, scan, f, e, output, launch, l);
 }
 
 std::string describe_scan(const ir::Node& scan, const LaunchConfig& launch) {
   const ScanLines l = ScanLines::of(scan);
   std::string s = "scan " + std::to_string(l.lines) + (l.lines == 1 ? " line of " : " lines of ") + std::to_string(l.length);
-  s += launch.cooperative ? ", a workgroup per line in runs of " + std::to_string(kScanRun)
+  if (l.carries) s += " from carries";
+  s += launch.cooperative ? ", a workgroup per line in runs of " + std::to_string(launch.scan_run)
                           : std::string(", serial per invocation") + (l.inner > 1 ? " (coalesced across lines)" : "");
   return s + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";
 }
@@ -316,14 +400,30 @@ Id Emitter::emit_scan_element(const ir::Node& node, Index& index) {
   prefix.types = {reg_type(f.t)};
   prefix.init = {f.identity()};
   prefix.count = shape[axis];
+  // With carries, the fold covers the element's segment only: positions segment_start on.
+  const bool carries = node.args.size() == 2;
+  const int64_t segment = carries ? node.attrs.value("segment", int64_t(0)) : shape[axis];
+  if (segment < 1) throw ir::IrError(node, "attrs.segment must be at least 1 with carries");
+  Id seg = b.op(spv::OpUDiv, u32(), {d[axis], u32c(segment)});
+  Id seg_start = b.op(spv::OpIMul, u32(), {seg, u32c(segment)});
+  Id seg_end = b.op(spv::OpIAdd, u32(), {seg_start, u32c(segment)});
   prefix.step = [&](const Values& acc, Id r) {
     std::vector<Id> at = d;
     at[axis] = r;
     Id in_prefix = b.op(reverse ? spv::OpUGreaterThanEqual : spv::OpULessThanEqual, boolean(), {r, d[axis]});
+    if (carries)
+      in_prefix = b.op(spv::OpLogicalAnd, boolean(), {in_prefix, b.op(reverse ? spv::OpULessThan : spv::OpUGreaterThanEqual, boolean(), {r, reverse ? seg_end : seg_start})});
     return Values{select(f.t, in_prefix, f.step(acc[0], value(x, index_from_dims(shape, at))), acc[0])};
   };
   prefix.combine = [&](const Values& a, const Values& c) { return Values{f.step(a[0], c[0])}; };
-  return fold(d, prefix)[0];
+  Id folded = fold(d, prefix)[0];
+  if (!carries) return folded;
+  // The segment's carry, folded before the segment's prefix.
+  std::vector<Id> at = d;
+  at[axis] = seg;
+  ir::Shape carry_shape = shape;
+  carry_shape[axis] = (shape[axis] + segment - 1) / segment;
+  return f.step(value(arg(node, 1), index_from_dims(carry_shape, at)), folded);
 }
 
 }  // namespace nxv::codegen

@@ -13,26 +13,35 @@
 
 namespace nxv::codegen {
 
-// A scan's lines: `lines` of `length` elements, consecutive ones `inner` apart in memory
-// (1 for the innermost axis).
+// A scan's lines: `lines` of `length` elements of `bytes` each, consecutive ones `inner`
+// apart in memory (1 for the innermost axis). With carries (split-scan's second operand) a
+// line is a segment of the axis (`axis` long in all, the last segment possibly shorter),
+// numbered as its carry: line l folds from element l of the carries.
 struct ScanLines {
-  int64_t lines = 0, length = 0, inner = 1;
-  bool reverse = false;
+  int64_t lines = 0, length = 0, inner = 1, axis = 0, segments = 1;
+  int bytes = 4;
+  bool reverse = false, carries = false;
   // Throws IrError naming the scan when attrs.axis is not an axis of its result.
   static ScanLines of(const ir::Node& scan);
 };
 
-// Elements each invocation of a workgroup scanning a line takes, consecutive ones.
-constexpr uint32_t kScanRun = 4;
+// Elements each invocation of a workgroup scanning a line takes per tile, consecutive ones:
+// 32 bytes of them (4 to 8 elements), which its registers hold while the workgroup scans the
+// runs' totals.
+uint32_t scan_run(int bytes);
+// The workgroup of a cooperative scan of long lines: a power of two up to 256 invocations.
+uint32_t scan_workgroup_size(const DeviceCaps& caps);
+// KernelBounds::scan_block for the device (codegen/targets: kernel_bounds).
+void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds);
 
 // The body's scan when the kernel is a scan kernel: one result, computed by the scan.
 const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body);
 
 // Cooperative (the innermost axis, where scans_in_workgroups): a workgroup per line, each
-// invocation a run of kScanRun elements per tile of workgroup_size * kScanRun, the runs'
-// totals scanned in subgroups (integer folds, where the device has subgroup arithmetic) or
-// through shared memory; else an invocation per line walking it serially, which coalesces
-// across lines when the axis is not the innermost.
+// invocation a run of scan_run elements per tile of workgroup_size * scan_run, the runs'
+// totals scanned in subgroups (the device's subgroup arithmetic for integer folds, shuffles
+// in our own order for floats) or through shared memory; else an invocation per line walking
+// it serially, which coalesces across lines when the axis is not the innermost.
 LaunchConfig launch_scan(const DeviceCaps& caps, const ScanLines& l);
 // The position loop's count: the lines.
 inline int64_t scan_positions(const ir::Node& scan) { return ScanLines::of(scan).lines; }

@@ -1,8 +1,10 @@
 // cumulative_sum/product/min/max: each line along attrs.axis folded serially from its first
 // element (its last with reverse), every partial result rounded to the result type, as a
-// device computing in that type does. Nx's associative-scan tree adds in another order
+// device computing in that type does. With carries (a second operand), each segment of
+// attrs.segment elements of a line is folded from its carry instead. Nx's associative-scan tree adds in another order
 // (docs/numerics.md). Integers wrap; a NaN makes the rest of a min/max line NaN, as Nx's
 // element_min/element_max do.
+#include <algorithm>
 #include <cmath>
 
 #include "ir/interpret_internal.h"
@@ -31,8 +33,9 @@ int64_t fold_i(const std::string& op, int64_t acc, int64_t v, bool first, DType 
 }  // namespace
 
 Literal eval_scan(const Node& n, const Args& args) {
-  check_arity(n, args, 1);
+  if (args.size() != 1) check_arity(n, args, 2);
   const Literal& x = *args[0];
+  const Literal* carry = args.size() == 2 ? args[1] : nullptr;
   const Shape& s = x.type.shape;
   const int64_t axis = n.attrs.value("axis", int64_t(-1));
   if (axis < 0 || axis >= int64_t(s.size())) throw IrError(n, "attrs.axis out of range for " + to_string(x.type));
@@ -41,18 +44,30 @@ Literal eval_scan(const Node& n, const Args& args) {
   const DType t = x.type.dtype;
   const int64_t len = s[axis], inner = row_major_strides(s)[axis];
   const int64_t outer = len == 0 ? 0 : x.type.num_elements() / (len * inner);
+  const int64_t segment = carry ? n.attrs.value("segment", int64_t(0)) : len, segments = segment > 0 ? (len + segment - 1) / segment : 0;
+  if (carry && (segment < 1 || carry->type.num_elements() != outer * segments * inner))
+    throw IrError(n, "the carries must have one element per segment of a line, got " + to_string(carry->type));
   Literal r = make_literal(n.type());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       double facc = 0;
       int64_t iacc = 0;
       for (int64_t k = 0; k < len; ++k) {
-        const int64_t at = (o * len + (reverse ? len - 1 - k : k)) * inner + i;
+        const int64_t p = reverse ? len - 1 - k : k, at = (o * len + p) * inner + i;
+        const int64_t seg = p / std::max<int64_t>(segment, 1);
+        // A segment's first element in scan order (its last position with reverse).
+        const bool starts = p == (reverse ? std::min(len, (seg + 1) * segment) - 1 : seg * segment);
+        if (carry && starts) {
+          const int64_t c = (o * segments + seg) * inner + i;
+          if (is_float(t)) facc = get_f64(*carry, c);
+          else iacc = get_i64(*carry, c);
+        }
+        const bool first = k == 0 && !carry;
         if (is_float(t)) {
-          write_f(r, at, fold_f(n.op, facc, get_f64(x, at), k == 0));
+          write_f(r, at, fold_f(n.op, facc, get_f64(x, at), first));
           facc = get_f64(r, at);  // rounded to t, as the next step sees it
         } else {
-          iacc = fold_i(n.op, iacc, get_i64(x, at), k == 0, t);
+          iacc = fold_i(n.op, iacc, get_i64(x, at), first, t);
           write_i(r, at, iacc);
         }
       }

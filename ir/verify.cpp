@@ -515,15 +515,27 @@ class Verifier {
   }
 
   // Nx's cumulative_* (Nx.Shared.optional's output is the operand's type): the shape and
-  // type of x, scanned along attrs.axis; reverse scans from the end.
+  // type of x, scanned along attrs.axis; reverse scans from the end. With a second operand
+  // (split-scan's carries) the lines are cut in segments of attrs.segment elements, each
+  // scanned from its carry: x's type with the axis as long as the segments are many.
   void scan(const Node& n) {
-    arity(n, 1);
+    min_arity(n, 1);
+    if (n.args.size() > 2) throw IrError(n, "expects 1 or 2 argument(s), got " + std::to_string(n.args.size()));
     const TensorType& x = arg_type(n, 0);
     if (x.shape.empty()) throw IrError(n, "needs an operand of rank 1 or more, got " + to_string(x));
-    axis_in_range(n, int_attr(n, "axis"), x);
+    const int64_t axis = int_attr(n, "axis");
+    axis_in_range(n, axis, x);
     bool_attr(n, "reverse");
     expect_shape(n, x.shape);
     expect_type(n, {x.dtype});
+    if (n.args.size() == 2) {
+      const int64_t segment = int_attr(n, "segment");
+      if (segment < 1) throw IrError(n, "attrs.segment must be at least 1, got " + std::to_string(segment));
+      TensorType carries = x;
+      carries.shape[axis] = (x.shape[axis] + segment - 1) / segment;
+      if (arg_type(n, 1) != carries)
+        throw IrError(n, "the carries (argument 1) must be " + to_string(carries) + ", got " + to_string(arg_type(n, 1)));
+    }
   }
 
   void dot(const Node& n) {

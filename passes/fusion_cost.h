@@ -30,6 +30,10 @@ struct KernelBounds {
   // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
   // kernel whose one element needs more cannot be launched at all.
   double max_loop_steps = 0;
+  // A scan along an axis longer than this is split in blocks of this many elements
+  // (passes/split-scan), each rescanned from its carry as one line of a scan kernel. Per
+  // target, from the device's limits (codegen/scan.h: set_scan_bounds).
+  int64_t scan_block = 1024;
 };
 
 struct Estimate {

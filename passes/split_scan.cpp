@@ -1,12 +1,15 @@
-// split-scan: a scan along an axis longer than kBlock becomes a scan within blocks of at
-// most kBlock elements (the axis padded with the fold's identity to whole blocks where no
-// block size divides it, and reshaped to [blocks, block]); the blocks' totals (each block's
-// last prefix, its first with reverse) shifted by one block, the identity first; their
-// scan, the exclusive prefix of each block (split again while longer than kBlock); and
-// that prefix folded into every element of its block by an elementwise op broadcast along
-// the block. All ordinary ops: the code generator's scan kernels walk lines of kBlock or
-// fewer, and the lines give the device its parallelism (a single line of 10^7 becomes 10^4
-// lines of 1000, then 10 of 1000, then 1 of 10). O(n) work.
+// split-scan: a scan along an axis longer than the target's block (KernelBounds::scan_block)
+// becomes reduce, then scan, then rescan: each block's total by a reduction along the
+// axis reshaped to [blocks, block] (padded with the fold's identity to whole blocks); the
+// totals shifted by one block (the identity first) and scanned (split again while longer
+// than a block): each block's carry; and the scan again, each block of the axis a segment
+// folded from its carry (the scan's second operand). The input is read twice and the
+// output written once, against four passes over it for a scan within blocks whose totals
+// are added back afterwards; the reduction reads at the reduction kernels' bandwidth. No
+// dispatch waits on another workgroup of its own (Vulkan promises no forward progress
+// between workgroups). O(n) work.
+#include <algorithm>
+
 #include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -18,20 +21,6 @@ using ir::DType;
 using ir::Node;
 using ir::NodeId;
 using ir::Shape;
-
-// Long enough for a line's loop to hide its start, short enough that an invocation walking
-// it stays far within lavapipe's 65535 loop steps and a workgroup's tile covers it in one
-// or few rounds.
-constexpr int64_t kBlock = 1024;
-
-// Blocks of the largest size in [kBlock / 2, kBlock] that divides the axis, so that no
-// padding (and no slice off the result) is needed, which keeps the final fold a plain
-// elementwise kernel over the output (10^7 = 10^4 blocks of 1000); else kBlock, padded.
-int64_t block_size(int64_t length) {
-  for (int64_t b = kBlock; b >= kBlock / 2; --b)
-    if (length % b == 0) return b;
-  return kBlock;
-}
 
 struct Builder {
   NodeId& next;
@@ -45,11 +34,6 @@ const char* fold_of(const std::string& scan) {
   if (scan == "cumulative_sum") return "sum";
   if (scan == "cumulative_product") return "product";
   return scan == "cumulative_max" ? "reduce_max" : "reduce_min";
-}
-const char* combine_of(const std::string& scan) {
-  if (scan == "cumulative_sum") return "add";
-  if (scan == "cumulative_product") return "multiply";
-  return scan == "cumulative_max" ? "max" : "min";
 }
 
 // Pads axis `axis` of v (shape s) with `low` and `high` identities.
@@ -68,37 +52,34 @@ NodeId slice(Builder& b, NodeId v, Shape& s, int64_t axis, int64_t start, int64_
 }
 
 // The scan `op` of v (shape s, type t) along `axis`, as nodes appended through b; returns its value.
-NodeId scan(Builder& b, const std::string& op, NodeId v, const Shape& s, int64_t axis, bool reverse, DType t) {
+NodeId scan(Builder& b, const std::string& op, NodeId v, const Shape& s, int64_t axis, bool reverse, DType t,
+            int64_t block) {
   const int64_t length = s[axis];
   nlohmann::json attrs = {{"axis", axis}, {"reverse", reverse}};
-  if (length <= kBlock) return b.add(op, {v}, t, s, attrs);
+  if (length <= block) return b.add(op, {v}, t, s, attrs);
   const std::string fold = fold_of(op);
   const NodeId identity = b.add("constant", {}, t, {}, {{"value", fold == "sum" && ir::is_float(t) ? nlohmann::json("-0.0") : reduction_identity(fold, t)}});
-  const int64_t block = block_size(length), blocks = (length + block - 1) / block;
-  Shape padded = s;
-  if (blocks * block != length) v = pad(b, v, padded, axis, 0, blocks * block - length, t, identity);
-  Shape split = padded;  // [..., blocks, block, ...]
+  const int64_t blocks = (length + block - 1) / block;
+  Shape split = s;  // [..., blocks, block, ...]
+  NodeId blocked = blocks * block == length ? v : pad(b, v, split, axis, 0, blocks * block - length, t, identity);
   split[axis] = block;
   split.insert(split.begin() + axis, blocks);
-  v = b.add("reshape", {v}, t, split);
-  attrs["axis"] = axis + 1;
-  const NodeId within = b.add(op, {v}, t, split, attrs);
-  Shape one = split;
-  const NodeId last = slice(b, within, one, axis + 1, reverse ? 0 : block - 1, 1, t);
-  Shape totals = one;
+  blocked = b.add("reshape", {blocked}, t, split);
+  Shape totals = split;
   totals.erase(totals.begin() + axis + 1);
-  // Exclusive: block j gets the totals of the blocks before it (after it with reverse). The
-  // totals are shifted before they are scanned, so the shift is the scan's prologue (once
-  // per block) and the final fold reads the scan's result at each element.
+  // Integer sums and products total in 64 bits (Nx's aggregate type), which wrap to t
+  // exactly as t's own arithmetic does.
+  const DType agg = fold == "sum" || fold == "product" ? (ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : t) : t;
+  NodeId total = b.add(fold, {blocked}, agg, totals, {{"axes", {axis + 1}}, {"keep_axes", false}});
+  if (agg != t) total = b.add("as_type", {total}, t, totals);
+  // Exclusive: block j starts from the totals of the blocks before it (after it with
+  // reverse). The shift is an index map, so fusion makes it the totals' scan's prologue.
   Shape shifted = totals;
-  NodeId prefix = pad(b, b.add("reshape", {last}, t, totals), shifted, axis, reverse ? 0 : 1, reverse ? 1 : 0, t, identity);
-  prefix = slice(b, prefix, shifted, axis, reverse ? 1 : 0, blocks, t);
-  prefix = scan(b, op, prefix, totals, axis, reverse, t);
-  prefix = b.add("reshape", {prefix}, t, one);
-  v = b.add(combine_of(op), {prefix, within}, t, split);
-  v = b.add("reshape", {v}, t, padded);
-  if (padded != s) v = slice(b, v, padded, axis, 0, length, t);
-  return v;
+  NodeId carries = pad(b, total, shifted, axis, reverse ? 0 : 1, reverse ? 1 : 0, t, identity);
+  carries = slice(b, carries, shifted, axis, reverse ? 1 : 0, blocks, t);
+  carries = scan(b, op, carries, totals, axis, reverse, t, block);
+  attrs["segment"] = block;
+  return b.add(op, {v, carries}, t, s, attrs);
 }
 
 class SplitScan : public Pass {
@@ -106,13 +87,16 @@ class SplitScan : public Pass {
   std::string name() const override { return "split-scan"; }
 
   void run(ir::Graph& g) override {
-    expand_nodes(g, [](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
+    expand_nodes(g, [this](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
       if (ir::op_family(n.op) != ir::OpFamily::Scan || n.results.size() != 1) return std::nullopt;
       const Shape& s = n.type().shape;
       const int64_t axis = n.attrs.value("axis", int64_t(-1));
-      if (axis < 0 || axis >= int64_t(s.size()) || s[axis] <= kBlock) return std::nullopt;  // the verifier names a bad axis
+      // The verifier names a bad axis; a scan with a carry is one this pass made.
+      const int64_t block = std::max<int64_t>(bounds_.scan_block, 2);
+      if (axis < 0 || axis >= int64_t(s.size()) || s[axis] <= block || n.args.size() != 1)
+        return std::nullopt;
       Builder b{next, out};
-      return std::vector<NodeId>{scan(b, n.op, n.args.at(0), s, axis, n.attrs.value("reverse", false), n.type().dtype)};
+      return std::vector<NodeId>{scan(b, n.op, n.args.at(0), s, axis, n.attrs.value("reverse", false), n.type().dtype, block)};
     });
   }
 };

@@ -36,7 +36,10 @@ TEST(CodegenScan, EveryOpTypeAxisAndTargetValidates) {
 TEST(CodegenScan, InnermostLinesTakeAWorkgroupWhereBarriersAreCheap) {
   const auto g = scan_graph("cumulative_sum", DType::F32, {4, 1000}, 1, false);
   auto nv = cgtest::compile(g, target_caps("nvidia"));
-  EXPECT_EQ(nv.launch, "scan 4 lines of 1000, a workgroup per line in runs of 4; 256 invocations x 4 groups");
+  // Runs of 32 bytes: 125 f32 runs of 8, in a workgroup of 128.
+  EXPECT_EQ(nv.launch, "scan 4 lines of 1000, a workgroup per line in runs of 8; 128 invocations x 4 groups");
+  auto nv64 = cgtest::compile(scan_graph("cumulative_sum", DType::F64, {4, 1000}, 1, false), target_caps("nvidia"));
+  EXPECT_EQ(nv64.launch, "scan 4 lines of 1000, a workgroup per line in runs of 4; 256 invocations x 4 groups");
   EXPECT_NE(disassemble(nv.spirv).find("OpControlBarrier"), std::string::npos);
   // lavapipe: an invocation per line, no barriers (each would make LLVM build a coroutine).
   auto lp = cgtest::compile(g, target_caps("lavapipe"));
@@ -55,8 +58,8 @@ TEST(CodegenScan, WorkgroupFollowsTheDevicesLimits) {
   auto small = cgtest::compile(scan_graph("cumulative_product", DType::F64, {2, 5000}, 1, true), caps);
   EXPECT_EQ(small.workgroup_size[0], 64u);
   EXPECT_EQ(small.launch.rfind("scan 2 lines of 5000, a workgroup per line", 0), 0u) << small.launch;
-  // A line of 40 needs 16 invocations of 4 elements, not the device's 64.
-  auto short_line = cgtest::compile(scan_graph("cumulative_sum", DType::F32, {2, 40}, 1, false), caps);
+  // A line of 100 needs 16 invocations of 8 elements, not the device's 64.
+  auto short_line = cgtest::compile(scan_graph("cumulative_sum", DType::F32, {2, 100}, 1, false), caps);
   EXPECT_EQ(short_line.workgroup_size[0], 16u);
   // Shared memory too small for the runs' totals: an invocation per line.
   caps.max_shared_memory_bytes = 64;
@@ -65,10 +68,10 @@ TEST(CodegenScan, WorkgroupFollowsTheDevicesLimits) {
 }
 
 // Integer folds scan the runs' totals in subgroups where the device has subgroup
-// arithmetic (exact in any order); float folds keep shared memory, in our order.
+// arithmetic (exact in any order); float folds through subgroup shuffles, in our order.
 TEST(CodegenScan, IntegerRunsScanInSubgroups) {
   auto caps = target_caps("nvidia");
-  caps.subgroup_arithmetic = true;
+  caps.subgroup_arithmetic = caps.subgroup_shuffle = true;
   for (const char* op : kScans)
     for (DType t : {DType::U8, DType::S32, DType::S64, DType::F32}) {
       SCOPED_TRACE(std::string(op) + " " + ir::dtype_name(t));
@@ -76,8 +79,55 @@ TEST(CodegenScan, IntegerRunsScanInSubgroups) {
       EXPECT_EQ(validate(kb.spirv, caps.api_version), "");
       const std::string text = disassemble(kb.spirv);
       EXPECT_EQ(text.find("InclusiveScan") != std::string::npos, ir::is_integer(t)) << text;
+      EXPECT_EQ(text.find("OpGroupNonUniformShuffle ") != std::string::npos, !ir::is_integer(t)) << text;
       EXPECT_NE(text.find("OpControlBarrier"), std::string::npos);
     }
+  // Without shuffles a float fold's runs go through shared memory.
+  caps.subgroup_shuffle = false;
+  const std::string text = disassemble(cgtest::compile(scan_graph("cumulative_sum", DType::F32, {4, 1000}, 1, false), caps).spirv);
+  EXPECT_EQ(text.find("OpGroupNonUniform"), std::string::npos) << text;
+}
+
+ir::Graph carried_graph(const std::string& op, DType t, const ir::Shape& s, int64_t axis, bool reverse, int64_t segment) {
+  KernelBuilder k;
+  auto x = k.param(t, s);
+  ir::Shape cs = s;
+  cs[axis] = (s[axis] + segment - 1) / segment;
+  auto c = k.param(t, cs);
+  auto r = k.add(op, {x, c}, t, s, {{"axis", axis}, {"reverse", reverse}, {"segment", segment}});
+  return k.finish({r}, "scan");
+}
+
+// Segments scanned from their carries (split-scan's last pass): whole and short last
+// segments, on every target's code path, every op, a narrow, a wide and a float type.
+TEST(CodegenScan, CarriedSegmentsValidate) {
+  const std::vector<std::tuple<ir::Shape, int64_t, int64_t>> cases = {
+      {{5000}, 0, 1024}, {{3, 4096}, 1, 1024}, {{2, 3000, 3}, 1, 1000}, {{9000, 2}, 0, 8192}};
+  for (const char* target : {"generic", "nvidia", "lavapipe"})
+    for (const char* op : kScans)
+      for (DType t : {DType::S8, DType::U64, DType::F16, DType::F32})
+        for (const auto& [shape, axis, segment] : cases)
+          for (bool reverse : {false, true}) {
+            SCOPED_TRACE(std::string(target) + " " + op + " " + ir::to_string({t, shape}) + " axis " + std::to_string(axis) + (reverse ? " reverse" : ""));
+            cgtest::expect_valid(carried_graph(op, t, shape, axis, reverse, segment), target_caps(target));
+          }
+  auto nv = cgtest::compile(carried_graph("cumulative_sum", DType::F32, {3, 20000}, 1, false, 8192), target_caps("nvidia"));
+  EXPECT_EQ(nv.launch, "scan 9 lines of 8192 from carries, a workgroup per line in runs of 8; 256 invocations x 9 groups");
+  auto lp = cgtest::compile(carried_graph("cumulative_sum", DType::F32, {20000, 3}, 0, true, 1024), target_caps("lavapipe"));
+  EXPECT_EQ(lp.launch.rfind("scan 60 lines of 1024 from carries, serial per invocation (coalesced across lines);", 0), 0u) << lp.launch;
+}
+
+// The block split-scan cuts long lines into, from the device's limits: two tiles of a
+// workgroup's runs where lines take workgroups, else short enough for one invocation.
+TEST(CodegenScan, BlocksFollowTheDevicesLimits) {
+  EXPECT_EQ(kernel_bounds(target_caps("nvidia")).scan_block, 2 * 256 * 8);
+  EXPECT_EQ(kernel_bounds(target_caps("lavapipe")).scan_block, 1024);
+  auto caps = target_caps("amd");
+  caps.max_workgroup_invocations = 128;
+  EXPECT_EQ(kernel_bounds(caps).scan_block, 2 * 128 * 8);
+  caps = target_caps("lavapipe");
+  caps.max_loop_steps = 2000;
+  EXPECT_EQ(kernel_bounds(caps).scan_block, 500);
 }
 
 TEST(CodegenScan, PrologueIsFusedAndTheScanIsTheKernelsOutput) {
@@ -106,6 +156,20 @@ TEST(CodegenScan, ScanInsideAnotherKernelFoldsPerElement) {
       EXPECT_EQ(kb.launch.rfind("elements", 0), 0u) << kb.launch;
       EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
     }
+}
+
+// A scan with carries read inside another kernel folds its element's segment from its carry.
+TEST(CodegenScan, CarriedScanInsideAnotherKernelFoldsPerElement) {
+  for (bool reverse : {false, true}) {
+    KernelBuilder k;
+    auto x = k.param(DType::F32, {10, 3});
+    auto c = k.param(DType::F32, {3, 3});
+    auto r = k.add("cumulative_sum", {x, c}, DType::F32, {10, 3}, {{"axis", 0}, {"reverse", reverse}, {"segment", 4}});
+    auto e = k.add("exp", {r}, DType::F32, {10, 3});
+    auto kb = cgtest::compile(k.finish({e, r}, "elementwise"));
+    EXPECT_EQ(kb.launch.rfind("elements", 0), 0u) << kb.launch;
+    EXPECT_EQ(validate(kb.spirv, generic_caps().api_version), "");
+  }
 }
 
 TEST(CodegenScan, BadAxisNamesTheNode) {

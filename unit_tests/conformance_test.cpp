@@ -634,6 +634,59 @@ TEST(Conformance, ScansAtScale) {
       }
 }
 
+// Long lines at n, 10n and 100n, none a multiple of a block (lavapipe's 1024, NVIDIA's 4096):
+// split-scan's reduce, scan and rescan from carries, every op in an integer and a float type,
+// on both code paths, exact as above: rows (the innermost axis) forward, columns reversed.
+// Float products stay at the shorter lengths, where their random walk of exponents stays in
+// range.
+TEST(Conformance, LongScansEveryOpAxisAndDirection) {
+  const std::vector<std::pair<std::string, std::vector<DType>>> ops = {{"cumulative_sum", {DType::U8, DType::F32}},
+                                                                       {"cumulative_product", {DType::S64, DType::F32}},
+                                                                       {"cumulative_min", {DType::S64, DType::F32}},
+                                                                       {"cumulative_max", {DType::U8, DType::F64}}};
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (const auto& [op, types] : ops)
+      for (DType t : types)
+        for (int64_t n : {1500, 15000, 150000})
+          for (const ScanCase& c : {ScanCase{{3, n}, 1}, ScanCase{{n, 3}, 0}}) {
+            if (!supported(t) || (op == "cumulative_product" && ir::is_float(t) && n > 20000)) continue;
+            runtime::CompileOptions opts;
+            opts.as_vendor = vendor;
+            const bool reverse = c.axis == 0;
+            const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") + "}";
+            auto g = one_op(op + "_long_" + ir::dtype_name(t) + shape_json(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
+            const bool select = op == "cumulative_min" || op == "cumulative_max";
+            check(g, {scan_input(op, {t, c.shape}, 61 + unsigned(n))}, Tolerance{0, 0, !select}, opts);
+          }
+}
+
+// A scan from carries (split-scan's last pass) against the interpreter's: each segment folds
+// from its carry, the last segment shorter where the segment does not divide the axis.
+TEST(Conformance, ScansFromCarries) {
+  struct Carried {
+    ir::Shape shape;
+    int64_t axis, segment;
+  };
+  const std::vector<Carried> cases = {{{3, 700}, 1, 100}, {{700, 3}, 0, 128}, {{2, 50, 3}, 1, 7}, {{5}, 0, 8}};
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (const std::string op : {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"})
+      for (DType t : {DType::S8, DType::U32, DType::F16, DType::F64}) {
+        if (!supported(t)) continue;
+        for (const auto& c : cases)
+          for (bool reverse : {false, true}) {
+            runtime::CompileOptions opts;
+            opts.as_vendor = vendor;
+            ir::Shape cs = c.shape;
+            cs[c.axis] = (c.shape[c.axis] + c.segment - 1) / c.segment;
+            const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") +
+                                      R"(, "segment": )" + std::to_string(c.segment) + "}";
+            auto g = one_op(op + "_carried_" + ir::dtype_name(t) + shape_json(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}, {t, cs}}, op, {t, c.shape}, attrs);
+            const bool select = op == "cumulative_min" || op == "cumulative_max";
+            check(g, {scan_input(op, {t, c.shape}, 71), scan_input(op, {t, cs}, 72)}, Tolerance{0, 0, !select}, opts);
+          }
+      }
+}
+
 // Random reals: the device's blocks and the interpreter's serial fold round differently.
 // Both errors grow like sqrt(k)·eps·S_k over a prefix of k positive terms summing to S_k
 // (recursive summation with random rounding errors, Higham 2002 §4.2); 16·sqrt(10^6)·eps

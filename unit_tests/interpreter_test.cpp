@@ -527,6 +527,17 @@ TEST(InterpReduce, ScansWrapPropagateNanAndRoundEveryStep) {
   expect_floats(apply("cumulative_sum", {lit(DType::F32, {2}, {-0.0, -0.0})}, "f32", {2}, {{"axis", 0}}), {-0.0, -0.0});
 }
 
+// With carries each segment of a line folds from its own: segments of 2 along [5] (the last
+// of one element), forward and reverse; s8 wraps from its carry.
+TEST(InterpReduce, ScansFromCarriesFoldEachSegmentFromItsCarry) {
+  Literal x = lit(DType::F32, {5}, {1, 2, 3, 4, 5}), c = lit(DType::F32, {3}, {100, 200, 300});
+  expect_floats(apply("cumulative_sum", {x, c}, "f32", {5}, {{"axis", 0}, {"segment", 2}}), {101, 103, 203, 207, 305});
+  expect_floats(apply("cumulative_sum", {x, c}, "f32", {5}, {{"axis", 0}, {"reverse", true}, {"segment", 2}}), {103, 102, 207, 204, 305});
+  Literal m = lit(DType::S8, {2, 3}, {100, 1, 2, 3, 4, 5}), mc = lit(DType::S8, {2, 2}, {100, -5, 0, 1});
+  EXPECT_EQ(ints(apply("cumulative_sum", {m, mc}, "s8", {2, 3}, {{"axis", 1}, {"segment", 2}})), (std::vector<int64_t>{-56, -55, -3, 3, 7, 6}));
+  expect_floats(apply("cumulative_max", {lit(DType::F32, {3}, {1, 5, 2}), lit(DType::F32, {1}, {NAN})}, "f32", {3}, {{"axis", 0}, {"segment", 3}}), {NAN, NAN, NAN});
+}
+
 TEST(InterpReduce, DotWithBatchAxes) {
   Literal a = iota_f32({2, 2, 3}), b = iota_f32({2, 3, 2});
   Literal r = apply("dot", {a, b}, "f32", {2, 2, 2},

@@ -124,6 +124,14 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
                  {"id": 2, "op": "parameter", "type": "f64", "shape": [2], "attrs": {"index": 2}},
                  {"id": 3, "op": "indexed_add", "args": [0, 1, 2], "type": "f32", "shape": [2, 3]})",
        "node 3 (indexed_add): type mismatch: stated f32, inferred f64"},
+      {"scan carries shape", kP0 + R"(, {"id": 1, "op": "parameter", "type": "f32", "shape": [2, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "cumulative_sum", "args": [0, 1], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1, "segment": 2}})",
+       "node 2 (cumulative_sum): the carries (argument 1) must be f32[2,2], got f32[2,1]"},
+      {"scan segment", kP0 + R"(, {"id": 1, "op": "parameter", "type": "f32", "shape": [2, 1], "attrs": {"index": 1}},
+                 {"id": 2, "op": "cumulative_max", "args": [0, 1], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1, "segment": 0}})",
+       "node 2 (cumulative_max): attrs.segment must be at least 1, got 0"},
+      {"scan arity", kP0 + R"(, {"id": 2, "op": "cumulative_min", "args": [0, 0, 0], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1}})",
+       "node 2 (cumulative_min): expects 1 or 2 argument(s), got 3"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "codegen/scan.h"
+
 namespace nxv::codegen {
 
 LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups,
@@ -58,11 +60,11 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
-  switch (caps.vendor_id) {
-    case 0x10005: return kernel_bounds_lavapipe(caps);
-    case 0x10DE: return kernel_bounds_nvidia(caps);
-    default: return kernel_bounds_generic(caps);
-  }
+  passes::KernelBounds b = caps.vendor_id == 0x10005 ? kernel_bounds_lavapipe(caps)
+                           : caps.vendor_id == 0x10DE ? kernel_bounds_nvidia(caps)
+                                                      : kernel_bounds_generic(caps);
+  set_scan_bounds(caps, b);
+  return b;
 }
 
 MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {

@@ -90,6 +90,8 @@ struct LaunchConfig {
   // Each workgroup computes kTransposeTile x kTransposeTile output tiles, staging transposed
   // arguments through shared memory (kernel.cpp). workgroup_size divides the tile.
   bool tiles = false;
+  // Cooperative scans (codegen/scan.h): consecutive elements each invocation takes per tile.
+  uint32_t scan_run = 0;
   // m > 0: a tiled matrix multiplication; group g computes output tiles g, g + groups, ...
   MatmulTiles matmul = {};
 };
