@@ -34,6 +34,15 @@ struct F {
     return e.b.op(spv::OpSLessThan, e.boolean(), {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(Emitter::register_bits(t), 0)});
   }
   Id copysign(Id mag, Id sign_of) { return sel(sign_bit(sign_of), neg(abs(mag)), abs(mag)); }
+  // Negative and nonzero, decided on the bits: a driver that flushes subnormals may flush an
+  // operand of one comparison and not of another (NVIDIA's f32 pow(inf, -2^-149) took y < 0
+  // as false and y == 0 as false too, and gave inf).
+  Id negative_nonzero(Id a) {
+    const int bits = Emitter::register_bits(t);
+    Id it = e.b.type_int(bits);
+    Id magnitude_bits = e.b.op(spv::OpShiftLeftLogical, it, {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(bits, 1)});
+    return and_(sign_bit(a), e.b.op(spv::OpINotEqual, e.boolean(), {magnitude_bits, e.b.const_int(bits, 0)}));
+  }
   // Every value of t of magnitude >= 2^p (p its significand bits: 11 f16, 8 bf16, 24 f32,
   // 53 f64; registers hold values of t) is an even integer. Decided by magnitude first, so
   // that no huge value reaches Fract or Trunc, whose results drivers do not all get right
@@ -137,7 +146,7 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
 Id Emitter::float_pow(Id x, Id y, DType t) {
   F f{*this, t};
   Id ax = f.abs(x);
-  Id y_neg = f.lt(y, f.c(0));
+  Id y_neg = f.negative_nonzero(y);
   // |x|^y for the cases GLSL leaves undefined (|x| zero or infinite, y infinite).
   Id mag = math_pow_magnitude(ax, y, t);
   mag = f.sel(f.eq(ax, f.c(0)), f.sel(y_neg, f.c(INFINITY), f.c(0)), mag);
