@@ -34,14 +34,19 @@ struct F {
     return e.b.op(spv::OpSLessThan, e.boolean(), {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(Emitter::register_bits(t), 0)});
   }
   Id copysign(Id mag, Id sign_of) { return sel(sign_bit(sign_of), neg(abs(mag)), abs(mag)); }
-  // Negative and nonzero, decided on the bits: a driver that flushes subnormals may flush an
-  // operand of one comparison and not of another (NVIDIA's f32 pow(inf, -2^-149) took y < 0
-  // as false and y == 0 as false too, and gave inf).
-  Id negative_nonzero(Id a) {
+  // A subnormal a as the zero of its sign, on the bits (exponent field zero). A driver that
+  // flushes subnormals may flush an operand in one comparison and not in another (NVIDIA's f32
+  // pow(inf, -2^-149) took y < 0 as false and y == 0 as false too, and gave inf): code whose
+  // special cases compare an operand several times flushes it once, first.
+  Id flush_subnormal(Id a) {
     const int bits = Emitter::register_bits(t);
+    const uint64_t sign = 1ull << (bits - 1), exponent = bits == 64 ? 0x7FF0000000000000ull : 0x7F800000ull;
     Id it = e.b.type_int(bits);
-    Id magnitude_bits = e.b.op(spv::OpShiftLeftLogical, it, {e.b.op(spv::OpBitcast, it, {a}), e.b.const_int(bits, 1)});
-    return and_(sign_bit(a), e.b.op(spv::OpINotEqual, e.boolean(), {magnitude_bits, e.b.const_int(bits, 0)}));
+    Id v = e.b.op(spv::OpBitcast, it, {a});
+    Id subnormal = e.b.op(spv::OpIEqual, e.boolean(), {e.b.op(spv::OpBitwiseAnd, it, {v, e.b.const_int(bits, exponent)}),
+                                                        e.b.const_int(bits, 0)});
+    Id zero = e.b.op(spv::OpBitcast, rt(), {e.b.op(spv::OpBitwiseAnd, it, {v, e.b.const_int(bits, sign)})});
+    return e.b.op(spv::OpSelect, rt(), {subnormal, zero, a});
   }
   // Every value of t of magnitude >= 2^p (p its significand bits: 11 f16, 8 bf16, 24 f32,
   // 53 f64; registers hold values of t) is an even integer. Decided by magnitude first, so
@@ -145,8 +150,12 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
 
 Id Emitter::float_pow(Id x, Id y, DType t) {
   F f{*this, t};
+  if (register_bits(t) == 64 ? !caps.preserve_denorms_f64 : !caps.preserve_denorms_f32) {
+    x = f.flush_subnormal(x);
+    y = f.flush_subnormal(y);
+  }
   Id ax = f.abs(x);
-  Id y_neg = f.negative_nonzero(y);
+  Id y_neg = f.lt(y, f.c(0));
   // |x|^y for the cases GLSL leaves undefined (|x| zero or infinite, y infinite).
   Id mag = math_pow_magnitude(ax, y, t);
   mag = f.sel(f.eq(ax, f.c(0)), f.sel(y_neg, f.c(INFINITY), f.c(0)), mag);
