@@ -752,6 +752,26 @@ TEST(SpecialValues, Casts) {
   }
 }
 
+// f64 to f16 rounds once, as the interpreter does: through f32 rounded to nearest, a value
+// just beyond a tie between two halves became the tie and went to the even one (1 + 2^-11 +
+// 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
+// device converts and as literals the compiler folds.
+TEST(SpecialValues, F64ToF16RoundsOnce) {
+  if (!device()->info().caps.float64) GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64";
+  const std::vector<std::pair<double, double>> cases = {
+      {1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-10}, {-(1 + 0x1p-11 + 0x1p-40), -(1 + 0x1p-10)}, {1 + 3 * 0x1p-11 - 0x1p-40, 1 + 0x1p-10},
+      {65519.99999999, 65504},             {0x1p-25 + 0x1p-60, 0x1p-24},               {-0x1p-25 - 0x1p-60, -0x1p-24},
+      {2049 + 0x1p-30, 2050}};
+  std::vector<double> v;
+  for (const auto& c : cases) v.push_back(c.first);
+  for (int kind : {0, 1, 2}) {
+    const Literal got = cast_values(DType::F64, DType::F16, kind, v);
+    Report r{"as_type", DType::F64, std::string(kind == 2 ? "literal (constant-folded)" : kind ? "literal" : "tensor") + " to f16", {}};
+    for (size_t k = 0; k < cases.size(); ++k)
+      r.expect(describe(cases[k].first), cases[k].second, ir::get_f64(got, int64_t(k)), Check::Exact, false, cases[k].second);
+  }
+}
+
 // pow of negative bases at exponents beyond the mantissa (all even integers: 2^24 in f32,
 // 2^53 in f64, 2^11 in f16) and odd ones just below it, as tensors, as literals the device
 // computes and constant-folded, against C's pow on the host and the reference interpreter.
