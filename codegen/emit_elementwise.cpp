@@ -110,12 +110,13 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
 // Transcendentals in the register precision of t (f32 for f16/bf16/f32).
 Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType t) {
   Id rt = reg_type(t);
-  // f32 roots (and f16/bf16 ones, computed in f32) through f64 where the device has it:
-  // Vulkan allows Sqrt 3 ulp and InverseSqrt 2 (NVIDIA's f32 sqrt(5) is 2.2360678, not
-  // 2.2360680), where IEEE 754, Nx.BinaryBackend and XLA round correctly. An f64 root
-  // rounded to f32 is the correctly rounded f32 root (53 >= 2 * 24 + 2 bits make the double
-  // rounding innocuous).
-  if ((op == "sqrt" || op == "rsqrt") && register_bits(t) == 32 && caps.float64) {
+  // f32 and bf16 roots through f64 where the device has it: Vulkan allows Sqrt 3 ulp and
+  // InverseSqrt 2 (NVIDIA's f32 sqrt(5) is 2.2360678, not 2.2360680), where IEEE 754,
+  // Nx.BinaryBackend and XLA round correctly, and bf16 truncates its f32 value (an f32 root
+  // an ulp low is a bf16 step low). An f64 root rounded to f32 is the correctly rounded f32
+  // root (53 >= 2 * 24 + 2 bits make the double rounding innocuous). f16 rounds to nearest:
+  // a few f32 ulp matter only within 2^-13 of a tie, so it keeps the device's.
+  if ((op == "sqrt" || op == "rsqrt") && (t == DType::F32 || t == DType::BF16) && caps.float64) {
     Id r = b.ext(GLSLstd450Sqrt, reg_type(DType::F64), {convert(x, t, DType::F64)});
     if (op == "rsqrt") r = b.op(spv::OpFDiv, reg_type(DType::F64), {constant(DType::F64, 1), r});
     return convert(r, DType::F64, t);
