@@ -97,8 +97,9 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
   // steps, which a kernel that evaluates it per reduction step multiplies past lavapipe's
   // loop limit: the trig functions reduce large arguments in f32 (as their f32 forms do)
   // before the f64 rest.
-  const DType ct = compute_type(t);
-  if (ct != t && (op == "sin" || op == "cos" || op == "tan")) return convert(math_unary(op, convert(x, t, ct), ct, t), ct, t);
+  const DType ct = math_type(t);
+  if (ct != t && (op == "sin" || op == "cos" || op == "tan"))
+    return convert(math_unary(op, convert(x, t, ct), ct, DType::F32), ct, t);
   // Nx.BinaryBackend's erf_inv is Giles' approximation alone, a few f32 ulp from the
   // true value: where f32 is computed as the backend computes it, so is this.
   if (ct != t && op == "erf_inv") return convert(math_erf_inv_as_binary_backend(convert(x, t, ct), ct), ct, t);
@@ -109,11 +110,13 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
 // Transcendentals in the register precision of t (f32 for f16/bf16/f32).
 Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType t) {
   Id rt = reg_type(t);
-  // f32 roots through f64 where the device has it: Vulkan allows Sqrt 3 ulp and InverseSqrt
-  // 2 (NVIDIA's f32 sqrt(5) is 2.2360678, not 2.2360680), where IEEE 754, Nx.BinaryBackend
-  // and XLA round correctly. An f64 root rounded to f32 is the correctly rounded f32 root
-  // (53 >= 2 * 24 + 2 bits make the double rounding innocuous).
-  if ((op == "sqrt" || op == "rsqrt") && t == DType::F32 && caps.float64) {
+  // f32 and bf16 roots through f64 where the device has it: Vulkan allows Sqrt 3 ulp and
+  // InverseSqrt 2 (NVIDIA's f32 sqrt(5) is 2.2360678, not 2.2360680), where IEEE 754,
+  // Nx.BinaryBackend and XLA round correctly, and bf16 truncates its f32 value (an f32 root
+  // an ulp low is a bf16 step low). An f64 root rounded to f32 is the correctly rounded f32
+  // root (53 >= 2 * 24 + 2 bits make the double rounding innocuous). f16 rounds to nearest:
+  // a few f32 ulp matter only within 2^-13 of a tie, so it keeps the device's.
+  if ((op == "sqrt" || op == "rsqrt") && (t == DType::F32 || t == DType::BF16) && caps.float64) {
     Id r = b.ext(GLSLstd450Sqrt, reg_type(DType::F64), {convert(x, t, DType::F64)});
     if (op == "rsqrt") r = b.op(spv::OpFDiv, reg_type(DType::F64), {constant(DType::F64, 1), r});
     return convert(r, DType::F64, t);
@@ -223,7 +226,7 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     }
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
-      const DType ct = compute_type(t);
+      const DType ct = math_type(t);
       Id r = op == "atan2" ? float_atan2(convert(a, t, ct), convert(c, t, ct), ct)
                            : float_pow(convert(a, t, ct), convert(c, t, ct), ct);
       return normalize(convert(r, ct, t), t);

@@ -1018,14 +1018,15 @@ struct M {
 
   // |x|^y for finite x > 0: exact repeated squaring for small integer y (x * x is what Nx
   // users write x ** 2 for; GLSL's Pow is exp2(y log2 x), inexact even for 1.5 ** 2), else
-  // exp_y_log_x: in f64, and for f32 wherever the device has f64 (then rounded), since
-  // GLSL's Pow loses about |y log2 x| ulp (Vulkan allows 3 + 2|y log2 x|; NVIDIA's was 1e-5
-  // relative off at |y log2 x| ~ 25); on a device without f64, GLSL's Pow.
+  // exp_y_log_x: in f64, and for f32 and bf16 (which truncates its f32 value) wherever the
+  // device has f64 (then rounded), since GLSL's Pow loses about |y log2 x| ulp (Vulkan allows
+  // 3 + 2|y log2 x|; NVIDIA's was 1e-5 relative off at |y log2 x| ~ 25); on a device without
+  // f64, and for f16, which rounds to nearest, GLSL's Pow.
   Id pow_pos(Id ax, Id y) {
     Id general;
     if (wide()) {
       general = exp_y_log_x(ax, y);
-    } else if (t == DType::F32 && e.caps.float64) {
+    } else if ((t == DType::F32 || t == DType::BF16) && e.caps.float64) {
       M w{e, DType::F64, nullptr};
       general = e.convert(w.exp_y_log_x(e.convert(ax, t, DType::F64), e.convert(y, t, DType::F64)), DType::F64, t);
     } else {

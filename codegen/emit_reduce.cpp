@@ -233,7 +233,21 @@ Id Emitter::dot_term(const ir::Node& dot, Id acc, Id x, Id y) {
   // (f32 operands: their product is exact in f64)
   x = convert(x, arg(dot, 0).type().dtype, at);
   y = convert(y, arg(dot, 1).type().dtype, at);
-  return b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc, b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y})});
+  Id p = b.op(fl ? spv::OpFMul : spv::OpIMul, rt, {x, y});
+  Id sum = b.op(fl ? spv::OpFAdd : spv::OpIAdd, rt, {acc, p});
+  if (at != DType::BF16) return sum;
+  // A bf16 product has f32's significand but not its range: f32 makes one beyond it an
+  // infinity that the exact product added to acc need not give (acc = inf, x y = -7.9e38
+  // gave NaN; Nx gives inf). Halved, a product up to 2^129 fits, and one beyond it leaves
+  // the range with any finite acc added: 2 ((x / 2) y + acc / 2) is acc + x y rounded once.
+  // An infinite acc stays.
+  auto inf = [&](Id v) { return b.op(spv::OpIsInf, boolean(), {v}); };
+  auto no = [&](Id c) { return b.op(spv::OpLogicalNot, boolean(), {c}); };
+  Id half = constant(at, 0.5);
+  Id halved = b.op(spv::OpFAdd, rt, {b.op(spv::OpFMul, rt, {b.op(spv::OpFMul, rt, {x, half}), y}), b.op(spv::OpFMul, rt, {acc, half})});
+  Id rescued = select(at, inf(acc), acc, b.op(spv::OpFAdd, rt, {halved, halved}));
+  Id overflow = b.op(spv::OpLogicalAnd, boolean(), {inf(p), no(b.op(spv::OpLogicalOr, boolean(), {inf(x), inf(y)}))});
+  return select(at, overflow, rescued, sum);
 }
 
 Id Emitter::dot_result(const ir::Node& dot, Id acc) {

@@ -19,6 +19,10 @@ int Emitter::register_bits(DType t) { return ir::dtype_bits(t) == 64 ? 64 : 32; 
 
 DType Emitter::compute_type(DType t) const { return t == DType::F32 && computes_f32_in_f64(caps) ? DType::F64 : t; }
 
+DType Emitter::math_type(DType t) const {
+  return ir::is_float(t) && register_bits(t) == 32 && computes_f32_in_f64(caps) ? DType::F64 : t;
+}
+
 Id Emitter::u32() { return b.type_int(32); }
 Id Emitter::boolean() { return b.type_bool(); }
 
@@ -92,6 +96,23 @@ Id f32_to_bf16_bits(Emitter& e, Id f) {
   Id u = e.u32();
   Id bits = b.op(spv::OpShiftRightLogical, u, {b.op(spv::OpBitcast, u, {f}), e.u32c(16)});
   return e.b_select(u, b.op(spv::OpIsNan, e.boolean(), {f}), e.u32c(0x7FC0), bits);
+}
+
+// d rounded to f32 toward zero with the last bit set where inexact ("round to odd"): rounding
+// that to f16 rounds d once, as Nx and the interpreter do, where rounding d to nearest f32
+// first can turn a value just off a tie between two halves into the tie (1 + 2^-11 + 2^-40
+// became 1, not 1 + 2^-10).
+Id f64_to_f32_odd(Emitter& e, Id d) {
+  auto& b = e.b;
+  Id u = e.u32(), f64 = b.type_float(64);
+  Id f = b.op(spv::OpFConvert, b.type_float(32), {d});
+  Id back = b.op(spv::OpFConvert, f64, {f});
+  Id away = b.op(spv::OpFOrdGreaterThan, e.boolean(), {b.ext(GLSLstd450FAbs, f64, {back}), b.ext(GLSLstd450FAbs, f64, {d})});
+  Id bits = b.op(spv::OpBitcast, u, {f});
+  bits = e.b_select(u, away, b.op(spv::OpISub, u, {bits, e.u32c(1)}), bits);
+  Id inexact = b.op(spv::OpFOrdNotEqual, e.boolean(), {back, d});
+  bits = e.b_select(u, inexact, b.op(spv::OpBitwiseOr, u, {bits, e.u32c(1)}), bits);
+  return b.op(spv::OpBitcast, b.type_float(32), {bits});
 }
 
 Id bf16_bits_to_f32(Emitter& e, Id h) {
@@ -213,6 +234,7 @@ Id Emitter::convert(Id v, DType from, DType to) {
     return normalize(f, to);
   }
   if (ir::is_float(to)) {
+    if (from == DType::F64 && to == DType::F16) return normalize(f64_to_f32_odd(*this, v), to);
     Id f = fb == tb ? v : b.op(spv::OpFConvert, reg_type(to), {v});
     return normalize(f, to);
   }

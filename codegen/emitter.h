@@ -116,9 +116,13 @@ class Emitter {
 
   // ---- types and conversions (emit_types.cpp) ----
   static int register_bits(ir::DType t);
-  // The type sums, products, dots and transcendental functions of type t are computed in:
-  // f64 for f32 where that is cheap (computes_f32_in_f64), else t.
+  // The type sums, products and dots of type t are computed in: f64 for f32 where that is
+  // cheap (computes_f32_in_f64), else t.
   ir::DType compute_type(ir::DType t) const;
+  // The type transcendental functions, roots and pow of type t are computed in: f64 for f32,
+  // f16 and bf16 where that is cheap, as Nx computes them in double and rounds once (an f32
+  // result an ulp below 1.0 truncates to bf16 0.996), else t.
+  ir::DType math_type(ir::DType t) const;
   Id reg_type(ir::DType t);
   Id storage_type(ir::DType t);
   Id u32();

@@ -165,44 +165,51 @@ class SplitReduction : public Pass {
       auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
         return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
       };
+      // f16 and bf16 sums and products in f32, their accumulators' type: partial results
+      // rounded to the type would each lose the bits below its 8 or 11 (and f16 ones
+      // overflow past 65504 where the total need not).
+      const DType t = n.type().dtype;
+      const bool half = (t == DType::F16 || t == DType::BF16) && (n.op == "sum" || n.op == "product");
+      const DType pt = half ? DType::F32 : t, xt = half ? DType::F32 : x.dtype;
       NodeId v = n.args[0];
+      if (half) v = add("as_type", {v}, xt, x.shape, nlohmann::json::object());
       bool identity_perm = true;
       for (size_t i = 0; i < perm.size(); ++i) identity_perm &= perm[i] == int64_t(i);
       ir::Shape permuted;
       for (int64_t a : perm) permuted.push_back(x.shape[a]);
-      if (!identity_perm) v = add("transpose", {v}, x.dtype, permuted, {{"axes", perm}});
+      if (!identity_perm) v = add("transpose", {v}, xt, permuted, {{"axes", perm}});
       ir::Shape flat = kept;
       flat.push_back(extent);
-      v = add("reshape", {v}, x.dtype, flat, nlohmann::json::object());
+      v = add("reshape", {v}, xt, flat, nlohmann::json::object());
       const int64_t chunk = (extent + kParts - 1) / kParts;
       if (chunk * kParts != extent) {
-        NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", reduction_identity(n.op, x.dtype)}});
+        NodeId pad_value = add("constant", {}, xt, {}, {{"value", reduction_identity(n.op, xt)}});
         nlohmann::json config = nlohmann::json::array();
         for (size_t i = 0; i < kept.size(); ++i) config.push_back({0, 0, 0});
         config.push_back({0, chunk * kParts - extent, 0});
         flat.back() = chunk * kParts;
-        v = add("pad", {v, pad_value}, x.dtype, flat, {{"config", config}});
+        v = add("pad", {v, pad_value}, xt, flat, {{"config", config}});
       }
       ir::Shape chunks = kept;
       chunks.push_back(kParts);
       chunks.push_back(chunk);
-      v = add("reshape", {v}, x.dtype, chunks, nlohmann::json::object());
+      v = add("reshape", {v}, xt, chunks, nlohmann::json::object());
       ir::Shape partial = kept;
       partial.push_back(kParts);
-      const DType t = n.type().dtype;
-      v = add(n.op, {v}, t, partial, {{"axes", {int64_t(kept.size()) + 1}}});
-      if (kept == n.type().shape) {
+      v = add(n.op, {v}, pt, partial, {{"axes", {int64_t(kept.size()) + 1}}});
+      if (kept == n.type().shape && !half) {
         // The second stage takes the original node's id, so its users need no rewiring.
         n.args = {v};
         n.attrs = {{"axes", {int64_t(kept.size())}}};
         out.push_back(n);
-      } else {
-        v = add(n.op, {v}, t, kept, {{"axes", {int64_t(kept.size())}}});
-        n.op = "reshape";
-        n.args = {v};
-        n.attrs = nlohmann::json::object();
-        out.push_back(n);
+        continue;
       }
+      v = add(n.op, {v}, pt, kept, {{"axes", {int64_t(kept.size())}}});
+      if (half && kept != n.type().shape) v = add("as_type", {v}, t, kept, nlohmann::json::object());
+      n.op = half && kept == n.type().shape ? "as_type" : "reshape";
+      n.args = {v};
+      n.attrs = nlohmann::json::object();
+      out.push_back(n);
     }
     g.nodes = std::move(out);
     g.reindex();

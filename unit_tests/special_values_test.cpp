@@ -653,6 +653,47 @@ TEST(SpecialValues, Dot) {
   }
 }
 
+// bf16 dot products beyond f32's range: a bf16 product has f32's significand but not its
+// range, and each is added to the accumulator exactly, then rounded to f32 (as the
+// interpreter adds the double product, and Nx adds in double). inf + 2.64 * -2.99e38 is
+// inf (it was NaN: the product rounded to -inf first); -3e38 + 1.5 * 3e38 is finite. Per
+// element (k = 2) and in the matmul kernel's tiles (k = 8 with zeros after the pair).
+TEST(SpecialValues, BfloatDotProductsBeyondF32Range) {
+  const DType t = DType::BF16;
+  const double mx = max_finite(t);
+  const std::vector<std::pair<std::vector<double>, std::vector<double>>> cases = {
+      {{INFINITY, -2.640625}, {5.78125, 2.9907629905160607e38}}, {{-3e38, 1.5}, {1, 3e38}},
+      {{3e38, -2}, {1, 3e38}}, {{1, 4}, {1, 3e38}}, {{-INFINITY, 2}, {1, mx}}, {{-3e38, 2}, {1, mx}},
+      {{-mx, -mx}, {mx, -mx}}, {{2, 1}, {mx, -INFINITY}}};
+  const int64_t c = int64_t(cases.size());
+  for (int64_t k : {2, 8}) {
+    const int64_t m = k == 2 ? c : 256;  // rows of a: case i % c; columns of b: case j % c
+    std::vector<double> a(size_t(m * k), 0.0), bt(size_t(m * k), 0.0);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        a[size_t(i * k + j)] = round_to(t, cases[size_t(i % c)].first[size_t(j)]);
+        bt[size_t(j * m + i)] = round_to(t, cases[size_t(i % c)].second[size_t(j)]);
+      }
+    GraphText gt;
+    const int pa = gt.param(t, {m, k}, 0), pb = gt.param(t, {k, m}, 1);
+    const auto g = gt.graph("bf16_dot_range", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), t, {m, m},
+                                                      R"({"contract_axes1": [1], "batch_axes1": [], "contract_axes2": [0], "batch_axes2": []})")});
+    const std::vector<Literal> in = {literal(t, {m, k}, a), literal(t, {k, m}, bt)};
+    const Literal got = run(g, in)[0], interpreted = ir::interpret(g, in)[0];
+    int failures = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < m && failures < 8; ++j) {
+        double acc = 0;
+        for (int64_t q = 0; q < k; ++q) acc = double(float(acc + a[size_t(i * k + q)] * bt[size_t(q * m + j)]));
+        const double want = round_to(t, acc), dev = ir::get_f64(got, i * m + j), ref = ir::get_f64(interpreted, i * m + j);
+        if (bit_equal(want, dev) && bit_equal(want, ref)) continue;
+        ++failures;
+        ADD_FAILURE() << "k = " << k << ", out[" << i << ", " << j << "] = " << describe(dev) << ", interpreter "
+                      << describe(ref) << ", want " << describe(want);
+      }
+  }
+}
+
 // Casts between float types, and from floats to integers (truncation toward zero,
 // saturating, NaN → 0: docs/ir.md, as XLA; Nx.BinaryBackend raises there).
 // `as_type` of every value in v from `from` to `to`: kind 0 as a tensor, 1 as literals the
@@ -708,6 +749,26 @@ TEST(SpecialValues, Casts) {
               << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
       }
     }
+  }
+}
+
+// f64 to f16 rounds once, as the interpreter does: through f32 rounded to nearest, a value
+// just beyond a tie between two halves became the tie and went to the even one (1 + 2^-11 +
+// 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
+// device converts and as literals the compiler folds.
+TEST(SpecialValues, F64ToF16RoundsOnce) {
+  if (!device()->info().caps.float64) GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64";
+  const std::vector<std::pair<double, double>> cases = {
+      {1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-10}, {-(1 + 0x1p-11 + 0x1p-40), -(1 + 0x1p-10)}, {1 + 3 * 0x1p-11 - 0x1p-40, 1 + 0x1p-10},
+      {65519.99999999, 65504},             {0x1p-25 + 0x1p-60, 0x1p-24},               {-0x1p-25 - 0x1p-60, -0x1p-24},
+      {2049 + 0x1p-30, 2050}};
+  std::vector<double> v;
+  for (const auto& c : cases) v.push_back(c.first);
+  for (int kind : {0, 1, 2}) {
+    const Literal got = cast_values(DType::F64, DType::F16, kind, v);
+    Report r{"as_type", DType::F64, std::string(kind == 2 ? "literal (constant-folded)" : kind ? "literal" : "tensor") + " to f16", {}};
+    for (size_t k = 0; k < cases.size(); ++k)
+      r.expect(describe(cases[k].first), cases[k].second, ir::get_f64(got, int64_t(k)), Check::Exact, false, cases[k].second);
   }
 }
 
