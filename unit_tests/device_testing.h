@@ -29,8 +29,6 @@ inline std::string missing_feature(ir::DType t) {
   const auto& c = device()->info().caps;
   if (t == ir::DType::F64 && !c.float64) return "shaderFloat64";
   if ((t == ir::DType::S64 || t == ir::DType::U64) && !c.int64) return "shaderInt64";
-  if (ir::dtype_bits(t) == 8 && !c.storage_buffer_8bit) return "storageBuffer8BitAccess";
-  if (ir::dtype_bits(t) == 16 && !c.storage_buffer_16bit) return "storageBuffer16BitAccess";
   return "";
 }
 
