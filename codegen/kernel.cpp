@@ -650,10 +650,12 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     out.bindings.push_back({Binding::Kind::Output, int(k), kernel.results[k].dtype});
   }
 
-  // Past the limit a driver may crash rather than fail (lavapipe does): refuse here.
+  // Past the limit a driver may crash rather than fail (lavapipe does): refuse here. Texel
+  // views (added below) count against the sampled-image limit, not this one.
   if (out.bindings.size() > caps.max_storage_buffers)
     throw ir::IrError(kernel, "needs " + std::to_string(out.bindings.size()) + " storage buffers; " + caps.name +
-                                  " allows " + std::to_string(caps.max_storage_buffers) + " per kernel");
+                                  " allows " + std::to_string(caps.max_storage_buffers) +
+                                  " per kernel (maxPerStageDescriptorStorageBuffers)");
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".

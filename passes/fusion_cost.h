@@ -30,6 +30,10 @@ struct KernelBounds {
   // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
   // kernel whose one element needs more cannot be launched at all.
   double max_loop_steps = 0;
+  // Storage buffers one kernel may bind (its inputs and results): fuse and narrow-operands
+  // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where
+  // that is smaller (kernel_bounds); the default leaves room under Metal's 31 (MoltenVK).
+  size_t max_bindings = 30;
 };
 
 struct Estimate {

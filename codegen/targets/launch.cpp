@@ -58,11 +58,13 @@ LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
-  switch (caps.vendor_id) {
-    case 0x10005: return kernel_bounds_lavapipe(caps);
-    case 0x10DE: return kernel_bounds_nvidia(caps);
-    default: return kernel_bounds_generic(caps);
-  }
+  passes::KernelBounds b = caps.vendor_id == 0x10005 ? kernel_bounds_lavapipe(caps)
+                           : caps.vendor_id == 0x10DE ? kernel_bounds_nvidia(caps)
+                                                      : kernel_bounds_generic(caps);
+  // Fusion forms no kernel the device cannot bind (4 storage buffers per stage is the
+  // spec's minimum: Mali's drivers report it).
+  b.max_bindings = std::min<size_t>(b.max_bindings, caps.max_storage_buffers);
+  return b;
 }
 
 MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
@@ -78,6 +80,9 @@ bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 &
 
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
                          uint32_t k) {
+  // Fewer invocations than the tiles ask for (128 is the spec's minimum): the wider side halved.
+  while (uint64_t(m / thread) * (n / thread) > caps.max_workgroup_invocations && std::max(m, n) > 2 * thread)
+    (m >= n ? m : n) /= 2;
   MatmulTiles t;
   t.m = m, t.n = n, t.k = k, t.thread_m = t.thread_n = thread, t.staged = true;
   // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.
