@@ -166,7 +166,9 @@ const std::vector<Fn>& functions() {
       {"acosh", [](long double x) { return std::acosh(x); }, 1, 1e3, 1, 4},
       {"atanh", [](long double x) { return std::atanh(x); }, -1, 1, 1, 4},
       {"cbrt", [](long double x) { return std::cbrt(x); }, -1e6, 1e6, 1, 3},
-      {"erf", [](long double x) { return std::erf(x); }, -6, 6, 1, 3},
+      // f32: 4 ulp on lavapipe without f64 (the intel-arc-a770 profile), at x = -0.4717, just
+      // past where 1 - erfc(|x|) takes over and cancels a bit of the driver's exp error.
+      {"erf", [](long double x) { return std::erf(x); }, -6, 6, 1, 4},
       {"erfc", [](long double x) { return std::erfc(x); }, -3, 27, 1, 6},
       {"erf_inv", erfinv_ref, -1, 1, 1, 16},
   };
