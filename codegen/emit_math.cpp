@@ -436,7 +436,9 @@ struct M {
     Id tiny = lt(abs(x), c(wide() ? 1e-290 : 1e-30));
     Id a = sel(tiny, mul(abs(x), c(up)), abs(x));
     Id y = exp(div(log(a), c(3)));
-    y = sub(y, div(sub(mul(mul(y, y), y), a), mul(c(3), mul(y, y))));  // one Newton step
+    // One Newton step, y - (y^3 - a) / (3 y^2), in a form without y^3: near the largest
+    // finite a, y^3 may round past it to infinity.
+    y = sub(y, div(sub(y, div(a, mul(y, y))), c(3)));
     y = sel(tiny, mul(y, c(down)), y);
     a = abs(x);
     y = sel(or_(eq(a, c(0)), inf(a)), a, y);

@@ -4,6 +4,9 @@
 // that needs only 16-bit storage (no Float16 arithmetic) and makes the
 // rounding exact and device-independent. bf16 rounding follows Nx, which
 // writes the high half of the f32 value (truncation), NaN as 0x7FC0.
+// Without 8/16-bit storage, narrow tensors keep their host layout in buffers declared as
+// 32-bit words (Emitter::packed): loads extract an element, stores replace it with two
+// atomics, since neighbours in a word may be written by other invocations.
 #include <cmath>
 #include <cstring>
 
@@ -30,12 +33,20 @@ Id Emitter::reg_type(DType t) {
   return ir::is_float(t) ? b.type_float(register_bits(t)) : b.type_int(register_bits(t));
 }
 
+bool Emitter::packed(DType t) const {
+  const int bits = ir::dtype_bits(t);
+  return (bits == 8 && !caps.storage_buffer_8bit) || (bits == 16 && !caps.storage_buffer_16bit);
+}
+
+uint32_t Emitter::storage_stride(DType t) const { return packed(t) ? 4 : uint32_t(ir::dtype_bytes(t)); }
+
 Id Emitter::storage_type(DType t) {
+  if (packed(t)) return u32();
   if (t == DType::F16 || t == DType::BF16) return b.type_int(16);
   return ir::is_float(t) ? b.type_float(ir::dtype_bits(t)) : b.type_int(ir::dtype_bits(t));
 }
 
-void Emitter::require_type(const ir::Node& node, DType t, bool storage) const {
+void Emitter::require_type(const ir::Node& node, DType t) const {
   auto lacks = [&](const char* what, const char* feature) {
     throw ir::IrError(node, std::string(what) + " needs the device's " + feature + " feature, which " + caps.name +
                                 " lacks");
@@ -43,10 +54,6 @@ void Emitter::require_type(const ir::Node& node, DType t, bool storage) const {
   std::string tn = ir::dtype_name(t);
   if (t == DType::F64 && !caps.float64) lacks("f64", "shaderFloat64");
   if ((t == DType::S64 || t == DType::U64) && !caps.int64) lacks(tn.c_str(), "shaderInt64");
-  if (storage && ir::dtype_bits(t) == 8 && !caps.storage_buffer_8bit)
-    lacks((tn + " buffers").c_str(), "storageBuffer8BitAccess");
-  if (storage && ir::dtype_bits(t) == 16 && !caps.storage_buffer_16bit)
-    lacks((tn + " buffers").c_str(), "storageBuffer16BitAccess");
 }
 
 namespace {
@@ -165,6 +172,12 @@ Id Emitter::entry_pointer(const BufferRef& buf, Id at) {
 }
 
 Id Emitter::load(const BufferRef& buf, Id linear) {
+  if (packed(buf.dtype)) {
+    const PackedElement at = packed_element(buf, linear);
+    Id word = buf.written_in_kernel ? b.op_in_place(spv::OpLoad, u32(), {at.word})
+                                    : b.op(spv::OpLoad, u32(), {at.word});
+    return from_bits(b.op(spv::OpShiftRightLogical, u32(), {word, at.shift}), buf.dtype);
+  }
   Id ptr = element_pointer(buf, linear);
   Id raw = buf.written_in_kernel ? b.op_in_place(spv::OpLoad, storage_type(buf.dtype), {ptr})
                                  : b.op(spv::OpLoad, storage_type(buf.dtype), {ptr});
@@ -173,9 +186,29 @@ Id Emitter::load(const BufferRef& buf, Id linear) {
 }
 
 void Emitter::store(const BufferRef& buf, Id linear, Id value) {
+  if (packed(buf.dtype)) {
+    const PackedElement at = packed_element(buf, linear);
+    const uint32_t mask = (1u << ir::dtype_bits(buf.dtype)) - 1;
+    Id bits = b.op(spv::OpBitwiseAnd, u32(), {to_bits(value, buf.dtype), u32c(mask)});
+    Id keep = b.op(spv::OpNot, u32(), {b.op(spv::OpShiftLeftLogical, u32(), {u32c(mask), at.shift})});
+    // Relaxed device-scope atomics: each changes only this element's bits of the word.
+    Id scope = u32c(spv::ScopeDevice), relaxed = u32c(spv::MemorySemanticsMaskNone);
+    b.op_in_place(spv::OpAtomicAnd, u32(), {at.word, scope, relaxed, keep});
+    b.op_in_place(spv::OpAtomicOr, u32(), {at.word, scope, relaxed, b.op(spv::OpShiftLeftLogical, u32(), {bits, at.shift})});
+    return;
+  }
   Id st = storage_type(buf.dtype);
   Id v = ir::dtype_bits(buf.dtype) >= 32 ? value : b.op(spv::OpUConvert, st, {to_bits(value, buf.dtype)});
   b.op_void(spv::OpStore, {element_pointer(buf, linear), v});
+}
+
+Emitter::PackedElement Emitter::packed_element(const BufferRef& buf, Id linear) {
+  if (buf.base) linear = b.op(spv::OpIAdd, u32(), {buf.base, linear});
+  const uint32_t bits = uint32_t(ir::dtype_bits(buf.dtype)), per_word = 32 / bits;
+  Id word = b.op(spv::OpUDiv, u32(), {linear, u32c(per_word)});
+  Id shift = b.op(spv::OpIMul, u32(), {b.op(spv::OpUMod, u32(), {linear, u32c(per_word)}), u32c(bits)});
+  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, u32()), {buf.variable, u32c(0), word});
+  return {ptr, shift};
 }
 
 Id Emitter::load_vector(const BufferRef& buf, Id at) {

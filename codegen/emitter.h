@@ -107,9 +107,10 @@ class Emitter {
   // Converts a register value to storage form and writes it to element `linear`.
   void store(const BufferRef& buf, Id linear, Id value);
 
-  // Throws IrError naming `node` if the device cannot hold `t` in registers
-  // (storage: in a buffer binding too).
-  void require_type(const ir::Node& node, ir::DType t, bool storage) const;
+  // Throws IrError naming `node` if the device cannot compute in `t` (f64, s64/u64 without
+  // the device's feature); narrow types are held in 32-bit registers, and packed in
+  // buffers where the device lacks 8/16-bit storage.
+  void require_type(const ir::Node& node, ir::DType t) const;
 
   spirv::Builder& b;
   const DeviceCaps& caps;
@@ -124,7 +125,10 @@ class Emitter {
   // result an ulp below 1.0 truncates to bf16 0.996), else t.
   ir::DType math_type(ir::DType t) const;
   Id reg_type(ir::DType t);
+  // Narrow tensors without the device's 8/16-bit storage: packed in 32-bit words.
+  bool packed(ir::DType t) const;
   Id storage_type(ir::DType t);
+  uint32_t storage_stride(ir::DType t) const;  // bytes per element of a buffer's array
   Id u32();
   Id u32c(uint64_t v) { return b.const_int(32, v); }
   Id boolean();
@@ -204,6 +208,11 @@ class Emitter {
 
   const ir::Node& arg(const ir::Node& node, size_t k) const { return body_.node(node.args.at(k)); }
   Id element_pointer(const BufferRef& buf, Id linear);
+  struct PackedElement {
+    Id word;   // pointer to the 32-bit word holding the element
+    Id shift;  // the element's first bit in it
+  };
+  PackedElement packed_element(const BufferRef& buf, Id linear);
   Id entry_pointer(const BufferRef& buf, Id at);
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);

@@ -24,11 +24,11 @@ void check_types(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps
                  const std::vector<Binding>& bindings) {
   for (const auto& n : body.nodes)
     for (const auto& r : n.results) {
-      e.require_type(n, r.dtype, false);
+      e.require_type(n, r.dtype);
       if (r.num_elements() >= kMaxElements)
         throw ir::IrError(n, ir::to_string(r) + " has too many elements for 32-bit indexing");
     }
-  for (const auto& bnd : bindings) e.require_type(kernel, bnd.dtype, true);
+  for (const auto& bnd : bindings) e.require_type(kernel, bnd.dtype);
 }
 
 // The longest reduced (or contracted) extent of any node in the body; for indexed_add/put,
@@ -402,7 +402,7 @@ void declare_bindings(Emitter& e, const std::vector<Binding>& bindings, uint32_t
     }
     bool in = bnd.kind == Binding::Kind::Input;
     BufferRef buf{0, bnd.dtype, !in ? output_lanes : read_as_vectors(bnd.index) ? lanes : 1};
-    buf.variable = e.b.storage_buffer(e.buffer_entry_type(buf), ir::dtype_bytes(bnd.dtype) * buf.lanes, uint32_t(i), in);
+    buf.variable = e.b.storage_buffer(e.buffer_entry_type(buf), e.storage_stride(bnd.dtype) * buf.lanes, uint32_t(i), in);
     e.b.name(buf.variable, (in ? "arg" : "result") + std::to_string(bnd.index));
     (in ? inputs : outputs)->push_back(buf);
   }
@@ -650,10 +650,12 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     out.bindings.push_back({Binding::Kind::Output, int(k), kernel.results[k].dtype});
   }
 
-  // Past the limit a driver may crash rather than fail (lavapipe does): refuse here.
+  // Past the limit a driver may crash rather than fail (lavapipe does): refuse here. Texel
+  // views (added below) count against the sampled-image limit, not this one.
   if (out.bindings.size() > caps.max_storage_buffers)
     throw ir::IrError(kernel, "needs " + std::to_string(out.bindings.size()) + " storage buffers; " + caps.name +
-                                  " allows " + std::to_string(caps.max_storage_buffers) + " per kernel");
+                                  " allows " + std::to_string(caps.max_storage_buffers) +
+                                  " per kernel (maxPerStageDescriptorStorageBuffers)");
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".

@@ -91,10 +91,10 @@ class SerialEmitter {
   };
 
   BufferRef declare(Binding::Kind kind, int index, DType t, bool read_only) {
-    util_.require_type(*loop_, t, true);
+    util_.require_type(*loop_, t);
     const uint32_t binding = uint32_t(out_.kernel.bindings.size());
     out_.kernel.bindings.push_back({kind, index, t});
-    BufferRef ref{b_.storage_buffer(util_.storage_type(t), ir::dtype_bytes(t), binding, read_only), t};
+    BufferRef ref{b_.storage_buffer(util_.storage_type(t), util_.storage_stride(t), binding, read_only), t};
     if (!read_only) {
       b_.decorate(ref.variable, spv::DecorationCoherent);
       ref.written_in_kernel = true;
@@ -180,7 +180,7 @@ class SerialEmitter {
     const ir::Graph& body = *it->second;
     Emitter e(b_, caps_, body);
     for (const auto& n : body.nodes)
-      for (const auto& r : n.results) e.require_type(n, r.dtype, false);
+      for (const auto& r : n.results) e.require_type(n, r.dtype);
     e.set_inputs(ins);
     int64_t items = 0;
     for (const auto& r : kernel.results) items = std::max(items, r.num_elements());

@@ -218,7 +218,7 @@ class Fuse : public Pass {
           Region& rc = regions[c];
           const Region& ra = regions[a];
           std::set<NodeId> inputs = joined_inputs(rc, ra);
-          if (inputs.size() + rc.roots.size() > kMaxKernelBindings) continue;
+          if (inputs.size() + rc.roots.size() > bounds_.max_bindings) continue;
           rc.members.insert(ra.members.begin(), ra.members.end());
           rc.inputs = std::move(inputs);
           if (!frame->reduction) rc.row_split = *p;
@@ -437,7 +437,7 @@ class Fuse : public Pass {
   // reads the most of its inputs while still fitting a kernel of its own. Materialising it
   // replaces those inputs by one. Nothing when the region fits (or no member helps).
   std::optional<NodeId> narrowing_split(const Graph& g, const Region& r) {
-    if (bindings(r) <= kMaxKernelBindings) return std::nullopt;
+    if (bindings(r) <= bounds_.max_bindings) return std::nullopt;
     std::map<NodeId, std::set<NodeId>> reads;
     std::function<const std::set<NodeId>&(NodeId)> cone = [&](NodeId m) -> const std::set<NodeId>& {
       if (auto it = reads.find(m); it != reads.end()) return it->second;
@@ -453,7 +453,7 @@ class Fuse : public Pass {
     for (NodeId m : r.members) {
       if (g.node(m).op == "constant" || std::find(r.roots.begin(), r.roots.end(), m) != r.roots.end()) continue;
       const size_t n = cone(m).size();
-      if (n > most && n < kMaxKernelBindings) most = n, best = m;
+      if (n > most && n < bounds_.max_bindings) most = n, best = m;
     }
     return best;
   }
@@ -483,7 +483,7 @@ class Fuse : public Pass {
     if (ra.type().shape != rb.type().shape) return false;
     if (holds_dot(g, a) || holds_dot(g, b)) return false;  // a dot's kernel has one result (codegen/matmul.h)
     if (is_scan(ra) || is_scan(rb)) return false;          // so has a scan's (codegen/scan.h)
-    if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > kMaxKernelBindings) return false;
+    if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > bounds_.max_bindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
     if (depends(g, a, b, all) || depends(g, b, a, all)) return false;  // through a third region
@@ -560,7 +560,7 @@ class Fuse : public Pass {
 
   // Why the region reads `n` from a buffer instead of computing it in registers; `nxv explore`
   // shows it so that a missed fusion can be traced to its cause.
-  static std::string boundary_reason(const Graph& g, const Node& n, const std::set<NodeId>& outputs,
+  std::string boundary_reason(const Graph& g, const Node& n, const std::set<NodeId>& outputs,
                                      const std::set<NodeId>& forced, std::map<NodeId, std::vector<NodeId>>& users) {
     if (n.op == "parameter") return "graph input";
     if (n.op == "tensor") return "literal tensor";
@@ -571,7 +571,7 @@ class Fuse : public Pass {
     // Forced but not cut by the cost model: for the binding limit (narrowing_split).
     if (forced.count(n.id))
       return "its inputs, read directly, would make the kernel reading it bind more than " +
-             std::to_string(kMaxKernelBindings) + " buffers";
+             std::to_string(bounds_.max_bindings) + " buffers";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
     if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return "arithmetic read by a dot, which inlines only index maps and casts";

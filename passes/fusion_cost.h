@@ -34,6 +34,11 @@ struct KernelBounds {
   // (passes/split-scan), each rescanned from its carry as one line of a scan kernel. Per
   // target, from the device's limits (codegen/scan.h: set_scan_bounds).
   int64_t scan_block = 1024;
+
+  // Storage buffers one kernel may bind (its inputs and results): fuse and narrow-operands
+  // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where
+  // that is smaller (kernel_bounds); the default leaves room under Metal's 31 (MoltenVK).
+  size_t max_bindings = 30;
 };
 
 struct Estimate {

@@ -1,9 +1,11 @@
 // narrow-operands: a concatenate or stack of more values than a kernel can bind becomes a
-// tree of them, at most kMaxNodeOperands wide. Both are associative along their axis:
-// concatenating (or stacking) groups and concatenating the groups' results along the same
-// axis gives the same tensor. Every kernel then fits the device's storage-buffer limit
-// (see kMaxKernelBindings), which fuse keeps for the regions it forms.
+// tree of them, each at most half as wide as a kernel may bind buffers. Both are associative
+// along their axis: concatenating (or stacking) groups and concatenating the groups' results
+// along the same axis gives the same tensor. Every kernel then fits the device's storage-buffer limit
+// (KernelBounds::max_bindings), which fuse keeps for the regions it forms.
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -14,18 +16,22 @@ namespace {
 using ir::Node;
 using ir::NodeId;
 
-// Leaves room in a kernel for the result and for a few more inputs fused in beside.
-constexpr size_t kMaxNodeOperands = kMaxKernelBindings / 2;
 
 class NarrowOperands : public Pass {
  public:
   std::string name() const override { return "narrow-operands"; }
 
   void run(ir::Graph& g) override {
+    // Leaves room in a kernel for the result and for a few more inputs fused in beside.
+    const size_t max_operands = std::max<size_t>(2, bounds_.max_bindings / 2);
     std::vector<Node> out;
     NodeId next = g.next_id();
     for (Node n : g.nodes) {  // copies: the groups' operand types are looked up in g
-      if ((n.op != "concatenate" && n.op != "stack") || n.args.size() <= kMaxNodeOperands) {
+      // A value read several times, or a literal, takes no binding of its own.
+      std::set<NodeId> read;
+      for (NodeId a : n.args)
+        if (g.node(a).op != "constant") read.insert(a);
+      if ((n.op != "concatenate" && n.op != "stack") || read.size() <= max_operands) {
         out.push_back(std::move(n));
         continue;
       }
@@ -34,10 +40,10 @@ class NarrowOperands : public Pass {
       std::map<NodeId, ir::Shape> shapes;
       for (NodeId a : level) shapes[a] = g.node(a).type().shape;
       bool stacked = n.op == "stack";
-      while (level.size() > kMaxNodeOperands) {
+      while (level.size() > max_operands) {
         std::vector<NodeId> groups;
-        for (size_t i = 0; i < level.size(); i += kMaxNodeOperands) {
-          std::vector<NodeId> args(level.begin() + i, level.begin() + std::min(level.size(), i + kMaxNodeOperands));
+        for (size_t i = 0; i < level.size(); i += max_operands) {
+          std::vector<NodeId> args(level.begin() + i, level.begin() + std::min(level.size(), i + max_operands));
           ir::Shape s = shapes[args[0]];
           if (stacked) {
             s.insert(s.begin() + axis, int64_t(args.size()));

@@ -28,11 +28,6 @@ class Pass {
 std::unique_ptr<Pass> create_pass(const std::string& name);  // throws std::invalid_argument
 std::vector<std::string> registered_passes();
 
-// Storage buffers one kernel may bind (its inputs and results). Metal, under MoltenVK,
-// allows 31 per stage and lavapipe 32; fuse and narrow-operands keep every kernel within
-// this, and the code generator checks the device's own limit.
-constexpr size_t kMaxKernelBindings = 30;
-
 // The pipeline that compiles a graph for the runtime: canonicalisation,
 // simplification, fusion, lowering to `kernel` nodes, buffer planning.
 std::vector<std::string> default_pipeline();

@@ -239,7 +239,7 @@ Allocation DeviceImpl::allocate_raw(uint64_t bytes, VkBuffer prefer) {
   check_alive();
   uint64_t cap = size_class(std::max<uint64_t>(bytes, 4));
   if (cap > info_.caps.max_storage_buffer_range && bytes <= info_.caps.max_storage_buffer_range)
-    cap = bytes;  // the size class would overshoot what one binding may address
+    cap = (bytes + 3) / 4 * 4;  // the size class would overshoot what one binding may address; whole words for packed narrow tensors
   if (bytes > info_.caps.max_storage_buffer_range)
     throw Error(Error::Kind::OutOfMemory, "a tensor of " + std::to_string(bytes) + " bytes exceeds " + info_.name +
                                               "'s largest storage buffer (" +

@@ -475,10 +475,10 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
                              "and shaderFloat64");
   lost(&DeviceCaps::int64, "no shaderInt64: a graph with an s64/u64 tensor fails to compile with an error naming the node "
                            "and shaderInt64");
-  lost(&DeviceCaps::storage_buffer_8bit, "no storageBuffer8BitAccess: a graph with an s8/u8 tensor in a buffer fails "
-                                         "to compile, naming storageBuffer8BitAccess");
-  lost(&DeviceCaps::storage_buffer_16bit, "no storageBuffer16BitAccess: a graph with an f16/bf16/s16/u16 tensor in a buffer "
-                                          "fails to compile, naming storageBuffer16BitAccess");
+  lost(&DeviceCaps::storage_buffer_8bit, "no storageBuffer8BitAccess: s8/u8 tensors (and predicates) are packed four to a "
+                                         "32-bit word; each store is two atomics");
+  lost(&DeviceCaps::storage_buffer_16bit, "no storageBuffer16BitAccess: f16/bf16/s16/u16 tensors are packed two to a "
+                                          "32-bit word; each store is two atomics");
   lost(&DeviceCaps::int16, "no shaderInt16: no cost today (16-bit integers compute in 32-bit registers)");
   lost(&DeviceCaps::int8, "no shaderInt8: no cost today (8-bit integers compute in 32-bit registers)");
   lost(&DeviceCaps::float16, "no shaderFloat16: no cooperative matrices (their fragments hold f16); f16 elementwise "

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: unit tests (GoogleTest, incl. the op conformance suite on the default
-# Vulkan device), lit tests of the passes and codegen, and the whole Elixir suite, eager
-# and in lazy mode.
+# Vulkan device; again under the vulkan-minimum profile and at lavapipe's 4-lane width), lit
+# tests of the passes and codegen, and the whole Elixir suite, eager and in lazy mode.
 # The Elixir tests that need Nx take it from NX_PATH, else from the Nx 0.7.2 checkout in
 # ../shared beside the project (CI's machines have it); with neither they are skipped with
 # a message and only the NIF tests run.
@@ -16,6 +16,15 @@ export NXV_CACHE_DIR=${NXV_CACHE_DIR:-$(mktemp -d)}
 
 status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure) || status=1
+# The unit tests again (label `unit`) as a device with only the spec's required limits and no
+# optional feature, with the validation layer as oracle, and at lavapipe's 4-lane width
+# (docs/portability.md). NXV_CI_PROFILES=0 leaves both out.
+if [ "${NXV_CI_PROFILES:-1}" = 1 ]; then
+  echo "nx_vulkan: unit tests under NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1"
+  (cd "$BUILD_DIR" && NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1 ctest -L unit --output-on-failure) || status=1
+  echo "nx_vulkan: unit tests at 4 lanes (LP_NATIVE_VECTOR_WIDTH=128)"
+  (cd "$BUILD_DIR" && LP_NATIVE_VECTOR_WIDTH=128 ctest -L unit --output-on-failure) || status=1
+fi
 # The Mix compiler task builds the NIF in the tree just built rather than configuring its own
 # (the path resolved here: inside the subshell, after cd, it would name elixir/build).
 nif_build_dir=$(realpath "$BUILD_DIR")

@@ -145,17 +145,24 @@ TEST(CodegenKernel, MissingDeviceFeaturesAreNamed) {
   auto x = k.param(DType::S32, {4});
   auto g = k.finish({k.add("sum", {x}, DType::S64, {}, {{"axes", nullptr}})});
   EXPECT_THROW(cgtest::compile(g, caps), ir::IrError);
-  caps = generic_caps();
-  caps.storage_buffer_8bit = false;
-  KernelBuilder k8;
-  auto p = k8.param(DType::U8, {4});
-  EXPECT_THROW(cgtest::compile(k8.finish({k8.add("logical_not", {p}, DType::U8, {4})}), caps), ir::IrError);
-  // Without 8-bit storage a u8 value may still live in registers.
-  KernelBuilder kr;
-  auto f = kr.param(DType::F32, {4});
-  auto isn = kr.add("is_nan", {f}, DType::U8, {4});
-  auto g2 = kr.finish({kr.add("select", {isn, f, f}, DType::F32, {4})});
-  EXPECT_NO_THROW(cgtest::compile(g2, caps));
+}
+
+// Without 8/16-bit storage, narrow tensors are packed in 32-bit words: the module declares
+// neither storage capability, and stores are atomic (neighbours share a word).
+TEST(CodegenKernel, NarrowTensorsArePackedWithoutNarrowStorage) {
+  for (DType t : {DType::U8, DType::S8, DType::F16, DType::BF16, DType::S16}) {
+    auto caps = generic_caps();
+    caps.storage_buffer_8bit = caps.storage_buffer_16bit = false;
+    KernelBuilder k;
+    auto p = k.param(t, {5});
+    auto kb = cgtest::compile(k.finish({k.add("negate", {p}, t, {5})}), caps);
+    EXPECT_EQ(validate(kb.spirv, caps.api_version), "") << ir::dtype_name(t);
+    const std::string text = disassemble(kb.spirv);
+    EXPECT_EQ(text.find("StorageBuffer8BitAccess"), std::string::npos) << ir::dtype_name(t);
+    EXPECT_EQ(text.find("StorageBuffer16BitAccess"), std::string::npos) << ir::dtype_name(t);
+    EXPECT_NE(text.find("OpAtomicAnd"), std::string::npos) << ir::dtype_name(t);
+    EXPECT_NE(text.find("OpAtomicOr"), std::string::npos) << ir::dtype_name(t);
+  }
 }
 
 DeviceCaps nvidia_caps() {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "runtime/runtime.h"
@@ -23,18 +24,48 @@ inline bool flushes_subnormals(ir::DType t) {
   return t == ir::DType::F64 && !c.preserve_denorms_f64;
 }
 
+// Whether the device promises IEEE Inf/NaN/signed-zero semantics for t's register width
+// (shaderSignedZeroInfNanPreserveFloat32/64). Without it the driver may fold arithmetic on
+// values it knows (x - x to 0 where x is an Inf literal) as fast-math does.
+inline bool preserves_special_values(ir::DType t) {
+  const auto& c = device()->info().caps;
+  return t == ir::DType::F64 ? c.preserve_signed_zero_inf_nan_f64 : c.preserve_signed_zero_inf_nan_f32;
+}
+
 // The device feature tensors of t need that the device (as its profile restricts it:
 // NXV_PROFILE) lacks; "" where it has them. Mirrors codegen's Emitter::require_type.
 inline std::string missing_feature(ir::DType t) {
   const auto& c = device()->info().caps;
   if (t == ir::DType::F64 && !c.float64) return "shaderFloat64";
   if ((t == ir::DType::S64 || t == ir::DType::U64) && !c.int64) return "shaderInt64";
-  if (ir::dtype_bits(t) == 8 && !c.storage_buffer_8bit) return "storageBuffer8BitAccess";
-  if (ir::dtype_bits(t) == 16 && !c.storage_buffer_16bit) return "storageBuffer16BitAccess";
   return "";
 }
 
+// The cases of a test left out for types the device lacks: the test runs the others and
+// ends skipped, naming what it left out (NXV_SKIP_IF_LEFT_OUT), so that skips are counted.
+class LeftOut {
+ public:
+  // True (and noted) where the device lacks what tensors of t need.
+  bool operator()(ir::DType t) {
+    const std::string f = missing_feature(t);
+    if (!f.empty()) notes_.insert(std::string(ir::dtype_name(t)) + " (" + f + ")");
+    return !f.empty();
+  }
+  bool empty() const { return notes_.empty(); }
+  std::string reason() const {
+    std::string r = "left out, as the device lacks what they need: ";
+    for (auto it = notes_.begin(); it != notes_.end(); ++it) r += (it == notes_.begin() ? "" : ", ") + *it;
+    return r;
+  }
+
+ private:
+  std::set<std::string> notes_;
+};
+
 }  // namespace nxv::devtest
+
+#define NXV_SKIP_IF_LEFT_OUT(left_out) \
+  if (!(left_out).empty()) GTEST_SKIP() << (left_out).reason()
 
 // Skips the test where the device lacks what tensors of `dtype` need, naming the feature.
 #define NXV_SKIP_WITHOUT(dtype)                                                                      \

@@ -336,8 +336,11 @@ TEST(SpecialValues, UnaryOps) {
 
 // ---- binary ops over all pairs ----
 TEST(SpecialValues, BinaryOpsAndComparisons) {
+  // Types whose literal-on-literal results the device computes without the promise of
+  // preserves_special_values: not checked (the rest is), and the test reports itself skipped.
+  std::set<std::string> unpromised;
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    if (t == DType::F64 && !device()->info().caps.float64) break;
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     std::vector<double> lhs, rhs;  // all pairs
@@ -407,11 +410,19 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
         const ir::Graph g = gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
         const std::vector<double> a(lhs.begin() + first * n, lhs.begin() + (first + rows_per_graph) * n),
             b(rhs.begin() + first * n, rhs.begin() + (first + rows_per_graph) * n);
-        check("literal", run(g, {}, device_computes_literals())[0], a, b);
+        if (devtest::preserves_special_values(t)) check("literal", run(g, {}, device_computes_literals())[0], a, b);
+        else unpromised.insert(ir::dtype_name(t));
         check("literal (constant-folded)", run(g, {})[0], a, b);
       }
     }
   }
+  if (!unpromised.empty()) {
+    std::string types;
+    for (const auto& u : unpromised) types += (types.empty() ? "" : ", ") + u;
+    GTEST_SKIP() << "literal-on-literal results in " << types << " not checked: " << device()->info().name
+                 << " lacks shaderSignedZeroInfNanPreserveFloat32/64, so its driver may fold x - x to 0 at Inf";
+  }
+  SKIP_UNLESS_SUPPORTED(DType::F64);
 }
 
 // select with special predicates and branches; clip with special bounds.
@@ -1000,6 +1011,7 @@ TEST(SpecialValues, ZerosTheDriverDerivesAreNotFolded) {
   for (DType t : {DType::F32, DType::F64, DType::BF16}) {
     SKIP_UNLESS_SUPPORTED(t);
     const std::string ty = ir::dtype_name(t);
+    const std::string iota_type = device()->info().caps.int64 ? "u64" : "u32";
     const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "derived_zeros", "nodes": [
       {"id": 0, "op": "parameter", "type": "s32", "shape": [4], "attrs": {"index": 0}},
       {"id": 1, "op": "parameter", "type": ")" + ty + R"(", "shape": [4], "attrs": {"index": 1}},
@@ -1008,7 +1020,7 @@ TEST(SpecialValues, ZerosTheDriverDerivesAreNotFolded) {
       {"id": 4, "op": "multiply", "args": [2, 3], "type": ")" + ty + R"(", "shape": [4]},
       {"id": 5, "op": "logical_xor", "args": [0, 0], "type": "u8", "shape": [4]},
       {"id": 6, "op": "divide", "args": [5, 1], "type": ")" + ty + R"(", "shape": [4]},
-      {"id": 7, "op": "iota", "type": "u64", "shape": [1, 4], "attrs": {"axis": 0}},
+      {"id": 7, "op": "iota", "type": ")" + iota_type + R"(", "shape": [1, 4], "attrs": {"axis": 0}},
       {"id": 8, "op": "reshape", "args": [1], "type": ")" + ty + R"(", "shape": [4, 1]},
       {"id": 9, "op": "dot", "args": [8, 7], "type": ")" + ty + R"(", "shape": [4, 4],
        "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}],

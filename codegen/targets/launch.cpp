@@ -64,6 +64,9 @@ passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
                            : caps.vendor_id == 0x10DE ? kernel_bounds_nvidia(caps)
                                                       : kernel_bounds_generic(caps);
   set_scan_bounds(caps, b);
+  // Fusion forms no kernel the device cannot bind (4 storage buffers per stage is the
+  // spec's minimum: Mali's drivers report it).
+  b.max_bindings = std::min<size_t>(b.max_bindings, caps.max_storage_buffers);
   return b;
 }
 
@@ -80,6 +83,9 @@ bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 &
 
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
                          uint32_t k) {
+  // Fewer invocations than the tiles ask for (128 is the spec's minimum): the wider side halved.
+  while (uint64_t(m / thread) * (n / thread) > caps.max_workgroup_invocations && std::max(m, n) > 2 * thread)
+    (m >= n ? m : n) /= 2;
   MatmulTiles t;
   t.m = m, t.n = n, t.k = k, t.thread_m = t.thread_n = thread, t.staged = true;
   // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.

@@ -159,7 +159,8 @@ int64_t matmul_tile_count(const MatmulShape& s, const MatmulTiles& tiles);
 // product (m or n small) or a short contraction stays per element.
 bool matmul_worth_tiling(const MatmulShape& s);
 // Shared-memory tiles of `m` x `n` per workgroup and `thread` x `thread` per invocation, with
-// the largest k-step of `k` or less whose staged slices fit the device's shared memory.
+// the largest k-step of `k` or less whose staged slices fit the device's shared memory; the
+// wider side halved while the tile needs more invocations than a workgroup may have.
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
                          uint32_t k = 16);
 
