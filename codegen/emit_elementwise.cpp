@@ -122,6 +122,10 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
     return convert(r, DType::F64, t);
   }
   if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
+  // f64 as Nx computes it, 1 / sqrt(x): NVIDIA's f64 InverseSqrt is an ulp off (Nx 0.13's
+  // rsqrt(2) example printed 0.7071067811865476).
+  if (op == "rsqrt" && register_bits(t) == 64)
+    return b.op(spv::OpFDiv, rt, {constant(t, 1), b.ext(GLSLstd450Sqrt, rt, {x})});
   if (op == "rsqrt") return b.ext(GLSLstd450InverseSqrt, rt, {x});
   // GLSL.std.450's transcendentals are 16/32-bit only, and lack some functions altogether.
   // The trig functions and their inverses go through the library in f32 too: Vulkan asks
