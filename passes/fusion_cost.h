@@ -30,6 +30,9 @@ struct KernelBounds {
   // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
   // kernel whose one element needs more cannot be launched at all.
   double max_loop_steps = 0;
+  // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
+  // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.
+  bool f32_accumulates_in_f64 = false;
 };
 
 struct Estimate {
