@@ -361,8 +361,9 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
       result = result ? select(t, here, v, result) : v;
       offset += extent;
     }
-    if (!result) throw ir::IrError(node, "nothing to concatenate");
-    return result;
+    // Every operand empty: so is the result, and no element of it is ever read (a consumer
+    // that reads it, like a dot contracting over it, loops zero times).
+    return result ? result : constant(t, 0);
   }
   throw ir::IrError(node, "op not supported inside a kernel body");
 }
