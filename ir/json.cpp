@@ -133,7 +133,7 @@ json parse_json(const std::string& text) {
   };
   try {
     return json::parse(text, bounded);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double (out_of_range 406)
     throw IrError(std::string("malformed JSON: ") + e.what());
   }
 }

@@ -109,6 +109,8 @@ class Verifier {
   // Numbers in Nx (`x + 1`) are weakly typed: they become scalar constants that do not
   // widen the other operand (Nx.Type.merge_number), except that a float number makes an
   // integer operand float. Both readings are accepted, the strict merge and the weak one.
+  // Where every operand is a scalar constant, a pass may have put one in place of a value
+  // of its type (unroll: a loop's counter in each copy), so each can be the strong one.
   std::vector<DType> merged(const Node& n, const std::vector<size_t>& operands) {
     DType strict = arg_type(n, operands[0]).dtype;
     for (size_t i = 1; i < operands.size(); ++i) strict = merge_types(strict, arg_type(n, operands[i]).dtype);
@@ -123,8 +125,11 @@ class Verifier {
         strong = strong ? merge_types(*strong, a.type().dtype) : a.type().dtype;
       }
     }
-    if (strong && (float_number ? to_floating(*strong) : *strong) != strict)
-      out.push_back(float_number ? to_floating(*strong) : *strong);
+    auto weak = [&](DType t) { return float_number ? to_floating(t) : t; };
+    if (strong && weak(*strong) != strict) out.push_back(weak(*strong));
+    if (!strong)
+      for (size_t i : operands)
+        if (std::find(out.begin(), out.end(), weak(arg_type(n, i).dtype)) == out.end()) out.push_back(weak(arg_type(n, i).dtype));
     return out;
   }
 

@@ -39,6 +39,10 @@ struct KernelBounds {
   // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where
   // that is smaller (kernel_bounds); the default leaves room under Metal's 31 (MoltenVK).
   size_t max_bindings = 30;
+
+  // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
+  // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.
+  bool f32_accumulates_in_f64 = false;
 };
 
 struct Estimate {

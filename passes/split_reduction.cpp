@@ -3,7 +3,9 @@
 // reduced elements are laid out last (transpose), flattened, padded with the operation's
 // identity to kParts equal chunks, and each output first reduces its chunks in parallel,
 // then the kParts partial results. The transposes, reshapes and pads are index mappings,
-// so fusion folds them (and x's producers) into the first reduction's kernel.
+// so fusion folds them (and x's producers) into the first reduction's kernel. The partial
+// results keep the type the kernels accumulate in (partial_type), so that a split sum rounds
+// to its type once, as an unsplit one does (docs/numerics.md).
 //
 // A dot with a long contraction into few outputs (a convolution's weight gradient, whose
 // contraction runs over the batch and the image) is split the same way: one contracted
@@ -36,9 +38,18 @@ constexpr int64_t kDotMaxOutputs = 1 << 18;
 constexpr int64_t kDotSplitOutputs = 1 << 20;
 constexpr int64_t kDotMinPart = 512;
 
+// The type of the partial results of a split `op` into t: f16 and bf16 sums and products
+// accumulate in f32 on every device, f32 ones and dots in f64 where the target does so. f16
+// and bf16 dots keep their type, which the matrix units take (each part then rounds once).
+DType partial_type(const std::string& op, DType t, bool f32_in_f64) {
+  if (op != "sum" && op != "product" && op != "dot") return t;
+  if ((t == DType::F16 || t == DType::BF16) && op != "dot") return DType::F32;
+  return t == DType::F32 && f32_in_f64 ? DType::F64 : t;
+}
+
 // The dot's contraction split in parts: appends the dot over the parts and, under n's id,
 // their sum to `out`. False (nothing appended) where the dot is left as it is.
-bool split_dot(const Graph& g, const Node& n, NodeId& next, std::vector<Node>& out) {
+bool split_dot(const Graph& g, const Node& n, bool f32_in_f64, NodeId& next, std::vector<Node>& out) {
   const ir::TensorType& a = g.node(n.args[0]).type();
   const ir::TensorType& b = g.node(n.args[1]).type();
   auto list = [&](const char* k) {
@@ -69,32 +80,41 @@ bool split_dot(const Graph& g, const Node& n, NodeId& next, std::vector<Node>& o
     out.push_back(std::move(m));
     return out.back().id;
   };
-  // Operand axis `axis` of `extent` as (parts, extent / parts): the parts become a batch axis.
-  auto split = [&](NodeId operand, const ir::TensorType& t, int64_t axis, std::vector<int64_t>& contract,
+  const DType t = n.type().dtype, partial_t = partial_type("dot", t, f32_in_f64);
+  // An operand of a widened dot: converted to the dot's type first, as its kernel would.
+  auto widen = [&](std::pair<NodeId, ir::TensorType> operand) {
+    auto [id, type] = operand;
+    if (partial_t == t) return id;
+    if (type.dtype != t) id = append_node(out, next, "as_type", {id}, t, type.shape, nlohmann::json::object());
+    return append_node(out, next, "as_type", {id}, partial_t, type.shape, nlohmann::json::object());
+  };
+  // Operand axis `axis` of `extent` as (parts, extent / parts): the parts become a batch
+  // axis. Returns the operand so laid out and its type.
+  auto split = [&](NodeId operand, const ir::TensorType& type, int64_t axis, std::vector<int64_t>& contract,
                    std::vector<int64_t>& batch) {
-    const int64_t extent = t.shape[axis];
+    const int64_t extent = type.shape[axis];
     if (extent == parts) {
       contract.erase(std::find(contract.begin(), contract.end(), axis));
       batch.push_back(axis);
-      return operand;
+      return std::pair{operand, type};
     }
     // The axis itself stays contracted, as the chunks' axis after the parts.
     for (auto* axes : {&contract, &batch})
       for (int64_t& x : *axes)
         if (x >= axis) ++x;
     batch.push_back(axis);
-    ir::Shape s = t.shape;
+    ir::Shape s = type.shape;
     s[axis] = extent / parts;
     s.insert(s.begin() + axis, parts);
     Node r;
     r.op = "reshape";
     r.args = {operand};
-    r.results = {{t.dtype, s}};
+    r.results = {{type.dtype, s}};
     r.attrs = nlohmann::json::object();
-    return add(std::move(r));
+    return std::pair{add(std::move(r)), ir::TensorType{type.dtype, s}};
   };
   Node d = n;
-  d.args = {split(n.args[0], a, c1[pick], c1, b1), split(n.args[1], b, c2[pick], c2, b2)};
+  d.args = {widen(split(n.args[0], a, c1[pick], c1, b1)), widen(split(n.args[1], b, c2[pick], c2, b2))};
   d.attrs["contract_axes1"] = c1;
   d.attrs["contract_axes2"] = c2;
   d.attrs["batch_axes1"] = b1;
@@ -103,16 +123,16 @@ bool split_dot(const Graph& g, const Node& n, NodeId& next, std::vector<Node>& o
   ir::Shape s = n.type().shape;
   const int64_t at = int64_t(b1.size()) - 1;
   s.insert(s.begin() + at, parts);
-  d.results = {{n.type().dtype, s}};
+  d.results = {{partial_t, s}};
   const NodeId partial = add(std::move(d));
   Node sum = n;
   sum.op = "sum";
   sum.args = {partial};
   sum.attrs = {{"axes", {at}}};
   // A sum of integers is in Nx's aggregate type (s64/u64): below 64 bits it is converted
-  // back, which wrapping arithmetic makes the dot's own result.
-  const DType t = n.type().dtype;
-  const DType aggregate = ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : t;
+  // back, which wrapping arithmetic makes the dot's own result. Widened partials are
+  // converted back likewise.
+  const DType aggregate = ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : partial_t;
   if (aggregate == t) {
     out.push_back(std::move(sum));
     return true;
@@ -136,7 +156,7 @@ class SplitReduction : public Pass {
     // Nodes are copied, not moved: later nodes still look up their operands in g.
     for (Node n : g.nodes) {
       static const std::set<std::string> ops = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
-      if (n.op == "dot" && split_dot(g, n, next, out)) continue;
+      if (n.op == "dot" && split_dot(g, n, bounds_.f32_accumulates_in_f64, next, out)) continue;
       if (!ops.count(n.op)) {
         out.push_back(n);
         continue;
@@ -165,50 +185,44 @@ class SplitReduction : public Pass {
       auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
         return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
       };
-      // f16 and bf16 sums and products in f32, their accumulators' type: partial results
-      // rounded to the type would each lose the bits below its 8 or 11 (and f16 ones
-      // overflow past 65504 where the total need not).
-      const DType t = n.type().dtype;
-      const bool half = (t == DType::F16 || t == DType::BF16) && (n.op == "sum" || n.op == "product");
-      const DType pt = half ? DType::F32 : t, xt = half ? DType::F32 : x.dtype;
       NodeId v = n.args[0];
-      if (half) v = add("as_type", {v}, xt, x.shape, nlohmann::json::object());
       bool identity_perm = true;
       for (size_t i = 0; i < perm.size(); ++i) identity_perm &= perm[i] == int64_t(i);
       ir::Shape permuted;
       for (int64_t a : perm) permuted.push_back(x.shape[a]);
-      if (!identity_perm) v = add("transpose", {v}, xt, permuted, {{"axes", perm}});
+      if (!identity_perm) v = add("transpose", {v}, x.dtype, permuted, {{"axes", perm}});
       ir::Shape flat = kept;
       flat.push_back(extent);
-      v = add("reshape", {v}, xt, flat, nlohmann::json::object());
+      v = add("reshape", {v}, x.dtype, flat, nlohmann::json::object());
       const int64_t chunk = (extent + kParts - 1) / kParts;
       if (chunk * kParts != extent) {
-        NodeId pad_value = add("constant", {}, xt, {}, {{"value", reduction_identity(n.op, xt)}});
+        NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", reduction_identity(n.op, x.dtype)}});
         nlohmann::json config = nlohmann::json::array();
         for (size_t i = 0; i < kept.size(); ++i) config.push_back({0, 0, 0});
         config.push_back({0, chunk * kParts - extent, 0});
         flat.back() = chunk * kParts;
-        v = add("pad", {v, pad_value}, xt, flat, {{"config", config}});
+        v = add("pad", {v, pad_value}, x.dtype, flat, {{"config", config}});
       }
       ir::Shape chunks = kept;
       chunks.push_back(kParts);
       chunks.push_back(chunk);
-      v = add("reshape", {v}, xt, chunks, nlohmann::json::object());
+      v = add("reshape", {v}, x.dtype, chunks, nlohmann::json::object());
       ir::Shape partial = kept;
       partial.push_back(kParts);
-      v = add(n.op, {v}, pt, partial, {{"axes", {int64_t(kept.size()) + 1}}});
-      if (kept == n.type().shape && !half) {
-        // The second stage takes the original node's id, so its users need no rewiring.
-        n.args = {v};
-        n.attrs = {{"axes", {int64_t(kept.size())}}};
-        out.push_back(n);
-        continue;
+      const DType t = n.type().dtype, partial_t = partial_type(n.op, t, bounds_.f32_accumulates_in_f64);
+      if (partial_t != t) v = add("as_type", {v}, partial_t, chunks, nlohmann::json::object());
+      v = add(n.op, {v}, partial_t, partial, {{"axes", {int64_t(kept.size()) + 1}}});
+      const nlohmann::json second = {{"axes", {int64_t(kept.size())}}};
+      // The last node takes the original node's id, so its users need no rewiring: the
+      // second stage, or the conversion back from the partials' type, or keep_axes' reshape.
+      const bool narrow = partial_t != t, reshape = kept != n.type().shape;
+      if (narrow || reshape) {
+        v = add(n.op, {v}, partial_t, kept, second);
+        if (narrow && reshape) v = add("as_type", {v}, t, kept, nlohmann::json::object());
       }
-      v = add(n.op, {v}, pt, kept, {{"axes", {int64_t(kept.size())}}});
-      if (half && kept != n.type().shape) v = add("as_type", {v}, t, kept, nlohmann::json::object());
-      n.op = half && kept == n.type().shape ? "as_type" : "reshape";
+      n.op = narrow && !reshape ? "as_type" : reshape ? "reshape" : n.op;
       n.args = {v};
-      n.attrs = nlohmann::json::object();
+      n.attrs = narrow || reshape ? nlohmann::json::object() : second;
       out.push_back(n);
     }
     g.nodes = std::move(out);

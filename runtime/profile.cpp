@@ -337,7 +337,7 @@ nlohmann::json read_json(const fs::path& path) {
   if (!f) throw Error(Error::Kind::InvalidArgument, "cannot read profile file " + path.string());
   try {
     return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond a double
     throw Error(Error::Kind::InvalidArgument, path.string() + ": malformed JSON: " + e.what());
   }
 }

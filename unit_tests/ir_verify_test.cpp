@@ -183,5 +183,23 @@ TEST(IrVerify, AcceptsNxTyping) {
   EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13, 15, 16, 19, 21")), "");
 }
 
+// Where every operand is a scalar constant, either can stand for a value of its own type that
+// a pass put there: unroll gave a loop counter's s32 + s64 step, stated s32, the s32 start
+// (fuzz_passes); the verifier rejected the unrolled graph. Other types stay errors.
+TEST(IrVerify, ConstantOperandsTakeEitherType) {
+  const std::string nodes = R"(
+    {"id": 0, "op": "constant", "type": "s32", "shape": [], "attrs": {"value": 0}},
+    {"id": 1, "op": "constant", "type": "s64", "shape": [], "attrs": {"value": 1}},
+    {"id": 2, "op": "add", "args": [0, 1], "type": "s32", "shape": []},
+    {"id": 3, "op": "add", "args": [0, 1], "type": "s64", "shape": []},
+    {"id": 4, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.5}},
+    {"id": 5, "op": "multiply", "args": [0, 4], "type": "f32", "shape": []})";
+  EXPECT_EQ(verify_error(graph(nodes, "2, 3, 5")), "");
+  EXPECT_EQ(verify_error(graph(nodes + R"(, {"id": 6, "op": "add", "args": [0, 1], "type": "s16", "shape": []})", "6")),
+            "node 6 (add): type mismatch: stated s16, inferred s64 or s32");
+  EXPECT_EQ(verify_error(graph(nodes + R"(, {"id": 6, "op": "multiply", "args": [0, 4], "type": "s32", "shape": []})", "6")),
+            "node 6 (multiply): type mismatch: stated s32, inferred f32");
+}
+
 }  // namespace
 }  // namespace nxv::ir

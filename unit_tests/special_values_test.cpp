@@ -620,6 +620,59 @@ TEST(SpecialValues, HalfReductionsAgreeWithTheInterpreterAtSize) {
       }
 }
 
+// A long reduction into few outputs is split in parts (split-reduction), whose partial
+// results keep the type the kernels accumulate in, so the result is rounded to its type once,
+// as in the interpreter: f16 sums in f32 on every device, f32 sums and dots in f64 where the
+// device computes f32 in f64. The halves here have opposite signs and each part's result
+// leaves the type's range; parts rounded to the type first gave +Inf + -Inf = NaN (the
+// differential fuzzer's seed 2057: a u16 . f32 dot of 16384 terms, NaN on lavapipe against
+// +Inf). Where the device keeps f32 accumulators an f32 result whose partials overflow depends
+// on the order of the additions (docs/numerics.md): only NaN or an infinity may replace it.
+TEST(SpecialValues, SplitReductionsRoundOnce) {
+  const bool f32_in_f64 = codegen::computes_f32_in_f64(device()->info().caps);
+  auto check = [&](const std::string& what, DType t, const ir::Graph& g, const std::vector<Literal>& in, double exact) {
+    const double want = round_to(t, exact);
+    const double interpreted = ir::get_f64(ir::interpret(g, in)[0], 0), computed = ir::get_f64(run(g, in)[0], 0);
+    EXPECT_TRUE(bit_equal(want, interpreted)) << what << ": interpreter " << describe(interpreted) << ", want " << describe(want);
+    if (t == DType::F32 && !f32_in_f64)
+      EXPECT_TRUE(bit_equal(want, computed) || !std::isfinite(computed)) << what << ": device " << describe(computed);
+    else
+      EXPECT_TRUE(bit_equal(want, computed)) << what << ": device " << describe(computed) << ", want " << describe(want);
+  };
+  // Sums of n (split from 2^16 on): +big in the first half, -big in the second but a last
+  // 0; every partial sum is exact in the accumulator, and the total is big.
+  for (int64_t n : {int64_t(1) << 17, int64_t(1) << 20})
+    for (DType t : {DType::F16, DType::F32}) {
+      const double big = t == DType::F16 ? 0x1p15 : 0x1p127;
+      std::vector<double> x(size_t(n), big);
+      for (int64_t i = n / 2; i < n; ++i) x[size_t(i)] = i == n - 1 ? 0 : -big;
+      GraphText gt;
+      const ir::Graph g = gt.graph("split_sum", {gt.add("sum", std::to_string(gt.param(t, {n}, 0)), t, {}, R"({"axes": null})")});
+      check(std::string(ir::dtype_name(t)) + " sum of " + std::to_string(n), t, g, {literal(t, {n}, x)}, big);
+    }
+  // u16 . f32 dots of k terms (split from 4096 on): 2 . (+-2^127), products of 2^128 beyond
+  // f32's range, halves of opposite signs; the last term 1 . -2^127 (total 2^127) or 2 . 0
+  // (total 2^128: +Inf in f32, as in seed 2057).
+  for (int64_t k : {int64_t(16384), int64_t(1) << 17})
+    for (bool overflows : {false, true}) {
+      Literal a{{DType::U16, {k}}, std::vector<uint8_t>(size_t(k) * 2)};
+      for (int64_t i = 0; i < k; ++i) {
+        ir::Scalar v;
+        v.is_integer = true;
+        v.i = i == k - 1 && !overflows ? 1 : 2;
+        ir::set_element(a, i, v);
+      }
+      std::vector<double> b(size_t(k), 0x1p127);
+      for (int64_t i = k / 2; i < k; ++i) b[size_t(i)] = i == k - 1 && overflows ? 0 : -0x1p127;
+      GraphText gt;
+      const int pa = gt.param(DType::U16, {k}, 0), pb = gt.param(DType::F32, {k, 1}, 1);
+      const ir::Graph g = gt.graph("split_dot", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), DType::F32, {1},
+                                                          R"({"contract_axes1": [0], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []})")});
+      check("u16 . f32 dot of " + std::to_string(k) + (overflows ? ", total 2^128" : ", total 2^127"), DType::F32, g,
+            {a, literal(DType::F32, {k, 1}, b)}, overflows ? 0x1p128 : 0x1p127);
+    }
+}
+
 // dot: special values in the products and the sums of a contraction.
 TEST(SpecialValues, Dot) {
   for (DType t : kFloats) {

@@ -91,6 +91,7 @@ passes::KernelBounds kernel_bounds_generic(const DeviceCaps& caps) {
   passes::KernelBounds b;
   b.max_loop_steps = double(caps.max_loop_steps) / 2;
   b.max_code = 200000;
+  b.f32_accumulates_in_f64 = computes_f32_in_f64(caps);
   return b;
 }
 
