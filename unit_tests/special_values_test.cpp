@@ -983,10 +983,11 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
             EXPECT_TRUE(bit_equal(w, ir::get_f64(got[o], k)))
                 << ir::dtype_name(t) << (fold ? " constant-folded" : "") << ", " << what[o] << ", element " << k << ": "
                 << describe(ir::get_f64(got[o], k)) << ", want " << describe(w);
-            if (!fold)
+            if (!fold) {
               EXPECT_TRUE(bit_equal(w, ir::get_f64(reference[o], k)))
                   << ir::dtype_name(t) << " interpreter, " << what[o] << ", element " << k << ": "
                   << describe(ir::get_f64(reference[o], k)) << ", want " << describe(w);
+            }
           }
         }
       }
