@@ -116,11 +116,8 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
   // an ulp low is a bf16 step low). An f64 root rounded to f32 is the correctly rounded f32
   // root (53 >= 2 * 24 + 2 bits make the double rounding innocuous). f16 rounds to nearest:
   // a few f32 ulp matter only within 2^-13 of a tie, so it keeps the device's.
-  if ((op == "sqrt" || op == "rsqrt") && (t == DType::F32 || t == DType::BF16) && caps.float64) {
-    Id r = b.ext(GLSLstd450Sqrt, reg_type(DType::F64), {convert(x, t, DType::F64)});
-    if (op == "rsqrt") r = b.op(spv::OpFDiv, reg_type(DType::F64), {constant(DType::F64, 1), r});
-    return convert(r, DType::F64, t);
-  }
+  if ((op == "sqrt" || op == "rsqrt") && (t == DType::F32 || t == DType::BF16) && caps.float64)
+    return convert(float_unary(node, op, convert(x, t, DType::F64), DType::F64), DType::F64, t);
   if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
   // f64 as Nx computes it, 1 / sqrt(x): NVIDIA's f64 InverseSqrt is an ulp off (Nx 0.13's
   // rsqrt(2) example printed 0.7071067811865476).

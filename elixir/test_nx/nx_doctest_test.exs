@@ -24,7 +24,7 @@ defmodule Nx.Vulkan.NxDoctestTest do
   # whose f64 functions are ours, an ulp from Erlang's (erf_inv's more accurate than the
   # backend's).
   @f32_in_f64 Nx.Vulkan.Case.computes_f32_in_f64?()
-  @float64 Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> get_in([:caps, :float64])
+  @float64 Nx.Vulkan.Case.device_caps().float64
   @f64_examples Version.match?(to_string(Application.spec(:nx, :vsn)), ">= 0.12.0")
   @rounding (cond do
                not @f32_in_f64 ->

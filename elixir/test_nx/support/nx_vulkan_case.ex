@@ -42,16 +42,17 @@ defmodule Nx.Vulkan.Case do
   Whether the default device computes f32 in f64 as Nx.BinaryBackend does (lavapipe:
   codegen's `computes_f32_in_f64`), so that f32 results match the evaluator's exactly.
   """
-  def computes_f32_in_f64? do
-    Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> get_in([:caps, :computes_f32_in_f64])
-  end
+  def computes_f32_in_f64?, do: device_caps().computes_f32_in_f64
+
+  @doc "The default device's capabilities (`Nx.Vulkan.Native.device_info/1`'s `:caps`)."
+  def device_caps, do: Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> Map.fetch!(:caps)
 
   @doc """
   The largest buffer the default device allows, in bytes: the least of its
   maxStorageBufferRange, maxMemoryAllocationSize and largest device-local heap.
   """
   def buffer_limit_bytes do
-    caps = Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()) |> elem(1) |> Map.fetch!(:caps)
+    caps = device_caps()
     Enum.min([caps.max_storage_buffer_range, caps.max_memory_allocation_bytes, caps.max_heap_bytes])
   end
 
