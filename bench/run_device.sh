@@ -128,6 +128,13 @@ suite_run() {
   echo "exit $?" >>"$out/suite_$name.log"
 }
 
+# ExUnit's last count line and the exit status of each PREFIX_*.log.
+summarise() {
+  for f in "$out/$1"_*.log; do
+    echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
+  done
+}
+
 case $what in
   tests | all)
     NXV_TEST_DATA=$PWD/unit_tests .gl/bin/nxv_unit_tests --gtest_brief=1 ${1:+--gtest_filter=$1} 2>&1 | tail -25 ;;&
@@ -151,16 +158,12 @@ case $what in
     runs=${NXV_ELIXIR_RUNS:-1.14:eager 1.14:lazy 1.14:device 1.18:eager 1.18:lazy 1.18:device}
     for run in $runs; do elixir_run "${run%%:*}" "${run##*:}" "$@" & done
     wait
-    for f in "$out"/elixir_*.log; do
-      echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
-    done ;;
+    summarise elixir ;;
   suites)
     otp_install
     for name in nx axon scholar; do suite_run $name & done
     wait
-    for f in "$out"/suite_*.log; do
-      echo "== $(basename "$f" .log): $(grep -E '^[0-9]+ (doctests?|tests?)' "$f" | tail -1) ($(tail -1 "$f"))"
-    done ;;
+    summarise suite ;;
 esac
 # At most eight files come back from $OUT: each mode's logs travel as one archive (modes
 # may run side by side).
