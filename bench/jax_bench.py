@@ -51,6 +51,7 @@ def workloads(dtype, flat, side, precision="highest"):
     w.append(("cumsum_1024x1024", lambda a: jnp.cumsum(a, axis=1), (c,), 2 * c.nbytes))
     w.append(("cumsum_1024x1024_axis0", lambda a: jnp.cumsum(a, axis=0), (c,), 2 * c.nbytes))
     w.append(("cumsum_1e7", lambda a: jnp.cumsum(a), (line,), 2 * line.nbytes))
+    w.append(("copy_1e7", lambda a: a.reshape(10**7 // 2, 2) + 0, (line,), 2 * line.nbytes))
     # Dense work at the precision asked (`highest`, exact f32, is what nxv computes by default).
     hi = precision_of(precision)
     mm = lambda a, b: jnp.matmul(a, b, precision=hi)  # noqa: E731

@@ -30,6 +30,12 @@ for r in nxv:
              f"{j['pipelined_ms']:.3f}" if j and "pipelined_ms" in j else "",
              f"{j['pipelined_ms'] / r['device_ms']:.2f}" if j and "pipelined_ms" in j and r["device_ms"] else ""]
     print("| " + " | ".join(cells) + " |")
+# Scans against a copy of their own size, where a launch's fixed cost weighs the same.
+for r in nxv:
+    same = next((c for c in nxv if c["workload"] == "copy_1e7" and c["dtype"] == r["dtype"]), None)
+    if r["workload"] == "cumsum_1e7" and same:
+        print(f"\ncumsum_1e7 {r['dtype']}: {100 * r['gbps'] / same['gbps']:.0f}% of copy_1e7's bandwidth "
+              f"({r['device_ms']:.4f} ms against {same['device_ms']:.4f} ms)")
 for name in ("leapfrog_d8", "leapfrog_d1000"):
     fori, ours = jax.get((name + "_fori", "f64", "highest")), next((r for r in nxv if r["workload"] == name), None)
     if fori and ours:

@@ -47,11 +47,11 @@ class GraphWriter {
 
 uint64_t bytes(int64_t elems, DType t) { return static_cast<uint64_t>(elems) * ir::dtype_bytes(t); }
 
-Workload copy(DType t, int64_t n) {
-  GraphWriter w("copy");
+Workload copy(DType t, int64_t n, const std::string& name = "copy") {
+  GraphWriter w(name);
   NodeId x = w.param(0, t, {n});
   NodeId r = w.node("reshape", {x}, t, {n / 2, 2});
-  return {"copy", t, w.finish({r}), 2 * bytes(n, t)};
+  return {name, t, w.finish({r}), 2 * bytes(n, t)};
 }
 
 Workload add(DType t, int64_t n) {
@@ -284,6 +284,8 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(cumsum("cumsum_1024x1024", t, {1024, 1024}, 1));
   ws.push_back(cumsum("cumsum_1024x1024_axis0", t, {1024, 1024}, 0));
   ws.push_back(cumsum("cumsum_1e7", t, {10000000}, 0));
+  // A copy of the scan's size: at 40 MB a launch's fixed cost is part of any kernel's time.
+  ws.push_back(copy(t, 10000000, "copy_1e7"));
   if (t == DType::F64)
     for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
   // Dense work: the full size adds the 4096-square product.

@@ -218,28 +218,78 @@ std::pair<Id, Id> subgroup_scan(ScanFold& f, spv::Op op, Id v, Id slots, uint32_
   return {f.step(folded[0], exclusive), folded[1]};
 }
 
-// An invocation's run of `count` elements from the line's position `first` (in scan order):
-// their positions, values, whether each lies on the line, and their fold.
+// A tile's elements pass through shared memory on their way in and out: loaded and stored
+// by consecutive invocations at consecutive positions (each instruction a contiguous span,
+// as the memory system wants), read and written there by runs (each invocation its own
+// scan_run consecutive elements, the order the fold needs). Loading runs straight from
+// memory (each invocation 32 bytes apart) took 3.5 times a copy's time on an H200.
+struct Stage {
+  Emitter& e;
+  Id rt, array;
+  uint32_t size, run;
+  // One slot in 32 is skipped, so that the run-wise accesses (a stride of `run` slots across
+  // invocations) spread over the banks instead of falling on a few.
+  static uint64_t slots(uint32_t size, uint32_t run) {
+    const uint64_t n = uint64_t(size) * run;
+    return n + n / 32;
+  }
+  Id slot(Id i) {
+    auto& b = e.b;
+    Id padded = b.op(spv::OpIAdd, e.u32(), {i, b.op(spv::OpShiftRightLogical, e.u32(), {i, e.u32c(5)})});
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, rt), {array, padded});
+  }
+  // Slot of the j-th element an invocation moves coalesced, and of the j-th of run `place`.
+  Id spread(Id lid, uint32_t j) { return e.b.op(spv::OpIAdd, e.u32(), {lid, e.u32c(j * size)}); }
+  Id in_run(Id place, uint32_t j) {
+    return e.b.op(spv::OpIAdd, e.u32(), {e.b.op(spv::OpIMul, e.u32(), {place, e.u32c(run)}), e.u32c(j)});
+  }
+};
+
+// Where the line's k-th element lies, clamped to its last (loads stay in bounds), and whether k is on the line.
+std::pair<Id, Id> position(Emitter& e, LineAt& line, Id k) {
+  auto& b = e.b;
+  Id end = b.op(spv::OpISub, e.u32(), {line.length, e.u32c(1)});
+  return {line.element(b.ext(GLSLstd450UMin, e.u32(), {k, end})), b.op(spv::OpULessThan, e.boolean(), {k, line.length})};
+}
+
+// The tile from `first` into the stage, and each of run `place`'s elements back out: their
+// values, whether each lies on the line, and their fold.
 struct Run {
-  std::vector<Id> valid, at, v;
+  std::vector<Id> valid, v;
   Id total;
 };
 
-Run read_run(const ir::Node& x, ScanFold& f, LineAt& line, Id first, uint32_t count) {
+Run load_run(const ir::Node& x, ScanFold& f, LineAt& line, Stage& st, Id first, Id lid, Id place) {
   Emitter& e = f.e;
   auto& b = e.b;
-  Id end = b.op(spv::OpISub, e.u32(), {line.length, e.u32c(1)});
+  for (uint32_t j = 0; j < st.run; ++j) {
+    Id at = position(e, line, b.op(spv::OpIAdd, e.u32(), {first, st.spread(lid, j)})).first;
+    b.op_void(spv::OpStore, {st.slot(st.spread(lid, j)), read(e, x, at)});
+  }
+  b.workgroup_barrier();
   Run r;
   r.total = f.identity();
-  for (uint32_t j = 0; j < count; ++j) {
-    // Positions past the line's end read its last element (loads stay in bounds) and fold nothing.
-    Id k = b.op(spv::OpIAdd, e.u32(), {first, e.u32c(j)});
+  for (uint32_t j = 0; j < st.run; ++j) {
+    Id k = b.op(spv::OpIAdd, e.u32(), {first, st.in_run(place, j)});
     r.valid.push_back(b.op(spv::OpULessThan, e.boolean(), {k, line.length}));
-    r.at.push_back(line.element(b.ext(GLSLstd450UMin, e.u32(), {k, end})));
-    r.v.push_back(read(e, x, r.at.back()));
+    r.v.push_back(b.op_in_place(spv::OpLoad, st.rt, {st.slot(st.in_run(place, j))}));
     r.total = e.select(f.t, r.valid.back(), f.step(r.total, r.v.back()), r.total);
   }
   return r;
+}
+
+// Each of run `place`'s prefixes into the stage, then the tile out to memory.
+void store_run(Emitter& e, const BufferRef& output, LineAt& line, Stage& st, Id first, Id lid, Id place,
+               const std::vector<Id>& prefixes) {
+  auto& b = e.b;
+  for (uint32_t j = 0; j < st.run; ++j) b.op_void(spv::OpStore, {st.slot(st.in_run(place, j)), prefixes[j]});
+  b.workgroup_barrier();
+  for (uint32_t j = 0; j < st.run; ++j) {
+    auto [at, valid] = position(e, line, b.op(spv::OpIAdd, e.u32(), {first, st.spread(lid, j)}));
+    Id value = b.op_in_place(spv::OpLoad, st.rt, {st.slot(st.spread(lid, j))});
+    b.if_then(valid, [&] { e.store(output, at, value); });
+  }
+  b.workgroup_barrier();  // the stage is refilled by the next tile
 }
 
 // Workgroup g takes lines g, g + groups, ...; a line in tiles of size * scan_run elements:
@@ -254,7 +304,8 @@ void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold&
   const uint64_t tile = uint64_t(size) * run_length, tiles = (uint64_t(l.length) + tile - 1) / tile;
   Id rt = e.reg_type(f.t);
   Id slots = b.workgroup_array(rt, size);
-  *shared_bytes += uint64_t(b.type_bytes(rt)) * size;
+  Stage stage{e, rt, b.workgroup_array(rt, uint32_t(Stage::slots(size, run_length))), size, run_length};
+  *shared_bytes += uint64_t(b.type_bytes(rt)) * (size + Stage::slots(size, run_length));
   Id lid = b.builtin_x(spv::BuiltInLocalInvocationId);
   // With subgroup scans the runs follow the subgroups' numbering, where every subgroup is
   // full (checked here, uniformly: Vulkan promises full subgroups only on request); else
@@ -275,9 +326,8 @@ void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold&
         {rt, e.u32()}, {line_start(body, scan, f, line), e.u32c(0)},
         [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
         [&](const Values& c) {
-          Id first = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)}),
-                                                 b.op(spv::OpIMul, e.u32(), {place, e.u32c(run_length)})});
-          Run run = read_run(x, f, line, first, run_length);
+          Id first = b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)});
+          Run run = load_run(x, f, line, stage, first, lid, place);
           auto shared = [&] {
             auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
             return Values{before, total};
@@ -288,12 +338,10 @@ void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold&
                                                       return Values{before, total};
                                                     }, shared);
           const Id before = scanned[0], total = scanned[1];
+          std::vector<Id> prefixes;
           Id acc = f.step(c[0], before);
-          for (uint32_t j = 0; j < run_length; ++j) {
-            acc = f.step(acc, run.v[j]);
-            Id value = acc;
-            b.if_then(run.valid[j], [&] { e.store(output, run.at[j], value); });
-          }
+          for (uint32_t j = 0; j < run_length; ++j) prefixes.push_back(acc = f.step(acc, run.v[j]));
+          store_run(e, output, line, stage, first, lid, place, prefixes);
           return Values{f.step(c[0], total), b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(1)})};
         },
         tiles);
@@ -326,18 +374,20 @@ uint32_t scan_run(int bytes) { return uint32_t(std::clamp(32 / std::max(bytes, 1
 
 uint32_t scan_workgroup_size(const DeviceCaps& caps) {
   uint32_t size = 1;
-  while (size * 2 <= std::min<uint32_t>(256, caps.max_workgroup_invocations)) size *= 2;
+  while (size * 2 <= std::min<uint32_t>(128, caps.max_workgroup_invocations)) size *= 2;
   return size;
 }
 
-// A block of 2 tiles (of 4-byte elements): each workgroup's line long enough that its carry
+// A block of 4 tiles (of 4-byte elements): each workgroup's line long enough that its carry
 // and start are small beside its traffic, and the lines many, so that the last round of
-// workgroups a GPU runs is a small part of the whole (10^7 elements: 2442 lines of 4096 at 256
+// workgroups a GPU runs is a small part of the whole (10^7 elements: 2442 lines of 4096 at 128
 // invocations) and the totals few (their scan is one workgroup's, up to a block of them).
+// Small workgroups walking several tiles beat large ones walking few: their barriers hold
+// fewer invocations, and more of them share a multiprocessor (bench/results, the scan rows).
 // Where an invocation walks a line alone (serial lines), blocks of 1024 keep its loop far
 // within a loop limiter's steps while the lines give the parallelism.
 void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) {
-  if (scans_in_workgroups(caps)) bounds.scan_block = 2 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
+  if (scans_in_workgroups(caps)) bounds.scan_block = 4 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
   else bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
 }
 
@@ -353,7 +403,10 @@ LaunchConfig launch_scan(const DeviceCaps& caps, const ScanLines& l) {
     // The smallest power of two whose tile covers the line, up to scan_workgroup_size.
     uint32_t size = 1;
     while (size < scan_workgroup_size(caps) && int64_t(size) * run < l.length) size *= 2;
-    if (uint64_t(size) * 8 <= caps.max_shared_memory_bytes) {
+    // Registers are 32 bits wide at least (narrow types widen).
+    const uint64_t reg_bytes = uint64_t(std::max(l.bytes, 4));
+    while (size > 32 && reg_bytes * (size + Stage::slots(size, run)) > caps.max_shared_memory_bytes) size /= 2;
+    if (reg_bytes * (size + Stage::slots(size, run)) <= caps.max_shared_memory_bytes) {
       const int64_t groups = std::min<int64_t>({std::max<int64_t>(l.lines, 1), 65535, caps.max_workgroup_count_x});
       LaunchConfig c{size, uint32_t(groups), true};
       c.scan_run = run;

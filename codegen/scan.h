@@ -29,7 +29,7 @@ struct ScanLines {
 // 32 bytes of them (4 to 8 elements), which its registers hold while the workgroup scans the
 // runs' totals.
 uint32_t scan_run(int bytes);
-// The workgroup of a cooperative scan of long lines: a power of two up to 256 invocations.
+// The workgroup of a cooperative scan of long lines: a power of two up to 128 invocations.
 uint32_t scan_workgroup_size(const DeviceCaps& caps);
 // KernelBounds::scan_block for the device (codegen/targets: kernel_bounds).
 void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds);

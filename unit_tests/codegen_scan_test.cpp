@@ -39,7 +39,7 @@ TEST(CodegenScan, InnermostLinesTakeAWorkgroupWhereBarriersAreCheap) {
   // Runs of 32 bytes: 125 f32 runs of 8, in a workgroup of 128.
   EXPECT_EQ(nv.launch, "scan 4 lines of 1000, a workgroup per line in runs of 8; 128 invocations x 4 groups");
   auto nv64 = cgtest::compile(scan_graph("cumulative_sum", DType::F64, {4, 1000}, 1, false), target_caps("nvidia"));
-  EXPECT_EQ(nv64.launch, "scan 4 lines of 1000, a workgroup per line in runs of 4; 256 invocations x 4 groups");
+  EXPECT_EQ(nv64.launch, "scan 4 lines of 1000, a workgroup per line in runs of 4; 128 invocations x 4 groups");
   EXPECT_NE(disassemble(nv.spirv).find("OpControlBarrier"), std::string::npos);
   // lavapipe: an invocation per line, no barriers (each would make LLVM build a coroutine).
   auto lp = cgtest::compile(g, target_caps("lavapipe"));
@@ -61,6 +61,12 @@ TEST(CodegenScan, WorkgroupFollowsTheDevicesLimits) {
   // A line of 100 needs 16 invocations of 8 elements, not the device's 64.
   auto short_line = cgtest::compile(scan_graph("cumulative_sum", DType::F32, {2, 100}, 1, false), caps);
   EXPECT_EQ(short_line.workgroup_size[0], 16u);
+  // The tile's stage and the runs' totals beyond shared memory: fewer invocations
+  // (128 f32 runs of 8 need 4.6 KB, 64 of them 2.3 KB).
+  caps = target_caps("nvidia");
+  caps.max_shared_memory_bytes = 4096;
+  auto staged = cgtest::compile(scan_graph("cumulative_sum", DType::F32, {2, 5000}, 1, false), caps);
+  EXPECT_EQ(staged.workgroup_size[0], 64u) << staged.launch;
   // Shared memory too small for the runs' totals: an invocation per line.
   caps.max_shared_memory_bytes = 64;
   auto alone = cgtest::compile(scan_graph("cumulative_sum", DType::F32, {2, 5000}, 1, false), caps);
@@ -112,19 +118,19 @@ TEST(CodegenScan, CarriedSegmentsValidate) {
             cgtest::expect_valid(carried_graph(op, t, shape, axis, reverse, segment), target_caps(target));
           }
   auto nv = cgtest::compile(carried_graph("cumulative_sum", DType::F32, {3, 20000}, 1, false, 8192), target_caps("nvidia"));
-  EXPECT_EQ(nv.launch, "scan 9 lines of 8192 from carries, a workgroup per line in runs of 8; 256 invocations x 9 groups");
+  EXPECT_EQ(nv.launch, "scan 9 lines of 8192 from carries, a workgroup per line in runs of 8; 128 invocations x 9 groups");
   auto lp = cgtest::compile(carried_graph("cumulative_sum", DType::F32, {20000, 3}, 0, true, 1024), target_caps("lavapipe"));
   EXPECT_EQ(lp.launch.rfind("scan 60 lines of 1024 from carries, serial per invocation (coalesced across lines);", 0), 0u) << lp.launch;
 }
 
-// The block split-scan cuts long lines into, from the device's limits: two tiles of a
+// The block split-scan cuts long lines into, from the device's limits: four tiles of a
 // workgroup's runs where lines take workgroups, else short enough for one invocation.
 TEST(CodegenScan, BlocksFollowTheDevicesLimits) {
-  EXPECT_EQ(kernel_bounds(target_caps("nvidia")).scan_block, 2 * 256 * 8);
+  EXPECT_EQ(kernel_bounds(target_caps("nvidia")).scan_block, 4 * 128 * 8);
   EXPECT_EQ(kernel_bounds(target_caps("lavapipe")).scan_block, 1024);
   auto caps = target_caps("amd");
-  caps.max_workgroup_invocations = 128;
-  EXPECT_EQ(kernel_bounds(caps).scan_block, 2 * 128 * 8);
+  caps.max_workgroup_invocations = 64;
+  EXPECT_EQ(kernel_bounds(caps).scan_block, 4 * 64 * 8);
   caps = target_caps("lavapipe");
   caps.max_loop_steps = 2000;
   EXPECT_EQ(kernel_bounds(caps).scan_block, 500);

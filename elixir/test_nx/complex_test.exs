@@ -118,11 +118,15 @@ defmodule Nx.Vulkan.ComplexTest do
         assert_matches_evaluator(&Nx.LinAlg.lu/1, [a])
         assert_matches_evaluator(&Nx.cumulative_sum/1, [b])
         assert_matches_evaluator(&Nx.cumulative_product/1, [b])
-        # Hermitian positive definite: a a^H + I, unrolled and (20x20) as a loop
+        # Hermitian positive definite: a a^H + I, unrolled and (20x20) as a loop. At 20 the
+        # last column ends a chain of 20 dependent complex steps; a GPU's f32 (fused
+        # multiply-adds, its own order) drifts past 1e-5 there, so it is held to the bound
+        # lin_alg_test.exs holds real factorisations of that size to.
         for n <- [3, 20] do
           g = data({n, n}, @ctype)
           h = Nx.add(Nx.dot(g, Nx.LinAlg.adjoint(g)), Nx.eye(n))
-          assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [h])
+          tol = if n > 3 and @ctype == {:c, 64} and not computes_f32_in_f64?(), do: [atol: 1.0e-4, rtol: 1.0e-4], else: []
+          assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [h], tol)
         end
       end
 

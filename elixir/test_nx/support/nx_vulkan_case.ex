@@ -99,6 +99,25 @@ defmodule Nx.Vulkan.Case do
     actual
   end
 
+  # Where the two differ most (the elements printed above may all agree).
+  defp largest_difference(e, a) do
+    diff = Nx.subtract(e, a) |> Nx.abs() |> Nx.flatten()
+    diff = Nx.select(Nx.is_nan(diff), 0, diff)
+    i = diff |> Nx.argmax() |> Nx.to_number()
+    at = e.shape |> strides() |> unravel(i)
+    pick = fn t -> t |> Nx.flatten() |> Nx.slice([i], [1]) |> Nx.squeeze() |> Nx.to_number() end
+    "largest difference #{Nx.to_number(diff[i])} at #{inspect(at)}: expected #{inspect(pick.(e))}, actual #{inspect(pick.(a))}"
+  end
+
+  defp strides(shape) do
+    shape |> Tuple.to_list() |> Enum.reverse() |> Enum.map_reduce(1, &{&2, &1 * &2}) |> elem(0) |> Enum.reverse()
+  end
+
+  defp unravel(strides, i) do
+    {at, _} = Enum.map_reduce(strides, i, fn stride, rest -> {div(rest, stride), rem(rest, stride)} end)
+    at
+  end
+
   def assert_close(expected, actual, opts \\ []) do
     expected = Nx.Defn.Composite.flatten_list([expected])
     actual = Nx.Defn.Composite.flatten_list([actual])
@@ -124,6 +143,7 @@ defmodule Nx.Vulkan.Case do
       device result differs from Nx.Defn.Evaluator (atol #{atol}, rtol #{rtol})
       expected: #{inspect(e, limit: 20)}
       actual:   #{inspect(a, limit: 20)}
+      #{largest_difference(e, a)}
       """
     end
   end
