@@ -156,14 +156,9 @@ TEST(SerialLoop, ALoopThatDoesNotRunLeavesItsArguments) {
   EXPECT_EQ(exe->run_host(inputs).at(0).data, inputs[0].data);
 }
 
-// A dispatch takes a bounded number of loop steps (lavapipe's limit, or a budget that keeps
-// it short): a long loop takes several, each going on from the iterations the last one
-// completed.
-TEST(SerialLoop, ALongLoopGoesOnAcrossDispatches) {
-  auto dev = Device::open();
-  const ir::Graph g = nest(2);
-  const std::vector<HostTensor> inputs{ramp(), s32(12000), s32(5)};
-  auto exe = Executable::compile(dev, g);
+// g as a serial kernel gives the interpreter's result, in more than one submit.
+void expect_the_reference_across_dispatches(const ir::Graph& g, const std::vector<HostTensor>& inputs) {
+  auto exe = Executable::compile(Device::open(), g);
   SKIP_WITHOUT_SERIAL_KERNEL(*exe);
   ASSERT_TRUE(has_serial_kernel(*exe));
   RunStats st;
@@ -171,21 +166,23 @@ TEST(SerialLoop, ALongLoopGoesOnAcrossDispatches) {
   EXPECT_GT(st.submits, 1);
 }
 
+// Elements enough for a stage of the serial loop to be a loop of three trips.
+int wider_than_the_group() { return int(2 * codegen::serial_workgroup_size(Device::open()->info().caps) + 1); }
+
+// A dispatch takes a bounded number of loop steps (lavapipe's limit, or a budget that keeps
+// it short): a long loop takes several, each going on from the iterations the last one
+// completed.
+TEST(SerialLoop, ALongLoopGoesOnAcrossDispatches) {
+  expect_the_reference_across_dispatches(nest(2), {ramp(), s32(12000), s32(5)});
+}
+
 // Stages wider than the serial loop's group are loops of their own. Where a driver branches
 // by masks (gallivm), a loop's last test runs its body once more with no invocation active,
 // each of those stage loops then taking a step: the kernel counts them, or the driver
 // ends its loops first and the nest returns early as if done.
 TEST(SerialLoop, StagesWiderThanTheGroupGoOnAcrossDispatches) {
-  auto dev = Device::open();
-  const int width = int(2 * codegen::serial_workgroup_size(dev->info().caps) + 1);
-  const ir::Graph g = nest(2, width);
-  const std::vector<HostTensor> inputs{ramp(width), s32(12000), s32(1)};
-  auto exe = Executable::compile(dev, g);
-  SKIP_WITHOUT_SERIAL_KERNEL(*exe);
-  ASSERT_TRUE(has_serial_kernel(*exe));
-  RunStats st;
-  EXPECT_EQ(exe->run_host(inputs, &st).at(0).data, ir::interpret(g, inputs).at(0).data);
-  EXPECT_GT(st.submits, 1);
+  const int width = wider_than_the_group();
+  expect_the_reference_across_dispatches(nest(2, width), {ramp(width), s32(12000), s32(1)});
 }
 
 // A while over (c, x: f32[width]) to `bound`: on even c, x goes through a loop of its own
@@ -238,16 +235,8 @@ ir::Graph loop_in_a_branch(int width) {
 // The branch not taken runs too where a driver branches by masks (gallivm), with no
 // invocation active, its loops taking a step each: the kernel counts them.
 TEST(SerialLoop, ALoopInABranchNotTakenGoesOnAcrossDispatches) {
-  auto dev = Device::open();
-  const int width = int(2 * codegen::serial_workgroup_size(dev->info().caps) + 1);
-  const ir::Graph g = loop_in_a_branch(width);
-  const std::vector<HostTensor> inputs{ramp(width), s32(20000), s32(3)};
-  auto exe = Executable::compile(dev, g);
-  SKIP_WITHOUT_SERIAL_KERNEL(*exe);
-  ASSERT_TRUE(has_serial_kernel(*exe));
-  RunStats st;
-  EXPECT_EQ(exe->run_host(inputs, &st).at(0).data, ir::interpret(g, inputs).at(0).data);
-  EXPECT_GT(st.submits, 1);
+  const int width = wider_than_the_group();
+  expect_the_reference_across_dispatches(loop_in_a_branch(width), {ramp(width), s32(20000), s32(3)});
 }
 
 // One iteration of the outer loop takes 300 x 300 innermost trips, more than a dispatch may:
