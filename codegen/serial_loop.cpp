@@ -6,7 +6,9 @@
 // storage after a barrier, so control flow stays uniform.
 //
 // Loop steps: where the driver ends a dispatch's loops after a number of steps (lavapipe),
-// the kernel counts its own (each stage's, known statically, and one per trip of a loop).
+// the kernel counts its own (each stage's, known statically, one per trip of a loop, and
+// what the driver runs with no invocation active: the branches not taken, a loop's body
+// on its last test; Builder::LoopSteps).
 // Before each trip it checks that the steps left cover `reserve`, which bounds what the
 // stretch of stages up to the next check can take plus what the enclosing iterations
 // still run once every loop stops. If not, every loop stops at its next test and the loop's
@@ -252,19 +254,36 @@ class SerialEmitter {
     std::vector<BufferRef> results;
     for (const auto& t : n.results) results.push_back(scratch(t));
     const std::vector<BufferRef> captured(args.begin() + std::ptrdiff_t(preds), args.end());
+    std::vector<uint64_t> branch_loops(preds + 1);
     std::function<void(size_t)> from = [&](size_t k) {
       auto take = [&] {
+        const uint64_t before = b_.loop_steps().loops;
         const auto outs = region(nested(r, n, "branch" + std::to_string(k)), captured);
         std::vector<Copy> copies;
         for (size_t i = 0; i < results.size(); ++i) copies.push_back({results[i], outs.at(i), n.results[i].num_elements()});
         copy(copies);
+        branch_loops[k] = b_.loop_steps().loops - before;
       };
       if (k == preds) return take();
       b_.if_else(truthy(args.at(k)), {}, [&] { take(); return spirv::Builder::Values{}; },
                  [&] { from(k + 1); return spirv::Builder::Values{}; });
     };
     from(0);
+    count_untaken(args, branch_loops);
     return results;
+  }
+
+  // The branches not taken run too where the driver's branches are masks (gallivm), with
+  // no invocation active: a step for each loop in them (stages of more elements than the
+  // group, nested whiles).
+  void count_untaken(const std::vector<BufferRef>& preds, const std::vector<uint64_t>& branch_loops) {
+    uint64_t total = 0;
+    for (uint64_t l : branch_loops) total += l;
+    if (total == 0) return;
+    Id untaken = util_.u32c(total - branch_loops.back());
+    for (size_t k = branch_loops.size() - 1; k-- > 0;)
+      untaken = util_.select(DType::U32, truthy(preds.at(k)), util_.u32c(total - branch_loops[k]), untaken);
+    b_.op_void(spv::OpStore, {steps_, b_.op(spv::OpIAdd, util_.u32(), {load_private(steps_), untaken})});
   }
 
   Id truthy(const BufferRef& scalar) { return util_.to_bool(util_.load(scalar, util_.u32c(0)), scalar.dtype); }
@@ -330,6 +349,7 @@ class SerialEmitter {
     }
 
     auto predicate = [&] { return truthy(region(condition, state).at(0)); };
+    const uint64_t loops_before = b_.loop_steps().loops;
     b_.loop(
         {util_.boolean()}, {proceed(predicate())}, [](const spirv::Builder::Values& go) { return go[0]; },
         [&](const spirv::Builder::Values&) {
@@ -346,7 +366,9 @@ class SerialEmitter {
           return spirv::Builder::Values{proceed(predicate())};
         },
         1);
-    add_steps(1);
+    // The last test, and the body once more with no invocation active (Builder::LoopSteps):
+    // a step for this loop and each loop in it.
+    add_steps(b_.loop_steps().loops - loops_before);
     return state;
   }
 
@@ -370,7 +392,8 @@ SerialLoopBinary compile_serial_loop(const ir::Node& loop, const SerialRegion& c
   const uint64_t limit = caps.max_loop_steps ? caps.max_loop_steps : kStepsWithoutDriverLimit;
   // The kernel's loop steps with every loop taking one trip bound what runs from one check
   // to the next together with what the enclosing iterations still run after a stop (each
-  // stage runs at most once in that stretch: no loop goes round without a check): that is
+  // stage runs at most once in that stretch, and each loop ends at most once, its body
+  // then running with no invocation active: no loop goes round without a check): that is
   // the reserve. The first emission measures it; the second uses it.
   auto emit = [&](uint64_t reserve, uint64_t* steps) {
     spirv::Builder b;

@@ -157,12 +157,16 @@ class Builder {
                        const std::function<Values(const Values&)>& body);
 
   // Loop steps, an upper bound on the loop iterations of one invocation: each time a loop
-  // runs it takes its trips + 1 steps (the last test of the condition). They matter because
-  // lavapipe's gallivm ends every loop of a shader once one invocation's steps reach 65535
-  // (its loop limiter), whatever the loops' conditions say.
+  // runs it takes its trips + 1 steps (the last test of the condition), and each loop in
+  // its body one more. They matter because lavapipe's gallivm ends every loop of a shader
+  // once one invocation's steps reach 65535 (its loop limiter), whatever the loops'
+  // conditions say. gallivm branches by masks: code that no invocation runs still runs
+  // with none active (the branch not taken, the body on the test that ends a loop), each
+  // loop in it for one step.
   struct LoopSteps {
     uint64_t outside = 0;   // in loops outside the position loop (saturating)
     uint64_t per_trip = 0;  // in loops inside it, per trip of the position loop (saturating)
+    uint64_t loops = 0;     // loops emitted: what code emitted in between takes with no invocation active
   };
   const LoopSteps& loop_steps() const { return steps_; }
   // Structured if/else whose branches each yield `types.size()` values; returns the merged values.
@@ -215,6 +219,7 @@ class Builder {
     std::map<Words, Id> memo;    // value numbering and caller memoisation
     uint64_t runs = 1;           // how often this level's code runs: per invocation, or per
     bool in_positions = false;   // trip of the position loop when in_positions
+    uint64_t loops = 0;          // loops emitted inside this level
   };
 
   Block* new_block();

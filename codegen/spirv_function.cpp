@@ -224,6 +224,8 @@ Builder::Values Builder::structured_loop(const std::vector<Id>& types, const Val
                                          const std::function<Id(const Values&)>& cond,
                                          const std::function<Values(const Values&)>& body, uint64_t body_runs,
                                          bool in_positions) {
+  ++steps_.loops;
+  for (Scope& s : scopes_) ++s.loops;
   Block* merge;
   Block* pre = split_for_construct(&merge);
   Block* header = new_block();
@@ -259,7 +261,11 @@ Builder::Values Builder::structured_loop(const std::vector<Id>& types, const Val
   set_branch(open_block(), cont);
   for (size_t i = 0; i < phis.size(); ++i) phis[i]->incoming.emplace_back(next[i], cont);
   set_branch(cont, header);
+  const uint64_t inside = scopes_.back().loops;
   pop_scope();
+  // The test that ends the loop runs its body once more with no invocation active (LoopSteps).
+  uint64_t& steps = scopes_.back().in_positions ? steps_.per_trip : steps_.outside;
+  steps = saturating_add(steps, saturating_mul(scopes_.back().runs, inside));
 
   scopes_.back().open = merge;
   for (Id v : carried) set_level(v, outer);  // the header dominates the merge

@@ -498,9 +498,10 @@ class Verifier {
     expect_shape(n, reduce_shape(x.shape, axes, bool_attr(n, "keep_axes")));
     if (n.op == "all" || n.op == "any") return expect_type(n, {DType::U8});
     if (n.op == "sum" || n.op == "product") {
-      // Nx's aggregate type: integers accumulate in 64 bits.
+      // Nx's aggregate type: integers accumulate in 64 bits. Or x's own type, which wraps
+      // (split-scan's block totals: a device may lack 64-bit integers).
       DType agg = is_signed_int(x.dtype) ? DType::S64 : is_unsigned_int(x.dtype) ? DType::U64 : x.dtype;
-      return expect_type(n, {agg});
+      return expect_type(n, {agg, x.dtype});
     }
     expect_type(n, {x.dtype});
   }

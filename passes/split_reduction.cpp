@@ -129,15 +129,13 @@ bool split_dot(const Graph& g, const Node& n, bool f32_in_f64, NodeId& next, std
   sum.op = "sum";
   sum.args = {partial};
   sum.attrs = {{"axes", {at}}};
-  // A sum of integers is in Nx's aggregate type (s64/u64): below 64 bits it is converted
-  // back, which wrapping arithmetic makes the dot's own result. Widened partials are
-  // converted back likewise.
-  const DType aggregate = ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : partial_t;
-  if (aggregate == t) {
+  // Integer partials sum in the dot's own type, not Nx's 64-bit aggregate (which a device
+  // may lack): they wrap as the dot's own arithmetic does. Widened partials are converted back.
+  if (partial_t == t) {
     out.push_back(std::move(sum));
     return true;
   }
-  sum.results = {{aggregate, n.type().shape}};
+  sum.results = {{partial_t, n.type().shape}};
   Node narrow = n;
   narrow.op = "as_type";
   narrow.args = {add(std::move(sum))};

@@ -67,11 +67,8 @@ NodeId scan(Builder& b, const std::string& op, NodeId v, const Shape& s, int64_t
   blocked = b.add("reshape", {blocked}, t, split);
   Shape totals = split;
   totals.erase(totals.begin() + axis + 1);
-  // Integer sums and products total in 64 bits (Nx's aggregate type), which wrap to t
-  // exactly as t's own arithmetic does.
-  const DType agg = fold == "sum" || fold == "product" ? (ir::is_signed_int(t) ? DType::S64 : ir::is_unsigned_int(t) ? DType::U64 : t) : t;
-  NodeId total = b.add(fold, {blocked}, agg, totals, {{"axes", {axis + 1}}, {"keep_axes", false}});
-  if (agg != t) total = b.add("as_type", {total}, t, totals);
+  // In t, integers too: t's arithmetic wraps, as the scan's own does.
+  NodeId total = b.add(fold, {blocked}, t, totals, {{"axes", {axis + 1}}, {"keep_axes", false}});
   // Exclusive: block j starts from the totals of the blocks before it (after it with
   // reverse). The shift is an index map, so fusion makes it the totals' scan's prologue.
   Shape shifted = totals;

@@ -104,7 +104,8 @@ TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
   EXPECT_NE(to_glsl(words).find("void main()"), std::string::npos);
 }
 
-// Loop steps (each run of a loop: its trips + 1): inside the position loop per trip of it,
+// Loop steps (each run of a loop: its trips + 1, and a step for each loop in its body, which
+// its last test runs with no invocation active): inside the position loop per trip of it,
 // nested loops multiplied by their enclosing trips; a loop hoisted out of it counts once.
 TEST(SpirvBuilder, LoopStepsBoundTheIterationsOfAnInvocation) {
   Builder b;
@@ -129,8 +130,9 @@ TEST(SpirvBuilder, LoopStepsBoundTheIterationsOfAnInvocation) {
         return Builder::Values{b.op(spv::OpIAdd, u, {p[0], c(64)})};
       });
   b.end_main(64);
-  EXPECT_EQ(b.loop_steps().outside, 8u);
-  EXPECT_EQ(b.loop_steps().per_trip, 11u + 10u * 6u);
+  EXPECT_EQ(b.loop_steps().outside, 8u + 2u);            // the hoisted loop; the position loop's last test
+  EXPECT_EQ(b.loop_steps().per_trip, 11u + 10u * 6u + 1u);  // the outer loop's last test runs the inner once
+  EXPECT_EQ(b.loop_steps().loops, 4u);
   EXPECT_EQ(validate(b.finish(), vk11()), "");
 }
 

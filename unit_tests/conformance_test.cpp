@@ -413,6 +413,20 @@ TEST(Conformance, DotContractionsAndBatches) {
   }
 }
 
+// Integer dots whose contraction split-reduction splits (4096 terms or more into few
+// outputs): the parts sum in the dot's own type, not in 64 bits (which a device may lack),
+// wrapping as the dot does; the inputs overflow it many times over.
+TEST(Conformance, LongIntegerDotsWrapInTheirType) {
+  for (DType t : {DType::S32, DType::U32, DType::S8, DType::U16}) {
+    if (!supported(t)) continue;
+    for (int64_t k : {4096, 40960}) {
+      const std::string name = std::string("long_dot_") + ir::dtype_name(t) + "_" + std::to_string(k);
+      auto g = one_op(name, {{t, {4, k}}, {t, {k}}}, "dot", {t, {4}}, R"({"contract_axes1": [1], "contract_axes2": [0]})");
+      check(g, {input({t, {4, k}}, 51, -2e8, 2e8), input({t, {k}}, 53, -2e8, 2e8)}, Tolerance{});
+    }
+  }
+}
+
 // Indices in [lo, hi]: a range a little wider than the axes they address, so that some are
 // negative or past the end (gather clamps them, indexed_* skip them: docs/ir.md) and, with
 // more indices than positions, many repeat.

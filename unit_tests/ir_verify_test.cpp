@@ -52,8 +52,8 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
        "node 2 (sum): axis 3 out of range for f32[2,3]"},
       {"duplicate axis", kP0 + R"(, {"id": 2, "op": "reduce_max", "args": [0], "type": "f32", "shape": [2], "attrs": {"axes": [1, 1]}})",
        "node 2 (reduce_max): axis 1 appears twice"},
-      {"aggregate type", kP1 + R"(, {"id": 2, "op": "sum", "args": [1], "type": "s32", "shape": []})",
-       "node 2 (sum): type mismatch: stated s32, inferred s64"},
+      {"aggregate type", kP1 + R"(, {"id": 2, "op": "sum", "args": [1], "type": "s16", "shape": []})",
+       "node 2 (sum): type mismatch: stated s16, inferred s64 or s32"},
       {"reshape count", kP0 + R"(, {"id": 2, "op": "reshape", "args": [0], "type": "f32", "shape": [5]})",
        "node 2 (reshape): cannot reshape f32[2,3] to [5]"},
       {"transpose", kP0 + R"(, {"id": 2, "op": "transpose", "args": [0], "type": "f32", "shape": [3, 2], "attrs": {"axes": [0, 0]}})",
@@ -156,7 +156,8 @@ TEST(IrVerify, SizesThatOverflowNameTheNode) {
 
 TEST(IrVerify, AcceptsNxTyping) {
   // u8 + s8 widens to s16; a float number makes an integer tensor f32; an integer number
-  // keeps s8; divide of integers is f32; comparisons give u8.
+  // keeps s8; divide of integers is f32; comparisons give u8; an integer sum is s64 (Nx's
+  // aggregate) or, wrapping, its operand's type (split-scan's and split-reduction's).
   const std::string nodes = R"(
     {"id": 0, "op": "parameter", "type": "u8", "shape": [4], "attrs": {"index": 0}},
     {"id": 1, "op": "parameter", "type": "s8", "shape": [2, 4], "attrs": {"index": 1}},
@@ -179,8 +180,9 @@ TEST(IrVerify, AcceptsNxTyping) {
     {"id": 18, "op": "constant", "type": "f32", "shape": [6, 3], "attrs": {"value": 1.5}},
     {"id": 19, "op": "indexed_add", "args": [1, 17, 18], "type": "f32", "shape": [2, 4], "attrs": {"axes": [0]}},
     {"id": 20, "op": "constant", "type": "f32", "shape": [6], "attrs": {"value": 2.5}},
-    {"id": 21, "op": "indexed_put", "args": [0, 17, 20], "type": "f32", "shape": [4], "attrs": {"axes": [0]}})";
-  EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13, 15, 16, 19, 21")), "");
+    {"id": 21, "op": "indexed_put", "args": [0, 17, 20], "type": "f32", "shape": [4], "attrs": {"axes": [0]}},
+    {"id": 22, "op": "product", "args": [6], "type": "s8", "shape": [4], "attrs": {"axes": [0]}})";
+  EXPECT_EQ(verify_error(graph(nodes, "2, 8, 9, 10, 11, 12, 13, 15, 16, 19, 21, 22")), "");
 }
 
 // Where every operand is a scalar constant, either can stand for a value of its own type that
