@@ -37,9 +37,30 @@ enum class Precision : uint8_t { Highest, High, Default };
 std::string to_string(Precision p);
 Precision parse_precision(const std::string& name);
 
+// The vendors codegen/targets/ tunes for, named from the PCI vendor ID a device reports
+// (Mesa's software rasteriser, lavapipe, reports Mesa's own ID; Mesa's hardware drivers
+// report the hardware's).
+enum class Vendor : uint8_t { Other, Nvidia, Amd, Intel, Lavapipe };
+constexpr uint32_t pci_vendor_id(Vendor v) {
+  switch (v) {
+    case Vendor::Nvidia: return 0x10DE;
+    case Vendor::Amd: return 0x1002;
+    case Vendor::Intel: return 0x8086;
+    case Vendor::Lavapipe: return 0x10005;
+    case Vendor::Other: break;
+  }
+  return 0;
+}
+constexpr Vendor vendor_of(uint32_t pci_id) {
+  for (Vendor v : {Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Lavapipe})
+    if (pci_vendor_id(v) == pci_id) return v;
+  return Vendor::Other;
+}
+
 struct DeviceCaps {
   std::string name = "generic";
-  uint32_t vendor_id = 0;            // PCI vendor: 0x10DE NVIDIA, 0x1002 AMD, 0x8086 Intel, 0x10005 Mesa (lavapipe)
+  uint32_t vendor_id = 0;            // the PCI vendor ID the device reports (vendor() names it)
+  Vendor vendor() const { return vendor_of(vendor_id); }
   uint32_t api_version = 0;          // VK_MAKE_API_VERSION
   bool float64 = false;
   bool int64 = false;

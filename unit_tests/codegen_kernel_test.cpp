@@ -167,7 +167,7 @@ TEST(CodegenKernel, NarrowTensorsArePackedWithoutNarrowStorage) {
 
 DeviceCaps nvidia_caps() {
   auto caps = generic_caps();
-  caps.vendor_id = 0x10DE;
+  caps.vendor_id = pci_vendor_id(Vendor::Nvidia);
   return caps;
 }
 
@@ -244,7 +244,7 @@ TEST(CodegenKernel, KernelsThatCannotBeVectorisedStayScalar) {
 DeviceCaps lavapipe_caps() {
   auto caps = generic_caps();
   caps.name = "llvmpipe";
-  caps.vendor_id = 0x10005;
+  caps.vendor_id = pci_vendor_id(Vendor::Lavapipe);
   caps.max_workgroup_invocations = 1024;
   caps.max_loop_steps = 65535;
   return caps;

@@ -23,7 +23,7 @@ DeviceCaps target_caps(const std::string& name) {
   c.api_version = (1u << 22) | (3u << 12);  // Vulkan 1.3
   c.name = name;
   if (name == "nvidia") {  // an H100's limits
-    c.vendor_id = 0x10DE;
+    c.vendor_id = pci_vendor_id(Vendor::Nvidia);
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 49152;
     c.max_workgroup_count_x = 2147483647u;
@@ -33,11 +33,11 @@ DeviceCaps target_caps(const std::string& name) {
                                    {16, 8, 16, F16, F32, true, true},   {16, 8, 8, F16, F32, true, true},
                                    {16, 16, 16, BF16, F32, true, false}};
   } else if (name == "amd") {
-    c.vendor_id = 0x1002;
+    c.vendor_id = pci_vendor_id(Vendor::Amd);
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 65536;
   } else if (name == "lavapipe") {
-    c.vendor_id = 0x10005;
+    c.vendor_id = pci_vendor_id(Vendor::Lavapipe);
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 32768;
     c.max_loop_steps = 65535;

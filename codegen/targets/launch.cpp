@@ -42,26 +42,26 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
 
 // Measured on 8192x8192 f32: H100 127 -> 337 GB/s in tile order; lavapipe 1.2 -> 3.6 ms, and
 // 1.4 -> 30 ms (1024x1024) with tiles staged through shared memory (its barriers are costly).
-bool tile_transposes(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
+bool tile_transposes(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
-bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
+bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
-bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 && caps.float64; }
+bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe && caps.float64; }
 
-bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor_id != 0x10005; }
+bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
-  switch (caps.vendor_id) {
-    case 0x10005: return launch_lavapipe(caps, k);
-    case 0x10DE: return launch_nvidia(caps, k);
-    case 0x1002: return launch_amd(caps, k);
+  switch (caps.vendor()) {
+    case Vendor::Lavapipe: return launch_lavapipe(caps, k);
+    case Vendor::Nvidia: return launch_nvidia(caps, k);
+    case Vendor::Amd: return launch_amd(caps, k);
     default: return launch_generic(caps, k);
   }
 }
 
 passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
-  passes::KernelBounds b = caps.vendor_id == 0x10005 ? kernel_bounds_lavapipe(caps)
-                           : caps.vendor_id == 0x10DE ? kernel_bounds_nvidia(caps)
+  passes::KernelBounds b = caps.vendor() == Vendor::Lavapipe ? kernel_bounds_lavapipe(caps)
+                           : caps.vendor() == Vendor::Nvidia ? kernel_bounds_nvidia(caps)
                                                       : kernel_bounds_generic(caps);
   set_scan_bounds(caps, b);
   // Fusion forms no kernel the device cannot bind (4 storage buffers per stage is the
@@ -71,10 +71,10 @@ passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
 }
 
 MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
-  switch (caps.vendor_id) {
-    case 0x10005: return matmul_tiles_lavapipe(caps, s);
-    case 0x10DE: return matmul_tiles_nvidia(caps, s);
-    case 0x1002: return matmul_tiles_amd(caps, s);
+  switch (caps.vendor()) {
+    case Vendor::Lavapipe: return matmul_tiles_lavapipe(caps, s);
+    case Vendor::Nvidia: return matmul_tiles_nvidia(caps, s);
+    case Vendor::Amd: return matmul_tiles_amd(caps, s);
     default: return matmul_tiles_generic(caps, s);
   }
 }
@@ -147,9 +147,9 @@ LaunchConfig launch_matmul(const DeviceCaps& caps, const MatmulShape& s, const M
 // 38,254 words 10.5 s. Scholar's NNDescent fit (30 points) took 20.6 s cold with loops up
 // to 12,000 words, 32 s with loops up to 22,000 (its submits 27,202 and 887), 40 s with
 // none; GPUs compile such modules in milliseconds.
-uint64_t serial_loop_max_words(const DeviceCaps& caps) { return caps.vendor_id == 0x10005 ? 12000 : 0; }
+uint64_t serial_loop_max_words(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe ? 12000 : 0; }
 
-bool serial_subgroup_barriers(const DeviceCaps& caps) { return caps.vendor_id == 0x10005; }
+bool serial_subgroup_barriers(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe; }
 
 uint32_t serial_workgroup_size(const DeviceCaps& caps) {
   return std::max<uint32_t>(1, std::min(caps.subgroup_size, caps.max_workgroup_invocations));

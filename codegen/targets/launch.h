@@ -176,7 +176,7 @@ MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint
 // rows of accumulators after the contraction, whichever is larger.
 uint64_t cooperative_shared_bytes(const MatmulTiles& t);
 
-// Per-vendor choices, dispatched on caps.vendor_id by choose_launch.
+// Per-vendor choices, dispatched on caps.vendor() by choose_launch.
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_lavapipe(const DeviceCaps& caps, const KernelShape& k);
 LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k);
