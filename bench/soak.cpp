@@ -2,10 +2,14 @@
 // threads at once: each compiles a graph (new ones and recently seen ones, so both the
 // compile paths and the executable and pipeline caches' hits are exercised), runs it from
 // host tensors and from device buffers, and drops everything; another thread returns pooled
-// memory (Device::trim) now and then. Samples host RSS and the device memory held by live
-// buffers over time, and flags growth. Not a test: docs/reliability.md says how to run it.
+// memory (Device::trim) now and then. Samples host RSS, malloc's heap (glibc's mallinfo2:
+// bytes in use, and the arena holding them) and the device memory held by live buffers over
+// time; at the end empties the caches step by step, sampling after each, and flags growth.
+// Not a test: docs/reliability.md says how to run it and how to read the columns.
 //   nxv_soak [--minutes=M] [--threads=T] [--device=SEL] [--sample-seconds=S] [--seed=N]
 //            [--max-elements=N] [--out=FILE.md]
+#include <malloc.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -66,9 +70,18 @@ struct Counters {
 };
 
 struct Sample {
+  std::string phase;  // "" while the threads run, else what was just done
   double t;
   uint64_t compiles, runs, rss, device_bytes;
+  // mallinfo2: bytes malloc handed out and not yet freed (uordblks + hblkhd), and the
+  // arenas' size (arena + hblkhd); RSS beyond the arenas is memory malloc never saw (the
+  // driver's mmaps: llvmpipe's compiled code, device memory), beyond the bytes in use free
+  // heap that RSS still counts.
+  uint64_t heap_in_use, heap_arenas;
+  size_t pipelines_alive, executables_cached;
 };
+
+double mib(uint64_t bytes) { return double(bytes) / (1 << 20); }
 
 class Soak {
  public:
@@ -100,11 +113,18 @@ class Soak {
       }
     }
     for (auto& w : workers) w.join();
-    // Every graph is dropped, but the runtime's cache keeps executables (and their uploaded
-    // constants): emptied, any device memory still in use at the end is a leak.
+    // Every graph is dropped, but the runtime's caches keep executables (and their uploaded
+    // constants) and pipelines (the driver's compiled code): emptied, any device memory
+    // still in use at the end is a leak, and what host memory each step returns is told.
+    auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    sample(now(), "threads stopped");
     runtime::Executable::drop_cached(*dev_);
     dev_->trim();
-    sample(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    sample(now(), "executable cache emptied");
+    dev_->drop_cached_pipelines();
+    sample(now(), "pipeline cache emptied");
+    malloc_trim(0);
+    sample(now(), "malloc_trim(0)");
     return report();
   }
 
@@ -167,53 +187,79 @@ class Soak {
     if (first_errors_.size() < 10) first_errors_.push_back("seed " + std::to_string(seed) + ": " + what);
   }
 
-  void sample(double t) {
-    Sample s{t, c_.compiles, c_.runs, rss_bytes(), dev_->bytes_in_use()};
+  void sample(double t, const std::string& phase = "") {
+    const struct mallinfo2 m = mallinfo2();
+    Sample s{phase, t, c_.compiles, c_.runs, rss_bytes(), dev_->bytes_in_use(), m.uordblks + m.hblkhd,
+             m.arena + m.hblkhd, dev_->pipelines_alive(), runtime::Executable::cached(*dev_)};
     samples_.push_back(s);
-    std::printf("t=%6.0fs compiles=%llu runs=%llu rss=%.1f MiB device_in_use=%.2f MiB\n", s.t,
-                (unsigned long long)s.compiles, (unsigned long long)s.runs, double(s.rss) / (1 << 20),
-                double(s.device_bytes) / (1 << 20));
+    std::printf("t=%6.0fs compiles=%llu runs=%llu rss=%.1f MiB heap_in_use=%.1f MiB heap_arenas=%.1f MiB "
+                "device_in_use=%.2f MiB pipelines=%zu executables=%zu%s%s\n",
+                s.t, (unsigned long long)s.compiles, (unsigned long long)s.runs, mib(s.rss), mib(s.heap_in_use),
+                mib(s.heap_arenas), mib(s.device_bytes), s.pipelines_alive, s.executables_cached,
+                phase.empty() ? "" : " after: ", phase.c_str());
     std::fflush(stdout);
   }
 
   // Growth: device memory held by live buffers must be back where it started once every
-  // graph and the executable cache are dropped; host RSS after the first sample past warm-up (a tenth of the run) may
-  // grow by the caches of the distinct graphs compiled, and is flagged past 20% + 64 MiB.
+  // graph and the caches are dropped. Host memory after the first sample past warm-up (a
+  // tenth of the run) may grow by the caches of the distinct graphs compiled, and is flagged
+  // past 20% + 64 MiB when the threads stop: heap in use (what live allocations hold) and
+  // RSS each, so that growth of allocations is told from free heap and the driver's mappings.
   int report() {
     const Sample& first = samples_.front();
     const Sample& last = samples_.back();
     const Sample* warm = &samples_.front();
+    const Sample* stopped = &samples_.back();
     for (const auto& s : samples_)
-      if (s.t >= samples_.back().t / 10) {
+      if (s.phase == "threads stopped") stopped = &s;
+    for (const auto& s : samples_)
+      if (s.t >= stopped->t / 10) {
         warm = &s;
         break;
       }
+    auto grew = [](uint64_t from, uint64_t to) { return to > from + from / 5 + (64ull << 20); };
     const bool device_leak = last.device_bytes != first.device_bytes;
-    const bool rss_growth = last.rss > warm->rss + warm->rss / 5 + (64ull << 20);
+    const bool heap_growth = grew(warm->heap_in_use, stopped->heap_in_use);
+    const bool rss_growth = grew(warm->rss, stopped->rss);
     std::ostringstream md;
-    md << "| t (s) | compiles | runs | host RSS (MiB) | device memory in use (MiB) |\n|---|---|---|---|---|\n";
+    md << "| t (s) | compiles | runs | host RSS (MiB) | heap in use (MiB) | heap arenas (MiB) | pipelines alive | "
+          "executables cached | device memory in use (MiB) | after |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& s : samples_) {
-      char row[160];
-      std::snprintf(row, sizeof row, "| %.0f | %llu | %llu | %.1f | %.2f |\n", s.t, (unsigned long long)s.compiles,
-                    (unsigned long long)s.runs, double(s.rss) / (1 << 20), double(s.device_bytes) / (1 << 20));
+      char row[320];
+      std::snprintf(row, sizeof row, "| %.0f | %llu | %llu | %.1f | %.1f | %.1f | %zu | %zu | %.2f | %s |\n", s.t,
+                    (unsigned long long)s.compiles, (unsigned long long)s.runs, mib(s.rss), mib(s.heap_in_use),
+                    mib(s.heap_arenas), s.pipelines_alive, s.executables_cached, mib(s.device_bytes), s.phase.c_str());
       md << row;
     }
-    char summary[512];
+    char summary[1024];
     std::snprintf(summary, sizeof summary,
                   "\ndevice: %s; %d threads, %.1f min; %llu distinct graphs, %llu compiles, %llu runs, %llu declined "
-                  "(unsupported/out of memory), %llu errors\n\nhost RSS %.1f MiB at start, %.1f after warm-up, "
-                  "%.1f at end: %s\ndevice memory in use %.2f MiB at start, %.2f at end: %s\n",
+                  "(unsupported/out of memory), %llu errors\n\n"
+                  "heap in use %.1f MiB at start, %.1f after warm-up, %.1f when the threads stopped, %.1f at end: %s\n"
+                  "host RSS %.1f MiB at start, %.1f after warm-up, %.1f when the threads stopped, %.1f at end: %s\n"
+                  "device memory in use %.2f MiB at start, %.2f at end: %s\n",
                   dev_->info().name.c_str(), a_.threads, a_.minutes, (unsigned long long)c_.new_graphs.load(),
                   (unsigned long long)c_.compiles.load(), (unsigned long long)c_.runs.load(),
-                  (unsigned long long)c_.declined.load(), (unsigned long long)c_.errors.load(),
-                  double(first.rss) / (1 << 20), double(warm->rss) / (1 << 20), double(last.rss) / (1 << 20),
-                  rss_growth ? "GROWTH" : "ok", double(first.device_bytes) / (1 << 20),
-                  double(last.device_bytes) / (1 << 20), device_leak ? "LEAK" : "ok");
+                  (unsigned long long)c_.declined.load(), (unsigned long long)c_.errors.load(), mib(first.heap_in_use),
+                  mib(warm->heap_in_use), mib(stopped->heap_in_use), mib(last.heap_in_use),
+                  heap_growth ? "GROWTH" : "ok", mib(first.rss), mib(warm->rss), mib(stopped->rss), mib(last.rss),
+                  rss_growth ? "GROWTH" : "ok", mib(first.device_bytes), mib(last.device_bytes),
+                  device_leak ? "LEAK" : "ok");
     md << summary;
+    // What each step at the end gave back.
+    for (size_t i = 1; i < samples_.size(); ++i)
+      if (!samples_[i].phase.empty() && !samples_[i - 1].phase.empty()) {
+        char step[256];
+        std::snprintf(step, sizeof step, "%s: host RSS %+.1f MiB, heap in use %+.1f MiB, heap arenas %+.1f MiB\n",
+                      samples_[i].phase.c_str(), mib(samples_[i].rss) - mib(samples_[i - 1].rss),
+                      mib(samples_[i].heap_in_use) - mib(samples_[i - 1].heap_in_use),
+                      mib(samples_[i].heap_arenas) - mib(samples_[i - 1].heap_arenas));
+        md << step;
+      }
     for (const auto& e : first_errors_) md << "\nerror: " << e << "\n";
     std::printf("%s", md.str().c_str());
     if (!a_.out.empty()) std::ofstream(a_.out) << md.str();
-    return device_leak || rss_growth || c_.errors ? 1 : 0;
+    return device_leak || heap_growth || rss_growth || c_.errors ? 1 : 0;
   }
 };
 

@@ -426,6 +426,15 @@ size_t DeviceImpl::pipelines_cached() const {
   return pipelines_.size();
 }
 
+void DeviceImpl::drop_cached_pipelines() {
+  std::vector<PipelinePtr> evicted;  // destroyed after the lock, by whoever holds them last
+  {
+    std::lock_guard<std::mutex> lock(pipeline_mutex_);
+    pipelines_.clear(evicted);
+  }
+  pipeline_store_->renew();
+}
+
 std::vector<PipelineStatistic> DeviceImpl::read_statistics(VkPipeline pipeline) const {
   auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));

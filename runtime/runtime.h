@@ -136,6 +136,9 @@ class Device {
   // Pipelines in the device's cache, and pipelines alive (cached or held by an executable).
   virtual size_t pipelines_cached() const = 0;
   virtual size_t pipelines_alive() const = 0;
+  // Empties the pipeline cache (the pipelines executables hold live on) and starts the
+  // driver's VkPipelineCache afresh, after writing it to the cache directory.
+  virtual void drop_cached_pipelines() = 0;
 };
 
 struct CompileOptions {

@@ -127,6 +127,7 @@ class DeviceImpl : public Device {
   std::vector<PipelineStatistic> pipeline_statistics(const codegen::KernelBinary& kernel) const override;
   size_t pipelines_cached() const override;
   size_t pipelines_alive() const override { return pipelines_alive_; }
+  void drop_cached_pipelines() override;
   uint64_t pipeline_cache_hits() const { return hits_; }
   uint64_t pipeline_cache_misses() const { return misses_; }
   uint64_t pipeline_store_renewals() const { return pipeline_store_->renewals(); }
