@@ -3,7 +3,8 @@
 // the runtime's (docs/reliability.md, Soak). Each pipeline is one of `--distinct` modules
 // (a loop whose bound differs), created through a VkPipelineCache renewed every `--renew`
 // creations (0: none), and destroyed with its module at once, or after the `--keep` created
-// after it. With --dispatch each pipeline runs once before it goes (lavapipe compiles a
+// after it; at the end the pipelines left are destroyed, two empty batches submitted, the device
+// destroyed and malloc's free heap trimmed, with a sample after each. With --dispatch each pipeline runs once before it goes (lavapipe compiles a
 // pipeline's code when it is first dispatched); with --submit-every=N an empty submission
 // and a queue wait follow every N creations.
 //   nxv_pipeline_churn [--count=N] [--distinct=N] [--renew=N] [--keep=N] [--dispatch]
@@ -309,6 +310,12 @@ int main(int argc, char** argv) try {
     for (VkPipeline p : kept) vkDestroyPipeline(vk.device, p, nullptr);
     if (cache) vkDestroyPipelineCache(vk.device, cache, nullptr);
     std::printf("all pipelines and the cache destroyed: ");
+    sample(a.count);
+    vk.submit(VK_NULL_HANDLE);
+    std::printf("after an empty submission: ");
+    sample(a.count);
+    vk.submit(VK_NULL_HANDLE);
+    std::printf("after a second empty submission: ");
     sample(a.count);
   }
   std::printf("device and instance destroyed: ");

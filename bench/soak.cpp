@@ -7,7 +7,9 @@
 // time; at the end empties the caches step by step, sampling after each, and flags growth.
 // Not a test: docs/reliability.md says how to run it and how to read the columns.
 //   nxv_soak [--minutes=M] [--threads=T] [--device=SEL] [--sample-seconds=S] [--seed=N]
-//            [--max-elements=N] [--out=FILE.md]
+//            [--max-elements=N] [--malloc-trim-seconds=S] [--out=FILE.md]
+// --malloc-trim-seconds: malloc_trim(0) that often besides (0, the default: never), to see what
+// returning free heap to the system keeps off RSS and what it costs.
 #include <malloc.h>
 
 #include <atomic>
@@ -22,6 +24,7 @@
 
 #include "fuzz/graph_gen.h"
 #include "runtime/runtime.h"
+#include "runtime/vk_util.h"
 
 using namespace nxv;
 
@@ -32,6 +35,7 @@ struct Args {
   int threads = 4;
   std::string device, out;
   double sample_seconds = 15;
+  double malloc_trim_seconds = 0;
   uint64_t seed = 1;
   fuzz::GenOptions gen;
 };
@@ -49,6 +53,7 @@ Args parse(int argc, char** argv) {
     else if (const char* v = value("threads")) a.threads = std::max(1, std::stoi(v));
     else if (const char* v = value("device")) a.device = v;
     else if (const char* v = value("sample-seconds")) a.sample_seconds = std::stod(v);
+    else if (const char* v = value("malloc-trim-seconds")) a.malloc_trim_seconds = std::stod(v);
     else if (const char* v = value("seed")) a.seed = std::stoull(v);
     else if (const char* v = value("max-elements")) a.gen.max_elements = std::stoll(v);
     else if (const char* v = value("out")) a.out = v;
@@ -78,7 +83,7 @@ struct Sample {
   // driver's mmaps: llvmpipe's compiled code, device memory), beyond the bytes in use free
   // heap that RSS still counts.
   uint64_t heap_in_use, heap_arenas;
-  size_t pipelines_alive, executables_cached;
+  size_t pipelines_alive, pipelines_cached, executables_cached;
 };
 
 double mib(uint64_t bytes) { return double(bytes) / (1 << 20); }
@@ -102,11 +107,18 @@ class Soak {
     for (int i = 0; i < a_.threads; ++i)
       workers.emplace_back([&, i] { work(end, 0x51ed + uint64_t(i)); });
     // Trims pooled memory now and then, samples on the interval.
-    double next_sample = a_.sample_seconds;
+    double next_sample = a_.sample_seconds, next_malloc_trim = a_.malloc_trim_seconds;
     for (int tick = 0; std::chrono::steady_clock::now() < end; ++tick) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (tick % 7 == 6) dev_->trim();
+      if (a_.malloc_trim_seconds > 0 && t >= next_malloc_trim) {
+        const auto t0 = std::chrono::steady_clock::now();
+        malloc_trim(0);
+        malloc_trim_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        ++malloc_trims_;
+        next_malloc_trim += a_.malloc_trim_seconds;
+      }
       if (t >= next_sample) {
         sample(t);
         next_sample += a_.sample_seconds;
@@ -137,6 +149,8 @@ class Soak {
   std::vector<uint64_t> recent_;  // seeds compiled lately: compiled again for cache hits
   std::vector<Sample> samples_;
   std::vector<std::string> first_errors_;
+  int malloc_trims_ = 0;
+  double malloc_trim_ms_ = 0;
 
   uint64_t seed_to_compile(uint64_t coin) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -190,21 +204,23 @@ class Soak {
   void sample(double t, const std::string& phase = "") {
     const struct mallinfo2 m = mallinfo2();
     Sample s{phase, t, c_.compiles, c_.runs, rss_bytes(), dev_->bytes_in_use(), m.uordblks + m.hblkhd,
-             m.arena + m.hblkhd, dev_->pipelines_alive(), runtime::Executable::cached(*dev_)};
+             m.arena + m.hblkhd, dev_->pipelines_alive(), dev_->pipelines_cached(), runtime::Executable::cached(*dev_)};
     samples_.push_back(s);
     std::printf("t=%6.0fs compiles=%llu runs=%llu rss=%.1f MiB heap_in_use=%.1f MiB heap_arenas=%.1f MiB "
-                "device_in_use=%.2f MiB pipelines=%zu executables=%zu%s%s\n",
+                "device_in_use=%.2f MiB pipelines=%zu (%zu cached) executables=%zu%s%s\n",
                 s.t, (unsigned long long)s.compiles, (unsigned long long)s.runs, mib(s.rss), mib(s.heap_in_use),
-                mib(s.heap_arenas), mib(s.device_bytes), s.pipelines_alive, s.executables_cached,
+                mib(s.heap_arenas), mib(s.device_bytes), s.pipelines_alive, s.pipelines_cached, s.executables_cached,
                 phase.empty() ? "" : " after: ", phase.c_str());
     std::fflush(stdout);
   }
 
   // Growth: device memory held by live buffers must be back where it started once every
-  // graph and the caches are dropped. Host memory after the first sample past warm-up (a
-  // tenth of the run) may grow by the caches of the distinct graphs compiled, and is flagged
-  // past 20% + 64 MiB when the threads stop: heap in use (what live allocations hold) and
-  // RSS each, so that growth of allocations is told from free heap and the driver's mappings.
+  // graph and the caches are dropped. Host memory grows while the caches fill (on lavapipe
+  // each pipeline holds about 0.4 MiB of heap), so warm-up ends at the first sample past a
+  // tenth of the run at which the pipeline cache is full (a tenth of the run where it never
+  // fills); from there to the threads' stop it is flagged past 20% + 64 MiB: heap in use
+  // (what live allocations hold) and RSS each, so that growth of allocations is told from
+  // free heap and the driver's mappings.
   int report() {
     const Sample& first = samples_.front();
     const Sample& last = samples_.back();
@@ -212,8 +228,11 @@ class Soak {
     const Sample* stopped = &samples_.back();
     for (const auto& s : samples_)
       if (s.phase == "threads stopped") stopped = &s;
+    const size_t bound = dev_->options().pipeline_cache_size;
+    bool fills = false;
+    for (const auto& s : samples_) fills |= s.pipelines_cached >= bound;
     for (const auto& s : samples_)
-      if (s.t >= stopped->t / 10) {
+      if (s.t >= stopped->t / 10 && (!fills || s.pipelines_cached >= bound)) {
         warm = &s;
         break;
       }
@@ -222,13 +241,14 @@ class Soak {
     const bool heap_growth = grew(warm->heap_in_use, stopped->heap_in_use);
     const bool rss_growth = grew(warm->rss, stopped->rss);
     std::ostringstream md;
-    md << "| t (s) | compiles | runs | host RSS (MiB) | heap in use (MiB) | heap arenas (MiB) | pipelines alive | "
-          "executables cached | device memory in use (MiB) | after |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    md << "| t (s) | compiles | runs | host RSS (MiB) | heap in use (MiB) | heap arenas (MiB) | pipelines alive "
+          "(cached) | executables cached | device memory in use (MiB) | after |\n|---|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& s : samples_) {
       char row[320];
-      std::snprintf(row, sizeof row, "| %.0f | %llu | %llu | %.1f | %.1f | %.1f | %zu | %zu | %.2f | %s |\n", s.t,
+      std::snprintf(row, sizeof row, "| %.0f | %llu | %llu | %.1f | %.1f | %.1f | %zu (%zu) | %zu | %.2f | %s |\n", s.t,
                     (unsigned long long)s.compiles, (unsigned long long)s.runs, mib(s.rss), mib(s.heap_in_use),
-                    mib(s.heap_arenas), s.pipelines_alive, s.executables_cached, mib(s.device_bytes), s.phase.c_str());
+                    mib(s.heap_arenas), s.pipelines_alive, s.pipelines_cached, s.executables_cached,
+                    mib(s.device_bytes), s.phase.c_str());
       md << row;
     }
     char summary[1024];
@@ -246,6 +266,11 @@ class Soak {
                   rss_growth ? "GROWTH" : "ok", mib(first.device_bytes), mib(last.device_bytes),
                   device_leak ? "LEAK" : "ok");
     md << summary;
+    md << "warm-up ended at " << warm->t << " s" << (fills ? ", the pipeline cache full" : "") << "; "
+       << std::static_pointer_cast<runtime::DeviceImpl>(dev_)->pipeline_cache_misses() << " pipelines created\n";
+    if (malloc_trims_)
+      md << "malloc_trim(0) every " << a_.malloc_trim_seconds << " s: " << malloc_trims_ << " calls, "
+         << malloc_trim_ms_ / malloc_trims_ << " ms each on average\n";
     // What each step at the end gave back.
     for (size_t i = 1; i < samples_.size(); ++i)
       if (!samples_[i].phase.empty() && !samples_[i - 1].phase.empty()) {

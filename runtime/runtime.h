@@ -136,8 +136,9 @@ class Device {
   // Pipelines in the device's cache, and pipelines alive (cached or held by an executable).
   virtual size_t pipelines_cached() const = 0;
   virtual size_t pipelines_alive() const = 0;
-  // Empties the pipeline cache (the pipelines executables hold live on) and starts the
-  // driver's VkPipelineCache afresh, after writing it to the cache directory.
+  // Empties the pipeline cache (the pipelines executables hold live on), starts the
+  // driver's VkPipelineCache afresh after writing it to the cache directory, and submits
+  // empty batches, after which drivers that free destroyed pipelines lazily have freed them.
   virtual void drop_cached_pipelines() = 0;
 };
 
