@@ -17,10 +17,11 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "bench/host_memory.h"
 
 namespace {
 
@@ -118,19 +119,11 @@ std::vector<uint32_t> module_with_bound(long bound) {
   return words;
 }
 
-uint64_t rss_kib() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
-  return 0;
-}
-
 void sample(long created) {
-  const struct mallinfo2 m = mallinfo2();
-  std::printf("created=%ld rss=%.1f MiB heap_in_use=%.1f MiB heap_arena=%.1f MiB heap_mmap=%.1f MiB\n", created,
-              double(rss_kib()) / 1024, double(m.uordblks) / (1 << 20), double(m.arena) / (1 << 20),
-              double(m.hblkhd) / (1 << 20));
+  using nxv::bench::mib;
+  const nxv::bench::Heap h = nxv::bench::heap();
+  std::printf("created=%ld rss=%.1f MiB heap_in_use=%.1f MiB heap_arenas=%.1f MiB\n", created,
+              mib(nxv::bench::rss_bytes()), mib(h.in_use), mib(h.arenas));
   std::fflush(stdout);
 }
 

@@ -22,11 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/host_memory.h"
 #include "fuzz/graph_gen.h"
 #include "runtime/runtime.h"
 #include "runtime/vk_util.h"
 
 using namespace nxv;
+using bench::mib;
 
 namespace {
 
@@ -62,14 +64,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-uint64_t rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  return 0;
-}
-
 struct Counters {
   std::atomic<uint64_t> compiles{0}, new_graphs{0}, runs{0}, declined{0}, errors{0};
 };
@@ -78,15 +72,10 @@ struct Sample {
   std::string phase;  // "" while the threads run, else what was just done
   double t;
   uint64_t compiles, runs, rss, device_bytes;
-  // mallinfo2: bytes malloc handed out and not yet freed (uordblks + hblkhd), and the
-  // arenas' size (arena + hblkhd); RSS beyond the arenas is memory malloc never saw (the
-  // driver's mmaps: llvmpipe's compiled code, device memory), beyond the bytes in use free
-  // heap that RSS still counts.
-  uint64_t heap_in_use, heap_arenas;
+  uint64_t heap_in_use, heap_arenas;  // bench::heap()
   size_t pipelines_alive, pipelines_cached, executables_cached;
 };
 
-double mib(uint64_t bytes) { return double(bytes) / (1 << 20); }
 
 class Soak {
  public:
@@ -202,9 +191,9 @@ class Soak {
   }
 
   void sample(double t, const std::string& phase = "") {
-    const struct mallinfo2 m = mallinfo2();
-    Sample s{phase, t, c_.compiles, c_.runs, rss_bytes(), dev_->bytes_in_use(), m.uordblks + m.hblkhd,
-             m.arena + m.hblkhd, dev_->pipelines_alive(), dev_->pipelines_cached(), runtime::Executable::cached(*dev_)};
+    const bench::Heap h = bench::heap();
+    Sample s{phase, t, c_.compiles, c_.runs, bench::rss_bytes(), dev_->bytes_in_use(), h.in_use, h.arenas,
+             dev_->pipelines_alive(), dev_->pipelines_cached(), runtime::Executable::cached(*dev_)};
     samples_.push_back(s);
     std::printf("t=%6.0fs compiles=%llu runs=%llu rss=%.1f MiB heap_in_use=%.1f MiB heap_arenas=%.1f MiB "
                 "device_in_use=%.2f MiB pipelines=%zu (%zu cached) executables=%zu%s%s\n",
@@ -266,8 +255,11 @@ class Soak {
                   rss_growth ? "GROWTH" : "ok", mib(first.device_bytes), mib(last.device_bytes),
                   device_leak ? "LEAK" : "ok");
     md << summary;
-    md << "warm-up ended at " << warm->t << " s" << (fills ? ", the pipeline cache full" : "") << "; "
-       << std::static_pointer_cast<runtime::DeviceImpl>(dev_)->pipeline_cache_misses() << " pipelines created\n";
+    char warmed[160];
+    std::snprintf(warmed, sizeof warmed, "warm-up ended at %.0f s%s; %llu pipelines created\n", warm->t,
+                  fills ? ", the pipeline cache full" : "",
+                  (unsigned long long)std::static_pointer_cast<runtime::DeviceImpl>(dev_)->pipeline_cache_misses());
+    md << warmed;
     if (malloc_trims_)
       md << "malloc_trim(0) every " << a_.malloc_trim_seconds << " s: " << malloc_trims_ << " calls, "
          << malloc_trim_ms_ / malloc_trims_ << " ms each on average\n";
