@@ -1,10 +1,11 @@
 // A logical device: queue, pooled memory, transfers, pipelines and submission.
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "runtime/cooperative_matrix.h"
 #include "runtime/vk_util.h"
