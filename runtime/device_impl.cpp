@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 #include "runtime/cooperative_matrix.h"
 #include "runtime/vk_util.h"
@@ -426,6 +429,20 @@ size_t DeviceImpl::pipelines_cached() const {
   return pipelines_.size();
 }
 
+void DeviceImpl::drop_cached_pipelines() {
+  std::vector<PipelinePtr> evicted;  // destroyed after the lock, by whoever holds them last
+  {
+    std::lock_guard<std::mutex> lock(pipeline_mutex_);
+    pipelines_.clear(evicted);
+  }
+  evicted.clear();
+  pipeline_store_->renew();
+  // A driver may free a destroyed pipeline's memory only once the queue runs again: lavapipe
+  // (Mesa 22.3) frees them on its queue thread after the next submission (about 0.4 MiB of
+  // host heap each, bench/pipeline_churn.cpp), so a second one returns after it has.
+  for (int i = 0; i < 2; ++i) submit([](VkCommandBuffer, SubmitContext&) {});
+}
+
 std::vector<PipelineStatistic> DeviceImpl::read_statistics(VkPipeline pipeline) const {
   auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
@@ -513,7 +530,18 @@ PipelinePtr DeviceImpl::pipeline(const codegen::KernelBinary& k, const PipelineO
   }
   pipeline_created_.notify_all();
   pipeline_store_->save(false);
+  if (!evicted.empty()) return_free_heap();
   return created;
+}
+
+void DeviceImpl::return_free_heap() {
+#if defined(__GLIBC__)
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = last_heap_return_ms_;
+  if (now - last < kHeapReturnIntervalMs || !last_heap_return_ms_.compare_exchange_strong(last, now)) return;
+  malloc_trim(0);
+#endif
 }
 
 Pipeline DeviceImpl::create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& o) {

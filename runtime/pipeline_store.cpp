@@ -61,7 +61,16 @@ VkResult PipelineStore::create(const VkComputePipelineCreateInfo& info, VkPipeli
   // Renewed once, by whichever creation reaches the bound first: its contents are written
   // (the file keeps the most recent pipelines for the next process) and a fresh cache begun.
   std::unique_lock lock(mu_);
-  if (created_ < max_pipelines_) return r;
+  if (created_ >= max_pipelines_) renew_locked();
+  return r;
+}
+
+void PipelineStore::renew() {
+  std::unique_lock lock(mu_);
+  renew_locked();
+}
+
+void PipelineStore::renew_locked() {
   {
     std::lock_guard<std::mutex> saving(save_mutex_);
     write(std::chrono::steady_clock::now());
@@ -70,7 +79,6 @@ VkResult PipelineStore::create(const VkComputePipelineCreateInfo& info, VkPipeli
   create_cache({});
   created_ = 0;
   ++renewals_;
-  return r;
 }
 
 void PipelineStore::save(bool now) {

@@ -28,11 +28,14 @@ class PipelineStore {
   // Writes the cache when pipelines were created since the last write: at most every two
   // seconds unless `now`.
   void save(bool now);
+  // Writes the cache and starts afresh, as after `max_pipelines` creations.
+  void renew();
   // How many times the cache was renewed.
   uint64_t renewals() const { return renewals_; }
 
  private:
   void create_cache(const std::vector<char>& initial);
+  void renew_locked();  // under mu_ alone
   void write(std::chrono::steady_clock::time_point t);  // under mu_ (either mode) and save_mutex_
 
   VkDevice device_;

@@ -70,7 +70,8 @@ struct RuntimeOptions {
   // How many compiled executables, and how many pipelines, the device keeps for reuse; the
   // least recently used go beyond that (whatever a caller still holds stays alive). 0 →
   // $NXV_EXECUTABLE_CACHE_SIZE / $NXV_PIPELINE_CACHE_SIZE → 256 / 1024 (each pipeline
-  // holds the driver's compiled code, in host memory on lavapipe).
+  // holds the driver's compiled code, in host memory on lavapipe: with its other state
+  // about 0.4 MiB of heap each, so 1024 hold about 500 MiB there).
   size_t executable_cache_size = 0;
   size_t pipeline_cache_size = 0;
 };
@@ -136,6 +137,10 @@ class Device {
   // Pipelines in the device's cache, and pipelines alive (cached or held by an executable).
   virtual size_t pipelines_cached() const = 0;
   virtual size_t pipelines_alive() const = 0;
+  // Empties the pipeline cache (the pipelines executables hold live on), starts the
+  // driver's VkPipelineCache afresh after writing it to the cache directory, and submits
+  // empty batches, after which drivers that free destroyed pipelines lazily have freed them.
+  virtual void drop_cached_pipelines() = 0;
 };
 
 struct CompileOptions {

@@ -107,6 +107,36 @@ TEST(Eviction, AnEvictedExecutableItsCallerHoldsStillRuns) {
   EXPECT_TRUE(runs_correctly(*held, 1000, 7, 2));
 }
 
+// Emptying the pipeline cache destroys every pipeline nothing else holds and renews the
+// driver's VkPipelineCache; an executable held keeps its pipelines and still runs, and
+// compiling afterwards creates pipelines afresh.
+TEST(Eviction, EmptyingThePipelineCacheDestroysWhatNothingHolds) {
+  auto dev = device_with_caches(4, 16);
+  Executable::drop_cached(*dev);
+  dev->drop_cached_pipelines();
+  EXPECT_EQ(dev->pipelines_alive(), 0u);
+  auto held = Executable::compile(dev, offset_graph(900, 3));
+  for (int i = 0; i < 5; ++i) {
+    auto other = Executable::compile(dev, offset_graph(700 + 8 * i, i));
+    EXPECT_TRUE(runs_correctly(*other, 700 + 8 * i, i, i));
+  }
+  Executable::drop_cached(*dev);
+  EXPECT_GT(dev->pipelines_cached(), held->kernels().size());
+  const uint64_t renewals = dev->pipeline_store_renewals();
+  dev->drop_cached_pipelines();
+  EXPECT_EQ(dev->pipelines_cached(), 0u);
+  EXPECT_EQ(dev->pipelines_alive(), held->kernels().size());
+  EXPECT_EQ(dev->pipeline_store_renewals(), renewals + 1);
+  EXPECT_TRUE(runs_correctly(*held, 900, 3, 4));
+  const uint64_t misses = dev->pipeline_cache_misses();
+  EXPECT_TRUE(runs_correctly(*Executable::compile(dev, offset_graph(700, 0)), 700, 0, 5));
+  EXPECT_GT(dev->pipeline_cache_misses(), misses);
+  held.reset();
+  Executable::drop_cached(*dev);
+  dev->drop_cached_pipelines();
+  EXPECT_EQ(dev->pipelines_alive(), 0u);
+}
+
 // The driver's VkPipelineCache keeps every pipeline created through it (about 1.5 KiB each on
 // NVIDIA: host memory grew 190 MiB in an 8-minute soak on an H200), so it is written and begun
 // afresh after 4 x pipeline_cache_size creations, while threads keep creating through it; the
