@@ -25,6 +25,7 @@
 #include "bench/host_memory.h"
 #include "fuzz/graph_gen.h"
 #include "runtime/runtime.h"
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 using namespace nxv;

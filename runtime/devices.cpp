@@ -8,6 +8,7 @@
 
 #include "runtime/cooperative_matrix.h"
 #include "runtime/profile.h"
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {

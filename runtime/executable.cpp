@@ -14,6 +14,7 @@
 #include "runtime/compile_log.h"
 #include "runtime/hazards.h"
 #include "runtime/host_loop.h"
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <set>
 
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {

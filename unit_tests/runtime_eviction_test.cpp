@@ -14,6 +14,7 @@
 
 #include "ir/json.h"
 #include "runtime/runtime.h"
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {

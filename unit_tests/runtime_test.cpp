@@ -16,6 +16,7 @@
 #include "passes/pass.h"
 #include "runtime/runtime.h"
 #include "test_graphs.h"
+#include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
 
 namespace nxv::runtime {
