@@ -38,7 +38,7 @@ std::vector<std::string> registered_passes() {
 std::vector<std::string> default_pipeline() {
   return {"propagate-invariants", "constant-fold",   "fold-conds", "unroll",          "if-convert",
           "canonicalize",         "simplify",        "cse",        "constant-fold",   "dce",
-          "split-reduction",      "split-scan",      "narrow-operands", "fuse",       "detect-chains",
+          "split-reduction",      "split-scan",      "split-sort",      "narrow-operands", "fuse",       "detect-chains",
           "lower-to-kernels",     "plan-buffers"};
 }
 
