@@ -100,23 +100,84 @@ Id order_at(Emitter& e, const ir::Node& order, SortLine& line, Id k) {
   return e.convert(e.value(order, idx), order.type().dtype, DType::U32);
 }
 
-// Workgroup g takes groups g, g + groups, ... of all lines: loads a group's keys and
-// positions into shared memory, runs the stage's merges there (a barrier after each step),
-// and stores the positions.
+int log2_of(int64_t power_of_two) {
+  int k = 0;
+  while ((int64_t(1) << k) < power_of_two) ++k;
+  return k;
+}
+
+// A group's keys and positions in shared memory, `per` slots of each invocation:
+// lid, lid + size, ...
+struct SharedGroup {
+  Emitter& e;
+  Id kt, keys, positions, lid;
+  uint32_t size, per;
+  SharedGroup(Emitter& em, DType t, int64_t group, uint32_t workgroup) : e(em), kt(em.reg_type(t)), size(workgroup) {
+    keys = e.b.workgroup_array(kt, uint32_t(group));
+    positions = e.b.workgroup_array(e.u32(), uint32_t(group));
+    lid = e.b.builtin_x(spv::BuiltInLocalInvocationId);
+    per = uint32_t(group / workgroup);
+  }
+  uint64_t bytes(int64_t group) const { return uint64_t(e.b.type_bytes(kt) + 4) * uint64_t(group); }
+  Id slot(uint32_t j) { return e.b.op(spv::OpIAdd, e.u32(), {lid, e.u32c(uint64_t(j) * size)}); }
+  Id at(Id array, Id type, Id i) { return e.b.op(spv::OpAccessChain, e.b.type_pointer(spv::StorageClassWorkgroup, type), {array, i}); }
+  Id key(Id i) { return e.b.op_in_place(spv::OpLoad, kt, {at(keys, kt, i)}); }
+  Id position(Id i) { return e.b.op_in_place(spv::OpLoad, e.u32(), {at(positions, e.u32(), i)}); }
+  void put(Id i, Id key, Id position) {
+    e.b.op_void(spv::OpStore, {at(keys, kt, i), key});
+    e.b.op_void(spv::OpStore, {at(positions, e.u32(), i), position});
+  }
+};
+
+// Comparator step (stride s of merge k, both u32 values) over the group's first `valid`
+// elements: each invocation takes comparators lid, lid + size, ...; a barrier after.
+void shared_step(SharedGroup& g, Order& order, Id s, Id k, Id valid) {
+  auto& b = g.e.b;
+  for (uint32_t j = 0; j < g.per / 2; ++j) {
+    auto [i, p] = comparator(g.e, g.slot(j), s, k);
+    b.if_then(b.op(spv::OpULessThan, g.e.boolean(), {p, valid}), [&, i = i, p = p] {
+      Id ki = g.key(i), kp = g.key(p), ii = g.position(i), ip = g.position(p);
+      Id swap = order.before(kp, ip, ki, ii);
+      g.put(i, g.e.b_select(g.kt, swap, kp, ki), g.e.b_select(g.e.u32(), swap, ip, ii));
+      g.put(p, g.e.b_select(g.kt, swap, ki, kp), g.e.b_select(g.e.u32(), swap, ii, ip));
+    });
+  }
+  b.workgroup_barrier();
+}
+
+// The stage's merges over the group in shared memory: merge sizes merge_from to merge_to,
+// each from its first stride (first_stride for merge_from, half the merge after it) down to
+// last_stride.
+void shared_merges(SharedGroup& g, Order& order, const SortStage& s, Id valid) {
+  auto& b = g.e.b;
+  Emitter& e = g.e;
+  b.loop(
+      {e.u32(), e.u32()}, {e.u32c(s.merge_from), e.u32c(s.first_stride)},
+      [&](const Values& m) { return b.op(spv::OpULessThanEqual, e.boolean(), {m[0], e.u32c(s.merge_to)}); },
+      [&](const Values& m) {
+        b.loop(
+            {e.u32()}, {m[1]},
+            [&](const Values& st) { return b.op(spv::OpUGreaterThanEqual, e.boolean(), {st[0], e.u32c(s.last_stride)}); },
+            [&](const Values& st) {
+              shared_step(g, order, st[0], m[0], valid);
+              return Values{b.op(spv::OpShiftRightLogical, e.u32(), {st[0], e.u32c(1)})};
+            },
+            uint64_t(log2_of(s.merge_to)));
+        // The next merge starts at half its size: this one's.
+        return Values{b.op(spv::OpShiftLeftLogical, e.u32(), {m[0], e.u32c(1)}), m[0]};
+      },
+      uint64_t(log2_of(s.merge_to) - log2_of(s.merge_from) + 1));
+}
+
+// Workgroup w takes groups w, w + groups, ... of all lines: loads a group's keys and
+// positions into shared memory, runs the stage's merges there and stores the positions.
 void emit_shared(const ir::Graph& body, const ir::Node& sort, const SortStage& s, Emitter& e, const BufferRef& output,
                  const LaunchConfig& launch, uint64_t* shared_bytes) {
   auto& b = e.b;
   const ir::Node& x = body.node(sort.args.at(0));
-  const DType t = x.type().dtype, out_t = sort.type().dtype;
-  const uint32_t size = launch.workgroup_size, per = uint32_t(s.group / size);
-  Id kt = e.reg_type(t);
-  Id keys = b.workgroup_array(kt, uint32_t(s.group)), positions = b.workgroup_array(e.u32(), uint32_t(s.group));
-  *shared_bytes += uint64_t(b.type_bytes(kt) + 4) * uint64_t(s.group);
-  auto slot = [&](Id array, Id type, Id i) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, type), {array, i}); };
-  auto load = [&](Id array, Id type, Id i) { return b.op_in_place(spv::OpLoad, type, {slot(array, type, i)}); };
-  auto store = [&](Id array, Id type, Id i, Id v) { b.op_void(spv::OpStore, {slot(array, type, i), v}); };
-  Order order{e, t, s.desc};
-  Id lid = b.builtin_x(spv::BuiltInLocalInvocationId);
+  SharedGroup g(e, x.type().dtype, s.group, launch.workgroup_size);
+  *shared_bytes += g.bytes(s.group);
+  Order order{e, x.type().dtype, s.desc};
   const int64_t per_line = s.groups_per_line();
   b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)},
@@ -126,51 +187,18 @@ void emit_shared(const ir::Graph& body, const ir::Node& sort, const SortStage& s
         Id start = b.op(spv::OpIMul, e.u32(), {b.op(spv::OpUMod, e.u32(), {w[0], e.u32c(per_line)}), e.u32c(s.group)});
         // The group's elements on the line: the rest is padding, which no comparator moves.
         Id valid = b.ext(GLSLstd450UMin, e.u32(), {b.op(spv::OpISub, e.u32(), {e.u32c(s.length), start}), e.u32c(s.group)});
-        for (uint32_t j = 0; j < per; ++j) {
-          Id i = b.op(spv::OpIAdd, e.u32(), {lid, e.u32c(uint64_t(j) * size)});
-          Id k = b.op(spv::OpIAdd, e.u32(), {start, i});
+        for (uint32_t j = 0; j < g.per; ++j) {
+          Id i = g.slot(j), k = b.op(spv::OpIAdd, e.u32(), {start, i});
           Id position = s.from_order ? order_at(e, body.node(sort.args.at(1)), line, k) : k;
           Id key = key_at(e, x, line, position);
-          b.if_then(b.op(spv::OpULessThan, e.boolean(), {i, valid}), [&] {
-            store(keys, kt, i, key);
-            store(positions, e.u32(), i, position);
-          });
+          b.if_then(b.op(spv::OpULessThan, e.boolean(), {i, valid}), [&] { g.put(i, key, position); });
         }
         b.workgroup_barrier();
-        const uint64_t merges = uint64_t(std::max<int64_t>(0, __builtin_ctzll(uint64_t(s.merge_to)) - __builtin_ctzll(uint64_t(s.merge_from)) + 1));
-        b.loop(
-            {e.u32(), e.u32()}, {e.u32c(s.merge_from), e.u32c(s.first_stride)},
-            [&](const Values& m) { return b.op(spv::OpULessThanEqual, e.boolean(), {m[0], e.u32c(s.merge_to)}); },
-            [&](const Values& m) {
-              b.loop(
-                  {e.u32()}, {m[1]},
-                  [&](const Values& st) { return b.op(spv::OpUGreaterThanEqual, e.boolean(), {st[0], e.u32c(s.last_stride)}); },
-                  [&](const Values& st) {
-                    for (uint32_t j = 0; j < per / 2; ++j) {
-                      auto [i, p] = comparator(e, b.op(spv::OpIAdd, e.u32(), {lid, e.u32c(uint64_t(j) * size)}), st[0], m[0]);
-                      b.if_then(b.op(spv::OpULessThan, e.boolean(), {p, valid}), [&, i = i, p = p] {
-                        Id ki = load(keys, kt, i), kp = load(keys, kt, p);
-                        Id ii = load(positions, e.u32(), i), ip = load(positions, e.u32(), p);
-                        Id swap = order.before(kp, ip, ki, ii);
-                        store(keys, kt, i, e.b_select(kt, swap, kp, ki));
-                        store(keys, kt, p, e.b_select(kt, swap, ki, kp));
-                        store(positions, e.u32(), i, e.b_select(e.u32(), swap, ip, ii));
-                        store(positions, e.u32(), p, e.b_select(e.u32(), swap, ii, ip));
-                      });
-                    }
-                    b.workgroup_barrier();
-                    return Values{b.op(spv::OpShiftRightLogical, e.u32(), {st[0], e.u32c(1)})};
-                  },
-                  uint64_t(__builtin_ctzll(uint64_t(s.merge_to))) + 1);
-              Id next = b.op(spv::OpShiftLeftLogical, e.u32(), {m[0], e.u32c(1)});
-              return Values{next, m[0]};  // the next merge's first stride: half of it
-            },
-            merges);
-        for (uint32_t j = 0; j < per; ++j) {
-          Id i = b.op(spv::OpIAdd, e.u32(), {lid, e.u32c(uint64_t(j) * size)});
-          Id k = b.op(spv::OpIAdd, e.u32(), {start, i});
+        shared_merges(g, order, s, valid);
+        for (uint32_t j = 0; j < g.per; ++j) {
+          Id i = g.slot(j), k = b.op(spv::OpIAdd, e.u32(), {start, i});
           b.if_then(b.op(spv::OpULessThan, e.boolean(), {i, valid}),
-                    [&] { e.store(output, line.at(k), e.convert(load(positions, e.u32(), i), DType::U32, out_t)); });
+                    [&] { e.store(output, line.at(k), e.convert(g.position(i), DType::U32, sort.type().dtype)); });
         }
         b.workgroup_barrier();  // the arrays are refilled by the next group
         return Values{b.op(spv::OpIAdd, e.u32(), {w[0], e.u32c(launch.group_count)})};
