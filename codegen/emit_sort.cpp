@@ -2,6 +2,7 @@
 // by Nx's order of the keys, ties by position, so every stage is deterministic and the
 // network's result is the stable order whatever the device's scheduling.
 #include <algorithm>
+#include <functional>
 
 #include "codegen/sort.h"
 #include "ir/ops.h"
@@ -129,26 +130,49 @@ struct SharedGroup {
   }
 };
 
-// Comparator step (stride s of merge k, both u32 values) over the group's first `valid`
-// elements: each invocation takes comparators lid, lid + size, ...; a barrier after.
-void shared_step(SharedGroup& g, Order& order, Id s, Id k, Id valid) {
-  auto& b = g.e.b;
+// Group `index` of the tile at position w: its number among all lines' groups, the line
+// it lies on, its first slot in the tile, where it starts on its line, and its elements on
+// the line (none past the last group; the rest is padding, which no comparator moves).
+struct TileGroup {
+  Id number;
+  SortLine line;
+  Id offset, start, valid;
+  TileGroup(Emitter& e, const SortStage& s, Id w, Id index)
+      : number(e.b.op(spv::OpIAdd, e.u32(), {e.b.op(spv::OpIMul, e.u32(), {w, e.u32c(s.tile / s.group)}), index})),
+        line(e, s, e.b.op(spv::OpUDiv, e.u32(), {number, e.u32c(s.groups_per_line())})) {
+    auto& b = e.b;
+    offset = b.op(spv::OpIMul, e.u32(), {index, e.u32c(s.group)});
+    start = b.op(spv::OpIMul, e.u32(), {b.op(spv::OpUMod, e.u32(), {number, e.u32c(s.groups_per_line())}), e.u32c(s.group)});
+    Id on_line = b.ext(GLSLstd450UMin, e.u32(), {b.op(spv::OpISub, e.u32(), {e.u32c(s.length), start}), e.u32c(s.group)});
+    valid = e.b_select(e.u32(), b.op(spv::OpULessThan, e.boolean(), {number, e.u32c(s.groups())}), on_line, e.u32c(0));
+  }
+};
+
+// Comparator step (stride s of merge k, both u32 values) over each group of the tile at
+// position w: each invocation takes comparators lid, lid + size, ...; a barrier after.
+void shared_step(SharedGroup& g, Order& order, const SortStage& st, Id w, Id s, Id k) {
+  Emitter& e = g.e;
+  auto& b = e.b;
+  const int64_t half = st.group / 2;
   for (uint32_t j = 0; j < g.per / 2; ++j) {
-    auto [i, p] = comparator(g.e, g.slot(j), s, k);
-    b.if_then(b.op(spv::OpULessThan, g.e.boolean(), {p, valid}), [&, i = i, p = p] {
-      Id ki = g.key(i), kp = g.key(p), ii = g.position(i), ip = g.position(p);
+    Id c = g.slot(j);
+    TileGroup group(e, st, w, b.op(spv::OpUDiv, e.u32(), {c, e.u32c(half)}));
+    auto [i, p] = comparator(e, b.op(spv::OpUMod, e.u32(), {c, e.u32c(half)}), s, k);
+    b.if_then(b.op(spv::OpULessThan, e.boolean(), {p, group.valid}), [&, i = i, p = p] {
+      Id ti = b.op(spv::OpIAdd, e.u32(), {group.offset, i}), tp = b.op(spv::OpIAdd, e.u32(), {group.offset, p});
+      Id ki = g.key(ti), kp = g.key(tp), ii = g.position(ti), ip = g.position(tp);
       Id swap = order.before(kp, ip, ki, ii);
-      g.put(i, g.e.b_select(g.kt, swap, kp, ki), g.e.b_select(g.e.u32(), swap, ip, ii));
-      g.put(p, g.e.b_select(g.kt, swap, ki, kp), g.e.b_select(g.e.u32(), swap, ii, ip));
+      g.put(ti, e.b_select(g.kt, swap, kp, ki), e.b_select(e.u32(), swap, ip, ii));
+      g.put(tp, e.b_select(g.kt, swap, ki, kp), e.b_select(e.u32(), swap, ii, ip));
     });
   }
   b.workgroup_barrier();
 }
 
-// The stage's merges over the group in shared memory: merge sizes merge_from to merge_to,
+// The stage's merges over the tile's groups in shared memory: merge sizes merge_from to merge_to,
 // each from its first stride (first_stride for merge_from, half the merge after it) down to
 // last_stride.
-void shared_merges(SharedGroup& g, Order& order, const SortStage& s, Id valid) {
+void shared_merges(SharedGroup& g, Order& order, const SortStage& s, Id w) {
   auto& b = g.e.b;
   Emitter& e = g.e;
   b.loop(
@@ -159,7 +183,7 @@ void shared_merges(SharedGroup& g, Order& order, const SortStage& s, Id valid) {
             {e.u32()}, {m[1]},
             [&](const Values& st) { return b.op(spv::OpUGreaterThanEqual, e.boolean(), {st[0], e.u32c(s.last_stride)}); },
             [&](const Values& st) {
-              shared_step(g, order, st[0], m[0], valid);
+              shared_step(g, order, s, w, st[0], m[0]);
               return Values{b.op(spv::OpShiftRightLogical, e.u32(), {st[0], e.u32c(1)})};
             },
             uint64_t(log2_of(s.merge_to)));
@@ -169,38 +193,42 @@ void shared_merges(SharedGroup& g, Order& order, const SortStage& s, Id valid) {
       uint64_t(log2_of(s.merge_to) - log2_of(s.merge_from) + 1));
 }
 
-// Workgroup w takes groups w, w + groups, ... of all lines: loads a group's keys and
+// Workgroup w takes tiles w, w + groups, ... of all lines' groups: loads a tile's keys and
 // positions into shared memory, runs the stage's merges there and stores the positions.
 void emit_shared(const ir::Graph& body, const ir::Node& sort, const SortStage& s, Emitter& e, const BufferRef& output,
                  const LaunchConfig& launch, uint64_t* shared_bytes) {
   auto& b = e.b;
   const ir::Node& x = body.node(sort.args.at(0));
-  SharedGroup g(e, x.type().dtype, s.group, launch.workgroup_size);
-  *shared_bytes += g.bytes(s.group);
+  SharedGroup g(e, x.type().dtype, s.tile, launch.workgroup_size);
+  *shared_bytes += g.bytes(s.tile);
   Order order{e, x.type().dtype, s.desc};
-  const int64_t per_line = s.groups_per_line();
+  // Slot i of the tile: element i % group of its group i / group.
+  auto each_slot = [&](Id w, const std::function<void(Id, TileGroup&, Id)>& fn) {
+    for (uint32_t j = 0; j < g.per; ++j) {
+      Id i = g.slot(j);
+      TileGroup group(e, s, w, b.op(spv::OpUDiv, e.u32(), {i, e.u32c(s.group)}));
+      Id within = b.op(spv::OpUMod, e.u32(), {i, e.u32c(s.group)});
+      fn(i, group, within);
+    }
+  };
   b.position_loop(
       {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)},
-      [&](const Values& w) { return b.op(spv::OpULessThan, e.boolean(), {w[0], e.u32c(s.lines * per_line)}); },
+      [&](const Values& w) { return b.op(spv::OpULessThan, e.boolean(), {w[0], e.u32c(sort_positions(s))}); },
       [&](const Values& w) {
-        SortLine line(e, s, b.op(spv::OpUDiv, e.u32(), {w[0], e.u32c(per_line)}));
-        Id start = b.op(spv::OpIMul, e.u32(), {b.op(spv::OpUMod, e.u32(), {w[0], e.u32c(per_line)}), e.u32c(s.group)});
-        // The group's elements on the line: the rest is padding, which no comparator moves.
-        Id valid = b.ext(GLSLstd450UMin, e.u32(), {b.op(spv::OpISub, e.u32(), {e.u32c(s.length), start}), e.u32c(s.group)});
-        for (uint32_t j = 0; j < g.per; ++j) {
-          Id i = g.slot(j), k = b.op(spv::OpIAdd, e.u32(), {start, i});
-          Id position = s.from_order ? order_at(e, body.node(sort.args.at(1)), line, k) : k;
-          Id key = key_at(e, x, line, position);
-          b.if_then(b.op(spv::OpULessThan, e.boolean(), {i, valid}), [&] { g.put(i, key, position); });
-        }
+        each_slot(w[0], [&](Id i, TileGroup& group, Id within) {
+          Id k = b.op(spv::OpIAdd, e.u32(), {group.start, within});
+          Id position = s.from_order ? order_at(e, body.node(sort.args.at(1)), group.line, k) : k;
+          Id key = key_at(e, x, group.line, position);
+          b.if_then(b.op(spv::OpULessThan, e.boolean(), {within, group.valid}), [&] { g.put(i, key, position); });
+        });
         b.workgroup_barrier();
-        shared_merges(g, order, s, valid);
-        for (uint32_t j = 0; j < g.per; ++j) {
-          Id i = g.slot(j), k = b.op(spv::OpIAdd, e.u32(), {start, i});
-          b.if_then(b.op(spv::OpULessThan, e.boolean(), {i, valid}),
-                    [&] { e.store(output, line.at(k), e.convert(g.position(i), DType::U32, sort.type().dtype)); });
-        }
-        b.workgroup_barrier();  // the arrays are refilled by the next group
+        shared_merges(g, order, s, w[0]);
+        each_slot(w[0], [&](Id i, TileGroup& group, Id within) {
+          Id k = b.op(spv::OpIAdd, e.u32(), {group.start, within});
+          b.if_then(b.op(spv::OpULessThan, e.boolean(), {within, group.valid}),
+                    [&] { e.store(output, group.line.at(k), e.convert(g.position(i), DType::U32, sort.type().dtype)); });
+        });
+        b.workgroup_barrier();  // the arrays are refilled by the next tile
         return Values{b.op(spv::OpIAdd, e.u32(), {w[0], e.u32c(launch.group_count)})};
       });
 }
@@ -235,6 +263,14 @@ void emit_global(const ir::Graph& body, const ir::Node& sort, const SortStage& s
       });
 }
 
+// Groups shorter than a workgroup of kTileInvocations (the spec's minimum of
+// maxComputeWorkGroupInvocations) share one, so that short lines still fill it.
+constexpr int64_t kTileInvocations = 128;
+
+int64_t tile_of(const DeviceCaps& caps, int64_t group, int64_t most) {
+  return std::max(group, std::min<int64_t>(2 * std::min<int64_t>(kTileInvocations, widest_workgroup(caps)), most));
+}
+
 }  // namespace
 
 int64_t sort_block(const DeviceCaps& caps, int bytes) {
@@ -263,6 +299,7 @@ SortStage SortStage::of(const ir::Graph& body, const ir::Node& sort, const Devic
   if (!s.from_order) {
     s.group = std::min(s.padded, std::max<int64_t>(sort.attrs.value("block", s.padded), 2));
     s.merge_to = s.group;
+    s.tile = tile_of(caps, s.group, most);
     if (s.group > most)
       throw ir::IrError(sort, "sorts lines of " + std::to_string(s.group) + " elements in one workgroup; " + caps.name +
                                   " holds " + std::to_string(most) + " of " + ir::dtype_name(body.node(sort.args[0]).type().dtype) +
@@ -275,7 +312,7 @@ SortStage SortStage::of(const ir::Graph& body, const ir::Node& sort, const Devic
   // Every comparator's partner lies in the same aligned group of twice the first stride (of
   // the whole merge on its first step).
   const int64_t group = s.first_stride * 2 == s.merge_from ? s.merge_from : s.first_stride * 2;
-  if (group <= most) s.group = group;
+  if (group <= most) s.group = group, s.tile = tile_of(caps, group, most);
   else if (s.first_stride != s.last_stride)
     throw ir::IrError(sort, "runs strides " + std::to_string(s.first_stride) + " to " + std::to_string(s.last_stride) +
                                 " in one workgroup, but " + caps.name + " holds " + std::to_string(most) +
@@ -289,11 +326,15 @@ const ir::Node* sort_root(const ir::Node& kernel, const ir::Graph& body) {
   return ir::op_family(out.op) == ir::OpFamily::Sort ? &out : nullptr;
 }
 
-int64_t sort_positions(const SortStage& s) { return s.group ? s.lines * s.groups_per_line() : s.lines * (s.padded / 2); }
+int64_t sort_positions(const SortStage& s) {
+  if (!s.group) return s.lines * (s.padded / 2);
+  const int64_t per_tile = s.tile / s.group;
+  return (s.groups() + per_tile - 1) / per_tile;
+}
 
 LaunchConfig launch_sort(const DeviceCaps& caps, const SortStage& s) {
   if (s.group) {
-    const uint32_t size = uint32_t(std::min<int64_t>(widest_workgroup(caps), std::max<int64_t>(s.group / 2, 1)));
+    const uint32_t size = uint32_t(std::min<int64_t>(widest_workgroup(caps), s.tile / 2));
     const int64_t groups = std::min<int64_t>({std::max<int64_t>(sort_positions(s), 1), 65535, caps.max_workgroup_count_x});
     return {size, uint32_t(groups), true};
   }
@@ -314,7 +355,7 @@ void emit_sort_kernel(const ir::Graph& body, const ir::Node& sort, Emitter& e, c
 
 std::string describe_sort(const SortStage& s, const LaunchConfig& launch) {
   std::string d = "sort " + std::to_string(s.lines) + (s.lines == 1 ? " line of " : " lines of ") + std::to_string(s.length);
-  d += s.group ? ", groups of " + std::to_string(s.group) + " in shared memory"
+  d += s.group ? ", groups of " + std::to_string(s.group) + (s.tile > s.group ? " (" + std::to_string(s.tile / s.group) + " a workgroup)" : "") + " in shared memory"
                : ", one step of stride " + std::to_string(s.first_stride) + " in global memory";
   return d + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";
 }

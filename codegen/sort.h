@@ -19,14 +19,16 @@ namespace nxv::codegen {
 // strides from `first_stride` (for merge_from; merge / 2 after it) down to `last_stride`,
 // over `lines` lines of `length` elements, consecutive ones `inner` apart in memory. In
 // shared memory (group > 0): a workgroup loads aligned groups of `group` elements (every
-// comparator's partner lies in its own group), runs them all and stores the order; else one
-// comparator step (first_stride == last_stride) across the line in global memory.
+// comparator's partner lies in its own group), `tile / group` of them at once (short lines
+// share a workgroup), runs them all and stores the order; else one comparator step
+// (first_stride == last_stride) across the line in global memory.
 struct SortStage {
   int64_t lines = 0, length = 0, inner = 1, padded = 1;
-  int64_t merge_from = 2, merge_to = 2, first_stride = 1, last_stride = 1, group = 0;
+  int64_t merge_from = 2, merge_to = 2, first_stride = 1, last_stride = 1, group = 0, tile = 0;
   bool desc = false, from_order = false;  // from_order: argsort_merge, reading the order so far
   int key_bytes = 4;
   int64_t groups_per_line() const { return group ? (length + group - 1) / group : 0; }
+  int64_t groups() const { return lines * groups_per_line(); }
   // Throws IrError naming the node when its attrs describe no stage the device can run (a
   // line longer than shared memory holds that split-sort did not split).
   static SortStage of(const ir::Graph& body, const ir::Node& sort, const DeviceCaps& caps);
@@ -42,10 +44,10 @@ void set_sort_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds);
 // The body's argsort or argsort_merge when the kernel is a sort kernel.
 const ir::Node* sort_root(const ir::Node& kernel, const ir::Graph& body);
 
-// In shared memory: a workgroup of up to group / 2 invocations per group; a global step: an
+// In shared memory: a workgroup of up to tile / 2 invocations per tile; a global step: an
 // invocation per comparator.
 LaunchConfig launch_sort(const DeviceCaps& caps, const SortStage& s);
-// The position loop's count: the groups of all lines, or the comparators of a global step.
+// The position loop's count: the tiles of all lines' groups, or the comparators of a global step.
 int64_t sort_positions(const SortStage& s);
 
 // Emits main's body for launch_sort's launch. Adds the shared memory it declares to *shared_bytes.

@@ -96,7 +96,10 @@ TEST(CodegenSort, GroupsFollowTheDevicesLimits) {
   EXPECT_EQ(line.launch, "sort 4 lines of 1000, groups of 1024 in shared memory; 64 invocations x 4 groups");
   EXPECT_NE(disassemble(line.spirv).find("OpControlBarrier"), std::string::npos);
   auto tiny = cgtest::compile(sort_kernel("argsort", DType::U8, {7, 3}, 1, true, {}), caps);
-  EXPECT_EQ(tiny.launch, "sort 7 lines of 3, groups of 4 in shared memory; 2 invocations x 7 groups");
+  // Short lines share a workgroup: 32 groups of 4 fill its 64 invocations.
+  EXPECT_EQ(tiny.launch, "sort 7 lines of 3, groups of 4 (32 a workgroup) in shared memory; 64 invocations x 1 groups");
+  auto rows = cgtest::compile(sort_kernel("argsort", DType::F32, {5000, 10}, 1, false, {}), caps);
+  EXPECT_EQ(rows.launch, "sort 5000 lines of 10, groups of 16 (8 a workgroup) in shared memory; 64 invocations x 625 groups");
   auto step = cgtest::compile(sort_kernel("argsort_merge", DType::F32, {5000}, 0, false, {{"merge", 8192}, {"stride", 2048}, {"last_stride", 2048}}), caps);
   EXPECT_EQ(step.launch.rfind("sort 1 line of 5000, one step of stride 2048 in global memory;", 0), 0u) << step.launch;
   // A line longer than shared memory holds, not split: an error naming the node.
@@ -232,6 +235,8 @@ TEST(SortDevice, EveryTypeDirectionAndLength) {
         check_on_device(argsort_graph(t, {3, n}, 1, desc), sort_input({t, {3, n}}, unsigned(n)));
         if (n <= 1000) check_on_device(argsort_graph(t, {n, 2}, 0, desc, DType::S32), sort_input({t, {n, 2}}, unsigned(n) + 1));
       }
+      // Many short lines: several groups to a workgroup, the last tile part full.
+      check_on_device(argsort_graph(t, {257, 5}, 1, desc), sort_input({t, {257, 5}}, 8));
       SCOPED_TRACE(std::string(ir::dtype_name(t)) + " n 100000" + (desc ? " desc" : ""));
       check_on_device(argsort_graph(t, {100000}, 0, desc), sort_input({t, {100000}}, 9));
     }
