@@ -44,7 +44,37 @@ struct SortLine {
   }
 };
 
-// The comparator: whether pair (ka, ia) goes strictly before (kb, ib).
+// The type the keys of elements of type t compare in: integers as they are; floats as
+// unsigned integers of their register's bits (sort_key), so that comparisons stay exact on
+// devices that flush subnormals; f64 as floats where the device has no 64-bit integers.
+DType key_type(const Emitter& e, DType t) {
+  if (!ir::is_float(t)) return t;
+  if (Emitter::register_bits(t) == 32) return DType::U32;
+  return e.caps.int64 ? DType::U64 : t;
+}
+
+// Element value v of type t as a key of key_type(t): a float's bits with the sign bit
+// flipped (positive) or all bits flipped (negative) order as the floats do; both zeros take
+// +0.0's key and every NaN the greatest, which puts NaN last ascending and first descending.
+Id sort_key(Emitter& e, Id v, DType t) {
+  const DType k = key_type(e, t);
+  if (k == t) return v;
+  auto& b = e.b;
+  const int bits = Emitter::register_bits(k);
+  Id kt = e.reg_type(k);
+  auto c = [&](uint64_t x) { return b.const_int(bits, x); };
+  const uint64_t sign = uint64_t(1) << (bits - 1), magnitude_mask = sign - 1;
+  const uint64_t inf = bits == 32 ? 0x7f800000u : 0x7ff0000000000000ull, all = bits == 32 ? 0xffffffffu : ~uint64_t(0);
+  Id raw = e.to_bits(v, bits == 32 ? DType::F32 : DType::F64);
+  Id magnitude = b.op(spv::OpBitwiseAnd, kt, {raw, c(magnitude_mask)});
+  Id flip = b.op(spv::OpBitwiseOr, kt, {b.op(spv::OpShiftRightArithmetic, kt, {raw, c(uint64_t(bits - 1))}), c(sign)});
+  Id key = b.op(spv::OpBitwiseXor, kt, {raw, flip});
+  key = e.b_select(kt, b.op(spv::OpIEqual, e.boolean(), {magnitude, c(0)}), c(sign), key);
+  return e.b_select(kt, b.op(spv::OpUGreaterThan, e.boolean(), {magnitude, c(inf)}), c(all), key);
+}
+
+// The comparator over keys of type t (key_type's): whether pair (ka, ia) goes strictly
+// before (kb, ib).
 struct Order {
   Emitter& e;
   DType t;
@@ -52,7 +82,8 @@ struct Order {
   Id key_before(Id a, Id b) {
     auto& bb = e.b;
     if (ir::is_float(t)) {
-      // Ascending, NaN after everything; descending, before; NaNs tie, as do -0.0 and 0.0.
+      // f64 compared as floats: ascending, NaN after everything; descending, before; NaNs
+      // tie, as do -0.0 and 0.0.
       Id ordered = bb.op(desc ? spv::OpFOrdGreaterThan : spv::OpFOrdLessThan, e.boolean(), {a, b});
       Id nan_a = bb.op(spv::OpIsNan, e.boolean(), {a}), nan_b = bb.op(spv::OpIsNan, e.boolean(), {b});
       Id by_nan = desc ? bb.op(spv::OpLogicalAnd, e.boolean(), {nan_a, bb.op(spv::OpLogicalNot, e.boolean(), {nan_b})})
@@ -90,7 +121,7 @@ Id key_at(Emitter& e, const ir::Node& x, SortLine& line, Id position) {
   Index idx;
   idx.shape = x.type().shape;
   idx.linear = line.at(position);
-  return e.value(x, idx);
+  return sort_key(e, e.value(x, idx), x.type().dtype);
 }
 
 // The position the order so far holds at k (argsort_merge's second operand), as a u32.
@@ -199,9 +230,9 @@ void emit_shared(const ir::Graph& body, const ir::Node& sort, const SortStage& s
                  const LaunchConfig& launch, uint64_t* shared_bytes) {
   auto& b = e.b;
   const ir::Node& x = body.node(sort.args.at(0));
-  SharedGroup g(e, x.type().dtype, s.tile, launch.workgroup_size);
+  SharedGroup g(e, key_type(e, x.type().dtype), s.tile, launch.workgroup_size);
   *shared_bytes += g.bytes(s.tile);
-  Order order{e, x.type().dtype, s.desc};
+  Order order{e, key_type(e, x.type().dtype), s.desc};
   // Slot i of the tile: element i % group of its group i / group.
   auto each_slot = [&](Id w, const std::function<void(Id, TileGroup&, Id)>& fn) {
     for (uint32_t j = 0; j < g.per; ++j) {
@@ -241,7 +272,7 @@ void emit_global(const ir::Graph& body, const ir::Node& sort, const SortStage& s
   const ir::Node& x = body.node(sort.args.at(0));
   const ir::Node& prior = body.node(sort.args.at(1));
   const DType out_t = sort.type().dtype;
-  Order order{e, x.type().dtype, s.desc};
+  Order order{e, key_type(e, x.type().dtype), s.desc};
   const int64_t per_line = s.padded / 2;
   const uint64_t stride = uint64_t(launch.workgroup_size) * launch.group_count;
   b.position_loop(

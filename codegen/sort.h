@@ -3,8 +3,9 @@
 // over each line along the axis, the line padded logically to a power of two. The network's
 // comparators all put the element that goes first at the lower position, so the padding,
 // greater than every element, never moves: comparators that reach past the line are skipped.
-// Elements compare by Nx's order (NaN last ascending, first descending), then by position,
-// so the network gives the stable order.
+// Elements compare by Nx's order (NaN last ascending, first descending; floats as integers
+// of their bits, so that a device that flushes subnormals in float comparisons still orders
+// them), then by position, so the network gives the stable order.
 #pragma once
 
 #include <cstdint>

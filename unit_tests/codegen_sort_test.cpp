@@ -112,7 +112,8 @@ TEST(CodegenSort, GroupsFollowTheDevicesLimits) {
   }
 }
 
-// Values with ties, NaN, both infinities and both zeros (floats), the extremes (integers).
+// Values with ties, NaN, both infinities, both zeros and subnormals (floats), the extremes
+// (integers).
 Literal sort_input(const ir::TensorType& t, unsigned seed) {
   Literal lit{t, std::vector<uint8_t>(size_t(t.byte_size()))};
   std::mt19937_64 rng(seed);
@@ -121,8 +122,10 @@ Literal sort_input(const ir::TensorType& t, unsigned seed) {
     const int v = pick(rng);
     ir::Scalar s;
     if (ir::is_float(t.dtype)) {
-      const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -NAN};
-      s.f = v < 6 ? specials[v] : (v - 10) * 0.75;
+      // Subnormals too (of f32 and bf16, and f64's), which devices that flush them in float
+      // comparisons would tie.
+      const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -NAN, 1e-40, -3e-41, 5e-320};
+      s.f = v < 9 ? specials[v] : (v - 12) * 0.75;
     } else {
       s.is_integer = true;
       const int bits = ir::dtype_bits(t.dtype);
