@@ -689,6 +689,9 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
   Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
+  if (m.shared_bytes > caps.max_shared_memory_bytes && stage)  // SortStage sizes its groups to fit: a codegen bug
+    throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory; " + caps.name +
+                                  " has " + std::to_string(caps.max_shared_memory_bytes));
   if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
     launch = choose_launch(caps, {shape.items, 0});
     m = emit_module(kernel, body, caps, out.bindings, launch, items);
