@@ -52,6 +52,12 @@ def workloads(dtype, flat, side, precision="highest"):
     w.append(("cumsum_1024x1024_axis0", lambda a: jnp.cumsum(a, axis=0), (c,), 2 * c.nbytes))
     w.append(("cumsum_1e7", lambda a: jnp.cumsum(a), (line,), 2 * line.nbytes))
     w.append(("copy_1e7", lambda a: a.reshape(10**7 // 2, 2) + 0, (line,), 2 * line.nbytes))
+    # Stable argsorts at fixed sizes (nxv_bench's argsort rows): one line of 10^6, 4096 of 256.
+    sl = jax.random.uniform(k1, (10**6,), f, -1, 1)
+    sr = jax.random.uniform(k2, (4096, 256), f, -1, 1)
+    order = lambda a: jnp.argsort(a, axis=-1, stable=True).astype(jnp.int32)  # noqa: E731
+    w.append(("argsort_1e6", order, (sl,), sl.nbytes + sl.size * 4))
+    w.append(("argsort_4096x256", order, (sr,), sr.nbytes + sr.size * 4))
     # Dense work at the precision asked (`highest`, exact f32, is what nxv computes by default).
     hi = precision_of(precision)
     mm = lambda a, b: jnp.matmul(a, b, precision=hi)  # noqa: E731

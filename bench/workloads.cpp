@@ -86,6 +86,16 @@ Workload cumsum(const std::string& name, DType t, Shape shape, int64_t axis) {
   return {name, t, w.finish({s}), 2 * bytes(ir::num_elements(shape), t)};
 }
 
+// argsort along the last axis at a fixed shape (the name says it): lines past a
+// workgroup's shared memory go through split-sort's stages. O(n log^2 n) work; the bytes
+// are one read of the keys and one write of the s32 order.
+Workload argsort(const std::string& name, DType t, Shape shape) {
+  GraphWriter w(name);
+  NodeId x = w.param(0, t, shape);
+  NodeId o = w.node("argsort", {x}, DType::S32, shape, {{"axis", int64_t(shape.size()) - 1}, {"direction", "asc"}});
+  return {name, t, w.finish({o}), bytes(ir::num_elements(shape), t) + bytes(ir::num_elements(shape), DType::S32)};
+}
+
 Workload row_sum(DType t, int64_t side) {
   GraphWriter w("rowsum");
   NodeId x = w.param(0, t, {side, side});
@@ -286,6 +296,8 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(cumsum("cumsum_1e7", t, {10000000}, 0));
   // A copy of the scan's size: at 40 MB a launch's fixed cost is part of any kernel's time.
   ws.push_back(copy(t, 10000000, "copy_1e7"));
+  ws.push_back(argsort("argsort_1e6", t, {1000000}));
+  ws.push_back(argsort("argsort_4096x256", t, {4096, 256}));
   if (t == DType::F64)
     for (int64_t d : leapfrog_dims) ws.push_back(leapfrog(t, d));
   // Dense work: the full size adds the 4096-square product.

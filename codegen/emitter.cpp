@@ -91,6 +91,8 @@ Id Emitter::compute(const ir::Node& node, Index& index) {
     case ir::OpFamily::Reduction: return emit_reduction(node, index);
     case ir::OpFamily::ArgReduction: return emit_argreduce(node, index);
     case ir::OpFamily::Scan: return emit_scan_element(node, index);
+    case ir::OpFamily::Sort:
+      throw ir::IrError(node, "a sort runs as a kernel of its own (codegen/sort.h), not as a value inside another kernel");
     default: break;
   }
   if (op == "iota" || op == "eye") return emit_index_op(node, index);

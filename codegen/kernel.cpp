@@ -10,6 +10,7 @@
 #include "codegen/emitter.h"
 #include "codegen/matmul.h"
 #include "codegen/scan.h"
+#include "codegen/sort.h"
 #include "codegen/targets/launch.h"
 #include "ir/ops.h"
 
@@ -106,9 +107,13 @@ uint32_t unroll_of(const LaunchConfig& launch) { return launch.cooperative ? 1 :
 
 // The kernel's scan when it is a scan kernel (codegen/scan.h).
 const ir::Node* scan_of(const ir::Node& kernel) { return scan_root(kernel, *kernel.regions.at("body")); }
+// The kernel's sort when it is a sort kernel (codegen/sort.h).
+const ir::Node* sort_of(const ir::Node& kernel) { return sort_root(kernel, *kernel.regions.at("body")); }
 
-PositionLoop position_loop(const ir::Node& kernel, const LaunchConfig& launch, int64_t items) {
+PositionLoop position_loop(const ir::Node& kernel, const LaunchConfig& launch, int64_t items, const DeviceCaps& caps) {
   if (launch.matmul.m) return {launch.matmul.tiles, launch.group_count};
+  if (const ir::Node* sort = sort_of(kernel))
+    return {sort_positions(SortStage::of(*kernel.regions.at("body"), *sort, caps)), position_takers(launch)};
   if (const ir::Node* scan = scan_of(kernel)) return {scan_positions(*scan), position_takers(launch)};
   if (auto rs = row_split(kernel); rs && items > 0) return {rs->rows(), position_takers(launch)};
   if (launch.tiles) return {items / (kTransposeTile * kTransposeTile), launch.group_count};
@@ -525,11 +530,13 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
       vector_reads.push_back({p, inputs.at(size_t(p->attrs.value("index", int64_t(-1))))});
 
   Module m;
-  const PositionLoop positions = position_loop(kernel, launch, items);
+  const PositionLoop positions = position_loop(kernel, launch, items, caps);
   b.begin_main();
   const ir::Node* scan = scan_of(kernel);
   if (scan) {
     emit_scan_kernel(body, *scan, e, outputs.at(0), launch, &m.shared_bytes);
+  } else if (const ir::Node* sort = sort_of(kernel)) {
+    emit_sort_kernel(body, *sort, e, outputs.at(0), launch, &m.shared_bytes);
   } else if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
   } else if (launch.matmul.fragment.m) {
@@ -567,18 +574,19 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
                                            const LaunchConfig& launch, int64_t items,
                                            const spirv::Builder::LoopSteps& steps) {
   const uint64_t limit = caps.max_loop_steps;
-  const PositionLoop positions = position_loop(kernel, launch, items);
+  const PositionLoop positions = position_loop(kernel, launch, items, caps);
   const uint64_t max_trips = limit == 0 ? 0 : max_position_trips(steps, limit);
   if (limit == 0 || positions.trips() <= max_trips) return std::nullopt;
   if (max_trips == 0) {
-    if (!launch.cooperative && !launch.tiles && items > 0 && !scan_of(kernel)) {
+    if (!launch.cooperative && !launch.tiles && items > 0 && !scan_of(kernel) && !sort_of(kernel)) {
       const int64_t takers = row_split(kernel) ? positions.count : items;  // rows, or elements without vectors
       return cooperate(caps, takers, caps.max_workgroup_invocations, caps.max_workgroup_count_x);
     }
     // A cooperative workgroup narrower than the device allows: each invocation's share of a
     // position's reductions shrinks with a wider one (sum(sin(x)) of 16384 elements took
     // 71937 steps per invocation of 128 on lavapipe).
-    if (launch.cooperative && !launch.tiles && !launch.matmul.m && launch.workgroup_size * 2 <= caps.max_workgroup_invocations)
+    if (launch.cooperative && !launch.tiles && !launch.matmul.m && !sort_of(kernel) &&
+        launch.workgroup_size * 2 <= caps.max_workgroup_invocations)
       return cooperate(caps, launch.group_count, caps.max_workgroup_invocations, caps.max_workgroup_count_x);
     throw ir::IrError(kernel, name + ": one position takes " + std::to_string(steps.per_trip) + " loop steps (and " +
                                   std::to_string(steps.outside) + " more per invocation); " + caps.name +
@@ -664,7 +672,9 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
                                              computes_int64(body)};
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
-  const ir::Node* dot = rs || scan ? nullptr : matmul_dot(kernel, body);
+  const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
+  const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;
+  const ir::Node* dot = rs || scan || sort ? nullptr : matmul_dot(kernel, body);
   const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
   const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};
   for (const ir::Node* p : dot ? matmul_texel_operands(body, *dot, tiles) : std::vector<const ir::Node*>{}) {
@@ -673,11 +683,15 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     if (!bound) out.bindings.push_back({Binding::Kind::Input, index, p->type().dtype, true});
   }
   LaunchConfig launch = scan                                                           ? launch_scan(caps, ScanLines::of(*scan))
+                        : stage                                                        ? launch_sort(caps, *stage)
                         : tiles.m                                                      ? launch_matmul(caps, product, tiles)
                         : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
   Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
+  if (m.shared_bytes > caps.max_shared_memory_bytes && stage)  // SortStage sizes its groups to fit: a codegen bug
+    throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory; " + caps.name +
+                                  " has " + std::to_string(caps.max_shared_memory_bytes));
   if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
     launch = choose_launch(caps, {shape.items, 0});
     m = emit_module(kernel, body, caps, out.bindings, launch, items);
@@ -695,7 +709,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   out.push_constant_bytes = m.push_constant_bytes;
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
-  out.launch = scan ? describe_scan(*scan, launch) : describe(launch, rs.has_value());
+  out.launch = scan ? describe_scan(*scan, launch) : stage ? describe_sort(*stage, launch) : describe(launch, rs.has_value());
 
   std::string err = validate(out.spirv, caps.api_version);
   if (!err.empty()) throw ir::IrError(kernel, "generated SPIR-V does not validate (codegen bug): " + err);

@@ -286,6 +286,9 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
     case OpFamily::Scan:
       out.push_back(eval_scan(node, args));
       break;
+    case OpFamily::Sort:
+      out.push_back(eval_sort(node, args));
+      break;
     case OpFamily::Dot:
       out.push_back(eval_dot(node, args));
       break;

@@ -75,6 +75,7 @@ Literal eval_elementwise(const Node& n, const Args& args);
 Literal eval_shape(const Node& n, const Args& args);
 Literal eval_reduce(const Node& n, const Args& args);
 Literal eval_scan(const Node& n, const Args& args);
+Literal eval_sort(const Node& n, const Args& args);
 Literal eval_dot(const Node& n, const Args& args);
 Literal eval_gather(const Node& n, const Args& args);
 Literal eval_indexed(const Node& n, const Args& args);

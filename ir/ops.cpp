@@ -33,6 +33,7 @@ OpFamily op_family(const std::string& op) {
     add(F::Reduction, {"sum", "product", "reduce_max", "reduce_min", "all", "any"});
     add(F::ArgReduction, {"argmax", "argmin"});
     add(F::Scan, {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"});
+    add(F::Sort, {"argsort", "argsort_merge"});
     add(F::Dot, {"dot"});
     add(F::Tuple, {"elem"});
     add(F::Control, {"while", "cond"});

@@ -26,6 +26,7 @@ enum class OpFamily {
   Reduction,   // sum product reduce_max reduce_min all any
   ArgReduction,
   Scan,        // cumulative_sum cumulative_product cumulative_min cumulative_max: attrs axis, reverse
+  Sort,        // argsort argsort_merge: attrs axis, direction (stages of a bitonic network after split-sort)
   Dot,
   Tuple,       // elem
   Control,     // while cond

@@ -225,6 +225,7 @@ class Verifier {
       case OpFamily::Reduction: return reduction(n);
       case OpFamily::ArgReduction: return arg_reduction(n);
       case OpFamily::Scan: return scan(n);
+      case OpFamily::Sort: return sort(n);
       case OpFamily::Dot: return dot(n);
       case OpFamily::Tuple: {
         arity(n, 1);
@@ -542,6 +543,38 @@ class Verifier {
       if (arg_type(n, 1) != carries)
         throw IrError(n, "the carries (argument 1) must be " + to_string(carries) + ", got " + to_string(arg_type(n, 1)));
     }
+  }
+
+  // argsort: the stable order of each line of x along attrs.axis (attrs.direction "asc" or
+  // "desc"), as positions along the axis in the node's integer type. split-sort's stages:
+  // argsort with attrs.block (each aligned block of that many elements sorted on its own),
+  // then argsort_merge(x, order) running comparators of a bitonic network (attrs merge,
+  // stride, last_stride: powers of two, last_stride <= stride < merge).
+  void sort(const Node& n) {
+    arity(n, n.op == "argsort" ? 1 : 2);
+    const TensorType& x = arg_type(n, 0);
+    if (x.shape.empty()) throw IrError(n, "needs an operand of rank 1 or more, got " + to_string(x));
+    axis_in_range(n, int_attr(n, "axis"), x);
+    const auto& d = n.attrs.contains("direction") ? n.attrs["direction"] : nlohmann::json();
+    if (d != "asc" && d != "desc") throw IrError(n, "attrs.direction must be \"asc\" or \"desc\", got " + d.dump());
+    expect_shape(n, x.shape);
+    if (!is_integer(n.type().dtype)) throw IrError(n, "the result type must be an integer, got " + to_string(n.type()));
+    auto power_of_two = [&](const char* key) {
+      const int64_t v = int_attr(n, key);
+      if (v < 1 || (v & (v - 1))) throw IrError(n, std::string("attrs.") + key + " must be a power of two, got " + std::to_string(v));
+      return v;
+    };
+    if (n.op == "argsort") {
+      if (n.attrs.contains("block")) power_of_two("block");
+      return;
+    }
+    const TensorType& order = arg_type(n, 1);
+    if (order.shape != x.shape || !is_integer(order.dtype))
+      throw IrError(n, "the order (argument 1) must be integers of shape " + shape_string(x.shape) + ", got " + to_string(order));
+    const int64_t merge = power_of_two("merge"), stride = power_of_two("stride"), last = power_of_two("last_stride");
+    if (merge < 2 || stride >= merge || last > stride)
+      throw IrError(n, "needs last_stride <= stride < merge, got " + std::to_string(last) + ", " + std::to_string(stride) +
+                           ", " + std::to_string(merge));
   }
 
   void dot(const Node& n) {

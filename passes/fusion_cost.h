@@ -34,6 +34,10 @@ struct KernelBounds {
   // (passes/split-scan), each rescanned from its carry as one line of a scan kernel. Per
   // target, from the device's limits (codegen/scan.h: set_scan_bounds).
   int64_t scan_block = 1024;
+  // The longest line of 4-byte elements a workgroup sorts in shared memory (half that of
+  // 8-byte ones); passes/split-sort merges longer lines across dispatches. Per target, from
+  // the device's limits (codegen/sort.h: set_sort_bounds).
+  int64_t sort_block = 1024;
 
   // Storage buffers one kernel may bind (its inputs and results): fuse and narrow-operands
   // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where

@@ -26,6 +26,7 @@ std::string kind_of(const std::string& op) {
     case ir::OpFamily::Dot: return "dot";
     case ir::OpFamily::Scatter: return "indexed";
     case ir::OpFamily::Scan: return "scan";
+    case ir::OpFamily::Sort: return "sort";
     default: return "elementwise";
   }
 }

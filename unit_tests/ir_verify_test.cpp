@@ -132,6 +132,23 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
        "node 2 (cumulative_max): attrs.segment must be at least 1, got 0"},
       {"scan arity", kP0 + R"(, {"id": 2, "op": "cumulative_min", "args": [0, 0, 0], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1}})",
        "node 2 (cumulative_min): expects 1 or 2 argument(s), got 3"},
+      {"argsort axis", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "s64", "shape": [2, 3], "attrs": {"axis": 2, "direction": "asc"}})",
+       "node 2 (argsort): axis 2 out of range for f32[2,3]"},
+      {"argsort direction", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "s64", "shape": [2, 3], "attrs": {"axis": 1, "direction": "up"}})",
+       "node 2 (argsort): attrs.direction must be \"asc\" or \"desc\", got \"up\""},
+      {"argsort type", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1, "direction": "asc"}})",
+       "node 2 (argsort): the result type must be an integer, got f32[2,3]"},
+      {"argsort shape", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "s32", "shape": [3, 2], "attrs": {"axis": 1, "direction": "desc"}})",
+       "node 2 (argsort): shape mismatch: stated [3,2], inferred [2,3]"},
+      {"argsort block", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "s32", "shape": [2, 3], "attrs": {"axis": 1, "direction": "asc", "block": 3}})",
+       "node 2 (argsort): attrs.block must be a power of two, got 3"},
+      {"argsort_merge order", kP0 + ", " + kP1 + R"(, {"id": 2, "op": "argsort_merge", "args": [0, 1], "type": "s32", "shape": [2, 3],
+                 "attrs": {"axis": 1, "direction": "asc", "merge": 4, "stride": 2, "last_stride": 1}})",
+       "node 2 (argsort_merge): the order (argument 1) must be integers of shape [2,3], got s32[3]"},
+      {"argsort_merge strides", kP0 + R"(, {"id": 1, "op": "parameter", "type": "s32", "shape": [2, 3], "attrs": {"index": 1}},
+                 {"id": 2, "op": "argsort_merge", "args": [0, 1], "type": "s32", "shape": [2, 3],
+                 "attrs": {"axis": 1, "direction": "asc", "merge": 4, "stride": 4, "last_stride": 1}})",
+       "node 2 (argsort_merge): needs last_stride <= stride < merge, got 1, 4, 4"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);

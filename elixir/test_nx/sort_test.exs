@@ -1,6 +1,6 @@
 defmodule Nx.Vulkan.SortTest do
-  # Nx.sort and Nx.argsort through Nx.Vulkan.Sort (ranks by comparing each row with itself,
-  # then a gather) against Nx.Defn.Evaluator, i.e. Nx.BinaryBackend's stable merge sort:
+  # Nx.sort and Nx.argsort through the IR's argsort (a bitonic network per line; sort then
+  # gathers) against Nx.Defn.Evaluator, i.e. Nx.BinaryBackend's stable merge sort:
   # every option, ranks 1 to 3, every axis, f32/f64/s32/u8/s64, ties, NaN, infinities and
   # signed zeros (these also in f16 and bf16). Sorting moves values without arithmetic, so
   # sort and argsort results must be bit-identical to the evaluator's (-0.0 and 0.0 tie,
@@ -106,14 +106,24 @@ defmodule Nx.Vulkan.SortTest do
       assert_identical(both(axis: 0, direction: :desc), [x])
     end
 
-    test "becomes IR ops: two fused reductions and a gather, no sort op" do
+    test "lines longer than a workgroup sorts in shared memory: split-sort's stages" do
+      {x, _} = Nx.Random.randint(Nx.Random.key(3), 0, 500, shape: {2, 10_007}, type: :s32)
+      x = Nx.as_type(x, :f32) |> Nx.divide(7)
+
+      for direction <- [:asc, :desc] do
+        assert_identical(both(axis: 1, direction: direction), [x])
+        assert_identical(both(axis: 0, direction: direction), [Nx.transpose(x)])
+      end
+    end
+
+    test "becomes IR ops: an argsort and a gather" do
       f = &Nx.sort(&1, axis: 1)
       x = data({4, 6}, :f32)
       ops = graph(f, [x]) |> elem(0) |> all_nodes() |> Enum.map(& &1.op)
-      assert "gather" in ops
-      refute "sort" in ops or "argsort" in ops
-      # the [rows, n, n] comparisons are fused into the reductions, not stored
-      assert %{dispatches: 3} = Nx.Vulkan.explain(f, [x])
+      assert "argsort" in ops and "gather" in ops
+      refute "sort" in ops
+      # the sort kernel, and the gather of the values at its order
+      assert %{dispatches: 2} = Nx.Vulkan.explain(f, [x])
     end
   end
 

@@ -90,7 +90,7 @@ defmodule Nx.Vulkan.IR do
   def build(outputs, opts \\ []) do
     region = new_region(:root, Tree.scope_ids(outputs), nil, Keyword.get(opts, :f32_in_f64, false))
 
-    # Rewrites (Nx.Vulkan.Sort, Conv, LinAlg, Funs) apply Nx functions to expressions; the
+    # Rewrites (sort's gather, Conv, LinAlg, Funs) apply Nx functions to expressions; the
     # literals those create must be expressions too, as while tracing, whatever the
     # caller's default backend.
     {values, [region]} =
@@ -440,11 +440,26 @@ defmodule Nx.Vulkan.IR do
   defp node(%T{data: %Expr{op: :conv, args: [input, kernel, opts]}} = t, stack),
     do: recur(Nx.Vulkan.Conv.conv(t, input, kernel, opts), stack)
 
-  defp node(%T{data: %Expr{op: :sort, args: [x, opts]}}, stack),
-    do: recur(Nx.Vulkan.Sort.sort(x, opts), stack)
+  # The IR's argsort is Nx.BinaryBackend's stable order (whatever `:stable` says), a
+  # bitonic network of O(n log^2 n) work per line (codegen/sort.h); sort gathers the values
+  # at it, and so does everything Nx builds on them (top_k, median, mode, the SVD's
+  # ordering, shuffles, the gradient of sort).
+  defp node(%T{data: %Expr{op: :sort, args: [x, opts]}}, stack) do
+    order = Nx.argsort(x, axis: opts[:axis], direction: opts[:direction], type: {:s, 32})
+    recur(Nx.take_along_axis(x, order, axis: opts[:axis]), stack)
+  end
 
-  defp node(%T{data: %Expr{op: :argsort, args: [x, opts]}} = t, stack),
-    do: recur(Nx.Vulkan.Sort.argsort(t, x, opts), stack)
+  # Positions of a float type (argsort's :type) are the s64 ones converted.
+  defp node(%T{data: %Expr{op: :argsort, args: [x, opts]}, type: {kind, _}} = t, stack) when kind not in [:s, :u] do
+    order = Nx.argsort(x, axis: opts[:axis], direction: opts[:direction], type: {:s, 64})
+    recur(Nx.as_type(order, t.type), stack)
+  end
+
+  defp node(%T{data: %Expr{op: :argsort, args: [x, opts]}} = t, stack) do
+    {id, stack} = recur(x, stack)
+    attrs = %{axis: opts[:axis], direction: Atom.to_string(opts[:direction] || :asc)}
+    emit(stack, "argsort", [id], tensor_type(t), attrs)
+  end
 
   defp node(%T{data: %Expr{op: op, args: [x, window, opts]}} = t, stack)
        when op in [:window_sum, :window_product, :window_max, :window_min],
