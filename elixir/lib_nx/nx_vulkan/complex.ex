@@ -488,8 +488,11 @@ defmodule Nx.Vulkan.Complex do
 
     {out_re, out_im} =
       case kind do
-        :fft -> Nx.Vulkan.FFT.transform({re, im}, -1)
-        :ifft -> {re, im} |> Nx.Vulkan.FFT.transform(1) |> then(fn {r, i} -> {Nx.divide(r, n), Nx.divide(i, n)} end)
+        :fft ->
+          Nx.Vulkan.FFT.transform({re, im}, -1)
+
+        :ifft ->
+          {re, im} |> Nx.Vulkan.FFT.transform(1) |> then(fn {r, i} -> {Nx.divide(r, n), Nx.divide(i, n)} end)
       end
 
     clean = &(&1 |> Nx.reshape(x.shape) |> then(fn p -> Nx.select(Nx.less_equal(Nx.abs(p), eps), 0, p) end))

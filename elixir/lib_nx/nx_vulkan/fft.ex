@@ -12,9 +12,10 @@ defmodule Nx.Vulkan.FFT do
 
   import Bitwise
 
-  # Rows of other lengths up to this many points stay a DFT: one dot kernel whose every
-  # output is a sum of at most 64 products (round-off O(n·eps), about that of Bluestein's
-  # three transforms of m >= 128 points), where Bluestein would take 21 butterfly stages.
+  # Rows of other lengths up to this many points stay a DFT: one dot kernel, its cos/sin
+  # tables (n² elements) within what constant-fold turns into literals, where Bluestein's
+  # three transforms of m >= 2n - 1 points take a dozen kernels that cost seconds to
+  # compile on lavapipe; its round-off (O(n·eps) per output) stays within c64's 1e-4 here.
   @dft_max 256
 
   @doc """
@@ -94,7 +95,10 @@ defmodule Nx.Vulkan.FFT do
     zeros = Nx.broadcast(Nx.tensor(0, type: part), {m - 2 * n + 1})
 
     # conj(c) at offsets 0..n-1 and -(n-1)..-1 (mod m), zeros between.
-    wrap = fn p -> Nx.concatenate([p, zeros, p |> Nx.slice([1], [n - 1]) |> Nx.reverse()]) |> Nx.reshape({1, m}) end
+    wrap = fn p ->
+      Nx.concatenate([p, zeros, p |> Nx.slice([1], [n - 1]) |> Nx.reverse()]) |> Nx.reshape({1, m})
+    end
+
     {kr, ki} = twiddle(exponents, 2 * n, -sign, part)
     kernel = stockham({wrap.(kr), wrap.(ki)}, m, -1)
 
