@@ -141,7 +141,7 @@ defmodule Nx.Vulkan.ScalingTest do
     assert_scales("concatenate/pad/slice", pipeline, &[f32({&1})], 1000)
   end
 
-  # Bluestein's kernels for three sizes take most of a minute to compile on lavapipe.
+  # Bluestein's kernels for three sizes take about 20 s to compile on lavapipe.
   @tag timeout: 300_000
   test "FFTs, along their length" do
     # An f32 transform's round-off is normwise, about eps·log2(m) times the sum of |x|

@@ -4,16 +4,16 @@ defmodule Nx.Vulkan.FFT do
   `{re, im}` real parts (`Nx.Vulkan.Complex` lowers `Nx.fft`/`Nx.ifft` to these), written
   with real Nx operations in O(n log n) along the row.
 
-  Twiddle and chirp angles are 2π·e/p for an integer exponent `e` already reduced modulo
-  its period `p` (in integers, so that the angle is exact before its rounding to the part
-  type); the tables depend only on `n` and are folded into literals by the compiler's
-  `constant-fold` pass while they are small.
+  Twiddle and chirp tables are literals computed on the host: cos and sin of 2π·e/p for
+  integer exponents `e` reduced modulo their period `p` first, in f64, rounded once to the
+  part type (f32 for c64, f64 for c128). They depend only on the length, and are no work
+  for the device.
   """
 
   import Bitwise
 
-  # Rows of other lengths up to this many points stay a DFT: one dot kernel, its cos/sin
-  # tables (n² elements) within what constant-fold turns into literals, where Bluestein's
+  # Rows of other lengths up to this many points stay a DFT: one dot kernel with cos/sin
+  # tables of at most 65536 elements (what constant-fold keeps as literals), where Bluestein's
   # three transforms of m >= 2n - 1 points take a dozen kernels that cost seconds to
   # compile on lavapipe; its round-off (O(n·eps) per output) stays within c64's 1e-4 here.
   @dft_max 256
@@ -26,7 +26,7 @@ defmodule Nx.Vulkan.FFT do
     n = Nx.axis_size(re, 1)
 
     cond do
-      band(n, n - 1) == 0 -> stockham(z, n, sign)
+      band(n, n - 1) == 0 -> stockham(z, n, sign, twiddle(Enum.to_list(0..(n - 1)), n, 1, re.type))
       n <= @dft_max -> dft(z, n, sign)
       true -> bluestein(z, n, sign)
     end
@@ -36,49 +36,45 @@ defmodule Nx.Vulkan.FFT do
   # radix-2 stage first. Before a stage of radix R on subsequences of length m the row is
   # [r, m]: the transforms of the r interleaved subsequences z[j], z[j + r], ... The stage
   # merges subsequences j + q·r/R (q < R) into [r/R, R·m]:
-  # out[k] = Σ_q w^(q·k mod R·m)·in_q[k mod m], w = exp(sign·2πi/(R·m)). Each output reads
-  # R elements of its input, so every stage is O(n); radix 4 halves the stages (and the
-  # kernels and passes over memory) at 1.5 times radix 2's arithmetic.
-  defp stockham({re, im}, n, sign) do
+  # out[k] = Σ_q w^(q·k mod R·m)·in_q[k mod m], w = exp(sign·2πi/(R·m)), written as a sum
+  # over an axis of q: each output reads R elements of its input, so every stage is O(n),
+  # and the sum roots a kernel of its own that reads the previous stage from a buffer, so
+  # fusion cuts exactly between stages (elementwise stages fused into each other would
+  # evaluate their inputs R times per level, up to the cost model's bound, in long kernels
+  # that are slow to compile). Radix 4 halves the stages (and the kernels and passes over
+  # memory) of radix 2.
+  # `table` holds w_n^e = exp(2πi·e/n) for e < n; every stage's twiddles are among them.
+  defp stockham({re, im}, n, sign, table) do
     batch = Nx.axis_size(re, 0)
     stages = ceil_log2(n)
     radices = List.duplicate(2, rem(stages, 2)) ++ List.duplicate(4, div(stages, 2))
     z = {Nx.reshape(re, {batch, n, 1}), Nx.reshape(im, {batch, n, 1})}
 
     {{re, im}, ^n} =
-      Enum.reduce(radices, {z, 1}, fn radix, {z, m} -> {butterfly(z, radix, m, n, sign), radix * m} end)
+      Enum.reduce(radices, {z, 1}, fn radix, {z, m} -> {butterfly(z, radix, m, sign, table), radix * m} end)
 
     {Nx.reshape(re, {batch, n}), Nx.reshape(im, {batch, n})}
   end
 
-  defp butterfly({re, im}, radix, m, n, sign) do
-    batch = Nx.axis_size(re, 0)
+  defp butterfly({re, im}, radix, m, sign, {cos, sin}) do
+    {batch, n} = {Nx.axis_size(re, 0), Nx.axis_size(cos, 0)}
     rows = div(n, radix * m)
-
-    input = fn part, q ->
-      part
-      |> Nx.reshape({batch, radix, rows, m})
-      |> Nx.slice_along_axis(q, 1, axis: 1)
-      |> Nx.reshape({batch, rows, 1, m})
-      |> Nx.broadcast({batch, rows, radix, m})
-      |> Nx.reshape({batch, rows, radix * m})
-    end
-
-    k = Nx.iota({radix * m}, type: {:s, 32})
-
-    for q <- 1..(radix - 1), reduce: {input.(re, 0), input.(im, 0)} do
-      {sum_re, sum_im} ->
-        w = twiddle(Nx.remainder(Nx.multiply(k, q), radix * m), radix * m, sign, re.type)
-        {tr, ti} = Nx.Vulkan.Complex.multiply({input.(re, q), input.(im, q)}, w)
-        {Nx.add(sum_re, tr), Nx.add(sum_im, ti)}
-    end
+    # in_q[k mod m] for every output k = p·m + k', on an axis of q to sum over
+    inputs = &(&1 |> Nx.reshape({batch, radix, rows, 1, m}) |> Nx.broadcast({batch, radix, rows, radix, m}))
+    # w^(q·k mod R·m) = w_n^((q·k mod R·m)·n/(R·m))
+    q = Nx.iota({radix, 1, radix, m}, axis: 0, type: {:s, 32})
+    k = Nx.iota({radix, 1, radix * m}, axis: 2, type: {:s, 32}) |> Nx.reshape({radix, 1, radix, m})
+    index = q |> Nx.multiply(k) |> Nx.remainder(radix * m) |> Nx.multiply(div(n, radix * m))
+    w = {Nx.take(cos, index), Nx.multiply(Nx.take(sin, index), sign)}
+    {tr, ti} = Nx.Vulkan.Complex.multiply({inputs.(re), inputs.(im)}, w)
+    sum = &(&1 |> Nx.sum(axes: [1]) |> Nx.reshape({batch, rows, radix * m}))
+    {sum.(tr), sum.(ti)}
   end
 
   # The product with the n×n matrix exp(sign·2πi·(jk mod n)/n).
   defp dft({re, im}, n, sign) do
-    j = Nx.iota({n, n}, axis: 0, type: {:s, 32})
-    k = Nx.iota({n, n}, axis: 1, type: {:s, 32})
-    {cos, sin} = twiddle(Nx.remainder(Nx.multiply(j, k), n), n, sign, re.type)
+    {cos, sin} = twiddle(for(j <- 0..(n - 1), k <- 0..(n - 1), do: rem(j * k, n)), n, sign, re.type)
+    {cos, sin} = {Nx.reshape(cos, {n, n}), Nx.reshape(sin, {n, n})}
     dot = &Nx.dot(&1, [1], &2, [0])
     {Nx.subtract(dot.(re, cos), dot.(im, sin)), Nx.add(dot.(re, sin), dot.(im, cos))}
   end
@@ -90,8 +86,8 @@ defmodule Nx.Vulkan.FFT do
   defp bluestein({re, _im} = z, n, sign) do
     m = 2 ** ceil_log2(2 * n - 1)
     part = re.type
-    exponents = Nx.tensor(for(k <- 0..(n - 1), do: rem(k * k, 2 * n)), type: {:s, 32})
-    chirp = twiddle(exponents, 2 * n, sign, part)
+    exponents = for k <- 0..(n - 1), do: rem(k * k, 2 * n)
+    {cr, ci} = chirp = twiddle(exponents, 2 * n, sign, part)
     zeros = Nx.broadcast(Nx.tensor(0, type: part), {m - 2 * n + 1})
 
     # conj(c) at offsets 0..n-1 and -(n-1)..-1 (mod m), zeros between.
@@ -99,13 +95,13 @@ defmodule Nx.Vulkan.FFT do
       Nx.concatenate([p, zeros, p |> Nx.slice([1], [n - 1]) |> Nx.reverse()]) |> Nx.reshape({1, m})
     end
 
-    {kr, ki} = twiddle(exponents, 2 * n, -sign, part)
-    kernel = stockham({wrap.(kr), wrap.(ki)}, m, -1)
+    table = twiddle(Enum.to_list(0..(m - 1)), m, 1, part)
+    kernel = stockham({wrap.(cr), wrap.(Nx.negate(ci))}, m, -1, table)
 
     pad = &Nx.pad(&1, Nx.tensor(0, type: part), [{0, 0, 0}, {0, m - n, 0}])
     {ar, ai} = Nx.Vulkan.Complex.multiply(z, chirp)
-    spectrum = Nx.Vulkan.Complex.multiply(stockham({pad.(ar), pad.(ai)}, m, -1), kernel)
-    {yr, yi} = stockham(spectrum, m, 1)
+    spectrum = Nx.Vulkan.Complex.multiply(stockham({pad.(ar), pad.(ai)}, m, -1, table), kernel)
+    {yr, yi} = stockham(spectrum, m, 1, table)
     first = &(&1 |> Nx.slice_along_axis(0, n, axis: 1) |> Nx.divide(m))
     Nx.Vulkan.Complex.multiply({first.(yr), first.(yi)}, chirp)
   end
@@ -114,9 +110,12 @@ defmodule Nx.Vulkan.FFT do
   defp ceil_log2(x, bits) when 1 <<< bits >= x, do: bits
   defp ceil_log2(x, bits), do: ceil_log2(x, bits + 1)
 
-  # {cos, sign·sin} of the angles 2π·exponents/period, in the part type.
+  # {cos, sign·sin} of the angles 2π·e/period for exponents e reduced modulo the period,
+  # computed on the host in f64 from the exact integers and rounded once to the part type.
   defp twiddle(exponents, period, sign, part) do
-    angle = exponents |> Nx.as_type(part) |> Nx.multiply(Nx.tensor(2 * :math.pi() / period, type: part))
-    {Nx.cos(angle), Nx.multiply(Nx.sin(angle), sign)}
+    angles = Enum.map(exponents, &(2 * :math.pi() * &1 / period))
+
+    {Nx.tensor(Enum.map(angles, &:math.cos/1), type: part),
+     Nx.tensor(Enum.map(angles, &(sign * :math.sin(&1))), type: part)}
   end
 end
