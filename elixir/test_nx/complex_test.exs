@@ -125,12 +125,7 @@ defmodule Nx.Vulkan.ComplexTest do
         for n <- [3, 20] do
           g = data({n, n}, @ctype)
           h = Nx.add(Nx.dot(g, Nx.LinAlg.adjoint(g)), Nx.eye(n))
-
-          tol =
-            if n > 3 and @ctype == {:c, 64} and not computes_f32_in_f64?(),
-              do: [atol: 1.0e-4, rtol: 1.0e-4],
-              else: []
-
+          tol = if n > 3 and @ctype == {:c, 64} and not computes_f32_in_f64?(), do: [atol: 1.0e-4, rtol: 1.0e-4], else: []
           assert_matches_evaluator(&Nx.LinAlg.cholesky/1, [h], tol)
         end
       end
@@ -157,12 +152,7 @@ defmodule Nx.Vulkan.ComplexTest do
       test "window_sum and window_product, with strides, padding and dilations" do
         x = data({3, 5}, @ctype)
 
-        for opts <- [
-              [],
-              [strides: [1, 2]],
-              [padding: :same],
-              [padding: [{1, 0}, {0, 2}], window_dilations: [1, 2]]
-            ] do
+        for opts <- [[], [strides: [1, 2]], [padding: :same], [padding: [{1, 0}, {0, 2}], window_dilations: [1, 2]]] do
           assert_matches_evaluator(&Nx.window_sum(&1, {2, 2}, opts), [x])
           assert_matches_evaluator(&Nx.window_product(&1, {2, 2}, opts), [x])
         end
@@ -211,10 +201,7 @@ defmodule Nx.Vulkan.ComplexTest do
         # equal to no complex element (its `==` on a Complex struct): compared here with
         # the evaluator's comparison with a complex zero.
         zeros = Nx.tensor([0, Complex.new(0, 1), Complex.new(-0.0, 0), 2], type: @ctype)
-
-        expected =
-          Nx.Defn.jit_apply(&Nx.equal(&1, Nx.tensor(0, type: @ctype)), [zeros], compiler: Nx.Defn.Evaluator)
-
+        expected = Nx.Defn.jit_apply(&Nx.equal(&1, Nx.tensor(0, type: @ctype)), [zeros], compiler: Nx.Defn.Evaluator)
         assert Nx.to_flat_list(expected) == [1, 0, 1, 0]
         actual = Nx.Defn.jit_apply(&Nx.logical_not/1, [zeros], compiler: Nx.Vulkan)
         assert_close(expected, Nx.backend_copy(actual), atol: 0, rtol: 0)

@@ -2,7 +2,7 @@ defmodule Nx.Vulkan.ScalingTest.Loop do
   import Nx.Defn
 
   defn halve_eight_times(x) do
-    {_, y} = while({i = 0, x}, i < 8, do: {i + 1, x * 0.5 + 1})
+    {_, y} = while {i = 0, x}, i < 8, do: {i + 1, x * 0.5 + 1}
     y
   end
 end
@@ -80,9 +80,7 @@ defmodule Nx.Vulkan.ScalingTest do
         {size, run_ms, kernels}
       end
 
-    report =
-      Enum.map_join(timings, ", ", fn {s, ms, k} -> "#{s}: #{Float.round(ms, 2)} ms (#{k} kernels)" end)
-
+    report = Enum.map_join(timings, ", ", fn {s, ms, k} -> "#{s}: #{Float.round(ms, 2)} ms (#{k} kernels)" end)
     # n log n from each size to the next, from the fixed overhead's floor.
     for {{a, ta}, {b, tb}} <- [{{n, t1}, {10 * n, t2}}, {{10 * n, t2}, {100 * n, t3}}] do
       allowed = max(ta, @floor_ms) * b * :math.log(b) / (a * :math.log(a)) * @slack
@@ -91,10 +89,7 @@ defmodule Nx.Vulkan.ScalingTest do
   end
 
   test "elementwise chains" do
-    chain = fn x ->
-      Enum.reduce(1..12, x, fn _, acc -> acc |> Nx.multiply(0.9) |> Nx.exp() |> Nx.sin() end)
-    end
-
+    chain = fn x -> Enum.reduce(1..12, x, fn _, acc -> acc |> Nx.multiply(0.9) |> Nx.exp() |> Nx.sin() end) end
     assert_scales("elementwise", chain, &[f32({&1})], 1000)
   end
 
