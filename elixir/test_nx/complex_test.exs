@@ -20,8 +20,8 @@ defmodule Nx.Vulkan.ComplexTest do
   # Complex values lowered to real part pairs (Nx.Vulkan.Complex) against Nx.Defn.Evaluator,
   # whose Nx.BinaryBackend computes each element in f64 with the Complex library and
   # rounds to the type. Tolerances (atol = rtol): c64 1e-5 (the types' default,
-  # Nx.Vulkan.Case.tolerance/1), c128 1e-10; FFTs, sums over up to 16 terms of products
-  # with cos/sin tables, c64 1e-4.
+  # Nx.Vulkan.Case.tolerance/1), c128 1e-10; FFTs of up to 16 points, c64 1e-4; longer
+  # ones an atol that grows with the length (their round-off is normwise).
   use Nx.Vulkan.Case, async: true
 
   alias Nx.Vulkan.ComplexTest.Fns
@@ -249,6 +249,17 @@ defmodule Nx.Vulkan.ComplexTest do
         assert_matches_evaluator(&Nx.fft(&1, axis: 0), [x], tol)
         assert_matches_evaluator(&Nx.fft/1, [Nx.iota({2, 6}, type: Nx.Type.to_real(@ctype))], tol)
         assert_matches_evaluator(&Nx.ifft/1, [Nx.iota({7}, type: :s32)], tol)
+      end
+
+      test "fft and ifft at power-of-two lengths and by Bluestein's transform" do
+        # Round-off is normwise (about eps·log2(n) times the sum of |x|, in every output):
+        # c64's atol grows with n.
+        for {shape, opts} <- [{{2, 1024}, []}, {{2, 2048}, []}, {{2, 300}, []}, {{2, 200}, [length: 300]}] do
+          tol = if @ctype == {:c, 64}, do: [atol: 4.0e-6 * elem(shape, 1), rtol: 1.0e-4], else: []
+          x = data(shape, @ctype)
+          assert_matches_evaluator(&Nx.fft(&1, opts), [x], tol)
+          assert_matches_evaluator(&Nx.ifft(&1, opts), [x], tol)
+        end
       end
 
       test "ifft(fft(x)) is x" do

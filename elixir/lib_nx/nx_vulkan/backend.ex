@@ -27,8 +27,9 @@ defmodule Nx.Vulkan.Backend do
   `Nx.Defn.jit_apply/3`, so compiled executables are cached per operation,
   options and argument types like any jitted function. Operations the IR has no
   op for (window_reduce, ...) run on `Nx.BinaryBackend` and their results are
-  copied back to the device; so do the FFTs, where Nx.BinaryBackend's FFT is faster
-  and more exact than the O(n²) DFT they compile to in graphs (`Nx.Vulkan.Complex`).
+  copied back to the device; so do the FFTs: Nx.BinaryBackend's (the same algorithms,
+  in f64) is more exact for c64 and, for one call, cheaper than compiling the kernels of
+  the O(n log n) transform they compile to in graphs (`Nx.Vulkan.FFT`).
   Complex tensors are stored as their parts (`Nx.Vulkan.IR.stored_type/2`). Indexing
   follows the IR's conventions (docs/ir.md): an index out of range is clamped (gather,
   take) or its update skipped (indexed_add/put) where Nx.BinaryBackend raises.
@@ -213,7 +214,7 @@ defmodule Nx.Vulkan.Backend do
 
   # Nx <= 0.11; later versions call block/4 instead. A call the IR has an op for runs as
   # one graph; any other runs its default implementation eagerly, each of its operations
-  # on the device or the host as usual (the FFTs of fft2 on the host, more exact). So do
+  # on the device or the host as usual (the FFTs of fft2 on the host, as above). So do
   # calls on small lazy values on the host, whose operations then run there, unless
   # Nx.BinaryBackend has an implementation of its own (its eigh): the graph reproduces it. The
   # tensors the default makes are this backend's too: mixed with the default backend's,

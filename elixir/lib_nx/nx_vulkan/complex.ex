@@ -231,7 +231,7 @@ defmodule Nx.Vulkan.Complex do
   end
 
   defp lower(op, %T{data: %Expr{args: [x, opts]}} = t) when op in [:fft, :ifft],
-    do: dft(op, x, opts[:axis], opts[:length], opts[:eps], t.type)
+    do: fft(op, x, opts[:axis], opts[:length], opts[:eps], t.type)
 
   ## Constructors: a real part, a zero imaginary one
 
@@ -312,7 +312,8 @@ defmodule Nx.Vulkan.Complex do
 
   ## Complex arithmetic on {re, im} pairs, as the Complex library computes it
 
-  defp multiply({ar, ai}, {br, bi}) do
+  @doc "The product of complex values as `{re, im}` pairs of real tensors."
+  def multiply({ar, ai}, {br, bi}) do
     {Nx.subtract(Nx.multiply(ar, br), Nx.multiply(ai, bi)), Nx.add(Nx.multiply(ar, bi), Nx.multiply(ai, br))}
   end
 
@@ -466,12 +467,12 @@ defmodule Nx.Vulkan.Complex do
     {pick.(zero_pow, xr, inv_r, pr), pick.(0, xi, inv_i, pi)}
   end
 
-  ## DFT
+  ## FFT
 
-  # Nx.fft/ifft along `axis`, padded with zeros or truncated to `length`, as a product with
-  # the cos/sin matrices of the angles 2π·(j·k mod n)/n (reduced in integers, so that they
-  # are exact before the one rounding); |parts| <= eps become 0, as in Nx.BinaryBackend.
-  defp dft(kind, x, axis, n, eps, type) do
+  # Nx.fft/ifft along `axis`, padded with zeros or truncated to `length`: the axis moved
+  # last and the rest flattened into rows for Nx.Vulkan.FFT; |parts| <= eps become 0, as
+  # in Nx.BinaryBackend.
+  defp fft(kind, x, axis, n, eps, type) do
     last = Nx.rank(x) - 1
 
     perm =
@@ -481,35 +482,20 @@ defmodule Nx.Vulkan.Complex do
         a -> a
       end)
 
-    x = Nx.transpose(x, axes: perm)
-    x = fit_length(x, n)
-    {re, im} = parts(x, type)
-
-    part = part_type(type)
-    j = Nx.iota({n, n}, axis: 0, type: {:s, 32})
-    k = Nx.iota({n, n}, axis: 1, type: {:s, 32})
-
-    angle =
-      j
-      |> Nx.multiply(k)
-      |> Nx.remainder(n)
-      |> Nx.as_type(part)
-      |> Nx.multiply(Nx.tensor(2 * :math.pi() / n, type: part))
-
-    {cos, sin} = {Nx.cos(angle), Nx.sin(angle)}
-    dot = &Nx.dot(&1, [last], &2, [0])
+    x = x |> Nx.transpose(axes: perm) |> fit_length(n)
+    rows = {div(Nx.size(x), n), n}
+    {re, im} = x |> parts(type) |> then(fn {re, im} -> {Nx.reshape(re, rows), Nx.reshape(im, rows)} end)
 
     {out_re, out_im} =
       case kind do
         :fft ->
-          {Nx.add(dot.(re, cos), dot.(im, sin)), Nx.subtract(dot.(im, cos), dot.(re, sin))}
+          Nx.Vulkan.FFT.transform({re, im}, -1)
 
         :ifft ->
-          {Nx.divide(Nx.subtract(dot.(re, cos), dot.(im, sin)), n),
-           Nx.divide(Nx.add(dot.(im, cos), dot.(re, sin)), n)}
+          {re, im} |> Nx.Vulkan.FFT.transform(1) |> then(fn {r, i} -> {Nx.divide(r, n), Nx.divide(i, n)} end)
       end
 
-    clean = &Nx.select(Nx.less_equal(Nx.abs(&1), eps), 0, &1)
+    clean = &(&1 |> Nx.reshape(x.shape) |> then(fn p -> Nx.select(Nx.less_equal(Nx.abs(p), eps), 0, p) end))
     pack(clean.(out_re), clean.(out_im)) |> Nx.transpose(axes: perm ++ [last + 1])
   end
 
