@@ -4,7 +4,7 @@
 # Exmc.Dist.Normal random variables and the likelihood as an Exmc.Dist.Custom whose log-density
 # is Exmc.Dist.Bernoulli.logpdf/2 summed over the rows, the data (X and y, one f64 tensor of
 # N × 4) passed with Exmc.Builder.data/2, as eXMC's own benchmarks pass observations. NUTS,
-# EXMC_WARMUP (default 100) warm-up + EXMC_DRAWS (default 100) draws, seed 42, started at the
+# EXMC_WARMUP (default 10) warm-up + EXMC_DRAWS (default 10) draws, seed 42, started at the
 # true coefficients (from 0, warm-up's first trajectories cross ~2 units of a posterior whose
 # sd is ~0.01 and cost hundreds of gradients each, a cost that says nothing about the device
 # and is the same in every mode: every mode computes the same trajectories). Run from an eXMC
@@ -23,8 +23,8 @@ mode = ExmcBench.configure()
 alias Exmc.{Builder, Dist}
 
 n = String.to_integer(System.get_env("EXMC_N", "100000"))
-warmup = String.to_integer(System.get_env("EXMC_WARMUP", "100"))
-draws = String.to_integer(System.get_env("EXMC_DRAWS", "100"))
+warmup = String.to_integer(System.get_env("EXMC_WARMUP", "10"))
+draws = String.to_integer(System.get_env("EXMC_DRAWS", "10"))
 truth = [-0.5, 1.0, -2.0, 0.5]
 names = ["b0", "b1", "b2", "b3"]
 

@@ -22,7 +22,7 @@
 #              (scripts/ext_suite.sh, checkouts in .gl/ext, packed from $NXV_EXT), concurrently
 #     exmc     bench/exmc_two_normals.exs and bench/exmc_large_data.exs in an eXMC checkout made
 #              by scripts/exmc_setup.sh (Elixir 1.18, .gl/nx-0.13), one fresh VM per model and
-#              EXMC_MODE, one after another, each under $EXMC_TIMEOUT (default 120) seconds;
+#              EXMC_MODE, one after another, each under $EXMC_TIMEOUT (default 200) seconds;
 #              $NXV_EXMC_RUNS narrows it ("large_data:vulkan_lazy"); RESULT lines in
 #              exmc_results.txt
 # Results land in $OUT (JSON, logs); bench/report.py turns a pair into a table.
@@ -159,12 +159,12 @@ exmc_runs() {
     large_data:none large_data:vulkan_lazy large_data:vulkan_perop}
   for run in $runs; do
     local model=${run%%:*} mode=${run##*:} log=$out/exmc_${run/:/_}.log
-    (cd "$dir/exmc" && "${env[@]}" EXMC_MODE=$mode timeout "${EXMC_TIMEOUT:-120}" \
+    (cd "$dir/exmc" && "${env[@]}" EXMC_MODE=$mode timeout "${EXMC_TIMEOUT:-200}" \
       mix run "$OLDPWD/bench/exmc_$model.exs") >"$log" 2>&1
     local rc=$?
     echo "exit $rc" >>"$log"
     grep -h '^RESULT' "$log" >>"$out/exmc_results.txt" ||
-      echo "RESULT model=$model mode=$mode exit=$rc$([ $rc = 124 ] && echo " timeout_s=${EXMC_TIMEOUT:-120}")" >>"$out/exmc_results.txt"
+      echo "RESULT model=$model mode=$mode exit=$rc$([ $rc = 124 ] && echo " timeout_s=${EXMC_TIMEOUT:-200}")" >>"$out/exmc_results.txt"
   done
   cat "$out/exmc_results.txt"
 }
