@@ -80,7 +80,7 @@ coefs =
   end)
 
 IO.puts(
-  :io_lib.format("RESULT model=large mode=~s n=~p time_s=~.2f cpu_s=~.2f ~s step_size=~.4f divergences=~p type=~s ~s",
+  :io_lib.format("RESULT model=large_data mode=~s n=~p time_s=~.2f cpu_s=~.2f ~s step_size=~.4f divergences=~p type=~s ~s",
     [mode, n, us / 1.0e6, cpu_s, coefs, stats.step_size * 1.0, stats.divergences,
      inspect(Nx.type(trace["b0"])), ExmcBench.breakdown(us)])
 )
