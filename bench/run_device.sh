@@ -6,7 +6,9 @@
 #   bash bench/run_device.sh pack      here: .gl/bin (nxv, nxv_bench, nxv_unit_tests, nxv_soak,
 #                                      nxv_nif.so, libspirv-cross-c-shared.so.0, spirv-as),
 #                                      the loader debs, .gl/otp.tar.xz (Erlang/OTP and Elixir),
-#                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13
+#                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13; given
+#                                      NXV_EXMC and NXV_JASON (eXMC and Jason source trees),
+#                                      their sources in .gl/exmc
 #   bash bench/run_device.sh MODE [gtest filter]   there:
 #     tests    the unit suite (optionally filtered)
 #     bench    nxv_bench and jax_bench.py, full size
@@ -18,6 +20,11 @@
 #              it ("1.14:eager 1.18:device"); extra arguments go to `mix test`
 #     suites   Nx 0.7.2's own test files (scripts/nx_suite.sh) and Axon's and Scholar's suites
 #              (scripts/ext_suite.sh, checkouts in .gl/ext, packed from $NXV_EXT), concurrently
+#     exmc     bench/exmc_two_normals.exs and bench/exmc_large_data.exs in an eXMC checkout made
+#              by scripts/exmc_setup.sh (Elixir 1.18, .gl/nx-0.13), one fresh VM per model and
+#              EXMC_MODE, one after another, each under $EXMC_TIMEOUT (default 200) seconds;
+#              $NXV_EXMC_RUNS narrows it ("large_data:vulkan_lazy"); RESULT lines in
+#              exmc_results.txt
 # Results land in $OUT (JSON, logs); bench/report.py turns a pair into a table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +73,13 @@ pack() {
   [ -z "${NXV_NX_0_13:-}" ] || cp -r "$NXV_NX_0_13" .gl/nx-0.13
   rm -rf .gl/ext
   [ -z "${NXV_EXT:-}" ] || cp -r "$NXV_EXT" .gl/ext
+  rm -rf .gl/exmc
+  if [ -n "${NXV_EXMC:-}" ]; then
+    # sources only: eXMC's tree also holds notebooks, PDFs and images (~6 MB)
+    mkdir -p .gl/exmc/exmc .gl/exmc/jason
+    (cd "$NXV_EXMC" && cp -r lib src config mix.exs "$OLDPWD/.gl/exmc/exmc/")
+    (cd "${NXV_JASON:?NXV_EXMC needs NXV_JASON, a Jason source tree}" && cp -r lib mix.exs "$OLDPWD/.gl/exmc/jason/")
+  fi
   du -sh .gl
 }
 
@@ -128,6 +142,33 @@ suite_run() {
   echo "exit $?" >>"$out/suite_$name.log"
 }
 
+# The eXMC benchmarks, each model and mode in a fresh VM, in one checkout built once.
+exmc_runs() {
+  [ -d .gl/exmc ] && [ -d .gl/nx-0.13 ] && [ -d /opt/nxv-otp/elixir-1.18 ] ||
+    { echo "no .gl/exmc, .gl/nx-0.13 or Elixir 1.18: skipped" >"$out/exmc_setup.log"; return; }
+  local dir
+  dir=$(mktemp -d)
+  cp -r elixir "$dir/elixir" && cp -r .gl/nx-0.13 "$dir/nx"
+  mkdir -p "$dir/elixir/priv" && cp .gl/bin/nxv_nif.so "$dir/elixir/priv/"
+  bash scripts/exmc_setup.sh .gl/exmc/exmc .gl/exmc/jason "$dir/nx" "$dir/elixir" "$dir/exmc" >"$out/exmc_setup.log" 2>&1
+  local env=(env PATH=/opt/nxv-otp/elixir-1.18/bin:$PATH HOME=$dir MIX_HOME=$dir/mix NXV_SKIP_NATIVE=1
+    NX_PATH=$dir/nx/nx NXV_CACHE_DIR=$dir/cache)
+  (cd "$dir/exmc" && "${env[@]}" timeout 300 mix compile) >>"$out/exmc_setup.log" 2>&1
+  echo "exit $?" >>"$out/exmc_setup.log"
+  local runs=${NXV_EXMC_RUNS:-two_normals:none two_normals:vulkan_lazy two_normals:vulkan_perop
+    large_data:none large_data:vulkan_lazy large_data:vulkan_perop}
+  for run in $runs; do
+    local model=${run%%:*} mode=${run##*:} log=$out/exmc_${run/:/_}.log
+    (cd "$dir/exmc" && "${env[@]}" EXMC_MODE=$mode timeout "${EXMC_TIMEOUT:-200}" \
+      mix run "$OLDPWD/bench/exmc_$model.exs") >"$log" 2>&1
+    local rc=$?
+    echo "exit $rc" >>"$log"
+    grep -h '^RESULT' "$log" >>"$out/exmc_results.txt" ||
+      echo "RESULT model=$model mode=$mode exit=$rc$([ $rc = 124 ] && echo " timeout_s=${EXMC_TIMEOUT:-200}")" >>"$out/exmc_results.txt"
+  done
+  cat "$out/exmc_results.txt"
+}
+
 # ExUnit's last count line and the exit status of each PREFIX_*.log.
 summarise() {
   for f in "$out/$1"_*.log; do
@@ -164,6 +205,9 @@ case $what in
     for name in nx axon scholar; do suite_run $name & done
     wait
     summarise suite ;;
+  exmc)
+    otp_install
+    exmc_runs ;;
 esac
 # At most eight files come back from $OUT: each mode's logs travel as one archive (modes
 # may run side by side).
