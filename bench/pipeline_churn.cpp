@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/host_memory.h"
+#include "cli/flags.h"
 
 namespace {
 
@@ -35,10 +36,7 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      const std::string p = std::string("--") + name + "=";
-      return s.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
-    };
+    auto value = [&](const char* name) { return nxv::cli::flag_value(argv[i], name); };
     if (const char* v = value("count")) a.count = std::stol(v);
     else if (const char* v = value("distinct")) a.distinct = std::max(1L, std::stol(v));
     else if (const char* v = value("renew")) a.renew = std::stol(v);

@@ -27,6 +27,7 @@
 #include "runtime/runtime.h"
 #include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
+#include "cli/flags.h"
 
 using namespace nxv;
 using bench::mib;
@@ -48,10 +49,7 @@ Args parse(int argc, char** argv) {
   a.gen.max_elements = 1 << 16;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      const std::string p = std::string("--") + name + "=";
-      return s.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
-    };
+    auto value = [&](const char* name) { return cli::flag_value(argv[i], name); };
     if (const char* v = value("minutes")) a.minutes = std::stod(v);
     else if (const char* v = value("threads")) a.threads = std::max(1, std::stoi(v));
     else if (const char* v = value("device")) a.device = v;

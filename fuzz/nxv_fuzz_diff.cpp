@@ -21,6 +21,7 @@
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "runtime/runtime.h"
+#include "cli/flags.h"
 
 using namespace nxv;
 
@@ -55,10 +56,7 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      const std::string p = std::string("--") + name + "=";
-      return s.rfind(p, 0) == 0 ? argv[i] + p.size() : nullptr;
-    };
+    auto value = [&](const char* name) { return cli::flag_value(argv[i], name); };
     if (const char* v = value("seed")) a.seed = std::stoull(v);
     else if (const char* v = value("count")) a.count = std::stoull(v);
     else if (const char* v = value("seconds")) a.seconds = std::stod(v);
