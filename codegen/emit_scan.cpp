@@ -6,6 +6,7 @@
 // runs' totals differently (docs/numerics.md). The fold starts from the identity, -0.0 for
 // a float sum (so that a line of -0.0 stays -0.0, as in Nx, where nothing is added).
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 #include "codegen/scan.h"
@@ -373,9 +374,7 @@ ScanLines ScanLines::of(const ir::Node& scan) {
 uint32_t scan_run(int bytes) { return uint32_t(std::clamp(32 / std::max(bytes, 1), 4, 8)); }
 
 uint32_t scan_workgroup_size(const DeviceCaps& caps) {
-  uint32_t size = 1;
-  while (size * 2 <= std::min<uint32_t>(128, caps.max_workgroup_invocations)) size *= 2;
-  return size;
+  return std::bit_floor(std::clamp<uint32_t>(caps.max_workgroup_invocations, 1, 128));
 }
 
 // A block of 4 tiles (of 4-byte elements): each workgroup's line long enough that its carry

@@ -2,6 +2,7 @@
 // by Nx's order of the keys, ties by position, so every stage is deterministic and the
 // network's result is the stable order whatever the device's scheduling.
 #include <algorithm>
+#include <bit>
 #include <functional>
 
 #include "codegen/sort.h"
@@ -14,17 +15,7 @@ using Values = spirv::Builder::Values;
 
 namespace {
 
-int64_t power_of_two_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-uint32_t widest_workgroup(const DeviceCaps& caps) {
-  uint32_t w = 1;
-  while (w * 2 <= caps.max_workgroup_invocations) w *= 2;
-  return w;
-}
+uint32_t widest_workgroup(const DeviceCaps& caps) { return std::bit_floor(std::max(caps.max_workgroup_invocations, 1u)); }
 
 // Where line l's element k lies: lines are the positions of the other axes, in order.
 struct SortLine {
@@ -132,11 +123,7 @@ Id order_at(Emitter& e, const ir::Node& order, SortLine& line, Id k) {
   return e.convert(e.value(order, idx), order.type().dtype, DType::U32);
 }
 
-int log2_of(int64_t power_of_two) {
-  int k = 0;
-  while ((int64_t(1) << k) < power_of_two) ++k;
-  return k;
-}
+int log2_of(int64_t power_of_two) { return std::bit_width(uint64_t(power_of_two) - 1); }
 
 // A group's keys and positions in shared memory, `per` slots of each invocation:
 // lid, lid + size, ...
@@ -322,7 +309,7 @@ SortStage SortStage::of(const ir::Graph& body, const ir::Node& sort, const Devic
   s.length = shape[axis];
   for (size_t k = size_t(axis) + 1; k < shape.size(); ++k) s.inner *= shape[k];
   s.lines = s.length == 0 ? 0 : ir::num_elements(shape) / s.length;
-  s.padded = std::max<int64_t>(power_of_two_at_least(s.length), 2);
+  s.padded = std::max<int64_t>(std::bit_ceil(uint64_t(std::max<int64_t>(s.length, 1))), 2);
   s.desc = sort.attrs.value("direction", std::string("asc")) == "desc";
   s.from_order = sort.op == "argsort_merge";
   s.key_bytes = Emitter::register_bits(body.node(sort.args[0]).type().dtype) / 8;

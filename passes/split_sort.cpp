@@ -8,6 +8,7 @@
 // greater than every element, never moves and the buffers stay as long as the axis.
 // O(n log^2 n) work, log(P / block) (log(P / block) + 3) / 2 + 1 dispatches.
 #include <algorithm>
+#include <bit>
 #include <map>
 
 #include "ir/ops.h"
@@ -38,8 +39,8 @@ class SplitSort : public Pass {
       const int64_t block = sort_block(ir::dtype_bytes(types.count(x) ? types[x] : DType::F32));
       const int64_t length = s[axis];
       if (length <= block) return std::nullopt;
-      int64_t padded = block;
-      while (padded < length) padded *= 2;
+      // A power of two past the block (itself one): the network's width.
+      const int64_t padded = int64_t(std::bit_ceil(uint64_t(length)));
       nlohmann::json attrs = {{"axis", axis}, {"direction", n.attrs.value("direction", std::string("asc"))}};
       nlohmann::json first = attrs;
       first["block"] = block;

@@ -2,6 +2,7 @@
 #include "runtime/memory_pool.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "runtime/vk_util.h"
 
@@ -10,11 +11,7 @@ namespace nxv::runtime {
 namespace {
 // Size classes keep the pool's free lists short and make reuse likely across runs whose
 // tensors differ slightly in size.
-uint64_t size_class(uint64_t bytes) {
-  uint64_t c = 256;
-  while (c < bytes) c <<= 1;
-  return c;
-}
+uint64_t size_class(uint64_t bytes) { return std::bit_ceil(std::max<uint64_t>(bytes, 256)); }
 }  // namespace
 
 MemoryPool::MemoryPool(VkDevice device, VkPhysicalDevice phys, const DeviceInfo& info) : device_(device), info_(info) {
