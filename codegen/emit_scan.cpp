@@ -288,7 +288,7 @@ void store_run(Emitter& e, const BufferRef& output, LineAt& line, Stage& st, Id 
   for (uint32_t j = 0; j < st.run; ++j) {
     auto [at, valid] = position(e, line, b.op(spv::OpIAdd, e.u32(), {first, st.spread(lid, j)}));
     Id value = b.op_in_place(spv::OpLoad, st.rt, {st.slot(st.spread(lid, j))});
-    b.if_then(valid, [&] { e.store(output, at, value); });
+    b.if_then(valid, [&, at = at] { e.store(output, at, value); });
   }
   b.workgroup_barrier();  // the stage is refilled by the next tile
 }

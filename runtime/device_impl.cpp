@@ -37,8 +37,8 @@ VkBufferView BufferImpl::texel_view() const {
 
 const Device& BufferImpl::device() const { return *dev_; }
 
-DeviceImpl::DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
-    : instance_(instance), phys_(phys), info_(std::move(info)), opts_(std::move(opts)) {
+DeviceImpl::DeviceImpl(VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts)
+    : phys_(phys), info_(std::move(info)), opts_(std::move(opts)) {
   uint32_t queue_family = 0;
   bool timestamps = false;
   uint32_t n = 0;

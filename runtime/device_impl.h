@@ -41,7 +41,7 @@ class BufferImpl : public Buffer {
 
 class DeviceImpl : public Device {
  public:
-  DeviceImpl(VkInstance instance, VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts);
+  DeviceImpl(VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions opts);
   ~DeviceImpl() override;
 
   const DeviceInfo& info() const override { return info_; }
@@ -101,7 +101,6 @@ class DeviceImpl : public Device {
   std::string cache_path() const;
   void check_alive() const;
 
-  VkInstance instance_;
   VkPhysicalDevice phys_;
   DeviceInfo info_;
   RuntimeOptions opts_;

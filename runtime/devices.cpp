@@ -326,7 +326,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
                     std::to_string(resolved.executable_cache_size) + "|" + std::to_string(resolved.pipeline_cache_size);
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;
-  auto d = std::make_shared<DeviceImpl>(inst.handle, inst.physical[pick], std::move(info), resolved);
+  auto d = std::make_shared<DeviceImpl>(inst.physical[pick], std::move(info), resolved);
   open_devices[key] = d;
   return d;
 }
