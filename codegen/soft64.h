@@ -1,0 +1,43 @@
+// Emulated 64-bit values for devices without shaderFloat64 or shaderInt64: each f64, s64 or u64
+// is a uvec2 of its two 32-bit words (x low, y high: Nx's little-endian layout, so buffers need
+// no conversion), and soft_i64.h / soft_f64.h compute on them with 32-bit integer arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/spirv_builder.h"
+
+namespace nxv::codegen {
+
+using spirv::Id;
+
+// The types and small steps every emulated routine uses. Routines are straight-line code of
+// pure instructions where they can be (value-numbered and hoisted by the builder like any
+// other arithmetic); loops only where a bounded loop is much smaller (long division).
+class Soft64 {
+ public:
+  explicit Soft64(spirv::Builder& b)
+      : b(b), u32(b.type_int(32)), boolean(b.type_bool()), uvec2(b.type_vector(u32, 2)),
+        bvec2(b.type_vector(boolean, 2)) {}
+
+  spirv::Builder& b;
+  const Id u32, boolean, uvec2, bvec2;
+
+  Id c(uint32_t v) { return b.const_int(32, v); }
+  Id c64(uint64_t v) { return pair(c(uint32_t(v)), c(uint32_t(v >> 32))); }
+  Id lo(Id v) { return b.op(spv::OpCompositeExtract, u32, {v}, {0}); }
+  Id hi(Id v) { return b.op(spv::OpCompositeExtract, u32, {v}, {1}); }
+  Id pair(Id low, Id high) { return b.op(spv::OpCompositeConstruct, uvec2, {low, high}); }
+  // A u32 operation (op(OpIAdd, x, y), ...).
+  Id op(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, u32, ids); }
+  Id test(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, boolean, ids); }
+  Id all(Id v2) { return b.op(spv::OpAll, boolean, {v2}); }
+  // SPIR-V 1.3 selects a vector by a vector of conditions: a scalar one is splatted.
+  Id select(Id cond, Id x, Id y) {
+    return b.op(spv::OpSelect, uvec2, {b.op(spv::OpCompositeConstruct, bvec2, {cond, cond}), x, y});
+  }
+  Id select32(Id cond, Id x, Id y) { return b.op(spv::OpSelect, u32, {cond, x, y}); }
+};
+
+}  // namespace nxv::codegen

@@ -1,0 +1,86 @@
+// Runs an emulated 64-bit routine (codegen/soft64.h) over arrays of bit patterns on the test
+// device, so that soft_i64 and soft_f64 tests compare every lane with the host's result.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "codegen/soft64.h"
+#include "codegen/kernel.h"
+#include "runtime/runtime.h"
+
+namespace nxv::softtest {
+
+using codegen::Soft64;
+using codegen::spirv::Id;
+namespace spirv = codegen::spirv;
+
+// What a routine returns: a uvec2, a bool, or a u32; the kernel widens the last two to a
+// uvec2 (0/1, or the u32 in the low word) so every result comes back as a uint64_t.
+enum class Result { Word64, Bool, Word32 };
+
+constexpr uint32_t kLocalSize = 64;
+
+// The device run_soft runs on: run_spirv checks bounds through robust buffer access where the
+// device cannot for one pipeline alone (lavapipe).
+inline std::shared_ptr<runtime::Device> soft_device() {
+  runtime::RuntimeOptions opts;
+  opts.robust_buffer_access = true;
+  return runtime::Device::open(opts);
+}
+
+// The routine over each element of `inputs` (one array per operand, uvec2 each; a routine
+// that takes a u32 uses the low word), as one kernel of the builder's making, spirv-val'd.
+inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& dev,
+                                      const std::function<Id(Soft64&, const std::vector<Id>&)>& routine,
+                                      const std::vector<std::vector<uint64_t>>& inputs, Result result = Result::Word64) {
+  const size_t n = inputs.at(0).size();
+  spirv::Builder b;
+  Soft64 s(b);
+  std::vector<Id> buffers;
+  for (size_t i = 0; i <= inputs.size(); ++i)
+    buffers.push_back(b.storage_buffer(s.uvec2, 8, uint32_t(i), i < inputs.size()));
+  b.begin_main();
+  Id gid = b.builtin_x(spv::BuiltInGlobalInvocationId);
+  Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, s.uvec2);
+  b.if_then(s.test(spv::OpULessThan, {gid, s.c(uint32_t(n))}), [&] {
+    std::vector<Id> args;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      args.push_back(b.op(spv::OpLoad, s.uvec2, {b.op(spv::OpAccessChain, ptr, {buffers[i], s.c(0), gid})}));
+    Id r = routine(s, args);
+    if (result == Result::Bool) r = s.select(r, s.c64(1), s.c64(0));
+    if (result == Result::Word32) r = s.pair(r, s.c(0));
+    b.op_void(spv::OpStore, {b.op(spv::OpAccessChain, ptr, {buffers.back(), s.c(0), gid}), r});
+  });
+  b.end_main(kLocalSize);
+  std::vector<uint32_t> words = b.finish();
+  const std::string invalid = codegen::validate(words, dev->info().caps.api_version);
+  EXPECT_EQ(invalid, "") << codegen::disassemble(words);
+
+  std::vector<runtime::BufferPtr> in;
+  for (const auto& v : inputs) in.push_back(dev->upload({ir::DType::U64, {int64_t(n)}}, v.data(), n * 8));
+  runtime::SpirvLaunch launch;
+  launch.group_count[0] = uint32_t((n + kLocalSize - 1) / kLocalSize);
+  auto out = runtime::run_spirv(dev, words, in, {{ir::DType::U64, {int64_t(n)}}}, launch);
+  std::vector<uint64_t> r(n);
+  dev->download(*out.at(0), r.data(), n * 8);
+  return r;
+}
+
+inline uint64_t bits_of(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+inline double double_of(uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
+}
+
+}  // namespace nxv::softtest
