@@ -274,7 +274,9 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   const DType at = an.type().dtype, bt = bn.type().dtype;
   s.f32_operands = at == DType::F32 && bt == DType::F32;
   const TexelLayout l = texel_layout(operand_of(body, an, d.b1, d.free1, d.c1, 0, true), operand_of(body, bn, d.b2, d.free2, d.c2, 0, true));
-  if (at == bt && l.a && l.b) s.texel_run = texel_run(an);
+  // Emulated 64-bit values are uvec2s: read one at a time, never as texels or vectors.
+  s.scalar_reads = caps.emulated(at) || caps.emulated(bt) || caps.emulated(acc);
+  if (at == bt && l.a && l.b && !s.scalar_reads) s.texel_run = texel_run(an);
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
   const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),

@@ -143,10 +143,13 @@ std::pair<Id, Id> workgroup_scan(ScanFold& f, Id v, Id lid, Id slots, uint32_t s
 // each step the fold's own, so -0.0 and NaN come out as a serial fold's do), since a
 // subgroup's FAdd scan associates as it likes, may start from +0.0 and may drop a NaN in
 // FMin/FMax. None (OpNop) where the device has neither: shared memory then. Registers wider
-// or narrower than 32 bits need shaderSubgroupExtendedTypes.
+// or narrower than 32 bits need shaderSubgroupExtendedTypes; emulated 64-bit ones (uvec2s)
+// only shuffle, with the fold's emulated arithmetic.
 spv::Op subgroup_op(const ScanFold& f) {
-  if (f.e.b.type_bytes(f.e.reg_type(f.t)) != 4 && !f.e.caps.subgroup_extended_types) return spv::OpNop;
-  if (!ir::is_integer(f.t)) return f.e.caps.subgroup_shuffle ? spv::OpGroupNonUniformShuffle : spv::OpNop;
+  const Id rt = f.e.reg_type(f.t);
+  const bool emulated = f.e.b.emulated(rt);
+  if (f.e.b.type_bytes(rt) != 4 && !emulated && !f.e.caps.subgroup_extended_types) return spv::OpNop;
+  if (!ir::is_integer(f.t) || emulated) return f.e.caps.subgroup_shuffle ? spv::OpGroupNonUniformShuffle : spv::OpNop;
   if (!f.e.caps.subgroup_arithmetic) return spv::OpNop;
   const bool s = ir::is_signed_int(f.t);
   if (f.op == "sum") return spv::OpGroupNonUniformIAdd;

@@ -52,6 +52,7 @@ void Emitter::require_type(const ir::Node& node, DType t) const {
                                 " lacks");
   };
   std::string tn = ir::dtype_name(t);
+  if (caps.emulated(t)) return;
   if (t == DType::F64 && !caps.float64) lacks("f64", "shaderFloat64");
   if ((t == DType::S64 || t == DType::U64) && !caps.int64) lacks(tn.c_str(), "shaderInt64");
 }

@@ -89,7 +89,7 @@ Values Emitter::fold_cooperative(const Fold& f) {
   };
   const uint32_t sg = caps.subgroup_size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
-                                    [&](Id t) { return b.type_bytes(t) == 4 || caps.subgroup_extended_types; });
+                                    [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
   if (caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0) {
     // Butterflies within each subgroup leave its total in every lane; lane 0 of each
     // subgroup publishes it, and every invocation combines the few totals: two barriers

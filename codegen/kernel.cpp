@@ -222,7 +222,9 @@ int64_t vector_element_bytes(const ir::Node& kernel, const ir::Graph& body, cons
   for (const ir::Node* p : params_read_at_output_position(body)) vectors.push_back(p->type());
   int64_t widest = 0;
   for (const auto& t : vectors) {
-    if (t.num_elements() != kernel.results[0].num_elements() || ir::dtype_bits(t.dtype) < 32) return 0;
+    // Emulated 64-bit values are uvec2s, which do not form vectors.
+    if (t.num_elements() != kernel.results[0].num_elements() || ir::dtype_bits(t.dtype) < 32 || caps.emulated(t.dtype))
+      return 0;
     widest = std::max<int64_t>(widest, ir::dtype_bytes(t.dtype));
   }
   return widest;
@@ -512,6 +514,7 @@ struct Module {
 Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
                    const std::vector<Binding>& bindings, const LaunchConfig& launch, int64_t items) {
   spirv::Builder b;
+  b.emulate_64(caps.emulate_f64, caps.emulate_i64);
   Emitter e(b, caps, body);
   check_types(kernel, body, caps, e, bindings);
   const ir::Node* dot = launch.matmul.m ? matmul_dot(kernel, body) : nullptr;

@@ -397,6 +397,7 @@ SerialLoopBinary compile_serial_loop(const ir::Node& loop, const SerialRegion& c
   // the reserve. The first emission measures it; the second uses it.
   auto emit = [&](uint64_t reserve, uint64_t* steps) {
     spirv::Builder b;
+    b.emulate_64(caps.emulate_f64, caps.emulate_i64);
     SerialEmitter e(b, caps, reserve, limit);
     SerialLoopBinary out = e.run(loop, condition, body);
     *steps = b.loop_steps().outside;

@@ -56,6 +56,7 @@ Id Builder::declare_constant(spv::Op opcode, Id type, const Words& operands) {
   append_inst(globals_, opcode, ops);
   constants_.emplace(std::move(key), id);
   foldable_.emplace(id, std::pair{type, false});
+  set_type(id, type);
   return id;
 }
 
@@ -65,6 +66,10 @@ Id Builder::type_bool() { return declare_type(spv::OpTypeBool, {}); }
 // integers are only ever loaded, stored and converted, which the storage
 // capabilities allow without Int8/Int16.
 Id Builder::type_int(int bits) {
+  if (bits == 64 && emulate_i64_) {
+    if (!emulated_i64_) emulated_i64_ = fresh_id(), scalar_bytes_[emulated_i64_] = 8;
+    return emulated_i64_;
+  }
   if (bits == 64) capability(spv::CapabilityInt64);
   if (bits == 16) {
     capability(spv::CapabilityStorageBuffer16BitAccess);
@@ -79,14 +84,21 @@ Id Builder::type_int(int bits) {
   return id;
 }
 Id Builder::type_float(int bits) {
+  if (bits == 64 && emulate_f64_) {
+    if (!emulated_f64_) emulated_f64_ = fresh_id(), scalar_bytes_[emulated_f64_] = 8;
+    return emulated_f64_;
+  }
   if (bits == 64) capability(spv::CapabilityFloat64);
   Id id = declare_type(spv::OpTypeFloat, {uint32_t(bits)});
   scalar_bytes_[id] = bits / 8;
   return id;
 }
-Id Builder::type_vector(Id elem, uint32_t n) { return declare_type(spv::OpTypeVector, {elem, n}); }
+Id Builder::type_vector(Id elem, uint32_t n) {
+  if (emulated(elem)) throw std::logic_error("spirv::Builder: no vectors of an emulated 64-bit type");
+  return declare_type(spv::OpTypeVector, {elem, n});
+}
 Id Builder::type_pointer(spv::StorageClass sc, Id pointee) {
-  return declare_type(spv::OpTypePointer, {uint32_t(sc), pointee});
+  return declare_type(spv::OpTypePointer, {uint32_t(sc), real_type(pointee)});
 }
 Id Builder::type_function(Id ret, const std::vector<Id>& params) {
   Words ops{ret};
@@ -116,6 +128,7 @@ Id Builder::type_cooperative_matrix(bool nv, Id component, uint32_t rows, uint32
 }
 
 Id Builder::type_buffer_pointer(Id elem, uint32_t stride) {
+  elem = real_type(elem);
   auto key = std::make_pair(elem, stride);
   if (auto it = buffer_pointers_.find(key); it != buffer_pointers_.end()) return it->second;
   // Not deduplicated through types_: the decorations make each array/struct distinct.
@@ -135,7 +148,8 @@ Id Builder::const_bool(bool v) { return declare_constant(v ? spv::OpConstantTrue
 
 Id Builder::const_int(int bits, uint64_t v) {
   if (bits < 64) v &= (uint64_t(1) << bits) - 1;
-  const Id id = bits == 64 ? declare_constant(spv::OpConstant, type_int(64), {uint32_t(v), uint32_t(v >> 32)})
+  const Id id = bits == 64 && emulate_i64_ ? emulated_constant(type_int(64), v)
+                : bits == 64             ? declare_constant(spv::OpConstant, type_int(64), {uint32_t(v), uint32_t(v >> 32)})
                            : declare_constant(spv::OpConstant, type_int(bits), {uint32_t(v)});
   int_constants_.emplace(id, std::pair{bits, v});
   return id;
@@ -156,6 +170,7 @@ Id Builder::const_f32(float v) {
 Id Builder::const_f64(double v) {
   uint64_t bits;
   std::memcpy(&bits, &v, 8);
+  if (emulate_f64_) return emulated_constant(type_float(64), bits);
   return declare_constant(spv::OpConstant, type_float(64), {uint32_t(bits), uint32_t(bits >> 32)});
 }
 
@@ -243,7 +258,7 @@ Id Builder::opaque(Id value, Id type) {
   if (auto it = opaque_of_.find({value, type}); it != opaque_of_.end()) return it->second;
   const int bits = scalar_bytes_.at(type) * 8;
   auto f = types_.find(Words{uint32_t(spv::OpTypeFloat), uint32_t(bits)});
-  const bool is_float = f != types_.end() && f->second == type;
+  const bool is_float = (f != types_.end() && f->second == type) || (type && type == emulated_f64_);
   Id it = type_int(bits);
   // A zero of its own (the push-constant word AND'd with a mask no other call uses): NIR
   // rewrites select(c, x | z, y | z) to select(c, x, y) | z, where x and y meet again.
@@ -265,7 +280,7 @@ Id Builder::unfoldable(Id id) {
 }
 
 Id Builder::type_array(Id elem, uint32_t length) {
-  return declare_type(spv::OpTypeArray, {elem, const_int(32, length)});
+  return declare_type(spv::OpTypeArray, {real_type(elem), const_int(32, length)});
 }
 
 Id Builder::workgroup_array(Id elem, uint32_t length) {

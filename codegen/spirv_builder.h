@@ -52,6 +52,16 @@ class Builder {
 
   Id fresh_id() { return next_id_++; }
 
+  // ---- emulated 64-bit types (lowering in emulate64.cpp) ----
+  // Called before any type is declared: f64 and/or s64/u64 then live in uvec2 registers
+  // (codegen/soft64.h). type_float(64) / type_int(64) return a type id that names the
+  // emulated type in this builder's calls but is never declared; op() and ext() lower every
+  // instruction on it to 32-bit arithmetic, so emitters need not know.
+  void emulate_64(bool f64, bool i64);
+  bool emulated(Id type) const { return type != 0 && (type == emulated_f64_ || type == emulated_i64_); }
+  // The type of a result, phi or constant made through this builder (0 for others).
+  Id type_of(Id id) const { return id < type_of_.size() ? type_of_[id] : 0; }
+
   // ---- module level ----
   void capability(spv::Capability c);
   void extension(const std::string& name);
@@ -204,7 +214,7 @@ class Builder {
  private:
   struct Block;
   struct Phi {
-    Id result, type;
+    Id result, type;  // type: as declared (an emulated type's uvec2)
     std::vector<std::pair<Id, Block*>> incoming;
   };
   struct Block {
@@ -238,6 +248,15 @@ class Builder {
   Id declare_type(spv::Op opcode, const Words& operands);
   Id declare_constant(spv::Op opcode, Id type, const Words& operands);
   Id emit_pure(spv::Op opcode, Id type, const Words& operands, const std::vector<Id>& placement_ids);
+  void set_type(Id id, Id type);
+  // The declared type for `type`: uvec2 for an emulated one.
+  Id real_type(Id type);
+  // Whether op(opcode, type, ids) computes on an emulated value: its result is of an emulated
+  // type, or a scalar from an emulated operand (comparisons, conversions).
+  bool lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const;
+  Id lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals);
+  Id lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
+  Id emulated_constant(Id type, uint64_t bits);
   static void append_inst(Words& out, spv::Op opcode, const Words& operands);
   Words serialize_function() const;
 
@@ -258,6 +277,10 @@ class Builder {
   uint32_t opaque_masks_ = 0;  // the last mask opaque() used
   std::map<std::pair<Id, Id>, Id> opaque_of_;  // (value, type) -> opaque(value, type) at level 0
   std::vector<Id> interface_;
+  bool emulate_f64_ = false, emulate_i64_ = false;
+  Id emulated_f64_ = 0, emulated_i64_ = 0;
+  std::vector<Id> type_of_;  // by id
+  std::map<std::pair<Id, uint64_t>, Id> emulated_constants_;  // (emulated type, bits) -> uvec2
 
   Id main_ = 0, void_type_ = 0, main_type_ = 0;
   Words entry_and_modes_, extra_modes_;

@@ -57,6 +57,11 @@ void Builder::set_level(Id id, int lvl) {
   levels_[id] = lvl;
 }
 
+void Builder::set_type(Id id, Id type) {
+  if (id >= type_of_.size()) type_of_.resize(id + 1, 0);
+  type_of_[id] = type;
+}
+
 int Builder::level_of(Id id) const { return std::min(id < levels_.size() ? levels_[id] : 0, level()); }
 
 int Builder::level_of(const std::vector<Id>& ids) const {
@@ -94,10 +99,11 @@ Id Builder::emit_pure(spv::Op opcode, Id type, const Words& operands, const std:
   auto& scope = scopes_[lvl];
   if (auto it = scope.memo.find(key); it != scope.memo.end()) return it->second;
   Id id = fresh_id();
-  Words ops{type, id};
+  Words ops{real_type(type), id};
   ops.insert(ops.end(), operands.begin(), operands.end());
   append_inst(scope.open->body, opcode, ops);
   set_level(id, lvl);
+  set_type(id, type);
   scope.memo.emplace(std::move(key), id);
   if (!placement_ids.empty() &&
       std::all_of(placement_ids.begin(), placement_ids.end(), [&](Id i) { return foldable_.count(i) > 0; }))
@@ -128,6 +134,7 @@ Id Builder::op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words&
       if (auto v = fold(opcode, a->second.second, b->second.second, a->second.first))
         return const_int(a->second.first, *v);
   }
+  if (lowers(opcode, type, ids)) return lower(opcode, type, ids, literals);
   Words operands(ids.begin(), ids.end());
   operands.insert(operands.end(), literals.begin(), literals.end());
   return emit_pure(opcode, type, operands, ids);
@@ -141,6 +148,8 @@ Id Builder::ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
       return (inst == GLSLstd450UMin) == a_less ? ids[0] : ids[1];
     }
   }
+  if (emulated(type) || std::any_of(ids.begin(), ids.end(), [&](Id i) { return emulated(type_of(i)); }))
+    return lower_ext(inst, type, ids);
   Words operands{glsl_std_450(), uint32_t(inst)};
   operands.insert(operands.end(), ids.begin(), ids.end());
   return emit_pure(spv::OpExtInst, type, operands, ids);
@@ -150,10 +159,11 @@ void Builder::op_void(spv::Op opcode, const Words& operands) { append_inst(open_
 
 Id Builder::op_in_place(spv::Op opcode, Id type, const std::vector<Id>& ids) {
   Id id = fresh_id();
-  Words ops{type, id};
+  Words ops{real_type(type), id};
   ops.insert(ops.end(), ids.begin(), ids.end());
   append_inst(open_block()->body, opcode, ops);
   set_level(id, level());
+  set_type(id, type);
   return id;
 }
 
@@ -241,8 +251,9 @@ Builder::Values Builder::structured_loop(const std::vector<Id>& types, const Val
   Values carried;
   std::vector<Phi*> phis;
   for (size_t i = 0; i < types.size(); ++i) {
-    auto phi = std::make_unique<Phi>(Phi{fresh_id(), types[i], {{init[i], pre}}});
+    auto phi = std::make_unique<Phi>(Phi{fresh_id(), real_type(types[i]), {{init[i], pre}}});
     set_level(phi->result, outer + 1);
+    set_type(phi->result, types[i]);
     carried.push_back(phi->result);
     phis.push_back(phi.get());
     header->phis.push_back(std::move(phi));
@@ -297,8 +308,9 @@ Builder::Values Builder::if_else(Id cond, const std::vector<Id>& types, const st
   scopes_.back().open = merge;
   Values out;
   for (size_t i = 0; i < types.size(); ++i) {
-    auto phi = std::make_unique<Phi>(Phi{fresh_id(), types[i], {{tv[i], then_end}, {ev[i], else_end}}});
+    auto phi = std::make_unique<Phi>(Phi{fresh_id(), real_type(types[i]), {{tv[i], then_end}, {ev[i], else_end}}});
     set_level(phi->result, level());
+    set_type(phi->result, types[i]);
     out.push_back(phi->result);
     merge->phis.push_back(std::move(phi));
   }

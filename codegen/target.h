@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/ir.h"
 #include "passes/fusion_cost.h"
 
 namespace nxv::codegen {
@@ -64,6 +65,14 @@ struct DeviceCaps {
   uint32_t api_version = 0;          // VK_MAKE_API_VERSION
   bool float64 = false;
   bool int64 = false;
+  // f64 and s64/u64 computed in software on 32-bit words (codegen/soft64.h): where the device
+  // lacks them, or where forced (runtime::RuntimeOptions::emulate). The runtime then clears
+  // float64 / int64, so codegen never also uses the native type.
+  bool emulate_f64 = false;
+  bool emulate_i64 = false;
+  bool emulated(ir::DType t) const {
+    return (t == ir::DType::F64 && emulate_f64) || ((t == ir::DType::S64 || t == ir::DType::U64) && emulate_i64);
+  }
   bool int16 = false;
   bool int8 = false;
   bool float16 = false;

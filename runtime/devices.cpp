@@ -273,6 +273,29 @@ void restrict_device(DeviceInfo& info, const Profile& p) {
   info.profile = p.name;
 }
 
+void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
+  bool f64 = false, i64 = false, automatic = emulate.empty(), none = false;
+  size_t start = 0;
+  while (start <= emulate.size() && !emulate.empty()) {
+    const size_t end = std::min(emulate.find(',', start), emulate.size());
+    const std::string item = emulate.substr(start, end - start);
+    if (item == "f64") f64 = true;
+    else if (item == "i64") i64 = true;
+    else if (item == "auto") automatic = true;
+    else if (item == "none") none = true;
+    else
+      throw Error(Error::Kind::InvalidArgument, "emulate: '" + item + "' is none of auto, none, f64, i64 (in '" + emulate + "')");
+    start = end + 1;
+  }
+  if (none && (f64 || i64 || automatic))
+    throw Error(Error::Kind::InvalidArgument, "emulate: 'none' cannot go with others (in '" + emulate + "')");
+  if (none) return;
+  caps.emulate_f64 = f64 || !caps.float64;
+  caps.emulate_i64 = i64 || !caps.int64;
+  if (caps.emulate_f64) caps.float64 = false;
+  if (caps.emulate_i64) caps.int64 = false;
+}
+
 namespace {
 // A cache bound: `given`, else the environment's `env` where it is a positive integer, else `fallback`.
 size_t cache_size(size_t given, const char* env, size_t fallback) {
@@ -315,6 +338,9 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
     if (const char* env = std::getenv("NXV_PROFILE")) resolved.profile = env;
   DeviceInfo info = inst.infos[pick];
   if (!resolved.profile.empty() && resolved.profile != "none") restrict_device(info, load_profile(resolved.profile));
+  if (resolved.emulate.empty())
+    if (const char* env = std::getenv("NXV_EMULATE")) resolved.emulate = env;
+  apply_emulation(info.caps, resolved.emulate);
   resolved.executable_cache_size = cache_size(opts.executable_cache_size, "NXV_EXECUTABLE_CACHE_SIZE", 256);
   resolved.pipeline_cache_size = cache_size(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 1024);
   static std::mutex m;
@@ -322,7 +348,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   static std::map<std::string, std::shared_ptr<Device>> open_devices;
   std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms) +
                     (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets") +
-                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile + "|" +
+                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile + "|" + resolved.emulate + "|" +
                     std::to_string(resolved.executable_cache_size) + "|" + std::to_string(resolved.pipeline_cache_size);
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;

@@ -43,6 +43,8 @@ std::vector<DeviceInfo> list_devices();
 struct Profile;
 // Restricts info.caps to the profile `p`, recording the profile and what the device cannot meet.
 void restrict_device(DeviceInfo& info, const Profile& p);
+// Sets caps' emulated types for RuntimeOptions::emulate's value (Error naming a bad item).
+void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate);
 
 struct RuntimeOptions {
   // "" → $NXV_DEVICE → first of list_devices(). An integer picks by index, anything
@@ -67,6 +69,11 @@ struct RuntimeOptions {
   // or FILE.json#PROFILE): the device enables, and codegen assumes, only what both the device
   // and the profile have.
   std::string profile;
+  // Which 64-bit types codegen computes in software on 32-bit words (codegen/soft64.h):
+  // "" → $NXV_EMULATE → "auto". "auto": the ones the device (or profile) lacks; "f64",
+  // "i64" or "f64,i64": those as well, even where the device has them (for tests and
+  // benchmarks); "none": none (a graph with a missing type is then a compile error).
+  std::string emulate;
   // How many compiled executables, and how many pipelines, the device keeps for reuse; the
   // least recently used go beyond that (whatever a caller still holds stays alive). 0 →
   // $NXV_EXECUTABLE_CACHE_SIZE / $NXV_PIPELINE_CACHE_SIZE → 256 / 1024 (each pipeline

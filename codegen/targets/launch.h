@@ -61,6 +61,7 @@ struct MatmulShape {
   int bytes = 4;
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
+  bool scalar_reads = false;  // an operand or the accumulator emulated (DeviceCaps::emulated): no vectors
   // Where both operands are f32 or both f64 graph inputs (read in place, through transposes)
   // laid out for runs of a texel's elements, as texels may read them: the elements per
   // texel; else 0. The first operand's runs may lie along the contraction (A = [M][K]) or
