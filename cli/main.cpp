@@ -29,7 +29,7 @@ using namespace nxv;
 namespace {
 
 struct Args {
-  std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs, profile;
+  std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs, profile, emulate;
   codegen::Precision precision = codegen::Precision::Highest;
   bool check = false;
   uint64_t seed = 0;
@@ -41,9 +41,10 @@ const char* kUsage =
     "usage: nxv devices [--profile=NAME|FILE.json] [--target=generic|nvidia|amd|lavapipe]\n"
     "       nxv explore GRAPH.json [--passes=a,b,c] [--stage=input|passes|kernels|spirv|glsl|all] [--kernel=NAME]\n"
     "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--profile=NAME|FILE.json]\n"
-    "                [--precision=highest|high|default]\n"
+    "                [--emulate=auto|none|f64|i64|f64,i64] [--precision=highest|high|default]\n"
     "       nxv run GRAPH.json [--passes=a,b,c] [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N]\n"
-    "                [--device=SEL] [--profile=NAME|FILE.json] [--host-loops] [--precision=highest|high|default]\n"
+    "                [--device=SEL] [--profile=NAME|FILE.json] [--emulate=...] [--host-loops]\n"
+    "                [--precision=highest|high|default]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
@@ -58,6 +59,9 @@ const char* kUsage =
     "  --profile  a device profile (docs/portability.md; default: $NXV_PROFILE): the device as\n"
     "            restricted to it, and what it cannot meet; with --target and no device (explore,\n"
     "            devices), the device the profile models, for output independent of the machine\n"
+    "  --emulate  which 64-bit types kernels compute in software on 32-bit words (default:\n"
+    "            $NXV_EMULATE, else auto: those the device or profile lacks); f64, i64: those\n"
+    "            as well; none: none (a missing type is then an error)\n"
     "  --precision  how f32 dots may compute on bf16 cooperative matrices: highest (exact f32,\n"
     "            the default), high (bf16 x3, about 16 bits), default (bf16, 8 bits); ignored\n"
     "            on devices without them\n"
@@ -83,7 +87,7 @@ Args parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (opt("stage", a.stage) || opt("kernel", a.kernel) || opt("device", a.device) || opt("target", a.target) ||
-               opt("passes", a.passes) || opt("profile", a.profile) ||
+               opt("passes", a.passes) || opt("profile", a.profile) || opt("emulate", a.emulate) ||
                opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
     } else if (opt("precision", num)) {
       a.precision = codegen::parse_precision(num);
@@ -174,9 +178,12 @@ int explore(const Args& a) {
     runtime::RuntimeOptions o;
     o.device = a.device;
     o.profile = a.profile;
+  o.emulate = a.emulate;
+    o.emulate = a.emulate;
     return runtime::Device::open(o)->info().caps;
   }();
   if (a.device.empty() && !a.profile.empty()) caps = runtime::model_profile(runtime::load_profile(a.profile), caps);
+  if (a.device.empty()) runtime::apply_emulation(caps, a.emulate);
   caps.f32_products = a.precision;
   passes::PassManager pm(a.passes.empty() ? passes::default_pipeline() : split(a.passes), codegen::kernel_bounds(caps));
   pm.set_observer([&](const std::string& pass, const ir::Graph& after) {

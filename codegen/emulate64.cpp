@@ -49,6 +49,11 @@ void Builder::emulate_64(bool f64, bool i64) {
   emulate_i64_ = i64;
 }
 
+std::string Builder::emulated_types() const {
+  if (emulated_f64_ && emulated_i64_) return "f64, i64";
+  return emulated_f64_ ? "f64" : emulated_i64_ ? "i64" : "";
+}
+
 Id Builder::real_type(Id type) { return emulated(type) ? type_vector(type_int(32), 2) : type; }
 
 Id Builder::emulated_constant(Id type, uint64_t bits) {

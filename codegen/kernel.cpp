@@ -509,6 +509,7 @@ struct Module {
   uint64_t shared_bytes = 0;  // workgroup memory of the cooperative reductions and staged tiles
   spirv::Builder::LoopSteps steps;
   uint32_t push_constant_bytes = 0;
+  std::string emulated;  // spirv::Builder::emulated_types
 };
 
 Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps,
@@ -557,6 +558,7 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   m.shared_bytes += e.shared_bytes();
   m.steps = b.loop_steps();
   m.push_constant_bytes = b.push_constant_bytes();
+  m.emulated = b.emulated_types();
   m.spirv = b.finish();
   return m;
 }
@@ -713,6 +715,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   out.workgroup_size[0] = launch.workgroup_size;
   out.group_count[0] = launch.group_count;
   out.launch = scan ? describe_scan(*scan, launch) : stage ? describe_sort(*stage, launch) : describe(launch, rs.has_value());
+  if (!m.emulated.empty()) out.launch += "; emulated " + m.emulated;
 
   std::string err = validate(out.spirv, caps.api_version);
   if (!err.empty()) throw ir::IrError(kernel, "generated SPIR-V does not validate (codegen bug): " + err);

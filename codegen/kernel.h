@@ -35,7 +35,8 @@ struct KernelBinary {
   uint32_t push_constant_bytes = 0;
   // How it runs, for the explorer and the lit tests that pin kernel selection: "elements",
   // "rows", "cooperative", "transpose tiles", or "matmul MxNxK tiles, TMxTN per invocation,
-  // staged|direct|subgroup broadcast[, vectors of V]".
+  // staged|direct|subgroup broadcast[, vectors of V]", then "; emulated f64[, i64]" where the
+  // kernel computes 64-bit types in software.
   std::string launch;
 };
 

@@ -59,6 +59,8 @@ class Builder {
   // instruction on it to 32-bit arithmetic, so emitters need not know.
   void emulate_64(bool f64, bool i64);
   bool emulated(Id type) const { return type != 0 && (type == emulated_f64_ || type == emulated_i64_); }
+  // What the module computes in software so far: "f64", "i64", "f64, i64" or "".
+  std::string emulated_types() const;
   // The type of a result, phi or constant made through this builder (0 for others).
   Id type_of(Id id) const { return id < type_of_.size() ? type_of_[id] : 0; }
 

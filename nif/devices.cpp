@@ -29,6 +29,8 @@ ERL_NIF_TERM make_device_info(ErlNifEnv* env, const runtime::DeviceInfo& d) {
       {"max_heap_bytes", enif_make_uint64(env, c.max_heap_bytes)},
       {"max_storage_buffers", enif_make_uint(env, c.max_storage_buffers)},
       {"computes_f32_in_f64", flag(codegen::computes_f32_in_f64(c))},
+      {"emulate_f64", flag(c.emulate_f64)},
+      {"emulate_i64", flag(c.emulate_i64)},
   });
   std::vector<ERL_NIF_TERM> unmet;
   for (const auto& u : d.unmet) unmet.push_back(binary(env, u));
@@ -52,7 +54,7 @@ ERL_NIF_TERM list_devices(ErlNifEnv* env, int, const ERL_NIF_TERM[]) {
   });
 }
 
-// open_device(device, cache_dir, timeout_ms, robust_buffer_access, profile)
+// open_device(device, cache_dir, timeout_ms, robust_buffer_access, profile, emulate)
 ERL_NIF_TERM open_device(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     runtime::RuntimeOptions opts;
@@ -61,6 +63,7 @@ ERL_NIF_TERM open_device(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     opts.timeout_ms = get_u64(env, argv[2], "timeout");
     opts.robust_buffer_access = enif_is_identical(argv[3], atom(env, "true"));
     opts.profile = get_string(env, argv[4], "profile");
+    opts.emulate = get_string(env, argv[5], "emulate");
     if (!opts.robust_buffer_access && !enif_is_identical(argv[3], atom(env, "false")))
       throw BadArg("robust_buffer_access: expected a boolean");
     auto resource = std::make_unique<DeviceResource>(DeviceResource{runtime::Device::open(opts)});

@@ -13,7 +13,7 @@ constexpr unsigned kIo = ERL_NIF_DIRTY_JOB_IO_BOUND;
 
 ErlNifFunc nif_functions[] = {
     {"list_devices", 0, list_devices, kIo},
-    {"open_device", 5, open_device, kIo},
+    {"open_device", 6, open_device, kIo},
     {"device_info", 1, device_info, 0},
     {"bytes_in_use", 1, bytes_in_use, 0},
     {"trim", 1, trim, kIo},

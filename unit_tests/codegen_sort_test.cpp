@@ -28,8 +28,8 @@ const std::vector<DType> kAll = {DType::S8,  DType::S16, DType::S32, DType::S64,
                                  DType::U32, DType::U64, DType::F16, DType::BF16, DType::F32, DType::F64};
 
 bool has(const DeviceCaps& c, DType t) {
-  if (t == DType::F64) return c.float64;
-  if (t == DType::S64 || t == DType::U64) return c.int64;
+  if (t == DType::F64) return c.float64 || c.emulate_f64;
+  if (t == DType::S64 || t == DType::U64) return c.int64 || c.emulate_i64;
   return true;
 }
 
@@ -212,7 +212,10 @@ TEST(SortInterpreter, SplitSortsStagesGiveTheSameOrder) {
 }
 
 // Nx's s64 positions where the device has 64-bit integers, else s32.
-DType positions_type() { return devtest::device()->info().caps.int64 ? DType::S64 : DType::S32; }
+DType positions_type() {
+  const auto& c = devtest::device()->info().caps;
+  return c.int64 || c.emulate_i64 ? DType::S64 : DType::S32;
+}
 
 void check_on_device(const ir::Graph& g, const Literal& x, uint32_t vendor = 0) {
   const auto want = ir::interpret(g, {x});

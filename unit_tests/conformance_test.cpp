@@ -43,8 +43,8 @@ const std::vector<DType> kInts = {DType::S8, DType::S16, DType::S32, DType::S64,
 using devtest::device;
 bool supported(DType t) {
   const auto& c = device()->info().caps;
-  if (t == DType::F64) return c.float64;
-  if (t == DType::S64 || t == DType::U64) return c.int64;
+  if (t == DType::F64) return c.float64 || c.emulate_f64;
+  if (t == DType::S64 || t == DType::U64) return c.int64 || c.emulate_i64;
   return true;
 }
 

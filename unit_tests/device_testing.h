@@ -21,7 +21,7 @@ inline std::shared_ptr<runtime::Device> device() { return runtime::Device::open(
 inline bool flushes_subnormals(ir::DType t) {
   const auto& c = device()->info().caps;
   if (t == ir::DType::F32 || t == ir::DType::BF16) return !c.preserve_denorms_f32;
-  return t == ir::DType::F64 && !c.preserve_denorms_f64;
+  return t == ir::DType::F64 && !c.emulate_f64 && !c.preserve_denorms_f64;  // software keeps them
 }
 
 // Whether the device promises IEEE Inf/NaN/signed-zero semantics for t's register width
@@ -29,15 +29,16 @@ inline bool flushes_subnormals(ir::DType t) {
 // values it knows (x - x to 0 where x is an Inf literal) as fast-math does.
 inline bool preserves_special_values(ir::DType t) {
   const auto& c = device()->info().caps;
-  return t == ir::DType::F64 ? c.preserve_signed_zero_inf_nan_f64 : c.preserve_signed_zero_inf_nan_f32;
+  // Emulated f64 is integer arithmetic, which no driver folds as floats.
+  return t == ir::DType::F64 ? c.emulate_f64 || c.preserve_signed_zero_inf_nan_f64 : c.preserve_signed_zero_inf_nan_f32;
 }
 
 // The device feature tensors of t need that the device (as its profile restricts it:
 // NXV_PROFILE) lacks; "" where it has them. Mirrors codegen's Emitter::require_type.
 inline std::string missing_feature(ir::DType t) {
   const auto& c = device()->info().caps;
-  if (t == ir::DType::F64 && !c.float64) return "shaderFloat64";
-  if ((t == ir::DType::S64 || t == ir::DType::U64) && !c.int64) return "shaderInt64";
+  if (t == ir::DType::F64 && !c.float64 && !c.emulate_f64) return "shaderFloat64";
+  if ((t == ir::DType::S64 || t == ir::DType::U64) && !c.int64 && !c.emulate_i64) return "shaderInt64";
   return "";
 }
 

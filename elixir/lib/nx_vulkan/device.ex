@@ -16,6 +16,13 @@ defmodule Nx.Vulkan.Device do
   Khronos Vulkan Profiles JSON file (`"FILE.json"`, `"FILE.json#PROFILE"`). A bad profile
   raises `Nx.Vulkan.Error` naming the field and file.
 
+  Its `:emulate` (`config :nx_vulkan, emulate: "f64,i64"`; default `""`: `$NXV_EMULATE`,
+  else `"auto"`) says which 64-bit types kernels compute in software on 32-bit words:
+  `"auto"` those the device (or profile) lacks, so f64 and s64 graphs run on GPUs without
+  `shaderFloat64` or `shaderInt64` (docs/portability.md); `"f64"`, `"i64"` or `"f64,i64"`
+  those even where the device has them; `"none"` none (a graph of a missing type then
+  raises, naming the feature).
+
   `get!/1` also takes `:robust_buffer_access` (default `false`, not from the environment):
   bounds-check every kernel where the device cannot bounds-check only the modules
   `Nx.Vulkan.NativeV` runs. It opens a device of its own and is not part of `config/1`.
@@ -34,15 +41,16 @@ defmodule Nx.Vulkan.Device do
   def get!(opts \\ []) do
     {robust, opts} = Keyword.pop(opts, :robust_buffer_access, false)
     profile = to_string(Application.get_env(:nx_vulkan, :profile, ""))
-    key = {__MODULE__, config(opts), robust, profile}
+    emulate = to_string(Application.get_env(:nx_vulkan, :emulate, ""))
+    key = {__MODULE__, config(opts), robust, profile, emulate}
 
     case :persistent_term.get(key, nil) do
       nil ->
-        {_, [device: device, cache_dir: cache_dir, timeout: timeout], _, _} = key
+        {_, [device: device, cache_dir: cache_dir, timeout: timeout], _, _, _} = key
 
         ref =
           Nx.Vulkan.Error.unwrap!(
-            Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust, profile)
+            Nx.Vulkan.Native.open_device(to_string(device), to_string(cache_dir), timeout, robust, profile, emulate)
           )
 
         :persistent_term.put(key, ref)

@@ -23,12 +23,14 @@ defmodule Nx.Vulkan.Native do
   def list_devices, do: :erlang.nif_error(:not_loaded)
 
   @doc """
-  Opens the device for `(device, cache_dir, timeout_ms, robust_buffer_access, profile)`; see
-  `runtime::RuntimeOptions` (`profile`: `""` for `$NXV_PROFILE`, `"none"`, a profile name or file).
+  Opens the device for `(device, cache_dir, timeout_ms, robust_buffer_access, profile,
+  emulate)`; see `runtime::RuntimeOptions` (`profile`: `""` for `$NXV_PROFILE`, `"none"`, a
+  profile name or file; `emulate`: `""` for `$NXV_EMULATE`, `"auto"`, `"none"`, `"f64"`,
+  `"i64"`, `"f64,i64"`).
   """
-  def open_device(device, cache_dir, timeout_ms, robust_buffer_access \\ false, profile \\ "")
+  def open_device(device, cache_dir, timeout_ms, robust_buffer_access \\ false, profile \\ "", emulate \\ "")
 
-  def open_device(_device, _cache_dir, _timeout_ms, _robust_buffer_access, _profile),
+  def open_device(_device, _cache_dir, _timeout_ms, _robust_buffer_access, _profile, _emulate),
     do: :erlang.nif_error(:not_loaded)
 
   @doc "The opened device's description (as in `list_devices/0`)."
