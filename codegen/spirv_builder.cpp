@@ -105,6 +105,7 @@ Id Builder::type_function(Id ret, const std::vector<Id>& params) {
   ops.insert(ops.end(), params.begin(), params.end());
   return declare_type(spv::OpTypeFunction, ops);
 }
+Id Builder::type_struct(const std::vector<Id>& members) { return declare_type(spv::OpTypeStruct, members); }
 
 Id Builder::type_bfloat16() {
   capability(spv::Capability(5116));  // BFloat16TypeKHR

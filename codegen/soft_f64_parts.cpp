@@ -1,0 +1,107 @@
+// The shared steps of the software f64 routines (soft_f64_parts.h): fields, normalisation,
+// jamming shifts, rounding and the 128-bit product, straight-line on 32-bit words.
+#include "codegen/soft_f64_parts.h"
+
+#include "codegen/soft_i64.h"
+
+namespace nxv::codegen::soft {
+
+namespace {
+
+Id is_zero64(Soft64& s, Id v) { return i64_compare(s, spv::OpIEqual, v, s.c64(0)); }
+
+// A struct-valued u32 instruction (OpUMulExtended, OpIAddCarry) as its two members.
+std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y) {
+  Id r = s.b.op(opcode, s.b.type_struct({s.u32, s.u32}), {x, y});
+  return {s.b.op(spv::OpCompositeExtract, s.u32, {r}, {0}), s.b.op(spv::OpCompositeExtract, s.u32, {r}, {1})};
+}
+
+}  // namespace
+
+F64Parts f64_unpack(Soft64& s, Id a) {
+  Id hi = s.hi(a);
+  return {s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)}),
+          s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)}),
+          s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}))};
+}
+
+Id f64_parts_nan(Soft64& s, const F64Parts& p) {
+  return s.b.op(spv::OpLogicalAnd, s.boolean,
+                {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)})});
+}
+Id f64_parts_inf(Soft64& s, const F64Parts& p) {
+  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), is_zero64(s, p.frac)});
+}
+Id f64_parts_zero(Soft64& s, const F64Parts& p) {
+  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0)}), is_zero64(s, p.frac)});
+}
+
+Id f64_default_nan(Soft64& s) { return s.c64(0x7ff8000000000000ull); }
+Id f64_signed_inf(Soft64& s, Id sign) { return s.pair(s.c(0), s.op(spv::OpBitwiseOr, {sign, s.c(0x7ff00000)})); }
+Id f64_signed_zero(Soft64& s, Id sign) { return s.pair(s.c(0), sign); }
+
+F64Normal f64_normalize(Soft64& s, const F64Parts& p) {
+  Id subnormal = s.test(spv::OpIEqual, {p.exp, s.c(0)});
+  Id m = s.pair(s.lo(p.frac), s.op(spv::OpBitwiseOr, {s.hi(p.frac), s.select32(subnormal, s.c(0), s.c(0x100000))}));
+  // 52 - msb: 0 for a normal operand, 53 for zero (msb 0xffffffff), so always below 64.
+  Id shift = s.op(spv::OpISub, {s.c(52), i64_find_msb(s, m)});
+  return {s.op(spv::OpISub, {s.select32(subnormal, s.c(1), p.exp), shift}), i64_shl(s, m, shift)};
+}
+
+Id shift_right_jam(Soft64& s, Id a, Id dist) {
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(63)});
+  Id r = i64_shr(s, a, d);
+  Id lost = i64_compare(s, spv::OpINotEqual, i64_shl(s, r, d), a);
+  Id all_out = s.test(spv::OpUGreaterThan, {dist, s.c(63)});
+  r = s.select(all_out, s.c64(0), r);
+  lost = s.select32(all_out, s.select32(is_zero64(s, a), s.c(0), s.c(1)), s.select32(lost, s.c(1), s.c(0)));
+  return s.pair(s.op(spv::OpBitwiseOr, {s.lo(r), lost}), s.hi(r));
+}
+
+Id round_pack(Soft64& s, Id sign, Id exp, Id sig) {
+  Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
+  sig = shift_right_jam(s, sig, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0)));
+  Id e = s.select32(tiny, s.c(0), exp);
+  Id round_bits = s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(0x3ff)});
+  Id q = i64_shr(s, i64_add(s, sig, s.c64(0x200)), s.c(10));
+  // A tie (exactly half an ulp) rounded up lands on an odd significand: clearing bit 0 gives
+  // the even neighbour.
+  Id tie = s.test(spv::OpIEqual, {round_bits, s.c(0x200)});
+  Id q_lo = s.op(spv::OpBitwiseAnd, {s.lo(q), s.select32(tie, s.c(~1u), s.c(~0u))});
+  Id zero = i64_compare(s, spv::OpIEqual, s.pair(q_lo, s.hi(q)), s.c64(0));
+  // The hidden bit of q (bit 52) adds one to e, as SoftFloat's packToF64UI does; a rounding
+  // carry to bit 53 adds one more.
+  Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {s.select32(zero, s.c(0), e), s.c(20)}), s.hi(q)});
+  Id overflow = s.b.op(spv::OpLogicalAnd, s.boolean,
+                       {s.b.op(spv::OpLogicalNot, s.boolean, {zero}),
+                        s.b.op(spv::OpLogicalOr, s.boolean,
+                               {s.test(spv::OpSGreaterThan, {exp, s.c(0x7fd)}), s.test(spv::OpUGreaterThanEqual, {hi, s.c(0x7ff00000)})})});
+  return s.select(overflow, f64_signed_inf(s, sign), s.pair(q_lo, s.op(spv::OpBitwiseOr, {sign, hi})));
+}
+
+Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig) {
+  Id msb = i64_find_msb(s, sig);
+  Id top = s.test(spv::OpIEqual, {msb, s.c(63)});
+  Id halved = i64_shr(s, sig, s.c(1));
+  halved = s.pair(s.op(spv::OpBitwiseOr, {s.lo(halved), s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(1)})}), s.hi(halved));
+  // 62 - msb is 63 for sig 0 (msb 0xffffffff): still a valid shift, of zero.
+  Id shift = s.select32(top, s.c(0), s.op(spv::OpISub, {s.c(62), msb}));
+  Id e = s.select32(top, s.op(spv::OpIAdd, {exp, s.c(1)}), s.op(spv::OpISub, {exp, shift}));
+  return round_pack(s, sign, e, s.select(top, halved, i64_shl(s, sig, shift)));
+}
+
+Wide mul_wide(Soft64& s, Id a, Id b) {
+  auto [l00, h00] = two_words(s, spv::OpUMulExtended, s.lo(a), s.lo(b));
+  auto [l01, h01] = two_words(s, spv::OpUMulExtended, s.lo(a), s.hi(b));
+  auto [l10, h10] = two_words(s, spv::OpUMulExtended, s.hi(a), s.lo(b));
+  auto [l11, h11] = two_words(s, spv::OpUMulExtended, s.hi(a), s.hi(b));
+  auto [t1, c1a] = two_words(s, spv::OpIAddCarry, h00, l01);
+  auto [w1, c1b] = two_words(s, spv::OpIAddCarry, t1, l10);
+  auto [t2, c2a] = two_words(s, spv::OpIAddCarry, h01, h10);
+  auto [u2, c2b] = two_words(s, spv::OpIAddCarry, t2, l11);
+  auto [w2, c2c] = two_words(s, spv::OpIAddCarry, u2, s.op(spv::OpIAdd, {c1a, c1b}));
+  Id w3 = s.op(spv::OpIAdd, {h11, s.op(spv::OpIAdd, {c2a, s.op(spv::OpIAdd, {c2b, c2c})})});
+  return {s.pair(w2, w3), s.pair(l00, w1)};
+}
+
+}  // namespace nxv::codegen::soft

@@ -1,0 +1,57 @@
+// The steps soft_f64.h's routines share, in the manner of Berkeley SoftFloat 3's internals:
+// an f64's fields, predicates on them, right shifts that keep a sticky bit, and rounding a
+// wide significand to the nearest f64 (ties to even) with subnormals and overflow.
+#pragma once
+
+#include "codegen/soft64.h"
+
+namespace nxv::codegen::soft {
+
+// An f64's fields as u32s and a uvec2: sign 0 or 0x80000000 (the bit in place in the high
+// word), exp the biased exponent field 0..0x7ff, frac the 52 fraction bits (no hidden bit).
+struct F64Parts {
+  Id sign, exp, frac;
+};
+F64Parts f64_unpack(Soft64& s, Id a);
+
+// Predicates on the fields (bools): NaN, ±inf, ±0.
+Id f64_parts_nan(Soft64& s, const F64Parts& p);
+Id f64_parts_inf(Soft64& s, const F64Parts& p);
+Id f64_parts_zero(Soft64& s, const F64Parts& p);
+
+// The quiet NaN the routines return where IEEE gives a NaN (0x7ff8000000000000).
+Id f64_default_nan(Soft64& s);
+// ±inf and ±0 of `sign` (0 or 0x80000000).
+Id f64_signed_inf(Soft64& s, Id sign);
+Id f64_signed_zero(Soft64& s, Id sign);
+
+// A finite operand as exponent and significand with its leading 1 at bit 52: a normal one's
+// fraction with the hidden bit, a subnormal one shifted up with the exponent lowered below 1
+// to match (value = sig * 2^(exp - 1075) in both). For ±0, sig is 0 and exp unspecified.
+struct F64Normal {
+  Id exp, sig;  // exp a signed u32
+};
+F64Normal f64_normalize(Soft64& s, const F64Parts& p);
+
+// a >> dist with every bit shifted out OR'd into bit 0 (SoftFloat's shiftRightJam64): the
+// sticky bit that keeps rounding exact. dist any u32 (64 and more give a != 0).
+Id shift_right_jam(Soft64& s, Id a, Id dist);
+
+// SoftFloat's roundPackToF64: the f64 nearest (ties to even) to sig * 2^(exp - 0x43c).
+// sign 0 or 0x80000000; exp a signed u32, any value; sig a uvec2 whose leading 1 is at bit
+// 62 for a normal result, with the bits below the result's last place (10 for a normal one)
+// holding guard, round and sticky bits. exp 0 with sig below 2^62 is a subnormal one; exp
+// below 0 shifts sig right (jamming) first, so a result that underflows rounds once. Too
+// large an exponent gives ±inf; sig 0 gives ±0 whatever exp is.
+Id round_pack(Soft64& s, Id sign, Id exp, Id sig);
+// round_pack after shifting any 64-bit sig so that its leading 1 is at bit 62 (adjusting
+// exp; a sig with bit 63 set is shifted right one place, jamming).
+Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);
+
+// The full 128-bit product of two uvec2s, as its high and low uvec2.
+struct Wide {
+  Id hi, lo;
+};
+Wide mul_wide(Soft64& s, Id a, Id b);
+
+}  // namespace nxv::codegen::soft
