@@ -10,13 +10,15 @@ namespace {
 
 // OpIAddCarry / OpISubBorrow on both words at once: the sums and, per word, the carries.
 Id carry_struct(Soft64& s) { return s.b.type_struct({s.uvec2, s.uvec2}); }
-Id member(Soft64& s, Id type, Id composite, uint32_t i) { return s.b.op(spv::OpCompositeExtract, type, {composite}, {i}); }
+Id member(Soft64& s, Id type, Id composite, uint32_t i) {
+  return s.b.op(spv::OpCompositeExtract, type, {composite}, {i});
+}
 // (0, v.x): the low word's carry moved up to where it lands, the high word's dropped.
 Id carry_up(Soft64& s, Id v) { return s.b.op(spv::OpVectorShuffle, s.uvec2, {s.c64(0), v}, {0, 2}); }
 
 Id is_negative(Soft64& s, Id a) { return s.test(spv::OpSLessThan, {s.hi(a), s.c(0)}); }
 
-// a < b (strict_low = OpULessThan) or a <= b (OpULessThanEqual), the high words compared by
+// a < b (low_op OpULessThan) or a <= b (OpULessThanEqual), the high words compared by
 // high_less (OpULessThan, or OpSLessThan for s64): the low words decide when the high ones tie.
 Id less(Soft64& s, Id a, Id b, spv::Op low_op, spv::Op high_less) {
   Id high_equal = s.test(spv::OpIEqual, {s.hi(a), s.hi(b)});
@@ -48,7 +50,7 @@ Id i64_mul(Soft64& s, Id a, Id b) {
 
 // Shifts: SPIR-V leaves a 32-bit shift by 32 or more undefined, so every word shift here
 // counts below 32: the bits crossing between words move as (w >> 1) >> (31 - m), which is
-// zero for m = 0, and counts of 32 and more select the single word shift by m - 32.
+// zero for m = 0, and counts of 32 and more select the other word shifted by count - 32 = m.
 Id i64_shl(Soft64& s, Id a, Id count) {
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
@@ -90,7 +92,8 @@ Id i64_compare(Soft64& s, spv::Op op, Id a, Id b) {
     case spv::OpSLessThanEqual: return less(s, a, b, spv::OpULessThanEqual, spv::OpSLessThan);
     case spv::OpSGreaterThan: return less(s, b, a, spv::OpULessThan, spv::OpSLessThan);
     case spv::OpSGreaterThanEqual: return less(s, b, a, spv::OpULessThanEqual, spv::OpSLessThan);
-    default: throw std::invalid_argument("soft::i64_compare: opcode " + std::to_string(op) + " is not an integer comparison");
+    default:
+      throw std::invalid_argument("soft::i64_compare: opcode " + std::to_string(op) + " is not an integer comparison");
   }
 }
 
@@ -195,7 +198,8 @@ Id f32_from_i64(Soft64& s, Id a, bool is_signed) {
   Id top = s.hi(normalized), low = s.lo(normalized);
   Id half = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {top, s.c(0x80)}), s.c(0)});
   // Up from a half when anything lies below it or the kept bits are odd (nearest even).
-  Id odd_or_sticky = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {top, s.c(0x17f)}), low}), s.c(0)});
+  Id below_or_odd = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {top, s.c(0x17f)}), low});
+  Id odd_or_sticky = s.test(spv::OpINotEqual, {below_or_odd, s.c(0)});
   Id up = s.select32(s.b.op(spv::OpLogicalAnd, s.boolean, {half, odd_or_sticky}), s.c(1), s.c(0));
   // The kept bits' leading one adds 1 to the exponent field (msb + 127 - 1), and a carry out
   // of rounding up lands in the exponent as it should.
