@@ -234,7 +234,9 @@ TEST(SoftI64, UnsignedDivisionAndRemainder) {
   expect_lanes(
       in,
       [](Soft64& s, const std::vector<Id>& x) {
-        return s.b.op(spv::OpBitwiseXor, s.uvec2, {soft::i64_udiv(s, x[0], x[1]), soft::i64_umod(s, x[0], x[1])});
+        Id both = s.b.op(spv::OpBitwiseXor, s.uvec2, {soft::i64_udiv(s, x[0], x[1]), soft::i64_umod(s, x[0], x[1])});
+        EXPECT_EQ(s.b.loop_steps().loops, 1u);
+        return both;
       },
       [](const auto& a) { return (a[0] / a[1]) ^ (a[0] % a[1]); });
 }
