@@ -68,7 +68,7 @@ class Builder {
   Id type_vector(Id elem, uint32_t n);
   Id type_pointer(spv::StorageClass sc, Id pointee);
   Id type_function(Id ret, const std::vector<Id>& params);
-  // A plain struct (no decorations), e.g. the result of OpUMulExtended / OpIAddCarry.
+  // An undecorated struct, e.g. the result of OpIAddCarry or OpUMulExtended.
   Id type_struct(const std::vector<Id>& members);
   // A subgroup's cooperative matrix of `rows` x `cols` components (declares the capability
   // and extension). nv: SPV_NV_cooperative_matrix's type, which has no use; else
