@@ -76,16 +76,16 @@ Id f64_add(Soft64& s, Id a, Id b) {
   Id swap = i64_compare(s, spv::OpULessThan, f64_abs(s, a), f64_abs(s, b));
   Id x = s.select(swap, b, a), y = s.select(swap, a, b);
   F64Parts px = f64_unpack(s, x), py = f64_unpack(s, y);
-  F64Normal nx = f64_normalize(s, px), ny = f64_normalize(s, py);
+  // Subnormals as they are: normalize_round_pack normalises the sum.
+  F64Normal sx = f64_significand(s, px), sy = f64_significand(s, py);
   // Both at x's exponent, 9 bits up so that y keeps guard bits and a carry fits below bit 63.
-  Id d = s.op(spv::OpISub, {nx.exp, ny.exp});
-  Id mx = i64_shl(s, nx.sig, s.c(9));
-  Id my = shift_right_jam(s, i64_shl(s, ny.sig, s.c(9)), d);
+  Id mx = i64_shl(s, sx.sig, s.c(9));
+  Id my = shift_right_jam(s, i64_shl(s, sy.sig, s.c(9)), s.op(spv::OpISub, {sx.exp, sy.exp}));
   Id subtract = s.test(spv::OpINotEqual, {px.sign, py.sign});
   Id sum = s.select(subtract, i64_sub(s, mx, my), i64_add(s, mx, my));
   // An exact zero difference is +0; a sum of zeros keeps their sign.
   Id sign = s.select32(and_(s, subtract, not_(s, nonzero(s, sum))), s.c(0), px.sign);
-  Id r = normalize_round_pack(s, sign, nx.exp, sum);
+  Id r = normalize_round_pack(s, sign, sx.exp, sum);
   Id nan = or_(s, f64_parts_nan(s, px), and_(s, f64_parts_inf(s, py), subtract));
   return s.select(nan, f64_default_nan(s), s.select(f64_parts_inf(s, px), x, r));
 }
