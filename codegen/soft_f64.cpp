@@ -7,7 +7,208 @@
 
 namespace nxv::codegen::soft {
 
+namespace {
+
+Id and_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalAnd, s.boolean, {x, y}); }
+Id or_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalOr, s.boolean, {x, y}); }
+Id not_(Soft64& s, Id x) { return s.b.op(spv::OpLogicalNot, s.boolean, {x}); }
+Id bit(Soft64& s, Id cond) { return s.select32(cond, s.c(1), s.c(0)); }
+// x with bit 0 set where `cond`: a sticky bit.
+Id jam(Soft64& s, Id x, Id cond) { return s.pair(s.op(spv::OpBitwiseOr, {s.lo(x), bit(s, cond)}), s.hi(x)); }
+Id nonzero(Soft64& s, Id x) { return i64_compare(s, spv::OpINotEqual, x, s.c64(0)); }
+
+// The special cases' result where `nan`, else `inf`, else `zero` (each an f64), else `r`.
+Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r) {
+  return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
+}
+
+// A 128-bit value as two uvec2 words, for fma's exact sum.
+Wide add128(Soft64& s, Wide x, Wide y) {
+  Id lo = i64_add(s, x.lo, y.lo);
+  Id carry = s.pair(bit(s, i64_compare(s, spv::OpULessThan, lo, x.lo)), s.c(0));
+  return {i64_add(s, i64_add(s, x.hi, y.hi), carry), lo};
+}
+Wide neg128(Soft64& s, Wide x) {
+  Id ones = s.c64(~0ull);
+  return add128(s, {s.b.op(spv::OpBitwiseXor, s.uvec2, {x.hi, ones}), s.b.op(spv::OpBitwiseXor, s.uvec2, {x.lo, ones})},
+                {s.c64(0), s.c64(1)});
+}
+Wide select128(Soft64& s, Id cond, Wide x, Wide y) { return {s.select(cond, x.hi, y.hi), s.select(cond, x.lo, y.lo)}; }
+
+// x >> dist with the bits shifted out jammed into bit 0, dist any u32.
+Wide shift_right_jam128(Soft64& s, Wide x, Id dist) {
+  Id words = s.test(spv::OpUGreaterThanEqual, {dist, s.c(64)});
+  x = select128(s, words, {s.c64(0), jam(s, x.hi, nonzero(s, x.lo))}, x);
+  Id d = s.select32(words, s.op(spv::OpISub, {dist, s.c(64)}), dist);
+  // Past 63 the high word is now 0 and the low one jams to its sticky bit alone.
+  Id d63 = s.b.ext(GLSLstd450UMin, s.u32, {d, s.c(63)});
+  Id carried = s.select(s.test(spv::OpIEqual, {d, s.c(0)}), s.c64(0),
+                        i64_shl(s, x.hi, s.op(spv::OpBitwiseAnd, {s.op(spv::OpISub, {s.c(64), d63}), s.c(63)})));
+  return {i64_shr(s, x.hi, d63), s.b.op(spv::OpBitwiseOr, s.uvec2, {shift_right_jam(s, x.lo, d), carried})};
+}
+
+// The top 64 bits of a nonzero x shifted left until its leading 1 is at bit 126, with the
+// bits below jammed into bit 0, and the shift: a significand for round_pack.
+std::pair<Id, Id> normalize128(Soft64& s, Wide x) {
+  Id high_zero = i64_compare(s, spv::OpIEqual, x.hi, s.c64(0));
+  x = select128(s, high_zero, {x.lo, s.c64(0)}, x);
+  Id msb = i64_find_msb(s, x.hi);
+  Id top = s.test(spv::OpIEqual, {msb, s.c(63)});
+  // Leading bit at 63: one place right (jamming); else 62 - msb places left.
+  Id left = s.select32(top, s.c(0), s.op(spv::OpISub, {s.c(62), msb}));
+  Id funnel = s.select(s.test(spv::OpIEqual, {left, s.c(0)}), s.c64(0),
+                       i64_shr(s, x.lo, s.op(spv::OpISub, {s.c(64), left})));
+  Id up = s.b.op(spv::OpBitwiseOr, s.uvec2, {i64_shl(s, x.hi, left), funnel});
+  Id rest = nonzero(s, i64_shl(s, x.lo, left));
+  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), or_(s, nonzero(s, x.lo), s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)})));
+  Id shift = s.op(spv::OpIAdd, {s.select32(top, s.c(~0u), left), s.select32(high_zero, s.c(64), s.c(0))});
+  return {s.select(top, down, jam(s, up, rest)), shift};
+}
+
+}  // namespace
+
 Id f64_neg(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseXor, {s.hi(a), s.c(0x80000000u)})); }
 Id f64_abs(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x7fffffffu)})); }
+
+
+Id f64_add(Soft64& s, Id a, Id b) {
+  // x the operand of the larger magnitude (a NaN one if any), y the other.
+  Id swap = i64_compare(s, spv::OpULessThan, f64_abs(s, a), f64_abs(s, b));
+  Id x = s.select(swap, b, a), y = s.select(swap, a, b);
+  F64Parts px = f64_unpack(s, x), py = f64_unpack(s, y);
+  // Subnormals as they are: normalize_round_pack normalises the sum.
+  F64Normal sx = f64_significand(s, px), sy = f64_significand(s, py);
+  // Both at x's exponent, 9 bits up so that y keeps guard bits and a carry fits below bit 63.
+  Id mx = i64_shl(s, sx.sig, s.c(9));
+  Id my = shift_right_jam(s, i64_shl(s, sy.sig, s.c(9)), s.op(spv::OpISub, {sx.exp, sy.exp}));
+  Id subtract = s.test(spv::OpINotEqual, {px.sign, py.sign});
+  Id sum = s.select(subtract, i64_sub(s, mx, my), i64_add(s, mx, my));
+  // An exact zero difference is +0; a sum of zeros keeps their sign.
+  Id sign = s.select32(and_(s, subtract, not_(s, nonzero(s, sum))), s.c(0), px.sign);
+  Id r = normalize_round_pack(s, sign, sx.exp, sum);
+  Id nan = or_(s, f64_parts_nan(s, px), and_(s, f64_parts_inf(s, py), subtract));
+  return s.select(nan, f64_default_nan(s), s.select(f64_parts_inf(s, px), x, r));
+}
+
+Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }
+
+Id f64_mul(Soft64& s, Id a, Id b) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
+  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
+  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  // [2^62, 2^63) x [2^63, 2^64): the product's high word lies in [2^61, 2^63).
+  Wide p = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(11)));
+  Id sig = jam(s, p.hi, nonzero(s, p.lo));
+  Id low = s.test(spv::OpULessThan, {s.hi(sig), s.c(0x40000000)});
+  Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.select32(low, s.c(0x400), s.c(0x3ff))});
+  Id r = round_pack(s, sign, exp, s.select(low, i64_add(s, sig, sig), sig));
+  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
+  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
+  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
+               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
+  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
+                  f64_signed_zero(s, sign), r);
+}
+
+Id f64_div(Soft64& s, Id a, Id b) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
+  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
+  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  // The dividend doubled where below the divisor, so that the quotient lies in [1, 2).
+  Id small = i64_compare(s, spv::OpULessThan, na.sig, nb.sig);
+  Id dividend = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
+  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {na.exp, nb.exp}), s.select32(small, s.c(0x3fd), s.c(0x3fe))});
+  // Restoring division, one quotient bit a trip: 54 bits (53 and a guard bit), the remainder
+  // giving the sticky bit.
+  auto& bld = s.b;
+  auto out = bld.at_level(bld.level_of({a, b}), [&] {
+    return bld.loop(
+        {s.uvec2, s.uvec2, s.u32}, {dividend, s.c64(0), s.c(0)},
+        [&](const spirv::Builder::Values& v) { return s.test(spv::OpULessThan, {v[2], s.c(54)}); },
+        [&](const spirv::Builder::Values& v) {
+          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], nb.sig));
+          Id rem = s.select(fits, i64_sub(s, v[0], nb.sig), v[0]);
+          Id q = i64_add(s, v[1], v[1]);
+          q = s.pair(s.op(spv::OpBitwiseOr, {s.lo(q), bit(s, fits)}), s.hi(q));
+          return spirv::Builder::Values{i64_add(s, rem, rem), q, s.op(spv::OpIAdd, {v[2], s.c(1)})};
+        },
+        54);
+  });
+  Id r = round_pack(s, sign, exp, jam(s, i64_shl(s, out[1], s.c(9)), nonzero(s, out[0])));
+  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
+  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
+  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
+               or_(s, and_(s, zero_a, zero_b), and_(s, inf_a, inf_b)));
+  return specials(s, nan, or_(s, inf_a, zero_b), f64_signed_inf(s, sign), or_(s, zero_a, inf_b),
+                  f64_signed_zero(s, sign), r);
+}
+
+Id f64_fma(Soft64& s, Id a, Id b, Id c) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b), pc = f64_unpack(s, c);
+  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb), nc = f64_normalize(s, pc);
+  Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
+  // x 2^(e - 1148) for their exponents e.
+  Wide prod = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(10)));
+  Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
+  Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
+  Id zero_c = f64_parts_zero(s, pc);
+  // The term of the larger exponent stays, the other is shifted to it (jamming).
+  Id p_big = or_(s, zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
+  Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
+  Id e = s.select32(p_big, ep, nc.exp);
+  Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
+  small = shift_right_jam128(s, small, d);
+  Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
+  Wide sum = add128(s, big, select128(s, subtract, neg128(s, small), small));
+  // Negative only where the exponents differ by at most one, so exactly.
+  Id negative = s.test(spv::OpSLessThan, {s.hi(sum.hi), s.c(0)});
+  sum = select128(s, negative, neg128(s, sum), sum);
+  Id sign = s.op(spv::OpBitwiseXor, {s.select32(p_big, sign_p, pc.sign), s.select32(negative, s.c(0x80000000u), s.c(0))});
+  Id zero_sum = not_(s, or_(s, nonzero(s, sum.hi), nonzero(s, sum.lo)));
+  auto [sig, shift] = normalize128(s, sum);
+  Id r = round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
+
+  Id zero_p = or_(s, f64_parts_zero(s, pa), f64_parts_zero(s, pb));
+  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb), inf_c = f64_parts_inf(s, pc);
+  Id inf_p = or_(s, inf_a, inf_b);
+  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)), f64_parts_nan(s, pc));
+  nan = or_(s, nan, or_(s, and_(s, inf_p, zero_p), and_(s, and_(s, inf_p, inf_c), subtract)));
+  // A zero product leaves c, but (+0) + (-0) is +0.
+  Id zero_p_result = s.select(and_(s, zero_c, subtract), s.c64(0), c);
+  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), or_(s, inf_c, zero_p),
+                  s.select(inf_c, c, zero_p_result), r);
+}
+
+Id f64_sqrt(Soft64& s, Id a) {
+  F64Parts p = f64_unpack(s, a);
+  F64Normal n = f64_normalize(s, p);
+  // a = m 2^t with t = exp - 1075 made even: sqrt(m 2^54) 2^((t - 54) / 2), the root an
+  // integer in [2^53, 2^54).
+  Id odd = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseAnd, {n.exp, s.c(1)}), s.c(0)});  // t odd: exp even
+  Id m = s.select(odd, i64_add(s, n.sig, n.sig), n.sig);
+  Id t = s.op(spv::OpISub, {n.exp, s.select32(odd, s.c(1076), s.c(1075))});
+  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
+  // Bit by bit from bit 53: rem holds (m 2^54 - q^2) / 2^bit and twice_q 2q, so that q + bit
+  // fits where 2q + bit <= rem.
+  auto& bld = s.b;
+  auto out = bld.at_level(bld.level_of({a}), [&] {
+    return bld.loop(
+        {s.uvec2, s.uvec2, s.uvec2}, {i64_add(s, m, m), s.c64(0), s.c64(1ull << 53)},
+        [&](const spirv::Builder::Values& v) { return nonzero(s, v[2]); },
+        [&](const spirv::Builder::Values& v) {
+          Id trial = s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], v[2]});
+          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], trial));
+          Id rem = s.select(fits, i64_sub(s, v[0], trial), v[0]);
+          Id twice_q = s.select(fits, s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], i64_add(s, v[2], v[2])}), v[1]);
+          return spirv::Builder::Values{i64_add(s, rem, rem), twice_q, i64_shr(s, v[2], s.c(1))};
+        },
+        54);
+  });
+  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, out[1], s.c(8)), nonzero(s, out[0])));
+  Id negative = and_(s, s.test(spv::OpINotEqual, {p.sign, s.c(0)}), not_(s, f64_parts_zero(s, p)));
+  return s.select(or_(s, f64_parts_nan(s, p), negative), f64_default_nan(s),
+                  s.select(or_(s, f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));
+}
 
 }  // namespace nxv::codegen::soft

@@ -40,12 +40,17 @@ Id f64_default_nan(Soft64& s) { return s.c64(0x7ff8000000000000ull); }
 Id f64_signed_inf(Soft64& s, Id sign) { return s.pair(s.c(0), s.op(spv::OpBitwiseOr, {sign, s.c(0x7ff00000)})); }
 Id f64_signed_zero(Soft64& s, Id sign) { return s.pair(s.c(0), sign); }
 
-F64Normal f64_normalize(Soft64& s, const F64Parts& p) {
+F64Normal f64_significand(Soft64& s, const F64Parts& p) {
   Id subnormal = s.test(spv::OpIEqual, {p.exp, s.c(0)});
-  Id m = s.pair(s.lo(p.frac), s.op(spv::OpBitwiseOr, {s.hi(p.frac), s.select32(subnormal, s.c(0), s.c(0x100000))}));
+  return {s.select32(subnormal, s.c(1), p.exp),
+          s.pair(s.lo(p.frac), s.op(spv::OpBitwiseOr, {s.hi(p.frac), s.select32(subnormal, s.c(0), s.c(0x100000))}))};
+}
+
+F64Normal f64_normalize(Soft64& s, const F64Parts& p) {
+  F64Normal m = f64_significand(s, p);
   // 52 - msb: 0 for a normal operand, 53 for zero (msb 0xffffffff), so always below 64.
-  Id shift = s.op(spv::OpISub, {s.c(52), i64_find_msb(s, m)});
-  return {s.op(spv::OpISub, {s.select32(subnormal, s.c(1), p.exp), shift}), i64_shl(s, m, shift)};
+  Id shift = s.op(spv::OpISub, {s.c(52), i64_find_msb(s, m.sig)});
+  return {s.op(spv::OpISub, {m.exp, shift}), i64_shl(s, m.sig, shift)};
 }
 
 Id shift_right_jam(Soft64& s, Id a, Id dist) {

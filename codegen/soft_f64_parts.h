@@ -32,6 +32,9 @@ struct F64Normal {
   Id exp, sig;  // exp a signed u32
 };
 F64Normal f64_normalize(Soft64& s, const F64Parts& p);
+// The same pair before normalising: a subnormal operand's fraction at exponent 1 (sig below
+// 2^52), a normal one's with the hidden bit.
+F64Normal f64_significand(Soft64& s, const F64Parts& p);
 
 // a >> dist with every bit shifted out OR'd into bit 0 (SoftFloat's shiftRightJam64): the
 // sticky bit that keeps rounding exact. dist any u32 (64 and more give a != 0).
