@@ -39,6 +39,8 @@ Id Emitter::value(const ir::Node& node, Index index) {
     v = compute(node, index);
   } catch (const ir::IrError&) {
     throw;
+  } catch (const spirv::Unsupported& e) {
+    throw ir::IrError(node, e.what());
   } catch (const std::exception& e) {  // malformed attrs (wrong JSON types, axes out of range)
     throw ir::IrError(node, std::string("malformed attributes: ") + e.what());
   }

@@ -14,7 +14,7 @@ namespace nxv::codegen::spirv {
 namespace {
 
 [[noreturn]] void no_lowering(const std::string& what) {
-  throw std::logic_error("emulated 64-bit types: no lowering for " + what);
+  throw Unsupported("emulated 64-bit types: no lowering for " + what);
 }
 
 bool is_float_compare(spv::Op op) {
@@ -74,6 +74,8 @@ bool Builder::lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const 
   if (emulated(type)) return true;
   // Extracting a word of a uvec2 is what the routines themselves do.
   if (opcode == spv::OpCompositeExtract || opcode == spv::OpVectorExtractDynamic) return false;
+  // An emulated value's words as a uvec2 (the value already is one).
+  if (opcode == spv::OpBitcast && emulated(type_of(ids.at(0)))) return true;
   auto boolean = types_.find(Words{uint32_t(spv::OpTypeBool)});
   const bool scalar_result = (boolean != types_.end() && type == boolean->second) || scalar_bytes_.count(type);
   return scalar_result && std::any_of(ids.begin(), ids.end(), [&](Id i) { return emulated(type_of(i)); });
@@ -117,10 +119,13 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
     case spv::OpBitwiseAnd: case spv::OpBitwiseOr: case spv::OpBitwiseXor:
       return done(emit_pure(opcode, s.uvec2, {a[0], a[1]}, {a[0], a[1]}));
     case spv::OpNot: return done(emit_pure(opcode, s.uvec2, {a[0]}, {a[0]}));
-    case spv::OpBitcast:
-      // Between 64-bit types all bitcasts keep the words.
-      if (!is64(ids[0]) || !to64) no_lowering("OpBitcast between widths");
-      return done(a[0]);
+    case spv::OpBitcast: {
+      // Every bitcast between 64-bit types and two 32-bit words keeps the words.
+      auto two_words = [&](Id t) { return t == s.uvec2; };
+      if (!(is64(ids[0]) || two_words(type_of(ids[0]))) || !(to64 || two_words(type)))
+        no_lowering("OpBitcast between widths");
+      return type == s.uvec2 ? a[0] : done(a[0]);
+    }
     // f64 arithmetic.
     case spv::OpFAdd: return done(f64_add(s, a[0], a[1]));
     case spv::OpFSub: return done(f64_sub(s, a[0], a[1]));

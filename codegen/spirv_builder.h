@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ inline constexpr auto OpCooperativeMatrixMulAddKHR = spv::Op(4459);
 inline constexpr auto CapabilityCooperativeMatrixKHR = spv::Capability(6022);
 inline constexpr uint32_t kMatrixA = 0, kMatrixB = 1, kMatrixAccumulator = 2;  // CooperativeMatrixUse
 inline constexpr uint32_t kRowMajor = 0, kColumnMajor = 1;                   // CooperativeMatrixLayout
+
+// What the builder cannot emit for a valid request (an instruction on an emulated type it has
+// no lowering for): the emitter names the node.
+struct Unsupported : std::logic_error {
+  using std::logic_error::logic_error;
+};
 
 // A SPIR-V literal string: UTF-8, NUL-terminated, packed little-endian into words.
 Words string_literal(const std::string& s);

@@ -1,0 +1,216 @@
+// Emulated f64 and s64/u64 (RuntimeOptions::emulate, codegen/soft64.h) against the same
+// graphs on the device's native types: the kernels declare no 64-bit type, say they emulate,
+// and give the native bits (math functions within an ulp where the driver contracts products).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "ir/json.h"
+#include "ir/literal.h"
+#include "runtime/runtime.h"
+
+namespace nxv::runtime {
+namespace {
+
+using ir::DType;
+
+std::shared_ptr<Device> open_emulating(const std::string& emulate, const std::string& profile = "none") {
+  RuntimeOptions o;
+  o.emulate = emulate;
+  o.profile = profile;
+  return Device::open(o);
+}
+
+bool native_64_bit_types() {
+  const auto& c = open_emulating("none")->info().caps;
+  return c.float64 && c.int64;
+}
+
+// Special values first, then seeded random ones: of every magnitude for f64, of every width
+// for s64 (the bit patterns), n in all.
+ir::Literal input(DType t, int64_t n, unsigned seed) {
+  ir::Literal lit{{t, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
+  std::mt19937_64 rng(seed);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> fs = {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, inf, -inf, std::nan(""), 4.9e-324, -2.2e-308,
+                                  1.7976931348623157e308, 3.0, 1e-300, 1e300, 0.1, -7.25, 1e16, 4503599627370496.5};
+  const std::vector<int64_t> is = {0, 1, -1, 2, -2, INT64_MAX, INT64_MIN, 1ll << 32, (1ll << 32) - 1, -(1ll << 32), 63, 64, 7};
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t bits;
+    if (t == DType::F64) {
+      double d;
+      if (size_t(i) < fs.size()) d = fs[size_t(i)];
+      else if (i % 3) d = std::ldexp(double(rng() >> 11) / double(1ull << 53) - 0.5, int(rng() % 64) - 32);
+      else std::memcpy(&d, &(bits = rng()), 8);
+      std::memcpy(&bits, &d, 8);
+    } else {
+      bits = size_t(i) < is.size() ? uint64_t(is[size_t(i)]) : rng() >> (rng() % 64);
+    }
+    std::memcpy(lit.data.data() + i * 8, &bits, 8);
+  }
+  return lit;
+}
+
+std::string type_name(DType t) { return ir::dtype_name(t); }
+
+// op(x[, y]) over n elements of t, as a graph of one node.
+ir::Graph op_graph(const std::string& op, DType t, int args, DType result, int64_t n, const std::string& attrs = "{}") {
+  const std::string s = std::to_string(n), ts = type_name(t), rs = type_name(result);
+  std::string nodes = R"({"id": 0, "op": "parameter", "type": ")" + ts + R"(", "shape": [)" + s + R"(], "attrs": {"index": 0}})";
+  if (args == 2)
+    nodes += R"(, {"id": 1, "op": "parameter", "type": ")" + ts + R"(", "shape": [)" + s + R"(], "attrs": {"index": 1}})";
+  nodes += R"(, {"id": 2, "op": ")" + op + R"(", "args": )" + (args == 2 ? "[0, 1]" : "[0]") + R"(, "type": ")" + rs +
+           R"(", "shape": [)" + s + R"(], "attrs": )" + attrs + "}";
+  return ir::parse_graph(R"({"version": 1, "name": ")" + op + R"(", "nodes": [)" + nodes + R"(], "outputs": [2]})");
+}
+
+// The bits of element i (NaNs equal whatever their payload), or within `ulps` for f64.
+bool same(const ir::Literal& a, const ir::Literal& b, int64_t i, double ulps) {
+  const size_t w = size_t(ir::dtype_bytes(a.type.dtype));
+  const bool nan_a = ir::is_float(a.type.dtype) && std::isnan(ir::get_f64(a, i));
+  const bool nan_b = ir::is_float(b.type.dtype) && std::isnan(ir::get_f64(b, i));
+  if (nan_a || nan_b) return nan_a && nan_b;
+  if (a.type.dtype != DType::F64) return std::memcmp(a.data.data() + i * w, b.data.data() + i * w, w) == 0;
+  const double x = ir::get_f64(a, i), y = ir::get_f64(b, i);
+  if (ulps == 0 || std::isinf(x) || std::isinf(y)) return std::memcmp(&x, &y, 8) == 0;
+  return std::fabs(x - y) <= ulps * (std::nextafter(std::fabs(x), INFINITY) - std::fabs(x));
+}
+
+void expect_as_native(const ir::Graph& g, const std::vector<ir::Literal>& inputs, double ulps = 0) {
+  auto native = Executable::compile(open_emulating("none"), g)->run_host(inputs);
+  auto exe = Executable::compile(open_emulating("f64,i64"), g);
+  for (const auto& k : exe->kernels()) {
+    EXPECT_NE(k.launch.find("emulated"), std::string::npos) << g.name << ": " << k.name << " " << k.launch;
+    // No Int64 (11) or Float64 (10) capability: OpCapability is opcode 17, two words.
+    for (size_t w = 5; w + 1 < k.spirv.size() && (k.spirv[w] & 0xFFFF) == 17; w += 2)
+      EXPECT_TRUE(k.spirv[w + 1] != 10 && k.spirv[w + 1] != 11) << g.name << " declares capability " << k.spirv[w + 1];
+  }
+  auto emulated = exe->run_host(inputs);
+  ASSERT_EQ(native.size(), emulated.size());
+  for (size_t r = 0; r < native.size(); ++r) {
+    int bad = 0;
+    for (int64_t i = 0; i < native[r].type.num_elements() && bad < 5; ++i)
+      if (!same(native[r], emulated[r], i, ulps)) {
+        ++bad;
+        ADD_FAILURE() << g.name << " result " << r << " element " << i << ": native " << ir::get_f64(native[r], i)
+                      << " emulated " << ir::get_f64(emulated[r], i) << " (inputs " << ir::get_f64(inputs[0], i)
+                      << (inputs.size() > 1 ? ", " + std::to_string(ir::get_f64(inputs[1], i)) : "") << ")";
+      }
+  }
+}
+
+class Emulation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!native_64_bit_types()) GTEST_SKIP() << "the device has no native f64 and s64 to compare with";
+  }
+};
+
+TEST_F(Emulation, F64ArithmeticAndComparisonsGiveTheNativeBits) {
+  const int64_t n = 4096;
+  const auto x = input(DType::F64, n, 1), y = input(DType::F64, n, 2);
+  for (const char* op : {"add", "subtract", "multiply", "divide", "max", "min", "remainder"})
+    expect_as_native(op_graph(op, DType::F64, 2, DType::F64, n), {x, y});
+  for (const char* op : {"equal", "not_equal", "less", "greater_equal"})
+    expect_as_native(op_graph(op, DType::F64, 2, DType::U8, n), {x, y});
+  for (const char* op : {"negate", "abs", "sign", "floor", "ceil", "round", "sqrt"})
+    expect_as_native(op_graph(op, DType::F64, 1, DType::F64, n), {x});
+  for (const char* op : {"is_nan", "is_infinity"}) expect_as_native(op_graph(op, DType::F64, 1, DType::U8, n), {x});
+}
+
+TEST_F(Emulation, F64MathFunctionsStayWithinAnUlpOfNative) {
+  const int64_t n = 4096;
+  const auto x = input(DType::F64, n, 3), y = input(DType::F64, n, 4);
+  for (const char* op : {"exp", "log", "sin", "cos", "tanh", "erf", "atan", "cbrt", "sigmoid"})
+    expect_as_native(op_graph(op, DType::F64, 1, DType::F64, n), {x}, 1);
+  expect_as_native(op_graph("pow", DType::F64, 2, DType::F64, n), {x, y}, 1);
+}
+
+TEST_F(Emulation, S64ArithmeticGivesTheNativeBits) {
+  const int64_t n = 4096;
+  const auto a = input(DType::S64, n, 5), b = input(DType::S64, n, 6);
+  for (const char* op : {"add", "subtract", "multiply", "quotient", "remainder", "max", "min", "bitwise_and",
+                         "bitwise_xor", "left_shift", "right_shift"})
+    expect_as_native(op_graph(op, DType::S64, 2, DType::S64, n), {a, b});
+  for (const char* op : {"equal", "less", "greater_equal"}) expect_as_native(op_graph(op, DType::S64, 2, DType::U8, n), {a, b});
+  for (const char* op : {"negate", "abs", "sign", "population_count", "count_leading_zeros", "bitwise_not"})
+    expect_as_native(op_graph(op, DType::S64, 1, DType::S64, n), {a});
+}
+
+TEST_F(Emulation, ConversionsToAndFromEveryTypeGiveTheNativeBits) {
+  const int64_t n = 4096;
+  const auto x = input(DType::F64, n, 7), a = input(DType::S64, n, 8);
+  for (DType to : {DType::F32, DType::F16, DType::BF16, DType::S32, DType::U8, DType::S64, DType::U64}) {
+    expect_as_native(op_graph("as_type", DType::F64, 1, to, n), {x});
+    expect_as_native(op_graph("as_type", DType::S64, 1, to == DType::S64 ? DType::F64 : to, n), {a});
+  }
+  expect_as_native(op_graph("bitcast", DType::F64, 1, DType::S64, n), {x});
+}
+
+// Reductions, a product, scans and sorts of f64 and s64 at sizes that loop: each kernel family
+// computes on the emulated values.
+TEST_F(Emulation, ReductionsProductsScansAndSortsGiveTheNativeBits) {
+  const int64_t n = 100000;
+  const auto x = input(DType::F64, n, 9), a = input(DType::S64, n, 10);
+  for (const char* op : {"sum", "reduce_max", "cumulative_sum", "cumulative_max"}) {
+    const bool scan = std::string(op).rfind("cumulative", 0) == 0;
+    const std::string attrs = scan ? R"({"axis": 0, "reverse": false})" : R"({"axes": [0], "keep_axes": false})";
+    for (DType t : {DType::F64, DType::S64}) {
+      ir::Graph g = op_graph(op, t, 1, t, n, attrs);
+      if (!scan) g.nodes.back().results[0].shape = {};
+      expect_as_native(g, {t == DType::F64 ? x : a});
+    }
+  }
+  ir::Graph sort = op_graph("argsort", DType::F64, 1, DType::S64, n, R"({"axis": 0, "direction": "asc", "stable": true})");
+  expect_as_native(sort, {x});
+  const std::string dot = R"({"version": 1, "name": "dot", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f64", "shape": [64, 300], "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f64", "shape": [300, 50], "attrs": {"index": 1}},
+    {"id": 2, "op": "dot", "args": [0, 1], "type": "f64", "shape": [64, 50],
+     "attrs": {"contract_axes1": [1], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []}}], "outputs": [2]})";
+  ir::Literal p = input(DType::F64, 64 * 300, 11), q = input(DType::F64, 300 * 50, 12);
+  p.type.shape = {64, 300}, q.type.shape = {300, 50};
+  for (auto* l : {&p, &q})  // finite values, so that sums compare bit for bit
+    for (int64_t i = 0; i < l->type.num_elements(); ++i)
+      if (!std::isfinite(ir::get_f64(*l, i))) ir::set_element(*l, i, ir::Scalar{.f = 0.25});
+  expect_as_native(ir::parse_graph(dot), {p, q});
+}
+
+TEST(EmulationOption, BadValuesAreErrorsNamingThem) {
+  for (const std::string bad : {"f32", "f64,x", "none,f64"}) {
+    std::string msg;
+    try {
+      open_emulating(bad);
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("emulate"), std::string::npos) << bad << ": " << msg;
+  }
+}
+
+// A profile without f64 and s64 (phones) emulates them unless told not to.
+TEST(EmulationOption, AProfileWithoutTheTypesEmulatesThem) {
+  auto dev = open_emulating("", "mali-g78");
+  EXPECT_TRUE(dev->info().caps.emulate_f64 && dev->info().caps.emulate_i64);
+  EXPECT_FALSE(dev->info().caps.float64 || dev->info().caps.int64);
+  const ir::Graph g = op_graph("multiply", DType::F64, 2, DType::F64, 1000);
+  const auto x = input(DType::F64, 1000, 13);
+  auto out = Executable::compile(dev, g)->run_host({x, x});
+  for (int64_t i = 0; i < 1000; ++i) {
+    const double v = ir::get_f64(x, i) * ir::get_f64(x, i), got = ir::get_f64(out[0], i);
+    EXPECT_TRUE(std::isnan(v) ? std::isnan(got) : std::memcmp(&v, &got, 8) == 0) << i << ": " << got << " vs " << v;
+  }
+  std::string msg;
+  try {
+    Executable::compile(open_emulating("none", "mali-g78"), g);
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("shaderFloat64"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace nxv::runtime
