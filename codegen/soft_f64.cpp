@@ -110,37 +110,62 @@ Id f64_mul(Soft64& s, Id a, Id b) {
                   f64_signed_zero(s, sign), r);
 }
 
+namespace {
+
+// v >> k (0 < k < 32) as a u32, for v below 2^(32 + k).
+Id word_at(Soft64& s, Id v, uint32_t k) {
+  return s.op(spv::OpBitwiseOr,
+              {s.op(spv::OpShiftLeftLogical, {s.hi(v), s.c(32 - k)}), s.op(spv::OpShiftRightLogical, {s.lo(v), s.c(k)})});
+}
+
+// 2^84 / b for a significand b in [2^52, 2^53), as a u32 within 2^-30.9 of it (relatively):
+// 1 / (b's top 24 bits) in f32, whose error Vulkan bounds to 2.5 ulp, scaled down by 2^-19
+// to lie below 2^84 / b for sure; then one Newton step in integers.
+Id reciprocal(Soft64& s, Id b) {
+  Id f32 = s.b.type_float(32);
+  // OR 2^23 keeps a zero b (a special case's lane) from dividing by zero.
+  Id top = s.b.op(spv::OpConvertUToF, f32, {s.op(spv::OpBitwiseOr, {word_at(s, b, 29), s.c(0x800000)})});
+  Id y = s.b.op(spv::OpFMul, f32,
+                {s.b.op(spv::OpFDiv, f32, {s.b.const_f32(1.0f), top}), s.b.const_f32(0x1p55f * (1 - 0x1p-19f))});
+  Id r0 = s.b.op(spv::OpConvertFToU, s.u32, {y});
+  // e = 2^63 - (b >> 21) r0, below 2^44.2; r0 + r0 e / 2^63.
+  Id e = i64_sub(s, s.c64(1ull << 63), mul32_wide(s, word_at(s, b, 21), r0));
+  return s.op(spv::OpIAdd, {r0, s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, r0, word_at(s, e, 13))), s.c(18)})});
+}
+
+}  // namespace
+
 Id f64_div(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
   F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
   // The dividend doubled where below the divisor, so that the quotient lies in [1, 2).
   Id small = i64_compare(s, spv::OpULessThan, na.sig, nb.sig);
-  Id dividend = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
+  Id x = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {na.exp, nb.exp}), s.select32(small, s.c(0x3fd), s.c(0x3fe))});
-  // Restoring division, one quotient bit a trip: 54 bits (53 and a guard bit), the remainder
-  // giving the sticky bit.
-  auto& bld = s.b;
-  auto out = bld.at_level(bld.level_of({a, b}), [&] {
-    return bld.loop(
-        {s.uvec2, s.uvec2, s.u32}, {dividend, s.c64(0), s.c(0)},
-        [&](const spirv::Builder::Values& v) { return s.test(spv::OpULessThan, {v[2], s.c(54)}); },
-        [&](const spirv::Builder::Values& v) {
-          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], nb.sig));
-          Id rem = s.select(fits, i64_sub(s, v[0], nb.sig), v[0]);
-          Id q = i64_add(s, v[1], v[1]);
-          q = s.pair(s.op(spv::OpBitwiseOr, {s.lo(q), bit(s, fits)}), s.hi(q));
-          return spirv::Builder::Values{i64_add(s, rem, rem), q, s.op(spv::OpIAdd, {v[2], s.c(1)})};
-        },
-        54);
-  });
-  Id r = round_pack(s, sign, exp, jam(s, i64_shl(s, out[1], s.c(9)), nonzero(s, out[0])));
+  // q = x 2^53 / b in [2^53, 2^54) as two 27-bit digits, each estimated through the
+  // reciprocal to within one and taken up to two below, so that each exact remainder (in
+  // 64 bits: it is below 3b) lies in [0, 3b); two steps then bring the last one below b.
+  Id r = reciprocal(s, nb.sig);
+  Id q1 = s.op(spv::OpISub, {s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, x, 22), r)), s.c(4)}), s.c(1)});
+  Id rem = i64_sub(s, i64_shl(s, x, s.c(26)), i64_mul(s, s.pair(q1, s.c(0)), nb.sig));
+  Id q2 = s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, rem, 24), r)), s.c(1)});
+  q2 = s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {q2, s.c(1)}), s.c(1)});
+  rem = i64_sub(s, i64_shl(s, rem, s.c(27)), i64_mul(s, s.pair(q2, s.c(0)), nb.sig));
+  Id twice_b = i64_add(s, nb.sig, nb.sig);
+  Id two = not_(s, i64_compare(s, spv::OpULessThan, rem, twice_b));
+  rem = s.select(two, i64_sub(s, rem, twice_b), rem);
+  Id one = not_(s, i64_compare(s, spv::OpULessThan, rem, nb.sig));
+  rem = s.select(one, i64_sub(s, rem, nb.sig), rem);
+  Id q = s.pair(s.op(spv::OpShiftLeftLogical, {q1, s.c(27)}), s.op(spv::OpShiftRightLogical, {q1, s.c(5)}));
+  q = i64_add(s, q, s.pair(s.op(spv::OpIAdd, {q2, s.op(spv::OpIAdd, {s.select32(two, s.c(2), s.c(0)), bit(s, one)})}), s.c(0)));
+  Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
   Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
   Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
   Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
                or_(s, and_(s, zero_a, zero_b), and_(s, inf_a, inf_b)));
   return specials(s, nan, or_(s, inf_a, zero_b), f64_signed_inf(s, sign), or_(s, zero_a, inf_b),
-                  f64_signed_zero(s, sign), r);
+                  f64_signed_zero(s, sign), result);
 }
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {

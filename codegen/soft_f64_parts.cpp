@@ -109,4 +109,10 @@ Wide mul_wide(Soft64& s, Id a, Id b) {
   return {s.pair(w2, w3), s.pair(l00, w1)};
 }
 
+
+Id mul32_wide(Soft64& s, Id x, Id y) {
+  auto [low, high] = two_words(s, spv::OpUMulExtended, x, y);
+  return s.pair(low, high);
+}
+
 }  // namespace nxv::codegen::soft

@@ -185,14 +185,19 @@ TEST(SoftF64, MulIsIeee) {
 // the quotient lands within an ulp of a short number), or quotients near the range's ends.
 void quotient_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
-  const uint64_t b = any(rng);
-  switch (r % 5) {
+  uint64_t b = any(rng);
+  // Divisors whose significand is all ones below its top 24 bits or past them, or a power
+  // of two: the reciprocal's estimate at its worst.
+  if ((r >> 60) == 0) b |= (r >> 59 & 1 ? 0x1fffffffu : 0x000fffffffffffffu);
+  if ((r >> 60) == 1) b &= ~0x000fffffffffffffu;
+  switch (r % 6) {
     case 0: t[0] = any(rng), t[1] = b; return;
     case 1: t[0] = nudge(rng, b) ^ (r & 256 ? kSign : 0), t[1] = b; return;
+    case 5: t[0] = nudge(rng, b + (uint64_t(1) << 52)), t[1] = b; return;  // just below twice b
     case 2: t[0] = nudge(rng, bits_of(double_of(b) * double_of(finite(rng, 1023 - 3, 1023 + 3)))), t[1] = b; return;
     default: {
       const int eb = int((r >> 24) % 2047);
-      const int diff = r % 5 == 3 ? 0x3ff - 1022 - int((r >> 16) % 60) : 0x3ff + 1023 + int((r >> 16) % 3);
+      const int diff = r % 6 == 3 ? 0x3ff - 1022 - int((r >> 16) % 60) : 0x3ff + 1023 + int((r >> 16) % 3);
       t[0] = near_exponent(rng, std::clamp(eb + diff - 0x3ff, 0, 2046), 1);
       t[1] = near_exponent(rng, eb, 0);
     }
