@@ -205,32 +205,50 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
                   s.select(inf_c, c, zero_p_result), r);
 }
 
+namespace {
+
+// 2^31 / sqrt(m / 2^54) for m in [2^52, 2^54), as a u32 below it and within 2^-30 of it
+// (relatively): InverseSqrt of m's top 24 bits in f32, whose error Vulkan bounds to 2 ulp,
+// scaled down by 2^-19 to lie below for sure; then one Newton step in integers, its
+// products rounded up so that it stays below.
+Id reciprocal_sqrt(Soft64& s, Id m) {
+  Id f32 = s.b.type_float(32);
+  // At least 2^22 keeps a zero m (a special case's lane) away from InverseSqrt(0).
+  Id top = s.b.op(spv::OpConvertUToF, f32, {s.b.ext(GLSLstd450UMax, s.u32, {word_at(s, m, 30), s.c(0x400000)})});
+  Id y = s.b.op(spv::OpFMul, f32, {s.b.ext(GLSLstd450InverseSqrt, f32, {top}), s.b.const_f32(0x1p43f * (1 - 0x1p-19f))});
+  Id r0 = s.b.op(spv::OpConvertFToU, s.u32, {y});
+  // e = 2^61 - (m / 2^23) r0^2 / 2^32, below 2^43.3; r0 + r0 e / 2^62.
+  Id square = s.op(spv::OpIAdd, {s.hi(mul32_wide(s, r0, r0)), s.c(1)});
+  Id e = i64_sub(s, s.c64(1ull << 61), mul32_wide(s, s.op(spv::OpIAdd, {word_at(s, m, 23), s.c(1)}), square));
+  return s.op(spv::OpIAdd, {r0, s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, r0, word_at(s, e, 12))), s.c(18)})});
+}
+
+}  // namespace
+
 Id f64_sqrt(Soft64& s, Id a) {
   F64Parts p = f64_unpack(s, a);
   F64Normal n = f64_normalize(s, p);
-  // a = m 2^t with t = exp - 1075 made even: sqrt(m 2^54) 2^((t - 54) / 2), the root an
-  // integer in [2^53, 2^54).
+  // a = m 2^t with t = exp - 1075 made even: sqrt(m 2^54) 2^((t - 54) / 2), the root's
+  // integer part in [2^53, 2^54).
   Id odd = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseAnd, {n.exp, s.c(1)}), s.c(0)});  // t odd: exp even
   Id m = s.select(odd, i64_add(s, n.sig, n.sig), n.sig);
   Id t = s.op(spv::OpISub, {n.exp, s.select32(odd, s.c(1076), s.c(1075))});
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
-  // Bit by bit from bit 53: rem holds (m 2^54 - q^2) / 2^bit and twice_q 2q, so that q + bit
-  // fits where 2q + bit <= rem.
-  auto& bld = s.b;
-  auto out = bld.at_level(bld.level_of({a}), [&] {
-    return bld.loop(
-        {s.uvec2, s.uvec2, s.uvec2}, {i64_add(s, m, m), s.c64(0), s.c64(1ull << 53)},
-        [&](const spirv::Builder::Values& v) { return nonzero(s, v[2]); },
-        [&](const spirv::Builder::Values& v) {
-          Id trial = s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], v[2]});
-          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], trial));
-          Id rem = s.select(fits, i64_sub(s, v[0], trial), v[0]);
-          Id twice_q = s.select(fits, s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], i64_add(s, v[2], v[2])}), v[1]);
-          return spirv::Builder::Values{i64_add(s, rem, rem), twice_q, i64_shr(s, v[2], s.c(1))};
-        },
-        54);
-  });
-  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, out[1], s.c(8)), nonzero(s, out[0])));
+  // The root r = floor(sqrt(m 2^54)) as a first digit d (r / 2^22 from below, within 9),
+  // then the rest from the exact remainder m 2^10 - d^2 through the reciprocal (from below,
+  // within 1.2), then one step on the remainder m 2^54 - r^2 (below 2^58: exact in 64 bits).
+  Id rs = reciprocal_sqrt(s, m);
+  Id d = s.hi(i64_shl(s, mul32_wide(s, word_at(s, m, 22), rs), s.c(1)));
+  Id rest = i64_sub(s, i64_shl(s, m, s.c(10)), mul32_wide(s, d, d));
+  Id delta = s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, rest, 5), rs)), s.c(5)});
+  Id root = i64_add(s, s.pair(s.op(spv::OpShiftLeftLogical, {d, s.c(22)}), s.op(spv::OpShiftRightLogical, {d, s.c(10)})),
+                    s.pair(delta, s.c(0)));
+  Id rem = i64_sub(s, s.pair(s.c(0), s.op(spv::OpShiftLeftLogical, {s.lo(m), s.c(22)})), i64_mul(s, root, root));
+  Id next = jam(s, i64_add(s, root, root), s.b.const_bool(true));  // 2 root + 1
+  Id fits = not_(s, i64_compare(s, spv::OpULessThan, rem, next));
+  rem = s.select(fits, i64_sub(s, rem, next), rem);
+  root = i64_add(s, root, s.pair(bit(s, fits), s.c(0)));
+  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)));
   Id negative = and_(s, s.test(spv::OpINotEqual, {p.sign, s.c(0)}), not_(s, f64_parts_zero(s, p)));
   return s.select(or_(s, f64_parts_nan(s, p), negative), f64_default_nan(s),
                   s.select(or_(s, f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));

@@ -235,11 +235,19 @@ TEST(SoftF64, FmaIsIeee) {
               [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
 }
 
-// One operand: any, a square's neighbours (roots near halfway), or subnormal.
+// One operand: any, a square's neighbours (roots near halfway), subnormal, or with runs
+// of ones or zeros.
 void root_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
-  switch (r % 4) {
+  switch (r % 5) {
     case 0: t[0] = any(rng); return;
+    case 4: {
+      // Significands all ones below their top bits, or none: the estimates at their worst.
+      const uint64_t x = finite(rng, 0, 2046) & ~kSign;
+      const uint64_t low = (uint64_t(1) << ((r >> 8) % 53)) - 1;
+      t[0] = (r >> 16) & 1 ? x | low : x & ~low;
+      return;
+    }
     case 1: {
       const double y = double_of(finite(rng, 1, 2046) & ~kSign);
       t[0] = nudge(rng, bits_of(y * y));
