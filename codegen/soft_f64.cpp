@@ -22,6 +22,15 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
+// a * b where a or b is NaN, ±inf or ±0 (zero_b and inf_b say which b is), else r.
+Id product_specials(Soft64& s, const F64Parts& pa, const F64Parts& pb, Id zero_b, Id inf_b, Id sign, Id r) {
+  Id zero_a = f64_parts_zero(s, pa), inf_a = f64_parts_inf(s, pa);
+  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
+               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
+  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
+                  f64_signed_zero(s, sign), r);
+}
+
 // A 128-bit value as two uvec2 words, for fma's exact sum.
 Wide add128(Soft64& s, Wide x, Wide y) {
   Id lo = i64_add(s, x.lo, y.lo);
@@ -102,12 +111,7 @@ Id f64_mul(Soft64& s, Id a, Id b) {
   Id low = s.test(spv::OpULessThan, {s.hi(sig), s.c(0x40000000)});
   Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.select32(low, s.c(0x400), s.c(0x3ff))});
   Id r = round_pack(s, sign, exp, s.select(low, i64_add(s, sig, sig), sig));
-  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
-  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
-                  f64_signed_zero(s, sign), r);
+  return product_specials(s, pa, pb, f64_parts_zero(s, pb), f64_parts_inf(s, pb), sign, r);
 }
 
 namespace {
@@ -160,12 +164,8 @@ Id f64_div(Soft64& s, Id a, Id b) {
   Id q = s.pair(s.op(spv::OpShiftLeftLogical, {q1, s.c(27)}), s.op(spv::OpShiftRightLogical, {q1, s.c(5)}));
   q = i64_add(s, q, s.pair(s.op(spv::OpIAdd, {q2, s.op(spv::OpIAdd, {s.select32(two, s.c(2), s.c(0)), bit(s, one)})}), s.c(0)));
   Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
-  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               or_(s, and_(s, zero_a, zero_b), and_(s, inf_a, inf_b)));
-  return specials(s, nan, or_(s, inf_a, zero_b), f64_signed_inf(s, sign), or_(s, zero_a, inf_b),
-                  f64_signed_zero(s, sign), result);
+  // a / b as a times 1 / b, whose zero is b's inf and whose inf is b's zero.
+  return product_specials(s, pa, pb, f64_parts_inf(s, pb), f64_parts_zero(s, pb), sign, result);
 }
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {
