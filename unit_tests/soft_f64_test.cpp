@@ -210,16 +210,20 @@ TEST(SoftF64, DivIsIeee) {
 }
 
 // Three operands: any, c cancelling a * b (its rounded value, nudged), c far below or above
-// the product, or products near the subnormal range.
+// the product, products near the subnormal range, or past the largest finite.
 void fma_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
   t[0] = r % 5 == 0 ? any(rng) : near_exponent(rng, 1023 + int((r >> 8) % 200) - 100, 30);
   t[1] = r % 7 == 0 ? any(rng) : near_exponent(rng, 1023 + int((r >> 16) % 200) - 100, 30);
   const double p = double_of(t[0]) * double_of(t[1]);
   const int ep = int((bits_of(p) >> 52) & 0x7ff);
-  switch (r % 6) {
+  switch (r % 7) {
     case 0: t[2] = any(rng); break;
     case 1: t[2] = nudge(rng, bits_of(-p)); break;
+    case 6:  // a product just past the largest finite, brought back (or not) by c
+      t[0] = near_exponent(rng, 0x3ff + 600, 1), t[1] = near_exponent(rng, 0x3ff + 424, 1);
+      t[2] = nudge(rng, 0x7fefffffffffffffu) ^ ((r >> 24) & 1 ? kSign : 0);
+      break;
     case 2: t[2] = bits_of(-p) & ~((uint64_t(1) << ((r >> 24) % 40)) - 1); break;
     case 3: t[2] = near_exponent(rng, ep + ((r >> 24) & 1 ? 1 : -1) * int(50 + (r >> 32) % 80), 3); break;
     case 4: t[2] = near_exponent(rng, ep, 2); break;
