@@ -26,8 +26,8 @@ F64Parts f64_unpack(Soft64& s, Id a) {
 }
 
 Id f64_parts_nan(Soft64& s, const F64Parts& p) {
-  return s.b.op(spv::OpLogicalAnd, s.boolean,
-                {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)})});
+  Id fraction = s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)});
+  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), fraction});
 }
 Id f64_parts_inf(Soft64& s, const F64Parts& p) {
   return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), is_zero64(s, p.frac)});

@@ -111,7 +111,8 @@ void expect_ieee(const std::vector<Operands>& in, const Routine& routine,
 }
 
 // kCases tuples: every pair of special values first (binary ops), then `make` per tuple.
-std::vector<Operands> cases(size_t operands, uint64_t seed, const std::function<void(std::mt19937_64&, Operands&)>& make) {
+std::vector<Operands> cases(size_t operands, uint64_t seed,
+                            const std::function<void(std::mt19937_64&, Operands&)>& make) {
   std::mt19937_64 rng(seed);
   std::vector<Operands> in(operands, Operands(kCases));
   const auto& sp = specials();
@@ -152,12 +153,14 @@ void sum_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, AddIsIeee) {
-  expect_ieee(cases(2, 101, sum_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
+  expect_ieee(cases(2, 101, sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] + v[1]; });
 }
 
 TEST(SoftF64, SubIsIeee) {
-  expect_ieee(cases(2, 102, sum_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sub(s, x[0], x[1]); },
+  expect_ieee(cases(2, 102, sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sub(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] - v[1]; });
 }
 
@@ -177,7 +180,8 @@ void product_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, MulIsIeee) {
-  expect_ieee(cases(2, 103, product_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
+  expect_ieee(cases(2, 103, product_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] * v[1]; });
 }
 
@@ -205,7 +209,8 @@ void quotient_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, DivIsIeee) {
-  expect_ieee(cases(2, 104, quotient_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); },
+  expect_ieee(cases(2, 104, quotient_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] / v[1]; });
 }
 
