@@ -10,11 +10,15 @@ namespace {
 
 // OpIAddCarry / OpISubBorrow on both words at once: the sums and, per word, the carries.
 Id carry_struct(Soft64& s) { return s.b.type_struct({s.uvec2, s.uvec2}); }
-Id member(Soft64& s, Id type, Id composite, uint32_t i) { return s.b.op(spv::OpCompositeExtract, type, {composite}, {i}); }
+Id member(Soft64& s, Id type, Id composite, uint32_t i) {
+  return s.b.op(spv::OpCompositeExtract, type, {composite}, {i});
+}
 // (0, v.x): the low word's carry moved up to where it lands, the high word's dropped.
 Id carry_up(Soft64& s, Id v) { return s.b.op(spv::OpVectorShuffle, s.uvec2, {s.c64(0), v}, {0, 2}); }
 
-// a < b (strict_low = OpULessThan) or a <= b (OpULessThanEqual), the high words compared by
+Id is_negative(Soft64& s, Id a) { return s.test(spv::OpSLessThan, {s.hi(a), s.c(0)}); }
+
+// a < b (low_op OpULessThan) or a <= b (OpULessThanEqual), the high words compared by
 // high_less (OpULessThan, or OpSLessThan for s64): the low words decide when the high ones tie.
 Id less(Soft64& s, Id a, Id b, spv::Op low_op, spv::Op high_less) {
   Id high_equal = s.test(spv::OpIEqual, {s.hi(a), s.hi(b)});
@@ -46,7 +50,7 @@ Id i64_mul(Soft64& s, Id a, Id b) {
 
 // Shifts: SPIR-V leaves a 32-bit shift by 32 or more undefined, so every word shift here
 // counts below 32: the bits crossing between words move as (w >> 1) >> (31 - m), which is
-// zero for m = 0, and counts of 32 and more select the single word shift by m - 32.
+// zero for m = 0, and counts of 32 and more select the other word shifted by count - 32 = m.
 Id i64_shl(Soft64& s, Id a, Id count) {
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
@@ -88,7 +92,8 @@ Id i64_compare(Soft64& s, spv::Op op, Id a, Id b) {
     case spv::OpSLessThanEqual: return less(s, a, b, spv::OpULessThanEqual, spv::OpSLessThan);
     case spv::OpSGreaterThan: return less(s, b, a, spv::OpULessThan, spv::OpSLessThan);
     case spv::OpSGreaterThanEqual: return less(s, b, a, spv::OpULessThanEqual, spv::OpSLessThan);
-    default: throw std::invalid_argument("soft::i64_compare: opcode " + std::to_string(op) + " is not an integer comparison");
+    default:
+      throw std::invalid_argument("soft::i64_compare: opcode " + std::to_string(op) + " is not an integer comparison");
   }
 }
 
@@ -99,7 +104,126 @@ Id i64_find_msb(Soft64& s, Id a) {
   return s.select32(s.test(spv::OpINotEqual, {high, s.c(~0u)}), s.op(spv::OpIAdd, {high, s.c(32)}), s.lo(msb));
 }
 
+Id i64_abs(Soft64& s, Id a) { return s.select(is_negative(s, a), i64_neg(s, a), a); }
+
+Id i64_sign(Soft64& s, Id a) {
+  // The high word is the sign's: all ones or zero; the low word's ones bit is set unless a is 0.
+  Id sign = s.op(spv::OpShiftRightArithmetic, {s.hi(a), s.c(31)});
+  Id nonzero = s.b.op(spv::OpAny, s.boolean, {s.b.op(spv::OpINotEqual, s.bvec2, {a, s.c64(0)})});
+  return s.pair(s.op(spv::OpBitwiseOr, {sign, s.select32(nonzero, s.c(1), s.c(0))}), sign);
+}
+
+Id i64_min(Soft64& s, Id a, Id b, bool is_signed) {
+  return s.select(less(s, a, b, spv::OpULessThan, is_signed ? spv::OpSLessThan : spv::OpULessThan), a, b);
+}
+
+Id i64_max(Soft64& s, Id a, Id b, bool is_signed) {
+  return s.select(less(s, a, b, spv::OpULessThan, is_signed ? spv::OpSLessThan : spv::OpULessThan), b, a);
+}
+
+Id i64_popcount(Soft64& s, Id a) {
+  Id counts = s.b.op(spv::OpBitCount, s.uvec2, {a});
+  return s.pair(s.op(spv::OpIAdd, {s.lo(counts), s.hi(counts)}), s.c(0));
+}
+
+namespace {
+
+struct DivMod {
+  Id quotient, remainder;
+};
+
+// The memo tag of a division's results: above every opcode (the value-numbering keys' first
+// word), below the emitters' tags (counting down from 0xffffffff).
+constexpr uint32_t kDivModTag = 0x10000u + uint32_t(spv::OpUDiv);
+
+// v << 1 with `in` (0 or 1) shifted into the low bit.
+Id shl1(Soft64& s, Id v, Id in) {
+  Id doubled = s.b.op(spv::OpShiftLeftLogical, s.uvec2, {v, s.pair(s.c(1), s.c(1))});
+  return s.b.op(spv::OpBitwiseOr, s.uvec2, {doubled, s.pair(in, s.op(spv::OpShiftRightLogical, {s.lo(v), s.c(31)}))});
+}
+
+// Restoring long division, a bit a step: the dividend shifts out of n into the remainder r
+// at the top while the quotient's bits shift into n at the bottom. OpUDiv and OpUMod of the
+// same operands share the loop (memoised).
+DivMod udivmod(Soft64& s, Id a, Id d) {
+  auto key = [&](uint32_t which) { return spirv::Words{kDivModTag, a, d, which}; };
+  if (const Id* q = s.b.memo_find(key(0))) return {*q, *s.b.memo_find(key(1))};
+  auto out = s.b.at_level(s.b.level_of({a, d}), [&] {
+    return s.b.loop(
+        {s.u32, s.uvec2, s.uvec2}, {s.c(0), a, s.c64(0)},
+        [&](const spirv::Builder::Values& v) { return s.test(spv::OpULessThan, {v[0], s.c(64)}); },
+        [&](const spirv::Builder::Values& v) {
+          Id n = v[1], r = v[2];
+          // r is at most the k dividend bits shifted in so far, so 2r + 1 never carries out.
+          Id shifted = shl1(s, r, s.op(spv::OpShiftRightLogical, {s.hi(n), s.c(31)}));
+          Id fits = i64_compare(s, spv::OpUGreaterThanEqual, shifted, d);
+          return spirv::Builder::Values{s.op(spv::OpIAdd, {v[0], s.c(1)}), shl1(s, n, s.select32(fits, s.c(1), s.c(0))),
+                                        s.select(fits, i64_sub(s, shifted, d), shifted)};
+        },
+        64);
+  });
+  s.b.memo_put(key(0), out[1], s.b.level_of(out[1]));
+  s.b.memo_put(key(1), out[2], s.b.level_of(out[2]));
+  return {out[1], out[2]};
+}
+
+// |a| / |d| and |a| % |d| (|MIN| is 2^63 as a u64).
+DivMod sdivmod(Soft64& s, Id a, Id d) { return udivmod(s, i64_abs(s, a), i64_abs(s, d)); }
+
+}  // namespace
+
+Id i64_udiv(Soft64& s, Id a, Id b) { return udivmod(s, a, b).quotient; }
+Id i64_umod(Soft64& s, Id a, Id b) { return udivmod(s, a, b).remainder; }
+
+Id i64_sdiv(Soft64& s, Id a, Id b) {
+  Id q = sdivmod(s, a, b).quotient;
+  Id signs_differ = s.b.op(spv::OpLogicalNotEqual, s.boolean, {is_negative(s, a), is_negative(s, b)});
+  return s.select(signs_differ, i64_neg(s, q), q);
+}
+
+Id i64_srem(Soft64& s, Id a, Id b) {
+  Id r = sdivmod(s, a, b).remainder;
+  return s.select(is_negative(s, a), i64_neg(s, r), r);
+}
+
 Id i64_from_u32(Soft64& s, Id x) { return s.pair(x, s.c(0)); }
 Id i64_from_s32(Soft64& s, Id x) { return s.pair(x, s.op(spv::OpShiftRightArithmetic, {x, s.c(31)})); }
+
+Id f32_from_i64(Soft64& s, Id a, bool is_signed) {
+  Id magnitude = is_signed ? i64_abs(s, a) : a;
+  Id msb = i64_find_msb(s, magnitude);
+  // The leading one moved to bit 63: the high word holds the 24 bits kept (bits 31..8), the
+  // rounding bit (7) and, with the low word, the sticky bits below it.
+  Id normalized = i64_shl(s, magnitude, s.op(spv::OpISub, {s.c(63), msb}));
+  Id top = s.hi(normalized), low = s.lo(normalized);
+  Id half = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {top, s.c(0x80)}), s.c(0)});
+  // Up from a half when anything lies below it or the kept bits are odd (nearest even).
+  Id below_or_odd = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {top, s.c(0x17f)}), low});
+  Id odd_or_sticky = s.test(spv::OpINotEqual, {below_or_odd, s.c(0)});
+  Id up = s.select32(s.b.op(spv::OpLogicalAnd, s.boolean, {half, odd_or_sticky}), s.c(1), s.c(0));
+  // The kept bits' leading one adds 1 to the exponent field (msb + 127 - 1), and a carry out
+  // of rounding up lands in the exponent as it should.
+  Id exponent = s.op(spv::OpShiftLeftLogical, {s.op(spv::OpIAdd, {msb, s.c(126)}), s.c(23)});
+  Id bits = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {exponent, s.op(spv::OpShiftRightLogical, {top, s.c(8)})}), up});
+  bits = s.select32(s.test(spv::OpIEqual, {msb, s.c(~0u)}), s.c(0), bits);
+  if (is_signed) bits = s.op(spv::OpBitwiseOr, {bits, s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x80000000u)})});
+  return bits;
+}
+
+Id i64_from_f32(Soft64& s, Id f32_value, bool is_signed) {
+  Id bits = s.b.op(spv::OpBitcast, s.u32, {f32_value});
+  Id biased = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {bits, s.c(23)}), s.c(0xff)});
+  Id mantissa = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {bits, s.c(0x7fffff)}), s.c(0x800000)});
+  // |value| = mantissa 2^(biased - 150): shifted left from 2^23 on, else right (by at most
+  // 31, which clears all 24 bits: |value| < 1).
+  Id whole = s.test(spv::OpUGreaterThanEqual, {biased, s.c(150)});
+  Id left = i64_shl(s, s.pair(mantissa, s.c(0)), s.op(spv::OpISub, {biased, s.c(150)}));
+  Id right = s.op(spv::OpShiftRightLogical,
+                  {mantissa, s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(150), biased}), s.c(31)})});
+  Id magnitude = s.select(whole, left, s.pair(right, s.c(0)));
+  if (!is_signed) return magnitude;  // a negative value in range is above -1: zero
+  Id negative = s.test(spv::OpINotEqual, {s.op(spv::OpShiftRightLogical, {bits, s.c(31)}), s.c(0)});
+  return s.select(negative, i64_neg(s, magnitude), magnitude);
+}
 
 }  // namespace nxv::codegen::soft

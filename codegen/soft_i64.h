@@ -41,7 +41,7 @@ Id i64_from_u32(Soft64& s, Id x);
 Id i64_from_s32(Soft64& s, Id x);
 // With f32 (bits in a u32): OpConvertSToF / OpConvertUToF round to nearest even;
 // OpConvertFToS / OpConvertFToU truncate toward zero, for values the caller keeps in range.
-Id f32_from_i64(Soft64& s, Id a, bool is_signed);
+Id f32_from_i64(Soft64& s, Id a, bool is_signed);  // the f32's bits, a u32
 Id i64_from_f32(Soft64& s, Id f32_value, bool is_signed);  // f32_value: a float-typed id
 
 }  // namespace nxv::codegen::soft

@@ -176,5 +176,168 @@ TEST(SoftI64, WidenU32AndS32) {
       [](const auto& a) { return uint64_t(int64_t(int32_t(uint32_t(a[0])))); });
 }
 
+TEST(SoftI64, AbsSignMinMax) {
+  const auto in = cases(2, 7);
+  expect_lanes(
+      in, [](Soft64& s, const std::vector<Id>& x) { return soft::i64_abs(s, x[0]); },
+      [](const auto& a) { return sgn(a[0]) < 0 ? 0 - a[0] : a[0]; });
+  expect_lanes(
+      in, [](Soft64& s, const std::vector<Id>& x) { return soft::i64_sign(s, x[0]); },
+      [](const auto& a) { return uint64_t(sgn(a[0]) < 0 ? -1 : sgn(a[0]) > 0 ? 1 : 0); });
+  for (bool is_signed : {false, true}) {
+    auto lt = [is_signed](uint64_t x, uint64_t y) { return is_signed ? sgn(x) < sgn(y) : x < y; };
+    expect_lanes(
+        in, [is_signed](Soft64& s, const std::vector<Id>& x) { return soft::i64_min(s, x[0], x[1], is_signed); },
+        [&](const auto& a) { return lt(a[1], a[0]) ? a[1] : a[0]; });
+    expect_lanes(
+        in, [is_signed](Soft64& s, const std::vector<Id>& x) { return soft::i64_max(s, x[0], x[1], is_signed); },
+        [&](const auto& a) { return lt(a[0], a[1]) ? a[1] : a[0]; });
+  }
+}
+
+TEST(SoftI64, PopcountOfEveryWeight) {
+  auto in = cases(1, 8);
+  std::mt19937_64 rng(8);
+  for (size_t i = 100; i < kCases; i += 2) in[0][i] &= rng() & rng();  // sparser
+  expect_lanes(
+      in, [](Soft64& s, const std::vector<Id>& x) { return soft::i64_popcount(s, x[0]); },
+      [](const auto& a) { return uint64_t(__builtin_popcountll(a[0])); });
+}
+
+// Dividends and divisors of every width, multiples of the divisor and one off them; divisors
+// nonzero and no MIN / -1 (what the callers guarantee).
+std::vector<std::vector<uint64_t>> division_cases(uint64_t seed) {
+  auto in = cases(2, seed);
+  std::mt19937_64 rng(seed);
+  for (size_t i = edges().size() * edges().size(); i < kCases; ++i) {
+    uint64_t& a = in[0][i];
+    uint64_t& d = in[1][i];
+    switch (i % 4) {
+      case 0: d >>= rng() % 64; break;
+      case 1: a >>= rng() % 64; break;
+      case 2: d >>= rng() % 64, a = d * (rng() >> (rng() % 64)) + (rng() % 3) - 1; break;
+      default: break;
+    }
+  }
+  for (size_t i = 0; i < kCases; ++i) {
+    if (in[1][i] == 0) in[1][i] = 7;
+    if (in[0][i] == kMin && in[1][i] == ~uint64_t(0)) in[1][i] = 3;
+  }
+  return in;
+}
+
+TEST(SoftI64, UnsignedDivisionAndRemainder) {
+  const auto in = division_cases(9);
+  expect_lanes(in, binary(soft::i64_udiv), [](const auto& a) { return a[0] / a[1]; });
+  expect_lanes(in, binary(soft::i64_umod), [](const auto& a) { return a[0] % a[1]; });
+  // Both of one pair of operands: one loop, the same results.
+  expect_lanes(
+      in,
+      [](Soft64& s, const std::vector<Id>& x) {
+        Id both = s.b.op(spv::OpBitwiseXor, s.uvec2, {soft::i64_udiv(s, x[0], x[1]), soft::i64_umod(s, x[0], x[1])});
+        EXPECT_EQ(s.b.loop_steps().loops, 1u);
+        return both;
+      },
+      [](const auto& a) { return (a[0] / a[1]) ^ (a[0] % a[1]); });
+}
+
+TEST(SoftI64, SignedDivisionTruncatesTowardZero) {
+  const auto in = division_cases(10);
+  expect_lanes(in, binary(soft::i64_sdiv), [](const auto& a) { return uint64_t(sgn(a[0]) / sgn(a[1])); });
+  expect_lanes(in, binary(soft::i64_srem), [](const auto& a) { return uint64_t(sgn(a[0]) % sgn(a[1])); });
+}
+
+uint32_t bits_of_f32(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float f32_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(SoftI64, ToF32RoundsToNearestEven) {
+  auto in = cases(1, 11);
+  std::mt19937_64 rng(11);
+  // 24 kept bits (odd or even) shifted to every place, then exactly half an ulp below
+  // them, half an ulp and a sticky bit anywhere, or one less than half.
+  for (size_t i = 100; i < kCases; i += 2) {
+    const unsigned shift = 1 + rng() % 40;
+    const uint64_t kept = (uint64_t(1) << 23) | (rng() & 0x7fffff);
+    const uint64_t half = uint64_t(1) << (shift - 1);
+    const uint64_t below[] = {half, half | (uint64_t(1) << (rng() % shift)), half - 1, 0, rng() & (2 * half - 1)};
+    in[0][i] = (kept << shift) | below[(i / 2) % 5];
+    if (i % 3 == 0) in[0][i] = 0 - in[0][i];
+  }
+  for (bool is_signed : {false, true})
+    expect_lanes(
+        in, [is_signed](Soft64& s, const std::vector<Id>& x) { return soft::f32_from_i64(s, x[0], is_signed); },
+        [is_signed](const auto& a) {
+          return uint64_t(bits_of_f32(is_signed ? float(sgn(a[0])) : float(a[0])));
+        },
+        Result::Word32);
+}
+
+TEST(SoftI64, FromF32TruncatesTowardZero) {
+  for (bool is_signed : {false, true}) {
+    // Floats in range of every exponent, bits in the low word: |f| < 2^63 for s64, and
+    // (-1, 2^64) for u64; fractions, ties and signed zeros among them.
+    std::mt19937_64 rng(12);
+    std::vector<uint64_t> in(kCases);
+    const float edge[] = {0.0f, -0.0f, 0.5f, -0.5f, 0.99999994f, -0.99999994f, 1.0f, 1.5f, 2.5f, 8388607.5f,
+                          16777216.0f, 4294967295.0f, 4294967296.0f, 9.2233715e18f, 1e-45f, -1e-45f};
+    for (size_t i = 0; i < kCases; ++i) {
+      const uint32_t top = is_signed ? 62 : 63;
+      const uint32_t exponent = 127 - 4 + uint32_t(rng() % (top + 5));
+      uint32_t bits = (exponent << 23) | uint32_t(rng() & 0x7fffff);
+      if (is_signed ? rng() % 2 : exponent < 127 && rng() % 2) bits |= 0x80000000u;
+      in[i] = i < std::size(edge) ? bits_of_f32(edge[i]) : bits;
+      if (is_signed && i == std::size(edge)) in[i] = bits_of_f32(-9.223372e18f);  // -2^63
+      if (!is_signed && i == std::size(edge)) in[i] = bits_of_f32(1.8446743e19f);  // below 2^64
+    }
+    expect_lanes(
+        {in},
+        [is_signed](Soft64& s, const std::vector<Id>& x) {
+          return soft::i64_from_f32(s, s.b.op(spv::OpBitcast, s.b.type_float(32), {s.lo(x[0])}), is_signed);
+        },
+        [is_signed](const auto& a) {
+          const float f = f32_of(uint32_t(a[0]));
+          return is_signed ? uint64_t(int64_t(f)) : uint64_t(f);
+        });
+  }
+}
+
+// For devices without shaderInt64 and shaderFloat64: every routine in one module, which must
+// validate and name neither capability (nor a 64-bit type, which would need it).
+TEST(SoftI64, NoRoutineNeedsInt64) {
+  spirv::Builder b;
+  Soft64 s(b);
+  Id buffer = b.storage_buffer(s.uvec2, 8, 0, false);
+  b.begin_main();
+  Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, s.uvec2);
+  auto at = [&](uint32_t i) { return b.op(spv::OpAccessChain, ptr, {buffer, s.c(0), s.c(i)}); };
+  Id x = b.op_in_place(spv::OpLoad, s.uvec2, {at(0)}), y = b.op_in_place(spv::OpLoad, s.uvec2, {at(1)});
+  Id count = s.lo(y), f = b.op(spv::OpBitcast, b.type_float(32), {s.lo(x)});
+  auto bit = [&](Id cond) { return s.select(cond, s.c64(1), s.c64(0)); };
+  std::vector<Id> results{
+      soft::i64_add(s, x, y),        soft::i64_sub(s, x, y),        soft::i64_neg(s, x),
+      soft::i64_mul(s, x, y),        soft::i64_udiv(s, x, y),       soft::i64_sdiv(s, x, y),
+      soft::i64_umod(s, x, y),       soft::i64_srem(s, x, y),       soft::i64_shl(s, x, count),
+      soft::i64_shr(s, x, count),    soft::i64_sar(s, x, count),    bit(soft::i64_compare(s, spv::OpSLessThan, x, y)),
+      soft::i64_abs(s, x),           soft::i64_sign(s, x),          soft::i64_min(s, x, y, true),
+      soft::i64_max(s, x, y, false), soft::i64_popcount(s, x),      s.pair(soft::i64_find_msb(s, x), s.c(0)),
+      soft::i64_from_u32(s, count),  soft::i64_from_s32(s, count),  s.pair(soft::f32_from_i64(s, x, true), s.c(0)),
+      soft::i64_from_f32(s, f, true)};
+  for (uint32_t i = 0; i < results.size(); ++i) b.op_void(spv::OpStore, {at(2 + i), results[i]});
+  b.end_main(1);
+  const std::vector<uint32_t> words = b.finish();
+  EXPECT_EQ(codegen::validate(words, soft_device()->info().caps.api_version), "");
+  const std::string text = codegen::disassemble(words);
+  for (const char* wide : {"Int64", "Float64", "OpTypeInt 64", "OpTypeFloat 64"})
+    EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
+}
+
 }  // namespace
 }  // namespace nxv::softtest
