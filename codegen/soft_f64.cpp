@@ -22,6 +22,15 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
+// a * b where a or b is NaN, ±inf or ±0 (zero_b and inf_b say which b is), else r.
+Id product_specials(Soft64& s, const F64Parts& pa, const F64Parts& pb, Id zero_b, Id inf_b, Id sign, Id r) {
+  Id zero_a = f64_parts_zero(s, pa), inf_a = f64_parts_inf(s, pa);
+  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
+               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
+  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
+                  f64_signed_zero(s, sign), r);
+}
+
 // A 128-bit value as two uvec2 words, for fma's exact sum.
 Wide add128(Soft64& s, Wide x, Wide y) {
   Id lo = i64_add(s, x.lo, y.lo);
@@ -60,16 +69,42 @@ std::pair<Id, Id> normalize128(Soft64& s, Wide x) {
                        i64_shr(s, x.lo, s.op(spv::OpISub, {s.c(64), left})));
   Id up = s.b.op(spv::OpBitwiseOr, s.uvec2, {i64_shl(s, x.hi, left), funnel});
   Id rest = nonzero(s, i64_shl(s, x.lo, left));
-  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), or_(s, nonzero(s, x.lo), s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)})));
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)});
+  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), or_(s, nonzero(s, x.lo), odd));
   Id shift = s.op(spv::OpIAdd, {s.select32(top, s.c(~0u), left), s.select32(high_zero, s.c(64), s.c(0))});
   return {s.select(top, down, jam(s, up, rest)), shift};
+}
+
+// a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c).
+Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id sign_c, Id zero_c) {
+  // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
+  // x 2^(e - 1148) for their exponents e.
+  Wide prod = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(10)));
+  Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
+  Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
+  // The term of the larger exponent stays, the other is shifted to it (jamming).
+  Id p_big = or_(s, zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
+  Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
+  Id e = s.select32(p_big, ep, nc.exp);
+  Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
+  small = shift_right_jam128(s, small, d);
+  Id subtract = s.test(spv::OpINotEqual, {sign_p, sign_c});
+  Wide sum = add128(s, big, select128(s, subtract, neg128(s, small), small));
+  // Negative only where the exponents differ by at most one, so exactly.
+  Id negative = s.test(spv::OpSLessThan, {s.hi(sum.hi), s.c(0)});
+  sum = select128(s, negative, neg128(s, sum), sum);
+  Id sign = s.op(spv::OpBitwiseXor,
+                 {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), s.c(0))});
+  // An exact zero sum is +0.
+  Id zero_sum = not_(s, or_(s, nonzero(s, sum.hi), nonzero(s, sum.lo)));
+  auto [sig, shift] = normalize128(s, sum);
+  return round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
 }
 
 }  // namespace
 
 Id f64_neg(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseXor, {s.hi(a), s.c(0x80000000u)})); }
 Id f64_abs(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x7fffffffu)})); }
-
 
 Id f64_add(Soft64& s, Id a, Id b) {
   // x the operand of the larger magnitude (a NaN one if any), y the other.
@@ -102,13 +137,55 @@ Id f64_mul(Soft64& s, Id a, Id b) {
   Id low = s.test(spv::OpULessThan, {s.hi(sig), s.c(0x40000000)});
   Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.select32(low, s.c(0x400), s.c(0x3ff))});
   Id r = round_pack(s, sign, exp, s.select(low, i64_add(s, sig, sig), sig));
-  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
-  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
-                  f64_signed_zero(s, sign), r);
+  return product_specials(s, pa, pb, f64_parts_zero(s, pb), f64_parts_inf(s, pb), sign, r);
 }
+
+namespace {
+
+// v >> k (0 < k < 32) as a u32, for v below 2^(32 + k).
+Id word_at(Soft64& s, Id v, uint32_t k) {
+  Id high = s.op(spv::OpShiftLeftLogical, {s.hi(v), s.c(32 - k)});
+  return s.op(spv::OpBitwiseOr, {high, s.op(spv::OpShiftRightLogical, {s.lo(v), s.c(k)})});
+}
+
+// 2^84 / b for a significand b in [2^52, 2^53), as a u32 within 2^-30.9 of it (relatively):
+// 1 / (b's top 24 bits) in f32, whose error Vulkan bounds to 2.5 ulp, scaled down by 2^-19
+// to lie below 2^84 / b for sure; then one Newton step in integers.
+Id reciprocal(Soft64& s, Id b) {
+  Id f32 = s.b.type_float(32);
+  // OR 2^23 keeps a zero b (a special case's lane) from dividing by zero.
+  Id top = s.b.op(spv::OpConvertUToF, f32, {s.op(spv::OpBitwiseOr, {word_at(s, b, 29), s.c(0x800000)})});
+  Id y = s.b.op(spv::OpFMul, f32,
+                {s.b.op(spv::OpFDiv, f32, {s.b.const_f32(1.0f), top}), s.b.const_f32(0x1p55f * (1 - 0x1p-19f))});
+  Id r0 = s.b.op(spv::OpConvertFToU, s.u32, {y});
+  // e = 2^63 - (b >> 21) r0, below 2^44.2; r0 + r0 e / 2^63.
+  Id e = i64_sub(s, s.c64(1ull << 63), mul32_wide(s, word_at(s, b, 21), r0));
+  return s.op(spv::OpIAdd, {r0, s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, r0, word_at(s, e, 13))), s.c(18)})});
+}
+
+// floor(x 2^53 / b) for b in [2^52, 2^53) and x in [b, 2b), and its remainder: two 27-bit
+// digits, each estimated through the reciprocal to within one and taken up to two below,
+// so that each exact remainder (in 64 bits: it is below 3b) lies in [0, 3b); two steps
+// then bring the last one below b.
+std::pair<Id, Id> divide(Soft64& s, Id x, Id b) {
+  Id r = reciprocal(s, b);
+  Id q1 = s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, x, 22), r)), s.c(4)});
+  q1 = s.op(spv::OpISub, {q1, s.c(1)});
+  Id rem = i64_sub(s, i64_shl(s, x, s.c(26)), i64_mul(s, s.pair(q1, s.c(0)), b));
+  Id q2 = s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, rem, 24), r)), s.c(1)});
+  q2 = s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {q2, s.c(1)}), s.c(1)});
+  rem = i64_sub(s, i64_shl(s, rem, s.c(27)), i64_mul(s, s.pair(q2, s.c(0)), b));
+  Id twice_b = i64_add(s, b, b);
+  Id two = not_(s, i64_compare(s, spv::OpULessThan, rem, twice_b));
+  rem = s.select(two, i64_sub(s, rem, twice_b), rem);
+  Id one = not_(s, i64_compare(s, spv::OpULessThan, rem, b));
+  rem = s.select(one, i64_sub(s, rem, b), rem);
+  Id q = s.pair(s.op(spv::OpShiftLeftLogical, {q1, s.c(27)}), s.op(spv::OpShiftRightLogical, {q1, s.c(5)}));
+  Id low = s.op(spv::OpIAdd, {q2, s.op(spv::OpIAdd, {s.select32(two, s.c(2), s.c(0)), bit(s, one)})});
+  return {i64_add(s, q, s.pair(low, s.c(0))), rem};
+}
+
+}  // namespace
 
 Id f64_div(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
@@ -116,59 +193,20 @@ Id f64_div(Soft64& s, Id a, Id b) {
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
   // The dividend doubled where below the divisor, so that the quotient lies in [1, 2).
   Id small = i64_compare(s, spv::OpULessThan, na.sig, nb.sig);
-  Id dividend = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
+  Id x = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {na.exp, nb.exp}), s.select32(small, s.c(0x3fd), s.c(0x3fe))});
-  // Restoring division, one quotient bit a trip: 54 bits (53 and a guard bit), the remainder
-  // giving the sticky bit.
-  auto& bld = s.b;
-  auto out = bld.at_level(bld.level_of({a, b}), [&] {
-    return bld.loop(
-        {s.uvec2, s.uvec2, s.u32}, {dividend, s.c64(0), s.c(0)},
-        [&](const spirv::Builder::Values& v) { return s.test(spv::OpULessThan, {v[2], s.c(54)}); },
-        [&](const spirv::Builder::Values& v) {
-          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], nb.sig));
-          Id rem = s.select(fits, i64_sub(s, v[0], nb.sig), v[0]);
-          Id q = i64_add(s, v[1], v[1]);
-          q = s.pair(s.op(spv::OpBitwiseOr, {s.lo(q), bit(s, fits)}), s.hi(q));
-          return spirv::Builder::Values{i64_add(s, rem, rem), q, s.op(spv::OpIAdd, {v[2], s.c(1)})};
-        },
-        54);
-  });
-  Id r = round_pack(s, sign, exp, jam(s, i64_shl(s, out[1], s.c(9)), nonzero(s, out[0])));
-  Id zero_a = f64_parts_zero(s, pa), zero_b = f64_parts_zero(s, pb);
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               or_(s, and_(s, zero_a, zero_b), and_(s, inf_a, inf_b)));
-  return specials(s, nan, or_(s, inf_a, zero_b), f64_signed_inf(s, sign), or_(s, zero_a, inf_b),
-                  f64_signed_zero(s, sign), r);
+  auto [q, rem] = divide(s, x, nb.sig);
+  Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
+  // a / b as a times 1 / b, whose zero is b's inf and whose inf is b's zero.
+  return product_specials(s, pa, pb, f64_parts_inf(s, pb), f64_parts_zero(s, pb), sign, result);
 }
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b), pc = f64_unpack(s, c);
-  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb), nc = f64_normalize(s, pc);
   Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
-  // x 2^(e - 1148) for their exponents e.
-  Wide prod = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(10)));
-  Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
-  Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
   Id zero_c = f64_parts_zero(s, pc);
-  // The term of the larger exponent stays, the other is shifted to it (jamming).
-  Id p_big = or_(s, zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
-  Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
-  Id e = s.select32(p_big, ep, nc.exp);
-  Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
-  small = shift_right_jam128(s, small, d);
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
-  Wide sum = add128(s, big, select128(s, subtract, neg128(s, small), small));
-  // Negative only where the exponents differ by at most one, so exactly.
-  Id negative = s.test(spv::OpSLessThan, {s.hi(sum.hi), s.c(0)});
-  sum = select128(s, negative, neg128(s, sum), sum);
-  Id sign = s.op(spv::OpBitwiseXor, {s.select32(p_big, sign_p, pc.sign), s.select32(negative, s.c(0x80000000u), s.c(0))});
-  Id zero_sum = not_(s, or_(s, nonzero(s, sum.hi), nonzero(s, sum.lo)));
-  auto [sig, shift] = normalize128(s, sum);
-  Id r = round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
-
+  Id r = fma_finite(s, f64_normalize(s, pa), f64_normalize(s, pb), f64_normalize(s, pc), sign_p, pc.sign, zero_c);
   Id zero_p = or_(s, f64_parts_zero(s, pa), f64_parts_zero(s, pb));
   Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb), inf_c = f64_parts_inf(s, pc);
   Id inf_p = or_(s, inf_a, inf_b);
@@ -180,32 +218,55 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
                   s.select(inf_c, c, zero_p_result), r);
 }
 
+namespace {
+
+// 2^31 / sqrt(m / 2^54) for m in [2^52, 2^54), as a u32 below it and within 2^-30 of it
+// (relatively): InverseSqrt of m's top 24 bits in f32, whose error Vulkan bounds to 2 ulp,
+// scaled down by 2^-19 to lie below for sure; then one Newton step in integers, its
+// products rounded up so that it stays below.
+Id reciprocal_sqrt(Soft64& s, Id m) {
+  Id f32 = s.b.type_float(32);
+  // At least 2^22 keeps a zero m (a special case's lane) away from InverseSqrt(0).
+  Id top = s.b.op(spv::OpConvertUToF, f32, {s.b.ext(GLSLstd450UMax, s.u32, {word_at(s, m, 30), s.c(0x400000)})});
+  Id y = s.b.op(spv::OpFMul, f32,
+                {s.b.ext(GLSLstd450InverseSqrt, f32, {top}), s.b.const_f32(0x1p43f * (1 - 0x1p-19f))});
+  Id r0 = s.b.op(spv::OpConvertFToU, s.u32, {y});
+  // e = 2^61 - (m / 2^23) r0^2 / 2^32, below 2^43.3; r0 + r0 e / 2^62.
+  Id square = s.op(spv::OpIAdd, {s.hi(mul32_wide(s, r0, r0)), s.c(1)});
+  Id e = i64_sub(s, s.c64(1ull << 61), mul32_wide(s, s.op(spv::OpIAdd, {word_at(s, m, 23), s.c(1)}), square));
+  return s.op(spv::OpIAdd, {r0, s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, r0, word_at(s, e, 12))), s.c(18)})});
+}
+
+// r = floor(sqrt(m 2^54)) for m in [2^52, 2^54), and m 2^54 - r^2: a first digit d (r / 2^22
+// from below, within 9), the rest from the exact remainder m 2^10 - d^2 through the
+// reciprocal (from below, within 1.2), then one step on the remainder (below 2^58: exact in
+// 64 bits).
+std::pair<Id, Id> square_root(Soft64& s, Id m) {
+  Id rs = reciprocal_sqrt(s, m);
+  Id d = s.hi(i64_shl(s, mul32_wide(s, word_at(s, m, 22), rs), s.c(1)));
+  Id rest = i64_sub(s, i64_shl(s, m, s.c(10)), mul32_wide(s, d, d));
+  Id delta = s.op(spv::OpShiftRightLogical, {s.hi(mul32_wide(s, word_at(s, rest, 5), rs)), s.c(5)});
+  Id root = s.pair(s.op(spv::OpShiftLeftLogical, {d, s.c(22)}), s.op(spv::OpShiftRightLogical, {d, s.c(10)}));
+  root = i64_add(s, root, s.pair(delta, s.c(0)));
+  Id rem = i64_sub(s, s.pair(s.c(0), s.op(spv::OpShiftLeftLogical, {s.lo(m), s.c(22)})), i64_mul(s, root, root));
+  Id next = jam(s, i64_add(s, root, root), s.b.const_bool(true));  // 2 root + 1
+  Id fits = not_(s, i64_compare(s, spv::OpULessThan, rem, next));
+  return {i64_add(s, root, s.pair(bit(s, fits), s.c(0))), s.select(fits, i64_sub(s, rem, next), rem)};
+}
+
+}  // namespace
+
 Id f64_sqrt(Soft64& s, Id a) {
   F64Parts p = f64_unpack(s, a);
   F64Normal n = f64_normalize(s, p);
-  // a = m 2^t with t = exp - 1075 made even: sqrt(m 2^54) 2^((t - 54) / 2), the root an
-  // integer in [2^53, 2^54).
+  // a = m 2^t with t = exp - 1075 made even: sqrt(m 2^54) 2^((t - 54) / 2), the root's
+  // integer part in [2^53, 2^54).
   Id odd = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseAnd, {n.exp, s.c(1)}), s.c(0)});  // t odd: exp even
   Id m = s.select(odd, i64_add(s, n.sig, n.sig), n.sig);
   Id t = s.op(spv::OpISub, {n.exp, s.select32(odd, s.c(1076), s.c(1075))});
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
-  // Bit by bit from bit 53: rem holds (m 2^54 - q^2) / 2^bit and twice_q 2q, so that q + bit
-  // fits where 2q + bit <= rem.
-  auto& bld = s.b;
-  auto out = bld.at_level(bld.level_of({a}), [&] {
-    return bld.loop(
-        {s.uvec2, s.uvec2, s.uvec2}, {i64_add(s, m, m), s.c64(0), s.c64(1ull << 53)},
-        [&](const spirv::Builder::Values& v) { return nonzero(s, v[2]); },
-        [&](const spirv::Builder::Values& v) {
-          Id trial = s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], v[2]});
-          Id fits = not_(s, i64_compare(s, spv::OpULessThan, v[0], trial));
-          Id rem = s.select(fits, i64_sub(s, v[0], trial), v[0]);
-          Id twice_q = s.select(fits, s.b.op(spv::OpBitwiseOr, s.uvec2, {v[1], i64_add(s, v[2], v[2])}), v[1]);
-          return spirv::Builder::Values{i64_add(s, rem, rem), twice_q, i64_shr(s, v[2], s.c(1))};
-        },
-        54);
-  });
-  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, out[1], s.c(8)), nonzero(s, out[0])));
+  auto [root, rem] = square_root(s, m);
+  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)));
   Id negative = and_(s, s.test(spv::OpINotEqual, {p.sign, s.c(0)}), not_(s, f64_parts_zero(s, p)));
   return s.select(or_(s, f64_parts_nan(s, p), negative), f64_default_nan(s),
                   s.select(or_(s, f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));

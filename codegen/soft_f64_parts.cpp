@@ -26,8 +26,8 @@ F64Parts f64_unpack(Soft64& s, Id a) {
 }
 
 Id f64_parts_nan(Soft64& s, const F64Parts& p) {
-  return s.b.op(spv::OpLogicalAnd, s.boolean,
-                {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)})});
+  Id fraction = s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)});
+  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), fraction});
 }
 Id f64_parts_inf(Soft64& s, const F64Parts& p) {
   return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), is_zero64(s, p.frac)});
@@ -75,12 +75,10 @@ Id round_pack(Soft64& s, Id sign, Id exp, Id sig) {
   Id q_lo = s.op(spv::OpBitwiseAnd, {s.lo(q), s.select32(tie, s.c(~1u), s.c(~0u))});
   Id zero = i64_compare(s, spv::OpIEqual, s.pair(q_lo, s.hi(q)), s.c64(0));
   // The hidden bit of q (bit 52) adds one to e, as SoftFloat's packToF64UI does; a rounding
-  // carry to bit 53 adds one more.
+  // carry to bit 53 adds one more (from e = 0x7fd that gives inf's bits themselves).
   Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {s.select32(zero, s.c(0), e), s.c(20)}), s.hi(q)});
   Id overflow = s.b.op(spv::OpLogicalAnd, s.boolean,
-                       {s.b.op(spv::OpLogicalNot, s.boolean, {zero}),
-                        s.b.op(spv::OpLogicalOr, s.boolean,
-                               {s.test(spv::OpSGreaterThan, {exp, s.c(0x7fd)}), s.test(spv::OpUGreaterThanEqual, {hi, s.c(0x7ff00000)})})});
+                       {s.b.op(spv::OpLogicalNot, s.boolean, {zero}), s.test(spv::OpSGreaterThan, {exp, s.c(0x7fd)})});
   return s.select(overflow, f64_signed_inf(s, sign), s.pair(q_lo, s.op(spv::OpBitwiseOr, {sign, hi})));
 }
 
@@ -107,6 +105,12 @@ Wide mul_wide(Soft64& s, Id a, Id b) {
   auto [w2, c2c] = two_words(s, spv::OpIAddCarry, u2, s.op(spv::OpIAdd, {c1a, c1b}));
   Id w3 = s.op(spv::OpIAdd, {h11, s.op(spv::OpIAdd, {c2a, s.op(spv::OpIAdd, {c2b, c2c})})});
   return {s.pair(w2, w3), s.pair(l00, w1)};
+}
+
+
+Id mul32_wide(Soft64& s, Id x, Id y) {
+  auto [low, high] = two_words(s, spv::OpUMulExtended, x, y);
+  return s.pair(low, high);
 }
 
 }  // namespace nxv::codegen::soft

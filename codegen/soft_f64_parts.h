@@ -56,5 +56,7 @@ struct Wide {
   Id hi, lo;
 };
 Wide mul_wide(Soft64& s, Id a, Id b);
+// The 64-bit product of two u32s, as a uvec2.
+Id mul32_wide(Soft64& s, Id x, Id y);
 
 }  // namespace nxv::codegen::soft

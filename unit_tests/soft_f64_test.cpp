@@ -1,11 +1,12 @@
-// codegen/soft_f64.h's arithmetic against the host's IEEE doubles (x86-64 SSE2, std::fma,
-// std::sqrt): a million operand tuples per routine, bit for bit (any NaN where the host's is).
+// codegen/soft_f64.h's arithmetic against the host's IEEE doubles (its +, -, *, /, std::fma
+// and std::sqrt round correctly): a million operand tuples per routine, bit for bit (any NaN
+// where the host's is).
 // The tuples mix special values, random bits, and operands built to stress rounding.
 #include "codegen/soft_f64.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <limits>
 #include <sstream>
 
 #include "soft_testing.h"
@@ -111,7 +112,8 @@ void expect_ieee(const std::vector<Operands>& in, const Routine& routine,
 }
 
 // kCases tuples: every pair of special values first (binary ops), then `make` per tuple.
-std::vector<Operands> cases(size_t operands, uint64_t seed, const std::function<void(std::mt19937_64&, Operands&)>& make) {
+std::vector<Operands> cases(size_t operands, uint64_t seed,
+                            const std::function<void(std::mt19937_64&, Operands&)>& make) {
   std::mt19937_64 rng(seed);
   std::vector<Operands> in(operands, Operands(kCases));
   const auto& sp = specials();
@@ -152,12 +154,14 @@ void sum_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, AddIsIeee) {
-  expect_ieee(cases(2, 101, sum_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
+  expect_ieee(cases(2, 101, sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] + v[1]; });
 }
 
 TEST(SoftF64, SubIsIeee) {
-  expect_ieee(cases(2, 102, sum_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sub(s, x[0], x[1]); },
+  expect_ieee(cases(2, 102, sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sub(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] - v[1]; });
 }
 
@@ -177,7 +181,8 @@ void product_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, MulIsIeee) {
-  expect_ieee(cases(2, 103, product_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
+  expect_ieee(cases(2, 103, product_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] * v[1]; });
 }
 
@@ -185,14 +190,19 @@ TEST(SoftF64, MulIsIeee) {
 // the quotient lands within an ulp of a short number), or quotients near the range's ends.
 void quotient_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
-  const uint64_t b = any(rng);
-  switch (r % 5) {
+  uint64_t b = any(rng);
+  // Divisors whose significand is all ones below its top 24 bits or past them, or a power
+  // of two: the reciprocal's estimate at its worst.
+  if ((r >> 60) == 0) b |= (r >> 59 & 1 ? 0x1fffffffu : 0x000fffffffffffffu);
+  if ((r >> 60) == 1) b &= ~0x000fffffffffffffu;
+  switch (r % 6) {
     case 0: t[0] = any(rng), t[1] = b; return;
     case 1: t[0] = nudge(rng, b) ^ (r & 256 ? kSign : 0), t[1] = b; return;
+    case 5: t[0] = nudge(rng, b + (uint64_t(1) << 52)), t[1] = b; return;  // just below twice b
     case 2: t[0] = nudge(rng, bits_of(double_of(b) * double_of(finite(rng, 1023 - 3, 1023 + 3)))), t[1] = b; return;
     default: {
       const int eb = int((r >> 24) % 2047);
-      const int diff = r % 5 == 3 ? 0x3ff - 1022 - int((r >> 16) % 60) : 0x3ff + 1023 + int((r >> 16) % 3);
+      const int diff = r % 6 == 3 ? 0x3ff - 1022 - int((r >> 16) % 60) : 0x3ff + 1023 + int((r >> 16) % 3);
       t[0] = near_exponent(rng, std::clamp(eb + diff - 0x3ff, 0, 2046), 1);
       t[1] = near_exponent(rng, eb, 0);
     }
@@ -200,21 +210,26 @@ void quotient_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, DivIsIeee) {
-  expect_ieee(cases(2, 104, quotient_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); },
+  expect_ieee(cases(2, 104, quotient_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] / v[1]; });
 }
 
 // Three operands: any, c cancelling a * b (its rounded value, nudged), c far below or above
-// the product, or products near the subnormal range.
+// the product, products near the subnormal range, or past the largest finite.
 void fma_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
   t[0] = r % 5 == 0 ? any(rng) : near_exponent(rng, 1023 + int((r >> 8) % 200) - 100, 30);
   t[1] = r % 7 == 0 ? any(rng) : near_exponent(rng, 1023 + int((r >> 16) % 200) - 100, 30);
   const double p = double_of(t[0]) * double_of(t[1]);
   const int ep = int((bits_of(p) >> 52) & 0x7ff);
-  switch (r % 6) {
+  switch (r % 7) {
     case 0: t[2] = any(rng); break;
     case 1: t[2] = nudge(rng, bits_of(-p)); break;
+    case 6:  // a product just past the largest finite, brought back (or not) by c
+      t[0] = near_exponent(rng, 0x3ff + 600, 1), t[1] = near_exponent(rng, 0x3ff + 424, 1);
+      t[2] = nudge(rng, 0x7fefffffffffffffu) ^ ((r >> 24) & 1 ? kSign : 0);
+      break;
     case 2: t[2] = bits_of(-p) & ~((uint64_t(1) << ((r >> 24) % 40)) - 1); break;
     case 3: t[2] = near_exponent(rng, ep + ((r >> 24) & 1 ? 1 : -1) * int(50 + (r >> 32) % 80), 3); break;
     case 4: t[2] = near_exponent(rng, ep, 2); break;
@@ -230,11 +245,19 @@ TEST(SoftF64, FmaIsIeee) {
               [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
 }
 
-// One operand: any, a square's neighbours (roots near halfway), or subnormal.
+// One operand: any, a square's neighbours (roots near halfway), subnormal, or with runs
+// of ones or zeros.
 void root_operands(std::mt19937_64& rng, Operands& t) {
   const uint64_t r = rng();
-  switch (r % 4) {
+  switch (r % 5) {
     case 0: t[0] = any(rng); return;
+    case 4: {
+      // Significands all ones below their top bits, or none: the estimates at their worst.
+      const uint64_t x = finite(rng, 0, 2046) & ~kSign;
+      const uint64_t low = (uint64_t(1) << ((r >> 8) % 53)) - 1;
+      t[0] = (r >> 16) & 1 ? x | low : x & ~low;
+      return;
+    }
     case 1: {
       const double y = double_of(finite(rng, 1, 2046) & ~kSign);
       t[0] = nudge(rng, bits_of(y * y));
