@@ -33,6 +33,11 @@ class Soft64 {
   Id op(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, u32, ids); }
   Id test(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, boolean, ids); }
   Id all(Id v2) { return b.op(spv::OpAll, boolean, {v2}); }
+  Id both(Id x, Id y) { return b.op(spv::OpLogicalAnd, boolean, {x, y}); }
+  Id either(Id x, Id y) { return b.op(spv::OpLogicalOr, boolean, {x, y}); }
+  Id isnt(Id x) { return b.op(spv::OpLogicalNot, boolean, {x}); }
+  Id bit(Id cond) { return select32(cond, c(1), c(0)); }  // 1 or 0
+  Id is_zero64(Id v) { return test(spv::OpIEqual, {op(spv::OpBitwiseOr, {lo(v), hi(v)}), c(0)}); }
   // SPIR-V 1.3 selects a vector by a vector of conditions: a scalar one is splatted.
   Id select(Id cond, Id x, Id y) {
     return b.op(spv::OpSelect, uvec2, {b.op(spv::OpCompositeConstruct, bvec2, {cond, cond}), x, y});

@@ -9,12 +9,8 @@ namespace nxv::codegen::soft {
 
 namespace {
 
-Id and_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalAnd, s.boolean, {x, y}); }
-Id or_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalOr, s.boolean, {x, y}); }
-Id not_(Soft64& s, Id x) { return s.b.op(spv::OpLogicalNot, s.boolean, {x}); }
-Id bit(Soft64& s, Id cond) { return s.select32(cond, s.c(1), s.c(0)); }
 // x with bit 0 set where `cond`: a sticky bit.
-Id jam(Soft64& s, Id x, Id cond) { return s.pair(s.op(spv::OpBitwiseOr, {s.lo(x), bit(s, cond)}), s.hi(x)); }
+Id jam(Soft64& s, Id x, Id cond) { return s.pair(s.op(spv::OpBitwiseOr, {s.lo(x), s.bit(cond)}), s.hi(x)); }
 Id nonzero(Soft64& s, Id x) { return i64_compare(s, spv::OpINotEqual, x, s.c64(0)); }
 
 // The special cases' result where `nan`, else `inf`, else `zero` (each an f64), else `r`.
@@ -25,16 +21,16 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
 // a * b where a or b is NaN, ±inf or ±0 (zero_b and inf_b say which b is), else r.
 Id product_specials(Soft64& s, const F64Parts& pa, const F64Parts& pb, Id zero_b, Id inf_b, Id sign, Id r) {
   Id zero_a = f64_parts_zero(s, pa), inf_a = f64_parts_inf(s, pa);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               or_(s, and_(s, inf_a, zero_b), and_(s, zero_a, inf_b)));
-  return specials(s, nan, or_(s, inf_a, inf_b), f64_signed_inf(s, sign), or_(s, zero_a, zero_b),
+  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
+               s.either(s.both(inf_a, zero_b), s.both(zero_a, inf_b)));
+  return specials(s, nan, s.either(inf_a, inf_b), f64_signed_inf(s, sign), s.either(zero_a, zero_b),
                   f64_signed_zero(s, sign), r);
 }
 
 // A 128-bit value as two uvec2 words, for fma's exact sum.
 Wide add128(Soft64& s, Wide x, Wide y) {
   Id lo = i64_add(s, x.lo, y.lo);
-  Id carry = s.pair(bit(s, i64_compare(s, spv::OpULessThan, lo, x.lo)), s.c(0));
+  Id carry = s.pair(s.bit(i64_compare(s, spv::OpULessThan, lo, x.lo)), s.c(0));
   return {i64_add(s, i64_add(s, x.hi, y.hi), carry), lo};
 }
 Wide neg128(Soft64& s, Wide x) {
@@ -70,7 +66,7 @@ std::pair<Id, Id> normalize128(Soft64& s, Wide x) {
   Id up = s.b.op(spv::OpBitwiseOr, s.uvec2, {i64_shl(s, x.hi, left), funnel});
   Id rest = nonzero(s, i64_shl(s, x.lo, left));
   Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)});
-  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), or_(s, nonzero(s, x.lo), odd));
+  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), s.either(nonzero(s, x.lo), odd));
   Id shift = s.op(spv::OpIAdd, {s.select32(top, s.c(~0u), left), s.select32(high_zero, s.c(64), s.c(0))});
   return {s.select(top, down, jam(s, up, rest)), shift};
 }
@@ -83,7 +79,7 @@ Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id
   Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
   Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
   // The term of the larger exponent stays, the other is shifted to it (jamming).
-  Id p_big = or_(s, zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
+  Id p_big = s.either(zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
   Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
   Id e = s.select32(p_big, ep, nc.exp);
   Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
@@ -96,7 +92,7 @@ Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id
   Id sign = s.op(spv::OpBitwiseXor,
                  {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), s.c(0))});
   // An exact zero sum is +0.
-  Id zero_sum = not_(s, or_(s, nonzero(s, sum.hi), nonzero(s, sum.lo)));
+  Id zero_sum = s.isnt(s.either(nonzero(s, sum.hi), nonzero(s, sum.lo)));
   auto [sig, shift] = normalize128(s, sum);
   return round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
 }
@@ -119,9 +115,9 @@ Id f64_add(Soft64& s, Id a, Id b) {
   Id subtract = s.test(spv::OpINotEqual, {px.sign, py.sign});
   Id sum = s.select(subtract, i64_sub(s, mx, my), i64_add(s, mx, my));
   // An exact zero difference is +0; a sum of zeros keeps their sign.
-  Id sign = s.select32(and_(s, subtract, not_(s, nonzero(s, sum))), s.c(0), px.sign);
+  Id sign = s.select32(s.both(subtract, s.isnt(nonzero(s, sum))), s.c(0), px.sign);
   Id r = normalize_round_pack(s, sign, sx.exp, sum);
-  Id nan = or_(s, f64_parts_nan(s, px), and_(s, f64_parts_inf(s, py), subtract));
+  Id nan = s.either(f64_parts_nan(s, px), s.both(f64_parts_inf(s, py), subtract));
   return s.select(nan, f64_default_nan(s), s.select(f64_parts_inf(s, px), x, r));
 }
 
@@ -176,12 +172,12 @@ std::pair<Id, Id> divide(Soft64& s, Id x, Id b) {
   q2 = s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {q2, s.c(1)}), s.c(1)});
   rem = i64_sub(s, i64_shl(s, rem, s.c(27)), i64_mul(s, s.pair(q2, s.c(0)), b));
   Id twice_b = i64_add(s, b, b);
-  Id two = not_(s, i64_compare(s, spv::OpULessThan, rem, twice_b));
+  Id two = s.isnt(i64_compare(s, spv::OpULessThan, rem, twice_b));
   rem = s.select(two, i64_sub(s, rem, twice_b), rem);
-  Id one = not_(s, i64_compare(s, spv::OpULessThan, rem, b));
+  Id one = s.isnt(i64_compare(s, spv::OpULessThan, rem, b));
   rem = s.select(one, i64_sub(s, rem, b), rem);
   Id q = s.pair(s.op(spv::OpShiftLeftLogical, {q1, s.c(27)}), s.op(spv::OpShiftRightLogical, {q1, s.c(5)}));
-  Id low = s.op(spv::OpIAdd, {q2, s.op(spv::OpIAdd, {s.select32(two, s.c(2), s.c(0)), bit(s, one)})});
+  Id low = s.op(spv::OpIAdd, {q2, s.op(spv::OpIAdd, {s.select32(two, s.c(2), s.c(0)), s.bit(one)})});
   return {i64_add(s, q, s.pair(low, s.c(0))), rem};
 }
 
@@ -207,14 +203,14 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   Id zero_c = f64_parts_zero(s, pc);
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
   Id r = fma_finite(s, f64_normalize(s, pa), f64_normalize(s, pb), f64_normalize(s, pc), sign_p, pc.sign, zero_c);
-  Id zero_p = or_(s, f64_parts_zero(s, pa), f64_parts_zero(s, pb));
+  Id zero_p = s.either(f64_parts_zero(s, pa), f64_parts_zero(s, pb));
   Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb), inf_c = f64_parts_inf(s, pc);
-  Id inf_p = or_(s, inf_a, inf_b);
-  Id nan = or_(s, or_(s, f64_parts_nan(s, pa), f64_parts_nan(s, pb)), f64_parts_nan(s, pc));
-  nan = or_(s, nan, or_(s, and_(s, inf_p, zero_p), and_(s, and_(s, inf_p, inf_c), subtract)));
+  Id inf_p = s.either(inf_a, inf_b);
+  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)), f64_parts_nan(s, pc));
+  nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, inf_c), subtract)));
   // A zero product leaves c, but (+0) + (-0) is +0.
-  Id zero_p_result = s.select(and_(s, zero_c, subtract), s.c64(0), c);
-  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), or_(s, inf_c, zero_p),
+  Id zero_p_result = s.select(s.both(zero_c, subtract), s.c64(0), c);
+  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(inf_c, zero_p),
                   s.select(inf_c, c, zero_p_result), r);
 }
 
@@ -250,8 +246,8 @@ std::pair<Id, Id> square_root(Soft64& s, Id m) {
   root = i64_add(s, root, s.pair(delta, s.c(0)));
   Id rem = i64_sub(s, s.pair(s.c(0), s.op(spv::OpShiftLeftLogical, {s.lo(m), s.c(22)})), i64_mul(s, root, root));
   Id next = jam(s, i64_add(s, root, root), s.b.const_bool(true));  // 2 root + 1
-  Id fits = not_(s, i64_compare(s, spv::OpULessThan, rem, next));
-  return {i64_add(s, root, s.pair(bit(s, fits), s.c(0))), s.select(fits, i64_sub(s, rem, next), rem)};
+  Id fits = s.isnt(i64_compare(s, spv::OpULessThan, rem, next));
+  return {i64_add(s, root, s.pair(s.bit(fits), s.c(0))), s.select(fits, i64_sub(s, rem, next), rem)};
 }
 
 }  // namespace
@@ -267,9 +263,9 @@ Id f64_sqrt(Soft64& s, Id a) {
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
   auto [root, rem] = square_root(s, m);
   Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)));
-  Id negative = and_(s, s.test(spv::OpINotEqual, {p.sign, s.c(0)}), not_(s, f64_parts_zero(s, p)));
-  return s.select(or_(s, f64_parts_nan(s, p), negative), f64_default_nan(s),
-                  s.select(or_(s, f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));
+  Id negative = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(f64_parts_zero(s, p)));
+  return s.select(s.either(f64_parts_nan(s, p), negative), f64_default_nan(s),
+                  s.select(s.either(f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));
 }
 
 }  // namespace nxv::codegen::soft

@@ -16,13 +16,8 @@ constexpr uint32_t kOneHi = 0x3ff00000u;           // 1.0's high word
 constexpr uint64_t kFraction = (1ull << 52) - 1;  // the stored significand
 
 Id ext(Soft64& s, GLSLstd450 inst, const std::vector<Id>& ids) { return s.b.ext(inst, s.u32, ids); }
-Id to_u32(Soft64& s, Id cond) { return s.select32(cond, s.c(1), s.c(0)); }
-Id not_(Soft64& s, Id cond) { return s.b.op(spv::OpLogicalNot, s.boolean, {cond}); }
-Id and_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalAnd, s.boolean, {x, y}); }
-Id or_(Soft64& s, Id x, Id y) { return s.b.op(spv::OpLogicalOr, s.boolean, {x, y}); }
 Id vec(Soft64& s, spv::Op op, Id x, Id y) { return s.b.op(op, s.uvec2, {x, y}); }
 Id is_zero32(Soft64& s, Id x) { return s.test(spv::OpIEqual, {x, s.c(0)}); }
-Id is_zero64(Soft64& s, Id v) { return is_zero32(s, s.op(spv::OpBitwiseOr, {s.lo(v), s.hi(v)})); }
 
 // Whether a word's top bit (an f64's or f32's sign, an s32's) is set.
 Id negative(Soft64& s, Id word) { return s.test(spv::OpSLessThan, {word, s.c(0)}); }
@@ -44,14 +39,14 @@ enum class Rounding { Floor, Ceil, Trunc, Even };
 // Whether a (|a| < 1, exponent e < 0) rounds to ±1 rather than ±0.
 Id fraction_only_goes_away(Soft64& s, const F64Parts& p, Rounding mode) {
   Id neg = negative(s, p.sign);
-  Id nonzero = not_(s, f64_parts_zero(s, p));
+  Id nonzero = s.isnt(f64_parts_zero(s, p));
   switch (mode) {
-    case Rounding::Floor: return and_(s, neg, nonzero);
-    case Rounding::Ceil: return and_(s, not_(s, neg), nonzero);
+    case Rounding::Floor: return s.both(neg, nonzero);
+    case Rounding::Ceil: return s.both(s.isnt(neg), nonzero);
     case Rounding::Trunc: return s.b.const_bool(false);
     case Rounding::Even: {
       // Above one half: exponent -1, significand not 1.0.
-      return and_(s, s.test(spv::OpIEqual, {p.exp, s.c(1022)}), not_(s, is_zero64(s, p.frac)));
+      return s.both(s.test(spv::OpIEqual, {p.exp, s.c(1022)}), s.isnt(s.is_zero64(p.frac)));
     }
   }
   return 0;
@@ -68,17 +63,17 @@ Id to_integral(Soft64& s, Id a, Rounding mode) {
   Id shift = ext(s, GLSLstd450SClamp, {e, s.c(0), s.c(52)});
   Id fraction = i64_shr(s, s.c64(kFraction), shift);  // the bits below the units place
   Id rest = vec(s, spv::OpBitwiseAnd, a, fraction);
-  Id has_rest = not_(s, is_zero64(s, rest));
+  Id has_rest = s.isnt(s.is_zero64(rest));
   Id neg = negative(s, p.sign);
   Id unit = i64_add(s, fraction, s.c64(1));
   Id away = s.b.const_bool(false);
-  if (mode == Rounding::Floor) away = and_(s, neg, has_rest);
-  if (mode == Rounding::Ceil) away = and_(s, not_(s, neg), has_rest);
+  if (mode == Rounding::Floor) away = s.both(neg, has_rest);
+  if (mode == Rounding::Ceil) away = s.both(s.isnt(neg), has_rest);
   if (mode == Rounding::Even) {
     Id half = i64_shr(s, s.c64(1ull << 51), shift);
-    Id odd = not_(s, is_zero64(s, vec(s, spv::OpBitwiseAnd, a, unit)));
-    Id tie_to_odd = and_(s, i64_compare(s, spv::OpIEqual, rest, half), odd);
-    away = and_(s, has_rest, or_(s, i64_compare(s, spv::OpUGreaterThan, rest, half), tie_to_odd));
+    Id odd = s.isnt(s.is_zero64(vec(s, spv::OpBitwiseAnd, a, unit)));
+    Id tie_to_odd = s.both(i64_compare(s, spv::OpIEqual, rest, half), odd);
+    away = s.both(has_rest, s.either(i64_compare(s, spv::OpUGreaterThan, rest, half), tie_to_odd));
   }
   Id kept = vec(s, spv::OpBitwiseAnd, a, s.b.op(spv::OpNot, s.uvec2, {fraction}));
   Id whole = i64_add(s, kept, s.select(away, unit, s.c64(0)));
@@ -90,7 +85,7 @@ Id to_integral(Soft64& s, Id a, Rounding mode) {
 // rounding on the low bits sees whether anything below them was set.
 Id shift_right_jam32(Soft64& s, Id x, Id n) {
   Id lost = s.op(spv::OpBitwiseAnd, {x, s.op(spv::OpISub, {s.op(spv::OpShiftLeftLogical, {s.c(1), n}), s.c(1)})});
-  return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {x, n}), to_u32(s, not_(s, is_zero32(s, lost)))});
+  return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {x, n}), s.bit(s.isnt(is_zero32(s, lost)))});
 }
 
 }  // namespace
@@ -99,23 +94,23 @@ Id f64_is_nan(Soft64& s, Id a) { return f64_parts_nan(s, f64_unpack(s, a)); }
 Id f64_is_inf(Soft64& s, Id a) { return f64_parts_inf(s, f64_unpack(s, a)); }
 
 Id f64_compare(Soft64& s, spv::Op op, Id a, Id b) {
-  Id unordered = or_(s, f64_is_nan(s, a), f64_is_nan(s, b));
+  Id unordered = s.either(f64_is_nan(s, a), f64_is_nan(s, b));
   Id zeros = is_zero32(s, s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseOr, {s.hi(a), s.hi(b)}), s.c(kAbs)}),
                                                   s.op(spv::OpBitwiseOr, {s.lo(a), s.lo(b)})}));
-  Id eq = or_(s, s.all(s.b.op(spv::OpIEqual, s.bvec2, {a, b})), zeros);
+  Id eq = s.either(s.all(s.b.op(spv::OpIEqual, s.bvec2, {a, b})), zeros);
   Id ka = order_key(s, a), kb = order_key(s, b);
-  Id lt = and_(s, i64_compare(s, spv::OpULessThan, ka, kb), not_(s, zeros));
-  Id gt = and_(s, i64_compare(s, spv::OpULessThan, kb, ka), not_(s, zeros));
+  Id lt = s.both(i64_compare(s, spv::OpULessThan, ka, kb), s.isnt(zeros));
+  Id gt = s.both(i64_compare(s, spv::OpULessThan, kb, ka), s.isnt(zeros));
   // Between ordered values one of <, ==, > holds, so <= is not >.
   Id rel;
   bool ordered;
   switch (op) {
     case spv::OpFOrdEqual: case spv::OpFUnordEqual: rel = eq; break;
-    case spv::OpFOrdNotEqual: case spv::OpFUnordNotEqual: rel = not_(s, eq); break;
+    case spv::OpFOrdNotEqual: case spv::OpFUnordNotEqual: rel = s.isnt(eq); break;
     case spv::OpFOrdLessThan: case spv::OpFUnordLessThan: rel = lt; break;
     case spv::OpFOrdGreaterThan: case spv::OpFUnordGreaterThan: rel = gt; break;
-    case spv::OpFOrdLessThanEqual: case spv::OpFUnordLessThanEqual: rel = not_(s, gt); break;
-    case spv::OpFOrdGreaterThanEqual: case spv::OpFUnordGreaterThanEqual: rel = not_(s, lt); break;
+    case spv::OpFOrdLessThanEqual: case spv::OpFUnordLessThanEqual: rel = s.isnt(gt); break;
+    case spv::OpFOrdGreaterThanEqual: case spv::OpFUnordGreaterThanEqual: rel = s.isnt(lt); break;
     default: throw std::invalid_argument("f64_compare: not a float comparison: opcode " + std::to_string(int(op)));
   }
   switch (op) {
@@ -123,7 +118,7 @@ Id f64_compare(Soft64& s, spv::Op op, Id a, Id b) {
     case spv::OpFOrdLessThanEqual: case spv::OpFOrdGreaterThanEqual: ordered = true; break;
     default: ordered = false;
   }
-  return ordered ? and_(s, rel, not_(s, unordered)) : or_(s, rel, unordered);
+  return ordered ? s.both(rel, s.isnt(unordered)) : s.either(rel, unordered);
 }
 
 Id f64_floor(Soft64& s, Id a) { return to_integral(s, a, Rounding::Floor); }
@@ -142,16 +137,16 @@ Id f64_fract(Soft64& s, Id a) {
   Id t = s.select(s.test(spv::OpSLessThan, {up, s.c(0)}), shift_right_jam(s, n.sig, s.op(spv::OpSNegate, {up})), left);
   t = s.select(f64_parts_zero(s, p), s.c64(0), t);
   Id neg = negative(s, p.sign);
-  Id r = s.select(and_(s, neg, not_(s, is_zero64(s, t))), i64_sub(s, s.c64(1ull << 63), t), t);
+  Id r = s.select(s.both(neg, s.isnt(s.is_zero64(t))), i64_sub(s, s.c64(1ull << 63), t), t);
   r = normalize_round_pack(s, s.c(0), s.c(1021), r);  // r * 2^-63
   // Below 1 a positive x is its own fraction (the fixed point would lose its low bits).
-  r = s.select(and_(s, not_(s, neg), s.test(spv::OpSLessThan, {p.exp, s.c(1023)})), a, r);
+  r = s.select(s.both(s.isnt(neg), s.test(spv::OpSLessThan, {p.exp, s.c(1023)})), a, r);
   return s.select(s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), f64_default_nan(s), r);
 }
 
 Id f64_sign(Soft64& s, Id a) {
   F64Parts p = f64_unpack(s, a);
-  return s.select(or_(s, f64_parts_nan(s, p), f64_parts_zero(s, p)), a, signed_one(s, p.sign));
+  return s.select(s.either(f64_parts_nan(s, p), f64_parts_zero(s, p)), a, signed_one(s, p.sign));
 }
 
 // min and max order -0 below +0 (IEEE minimum/maximumNumber) and ignore a NaN operand.
@@ -175,7 +170,7 @@ Id f64_ldexp(Soft64& s, Id a, Id exponent) {
   // round_pack's exponent is one less (its significand's leading 1 adds it back), its
   // significand 10 places higher.
   Id r = round_pack(s, p.sign, s.op(spv::OpIAdd, {s.op(spv::OpISub, {n.exp, s.c(1)}), k}), i64_shl(s, n.sig, s.c(10)));
-  Id keep = or_(s, s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), f64_parts_zero(s, p));  // NaN, ±inf, ±0
+  Id keep = s.either(s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), f64_parts_zero(s, p));  // NaN, ±inf, ±0
   return s.select(keep, a, r);
 }
 
@@ -206,7 +201,7 @@ Id f64_to_f32(Soft64& s, Id a) {
   Id top = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.hi(p.frac), s.c(10)}),
                                    s.op(spv::OpShiftRightLogical, {lo, s.c(22)})});
   Id sig = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {top, s.c(1u << 30)}),
-                                   to_u32(s, not_(s, is_zero32(s, s.op(spv::OpBitwiseAnd, {lo, s.c(0x3fffff)}))))});
+                                   s.bit(s.isnt(is_zero32(s, s.op(spv::OpBitwiseAnd, {lo, s.c(0x3fffff)}))))});
   // Below f32's normal range the significand moves right into a subnormal (f64 zeros and
   // subnormals round to 0 here); a carry out of the rounding reaches the exponent field.
   Id shift = ext(s, GLSLstd450SClamp, {s.op(spv::OpISub, {s.c(1), e}), s.c(0), s.c(31)});
@@ -215,7 +210,7 @@ Id f64_to_f32(Soft64& s, Id a) {
   Id round_bits = s.op(spv::OpIAdd, {s.op(spv::OpBitwiseAnd, {sig, s.c(0x7f)}), s.op(spv::OpBitwiseAnd, {kept, s.c(1)})});
   Id up = s.test(spv::OpUGreaterThan, {round_bits, s.c(0x40)});  // above half, or half and odd
   Id exponent_field = s.op(spv::OpShiftLeftLogical, {ext(s, GLSLstd450SMax, {s.op(spv::OpISub, {e, s.c(1)}), s.c(0)}), s.c(23)});
-  Id r = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {exponent_field, kept}), to_u32(s, up)});
+  Id r = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {exponent_field, kept}), s.bit(up)});
   r = s.select32(s.test(spv::OpSGreaterThanEqual, {e, s.c(255)}), s.c(0x7f800000), r);
   r = s.select32(f64_parts_nan(s, p), s.c(0x7fc00000), r);
   return s.b.op(spv::OpBitcast, s.b.type_float(32), {s.op(spv::OpBitwiseOr, {r, p.sign})});

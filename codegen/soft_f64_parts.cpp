@@ -8,7 +8,6 @@ namespace nxv::codegen::soft {
 
 namespace {
 
-Id is_zero64(Soft64& s, Id v) { return i64_compare(s, spv::OpIEqual, v, s.c64(0)); }
 
 // A struct-valued u32 instruction (OpUMulExtended, OpIAddCarry) as its two members.
 std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y) {
@@ -26,14 +25,14 @@ F64Parts f64_unpack(Soft64& s, Id a) {
 }
 
 Id f64_parts_nan(Soft64& s, const F64Parts& p) {
-  Id fraction = s.b.op(spv::OpLogicalNot, s.boolean, {is_zero64(s, p.frac)});
-  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), fraction});
+  Id fraction = s.isnt(s.is_zero64(p.frac));
+  return s.both(s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), fraction);
 }
 Id f64_parts_inf(Soft64& s, const F64Parts& p) {
-  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), is_zero64(s, p.frac)});
+  return s.both(s.test(spv::OpIEqual, {p.exp, s.c(0x7ff)}), s.is_zero64(p.frac));
 }
 Id f64_parts_zero(Soft64& s, const F64Parts& p) {
-  return s.b.op(spv::OpLogicalAnd, s.boolean, {s.test(spv::OpIEqual, {p.exp, s.c(0)}), is_zero64(s, p.frac)});
+  return s.both(s.test(spv::OpIEqual, {p.exp, s.c(0)}), s.is_zero64(p.frac));
 }
 
 Id f64_default_nan(Soft64& s) { return s.c64(0x7ff8000000000000ull); }
@@ -59,7 +58,7 @@ Id shift_right_jam(Soft64& s, Id a, Id dist) {
   Id lost = i64_compare(s, spv::OpINotEqual, i64_shl(s, r, d), a);
   Id all_out = s.test(spv::OpUGreaterThan, {dist, s.c(63)});
   r = s.select(all_out, s.c64(0), r);
-  lost = s.select32(all_out, s.select32(is_zero64(s, a), s.c(0), s.c(1)), s.select32(lost, s.c(1), s.c(0)));
+  lost = s.select32(all_out, s.bit(s.isnt(s.is_zero64(a))), s.bit(lost));
   return s.pair(s.op(spv::OpBitwiseOr, {s.lo(r), lost}), s.hi(r));
 }
 

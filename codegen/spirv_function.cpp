@@ -148,8 +148,7 @@ Id Builder::ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
       return (inst == GLSLstd450UMin) == a_less ? ids[0] : ids[1];
     }
   }
-  if (emulated(type) || std::any_of(ids.begin(), ids.end(), [&](Id i) { return emulated(type_of(i)); }))
-    return lower_ext(inst, type, ids);
+  if (lowers(spv::OpExtInst, type, ids)) return lower_ext(inst, type, ids);
   Words operands{glsl_std_450(), uint32_t(inst)};
   operands.insert(operands.end(), ids.begin(), ids.end());
   return emit_pure(spv::OpExtInst, type, operands, ids);

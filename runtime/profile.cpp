@@ -471,10 +471,10 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
   auto lost = [&](bool DeviceCaps::*m, const char* what) {
     if (d.*m && !(r.*m)) out.push_back(what);
   };
-  lost(&DeviceCaps::float64, "no shaderFloat64: a graph with an f64 tensor fails to compile with an error naming the node "
-                             "and shaderFloat64");
-  lost(&DeviceCaps::int64, "no shaderInt64: a graph with an s64/u64 tensor fails to compile with an error naming the node "
-                           "and shaderInt64");
+  lost(&DeviceCaps::float64, "no shaderFloat64: f64 computes in software on 32-bit words, exactly (emulate: auto; "
+                             "several times slower); with emulate: none an f64 graph fails to compile naming shaderFloat64");
+  lost(&DeviceCaps::int64, "no shaderInt64: s64/u64 compute in software on 32-bit words (emulate: auto; slower); with "
+                           "emulate: none such a graph fails to compile naming shaderInt64");
   lost(&DeviceCaps::storage_buffer_8bit, "no storageBuffer8BitAccess: s8/u8 tensors (and predicates) are packed four to a "
                                          "32-bit word; each store is two atomics");
   lost(&DeviceCaps::storage_buffer_16bit, "no storageBuffer16BitAccess: f16/bf16/s16/u16 tensors are packed two to a "
