@@ -113,10 +113,15 @@ defmodule Nx.Vulkan do
   def devices, do: Error.unwrap!(Native.list_devices())
 
   @doc """
-  Whether the device `opts` select (by default the configured one) has Float64, which
-  f64 graphs need. The name is the earlier nx_vulkan's, which eXMC calls.
+  Whether the device `opts` select (by default the configured one) computes f64 graphs:
+  natively (Float64) or in software on 32-bit words (the `:emulate` option of
+  `Nx.Vulkan.Device`, on by default where the device lacks Float64). The name is the
+  earlier nx_vulkan's, which eXMC calls.
   """
-  def has_f64?(opts \\ []), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.float64
+  def has_f64?(opts \\ []) do
+    caps = Error.unwrap!(Native.device_info(Device.get!(opts))).caps
+    caps.float64 or caps.emulate_f64
+  end
 
   # The code generator's choice for the device (codegen/targets/launch.cpp); the serialiser
   # makes the same one for the factorisations it inlines.
