@@ -38,7 +38,13 @@ defmodule ExmcBench do
       c -> Nx.Defn.default_options(compiler: c)
     end
 
-    if mode != "none", do: IO.puts("mode=devices #{inspect(Nx.Vulkan.devices(), limit: 5, printable_limit: 200)}")
+    if mode != "none" do
+      IO.puts("mode=devices #{inspect(Nx.Vulkan.devices(), limit: 5, printable_limit: 200)}")
+      # the opened device as a profile (NXV_PROFILE) restricts it, and what it emulates
+      %{profile: p, caps: c} = Nx.Vulkan.Error.unwrap!(Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!()))
+      IO.puts("mode=device profile=#{inspect(p)} float64=#{c.float64} emulate_f64=#{c.emulate_f64} emulate_i64=#{c.emulate_i64}")
+    end
+
     mode
   end
 
@@ -117,6 +123,18 @@ defmodule ExmcBench do
     {us, result} = :timer.tc(fun)
     {_, cpu_ms} = :erlang.statistics(:runtime)
     {us, cpu_ms / 1000, result}
+  end
+
+  # With EXMC_DRAWS_FILE set, writes every draw of the trace there, one `name index value` line
+  # each, value in the shortest text that reads back to the same float (runs compare bit for bit).
+  def write_draws(trace) do
+    if path = System.get_env("EXMC_DRAWS_FILE") do
+      lines =
+        for {name, t} <- Enum.sort(trace), {x, i} <- Enum.with_index(Nx.to_flat_list(t)),
+            do: "#{name} #{i} #{inspect(x)}\n"
+
+      File.write!(path, lines)
+    end
   end
 
   # mean and sample sd of a trace's draws, on the host.

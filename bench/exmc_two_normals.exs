@@ -12,7 +12,8 @@
 # :unsupported), so under :vulkan it samples through Exmc.JIT.jit/2: Nx.Defn.Evaluator over
 # the default backend. Prints one RESULT line: wall and CPU seconds of
 # Exmc.NUTS.Sampler.sample/3, the draws' mean ± sd, step size, divergences, and where the
-# time went by nx_vulkan's telemetry (ExmcBench.breakdown/1).
+# time went by nx_vulkan's telemetry (ExmcBench.breakdown/1); EXMC_DRAWS_FILE=path also writes
+# every draw there (ExmcBench.write_draws/1).
 Code.require_file("exmc_common.exs", __DIR__)
 mode = ExmcBench.configure()
 
@@ -34,6 +35,7 @@ ExmcBench.attach_telemetry()
 {us, cpu_s, {trace, stats}} =
   ExmcBench.timed(fn -> Exmc.NUTS.Sampler.sample(ir, %{}, num_warmup: 100, num_samples: 100, seed: 42) end)
 
+ExmcBench.write_draws(trace)
 {am, as} = ExmcBench.mean_sd(trace["a"])
 {bm, bs} = ExmcBench.mean_sd(trace["b"])
 
