@@ -226,6 +226,9 @@ Estimate estimate(const Graph& g, const std::set<NodeId>& members, const std::ve
     e.needed += u.needed * cost;
     e.code += u.copies * code;
     if (!member) continue;
+    const ir::DType t = n.results.size() == 1 ? n.type().dtype : ir::DType::U8;
+    if (t == ir::DType::F64) e.code_f64 += u.copies * code;
+    if (t == ir::DType::S64 || t == ir::DType::U64) e.code_i64 += u.copies * code;
     e.evaluations[n.id] = u.evaluations;
     e.copies[n.id] = u.copies;
     e.loop_steps += u.copies * steps;
@@ -250,7 +253,8 @@ Estimate estimate_kernel(const Node& kernel) { return estimate_body(*kernel.regi
 double excess(const Estimate& e, const KernelBounds& bounds) {
   double x = 0;
   if (e.work > bounds.min_split_work) x = std::max(x, e.duplication() / bounds.max_duplication);
-  if (bounds.max_code > 0) x = std::max(x, e.code / bounds.max_code);
+  const double code = e.code + e.code_f64 * (bounds.emulated_f64_code - 1) + e.code_i64 * (bounds.emulated_i64_code - 1);
+  if (bounds.max_code > 0) x = std::max(x, code / bounds.max_code);
   if (bounds.max_loop_steps > 0) x = std::max(x, e.loop_steps / bounds.max_loop_steps);
   return x;
 }

@@ -26,6 +26,11 @@ struct KernelBounds {
   // Instructions the emitter writes for one kernel (Estimate::code); compile time grows
   // with it, faster than linearly on some drivers. 0: no bound.
   double max_code = 0;
+  // How many instructions one instruction on f64 / s64 / u64 values becomes where the
+  // target computes them in software (codegen/soft64.h; about 270 for an f64 add or
+  // multiply against a handful native, a few for 64-bit integer steps): max_code counts
+  // those kernels' code so.
+  double emulated_f64_code = 1, emulated_i64_code = 1;
   // Loop steps one output element may take in the math library's loops (Estimate::loop_steps);
   // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
   // kernel whose one element needs more cannot be launched at all.
@@ -56,6 +61,7 @@ struct Estimate {
   double work = 0;        // instructions executed per output element, recomputation included
   double needed = 0;      // the same with each member evaluated only where its value is used
   double code = 0;        // instructions emitted (a loop's body once)
+  double code_f64 = 0, code_i64 = 0;  // the part of `code` of members with f64 / s64 or u64 results
   double loop_steps = 0;  // math-library loop steps per output element (reduction loops aside)
   double duplication() const { return needed > 0 ? work / needed : 1; }
 };

@@ -159,5 +159,24 @@ TEST(FusionCost, LongF64MathChainRunsWithinTheLoopLimit) {
   }
 }
 
+// Where f64 is emulated, a chain of f64 arithmetic is split at the code bound that its
+// software form would pass, and the same chain in f32 is not.
+TEST(FusionCost, EmulatedF64CodeCountsAtItsSoftwareSize) {
+  for (const char* t : {"f64", "f32"}) {
+    nlohmann::json nodes = {{{"id", 0}, {"op", "parameter"}, {"type", t}, {"shape", {1000}}, {"attrs", {{"index", 0}}}}};
+    for (int k = 1; k <= 400; ++k)
+      nodes.push_back({{"id", k}, {"op", k % 2 ? "multiply" : "add"}, {"args", {k - 1, 0}}, {"type", t}, {"shape", {1000}}});
+    const ir::Graph g = ir::parse_graph(nlohmann::json{{"version", 1}, {"name", "chain"}, {"nodes", nodes}, {"outputs", {400}}}.dump());
+    const Estimate e = estimate_body(g);
+    EXPECT_GT(e.code, 400);
+    EXPECT_EQ(e.code_f64 > 0, std::string(t) == "f64");
+    KernelBounds native, emulated;
+    native.max_code = emulated.max_code = 20000;
+    emulated.emulated_f64_code = 60;
+    EXPECT_LE(excess(e, native), 1) << t;
+    EXPECT_EQ(excess(e, emulated) > 1, std::string(t) == "f64") << t;
+  }
+}
+
 }  // namespace
 }  // namespace nxv::passes
