@@ -3,12 +3,18 @@
 # A call includes reading the result back to the host, so both sides do the same work.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/nx_bench.exs [--runs 10] [--json FILE]
+#     [--size tiny|million] [--filter chain,add]
 #
-# Sizes are small because the evaluator interprets element by element in Elixir.
-{opts, _, _} = OptionParser.parse(System.argv(), strict: [runs: :integer, json: :string, size: :string])
+# Sizes are small because the evaluator interprets element by element in Elixir; `million`
+# runs the flat rows at 10^6 elements. Under NXV_EMULATE=f64 (or a profile without f64)
+# the f64 rows measure emulated f64.
+{opts, _, _} =
+  OptionParser.parse(System.argv(), strict: [runs: :integer, json: :string, size: :string, filter: :string])
+
 runs = Keyword.get(opts, :runs, 10)
-flat = if opts[:size] == "tiny", do: 4096, else: 262_144
+flat = %{"tiny" => 4096, "million" => 1_000_000}[opts[:size]] || 262_144
 side = if opts[:size] == "tiny", do: 64, else: 512
+filter = if f = opts[:filter], do: String.split(f, ","), else: nil
 
 defmodule Bench.Workloads do
   import Nx.Defn
@@ -68,6 +74,7 @@ workloads =
     {"leapfrog_d8", :f64, &Bench.Workloads.leapfrog/3, [q8, p8, eps]},
     {"leapfrog_d1000", :f64, &Bench.Workloads.leapfrog/3, [q1k, p1k, eps]}
   ])
+  |> Enum.filter(fn {name, _, _, _} -> filter == nil or name in filter end)
 
 median = fn times ->
   sorted = Enum.sort(times)
@@ -81,7 +88,9 @@ end
 
 to_host = fn result -> Nx.Defn.Composite.traverse(result, &Nx.backend_transfer(&1, Nx.BinaryBackend)) end
 
-device = Nx.Vulkan.devices() |> List.first()
+{:ok, device} = Nx.Vulkan.Native.device_info(Nx.Vulkan.Device.get!())
+emulated = Enum.filter([f64: device.caps.emulate_f64, i64: device.caps.emulate_i64], &elem(&1, 1)) |> Keyword.keys()
+IO.puts("# emulated: #{inspect(emulated)}, profile: #{inspect(device.profile)}")
 IO.puts("# Nx.Vulkan on #{device.name} (#{device.driver}) vs Nx.Defn.Evaluator/BinaryBackend, median of #{runs} after warm-up, #{Date.utc_today()}")
 IO.puts("| workload | dtype | evaluator ms | nx_vulkan ms | speed-up |")
 IO.puts("|---|---|---|---|---|")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: unit tests (GoogleTest, incl. the op conformance suite on the default
-# Vulkan device; again under the vulkan-minimum profile and at lavapipe's 4-lane width), lit
+# Vulkan device; again under the vulkan-minimum profile, at lavapipe's 4-lane width, and
+# their 64-bit parts with f64 and s64/u64 emulated), lit
 # tests of the passes and codegen, and the whole Elixir suite, eager and in lazy mode.
 # The Elixir tests that need Nx take it from NX_PATH, else from the Nx 0.7.2 checkout in
 # ../shared beside the project (CI's machines have it); with neither they are skipped with
@@ -18,12 +19,23 @@ status=0
 (cd "$BUILD_DIR" && ctest --output-on-failure) || status=1
 # The unit tests again (label `unit`) as a device with only the spec's required limits and no
 # optional feature, with the validation layer as oracle, and at lavapipe's 4-lane width
-# (docs/portability.md). NXV_CI_PROFILES=0 leaves both out.
+# (docs/portability.md). The profile's run leaves its missing types out rather than
+# emulating them (the emulated runs below cover those). NXV_CI_PROFILES=0 leaves both out.
 if [ "${NXV_CI_PROFILES:-1}" = 1 ]; then
   echo "nx_vulkan: unit tests under NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1"
-  (cd "$BUILD_DIR" && NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1 ctest -L unit --output-on-failure) || status=1
+  (cd "$BUILD_DIR" && NXV_PROFILE=vulkan-minimum NXV_EMULATE=none NXV_VALIDATE=1 ctest -L unit --output-on-failure) || status=1
   echo "nx_vulkan: unit tests at 4 lanes (LP_NATIVE_VECTOR_WIDTH=128)"
   (cd "$BUILD_DIR" && LP_NATIVE_VECTOR_WIDTH=128 ctest -L unit --output-on-failure) || status=1
+fi
+# Emulated 64-bit types (docs/portability.md): the op conformance and sort suites with s64/u64
+# in software, the special values and the f64 math library's accuracy sweep with f64 (and
+# s64/u64) in software. runtime_emulation_test compares every other family with native in
+# the runs above. NXV_CI_EMULATION=0 leaves them out.
+if [ "${NXV_CI_EMULATION:-1}" = 1 ]; then
+  echo "nx_vulkan: conformance and sorts under NXV_EMULATE=i64"
+  (cd "$BUILD_DIR" && NXV_EMULATE=i64 ctest -L unit -R '^(Conformance|SortDevice)\.' --output-on-failure) || status=1
+  echo "nx_vulkan: special values and the f64 math library under NXV_EMULATE=f64,i64"
+  (cd "$BUILD_DIR" && NXV_EMULATE=f64,i64 ctest -L unit -R '^(SpecialValues\.|CodegenMath\.F64)' --output-on-failure) || status=1
 fi
 # The Mix compiler task builds the NIF in the tree just built rather than configuring its own
 # (the path resolved here: inside the subshell, after cd, it would name elixir/build).
