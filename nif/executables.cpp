@@ -18,8 +18,8 @@ ERL_NIF_TERM make_type_list(ErlNifEnv* env, const std::vector<ir::TensorType>& t
 
 }  // namespace
 
-// compile(device, json, pipeline, precision): precision "highest", "high" or "default"
-// (codegen::Precision)
+// compile(device, json, pipeline, precision, emulate): precision "highest", "high" or
+// "default" (codegen::Precision); emulate "", "f64", "i64" or "f64,i64" (CompileOptions)
 ERL_NIF_TERM compile(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
   return guarded(env, [&] {
     auto& device = get_resource<DeviceResource>(env, argv[0], "device").device;
@@ -27,6 +27,7 @@ ERL_NIF_TERM compile(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     runtime::CompileOptions opts;
     for (ERL_NIF_TERM pass : get_list(env, argv[2], "pipeline")) opts.pipeline.push_back(get_string(env, pass, "pass"));
     opts.precision = codegen::parse_precision(get_string(env, argv[3], "precision"));
+    opts.emulate = get_string(env, argv[4], "emulate");
     ir::Graph graph = ir::parse_graph(json);
     auto executable = runtime::Executable::compile(device, graph, opts);
     return ok(env, make_resource(env, std::make_unique<ExecutableResource>(ExecutableResource{executable})));

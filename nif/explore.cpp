@@ -1,4 +1,4 @@
-// explore(device, json, pipeline, precision): what `nxv explore` shows (cli/main.cpp), as terms:
+// explore(device, json, pipeline, precision, emulate): what `nxv explore` shows (cli/main.cpp), as terms:
 // the graph as read, the graph after each pass, each kernel's launch, SPIR-V disassembly
 // and GLSL view, and the number of dispatches. Used by Nx.Vulkan.explain/3.
 #include "codegen/kernel.h"
@@ -50,8 +50,10 @@ ERL_NIF_TERM explore(ErlNifEnv* env, int, const ERL_NIF_TERM argv[]) {
     ir::Graph g = ir::parse_graph(json);
     ERL_NIF_TERM source = binary(env, ir::write_graph(g));
     std::vector<ERL_NIF_TERM> stages;
-    codegen::DeviceCaps caps = device->info().caps;
-    caps.f32_products = codegen::parse_precision(get_string(env, argv[3], "precision"));
+    runtime::CompileOptions opts;
+    opts.precision = codegen::parse_precision(get_string(env, argv[3], "precision"));
+    opts.emulate = get_string(env, argv[4], "emulate");
+    const codegen::DeviceCaps caps = runtime::compile_caps(device->info(), opts);
     passes::PassManager pm(pipeline, codegen::kernel_bounds(caps));
     pm.set_observer([&](const std::string& pass, const ir::Graph& after) {
       stages.push_back(enif_make_tuple2(env, binary(env, pass), binary(env, ir::write_graph(after))));

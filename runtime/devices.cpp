@@ -273,6 +273,28 @@ void restrict_device(DeviceInfo& info, const Profile& p) {
   info.profile = p.name;
 }
 
+namespace {
+void emulate_types(codegen::DeviceCaps& caps, bool f64, bool i64) {
+  caps.emulate_f64 = f64 || !caps.float64 || caps.emulate_f64;
+  caps.emulate_i64 = i64 || !caps.int64 || caps.emulate_i64;
+  if (caps.emulate_f64) caps.float64 = false;
+  if (caps.emulate_i64) caps.int64 = false;
+}
+}  // namespace
+
+codegen::DeviceCaps compile_caps(const DeviceInfo& device, const CompileOptions& opts) {
+  codegen::DeviceCaps caps = device.caps;
+  if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+  caps.f32_products = opts.precision;
+  if (opts.emulate.empty()) return caps;
+  const bool f64 = opts.emulate == "f64" || opts.emulate == "f64,i64" || opts.emulate == "i64,f64";
+  const bool i64 = opts.emulate == "i64" || opts.emulate == "f64,i64" || opts.emulate == "i64,f64";
+  if (!f64 && !i64)
+    throw Error(Error::Kind::InvalidArgument, "emulate: '" + opts.emulate + "' is none of f64, i64, f64,i64 (a compile option only adds emulated types)");
+  emulate_types(caps, f64, i64);
+  return caps;
+}
+
 void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
   bool f64 = false, i64 = false, automatic = emulate.empty(), none = false;
   size_t start = 0;
@@ -290,10 +312,7 @@ void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
   if (none && (f64 || i64 || automatic))
     throw Error(Error::Kind::InvalidArgument, "emulate: 'none' cannot go with others (in '" + emulate + "')");
   if (none) return;
-  caps.emulate_f64 = f64 || !caps.float64;
-  caps.emulate_i64 = i64 || !caps.int64;
-  if (caps.emulate_f64) caps.float64 = false;
-  if (caps.emulate_i64) caps.int64 = false;
+  emulate_types(caps, f64, i64);
 }
 
 namespace {

@@ -243,9 +243,7 @@ class ExecutableImpl : public Executable {
   ExecutableImpl(std::shared_ptr<DeviceImpl> dev, ir::Graph source, std::vector<ir::TensorType> inputs,
                  const CompileOptions& opts)
       : dev_(std::move(dev)), source_(std::move(source)), lowered_(source_), inputs_(std::move(inputs)) {
-    codegen::DeviceCaps caps = dev_->info().caps;
-    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
-    caps.f32_products = opts.precision;
+    const codegen::DeviceCaps caps = compile_caps(dev_->info(), opts);
     passes::PassManager pm(opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline, codegen::kernel_bounds(caps));
     pm.run(lowered_);
     for (const auto* p : lowered_.parameters()) {
@@ -560,9 +558,7 @@ class ExecutableImpl : public Executable {
   // loop is then driven from the host as before).
   std::shared_ptr<SerialStep> serial_step(const ir::Node& n, const CompileOptions& opts) {
     const auto pipeline = opts.pipeline.empty() ? passes::default_pipeline() : opts.pipeline;
-    codegen::DeviceCaps caps = dev_->info().caps;
-    if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
-    caps.f32_products = opts.precision;
+    const codegen::DeviceCaps caps = compile_caps(dev_->info(), opts);
     // The passes only take control flow away (and bring it up only from loops and conds
     // already there): a loop whose regions hold none is not lowered again here.
     if (!has_control_flow(*n.regions.at("condition")) && !has_control_flow(*n.regions.at("body"))) return nullptr;
@@ -849,6 +845,7 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   key += "\nvendor " + std::to_string(opts.as_vendor);
   if (!opts.serial_loops) key += "\nno serial loops";
   key += "\nprecision " + codegen::to_string(opts.precision);
+  key += "\nemulate " + opts.emulate;
   key = content_hash(key.data(), key.size(), dev->info().name + dev->options().device);
   {
     std::lock_guard<std::mutex> lock(cache_mutex);

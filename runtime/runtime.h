@@ -161,7 +161,14 @@ struct CompileOptions {
   // How f32 dots may compute on cooperative matrices (codegen::Precision); Highest, exact f32,
   // unless asked. Ignored on devices without bf16 cooperative matrices.
   codegen::Precision precision = codegen::Precision::Highest;
+  // 64-bit types this executable's kernels compute in software besides those the device
+  // emulates (RuntimeOptions::emulate): "", "f64", "i64" or "f64,i64".
+  std::string emulate;
 };
+
+// The caps an executable's kernels are generated for: the device's, with `opts`' vendor,
+// precision and emulated types (an Error naming a bad `emulate`).
+codegen::DeviceCaps compile_caps(const DeviceInfo& device, const CompileOptions& opts);
 
 struct RunStats {
   double wall_ms = 0;      // the whole call

@@ -21,6 +21,10 @@ defmodule Nx.Vulkan do
       cooperative matrices (NVIDIA's tensor cores) have the faster paths, for dots whose
       operands are kernel inputs; elsewhere (convolutions too) the option is accepted and
       f32 stays exact. See `docs/numerics.md`.
+    * `:emulate` - 64-bit types to compute in software on 32-bit words, `[:f64]`, `[:i64]` or
+      `[:f64, :i64]` (default `[]`), besides those the device emulates (`Nx.Vulkan.Device`'s
+      `:emulate`, by default the types it lacks): the same results, to test or measure
+      what a device without them runs. See `docs/portability.md`.
     * `:output` - `:device` (default) or `:host` (`Nx.BinaryBackend` tensors)
     * `:cache` - `false` to trace and compile on every call
     * `:devices` - which devices `__partitions_options__/1` (`Nx.Serving`'s
@@ -75,7 +79,8 @@ defmodule Nx.Vulkan do
     * `:lowered` - the JSON IR after the runtime's pass pipeline
     * `:spirv`, `:glsl` - the kernels, `[{name, text}]` (SPIR-V disassembly, or a GLSL view)
 
-  Also takes the compiler's `:device`, `:pipeline` and `:precision` options. Nothing is run.
+  Also takes the compiler's `:device`, `:pipeline`, `:precision` and `:emulate` options.
+  Nothing is run.
   """
   def explain(fun, args, opts \\ []) do
     expr = Nx.Defn.debug_expr_apply(fun, args)
@@ -84,7 +89,7 @@ defmodule Nx.Vulkan do
     {graph, _used} = IR.build(List.to_tuple([expr | hook_values]), build_opts)
     json = JSON.encode(graph)
     precision = precision(opts)
-    explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts), precision)) end
+    explore = fn -> Error.unwrap!(Native.explore(Device.get!(opts), json, pipeline(opts), precision, emulate(opts))) end
 
     case Keyword.get(opts, :stage, :all) do
       :all ->
@@ -125,7 +130,11 @@ defmodule Nx.Vulkan do
 
   # The code generator's choice for the device (codegen/targets/launch.cpp); the serialiser
   # makes the same one for the factorisations it inlines.
-  defp f32_in_f64?(opts), do: Error.unwrap!(Native.device_info(Device.get!(opts))).caps.computes_f32_in_f64
+  # (not where the compile option emulates f64: codegen then computes f32 in f32).
+  defp f32_in_f64?(opts) do
+    Error.unwrap!(Native.device_info(Device.get!(opts))).caps.computes_f32_in_f64 and
+      :f64 not in List.wrap(Keyword.get(opts, :emulate, []))
+  end
 
   @doc """
   Computes the pending work of the lazy `Nx.Vulkan.Backend` tensors in `container` (a
@@ -228,8 +237,21 @@ defmodule Nx.Vulkan do
     end
   end
 
-  # What the native compiler takes besides the graph: the pass pipeline and the precision.
-  defp native(opts), do: {pipeline(opts), precision(opts)}
+  defp emulate(opts) do
+    types = List.wrap(Keyword.get(opts, :emulate, []))
+
+    case Enum.uniq(types) -- [:f64, :i64] do
+      [] ->
+        Enum.filter([:f64, :i64], &(&1 in types)) |> Enum.join(",")
+
+      other ->
+        raise ArgumentError, "unknown :emulate types #{inspect(other)}, expected a list of :f64 and :i64"
+    end
+  end
+
+  # What the native compiler takes besides the graph: the pass pipeline, the precision and
+  # the emulated types.
+  defp native(opts), do: {pipeline(opts), precision(opts), emulate(opts)}
 
   defp cached_compile(key, vars, fun, hooks, config, native, cache?) do
     args_key =
@@ -249,7 +271,7 @@ defmodule Nx.Vulkan do
     end
   end
 
-  defp compile_expr(key, vars, fun, hooks, config, {pipeline, precision}) do
+  defp compile_expr(key, vars, fun, hooks, config, {pipeline, precision, emulate}) do
     {eval_time, traced} =
       :timer.tc(fn ->
         expr = fun.(vars)
@@ -259,7 +281,8 @@ defmodule Nx.Vulkan do
             {:host_driven, expr}
 
           {callbacks, hook_values} ->
-            build_opts = [name: graph_name(key), f32_in_f64: f32_in_f64?(config)]
+            f32_in_f64 = f32_in_f64?(config) and not String.contains?(emulate, "f64")
+            build_opts = [name: graph_name(key), f32_in_f64: f32_in_f64]
             {graph, used} = IR.build(List.to_tuple([expr | hook_values]), build_opts)
             {expr, graph, used, Enum.zip(callbacks, Enum.map(hook_values, &Nx.to_template/1))}
         end
@@ -279,7 +302,7 @@ defmodule Nx.Vulkan do
             if graph.outputs == [] do
               nil
             else
-              Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline, precision))
+              Error.unwrap!(Native.compile(Device.get!(config), JSON.encode(graph), pipeline, precision, emulate))
             end
           end)
 

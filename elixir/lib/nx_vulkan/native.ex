@@ -43,11 +43,12 @@ defmodule Nx.Vulkan.Native do
   def trim(_device), do: :erlang.nif_error(:not_loaded)
 
   @doc """
-  Compiles JSON IR text with a pass pipeline (`[]` for the default) and a precision for f32
-  dots, `"highest"` (exact), `"high"` or `"default"` (see `Nx.Vulkan`'s `:precision`).
+  Compiles JSON IR text with a pass pipeline (`[]` for the default), a precision for f32
+  dots, `"highest"` (exact), `"high"` or `"default"` (see `Nx.Vulkan`'s `:precision`), and
+  64-bit types to emulate besides the device's, `""`, `"f64"`, `"i64"` or `"f64,i64"`.
   """
-  def compile(device, json, pipeline, precision \\ "highest")
-  def compile(_device, _json, _pipeline, _precision), do: :erlang.nif_error(:not_loaded)
+  def compile(device, json, pipeline, precision \\ "highest", emulate \\ "")
+  def compile(_device, _json, _pipeline, _precision, _emulate), do: :erlang.nif_error(:not_loaded)
 
   @doc "`%{inputs: [{type, shape}], outputs: [{type, shape}], kernels: n, lowered: json}`."
   def executable_info(_executable), do: :erlang.nif_error(:not_loaded)
@@ -61,8 +62,8 @@ defmodule Nx.Vulkan.Native do
   kernels: [%{name:, fused:, spirv:, glsl:, validation:}], dispatches: n}` (kernels of
   `while`/`cond` regions included; `dispatches` counts kernels, not loop iterations).
   """
-  def explore(device, json, pipeline, precision \\ "highest")
-  def explore(_device, _json, _pipeline, _precision), do: :erlang.nif_error(:not_loaded)
+  def explore(device, json, pipeline, precision \\ "highest", emulate \\ "")
+  def explore(_device, _json, _pipeline, _precision, _emulate), do: :erlang.nif_error(:not_loaded)
 
   @doc """
   Runs an executable. Each input is a buffer or `{type, shape, binary}`;
