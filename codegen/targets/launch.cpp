@@ -77,6 +77,10 @@ passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
 }
 
 MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
+  // An emulated multiply-add is hundreds of instructions: a product is bound by them, not by
+  // the loads tiles share, and a tile's unrolled register block would be a module of tens of
+  // thousands (lavapipe took 10 s to compile a 1024^2 f64 dot's). One element per loop.
+  if (s.scalar_reads) return {};
   switch (caps.vendor()) {
     case Vendor::Lavapipe: return matmul_tiles_lavapipe(caps, s);
     case Vendor::Nvidia: return matmul_tiles_nvidia(caps, s);
