@@ -37,27 +37,35 @@ class NarrowOperands : public Pass {
       }
       const int64_t axis = n.attrs.value("axis", int64_t(0));
       std::vector<NodeId> level = n.args;
-      std::map<NodeId, ir::Shape> shapes;
-      for (NodeId a : level) shapes[a] = g.node(a).type().shape;
+      std::map<NodeId, ir::TensorType> types;
+      for (NodeId a : level) types[a] = g.node(a).type();
       bool stacked = n.op == "stack";
       while (level.size() > max_operands) {
         std::vector<NodeId> groups;
         for (size_t i = 0; i < level.size(); i += max_operands) {
           std::vector<NodeId> args(level.begin() + i, level.begin() + std::min(level.size(), i + max_operands));
-          ir::Shape s = shapes[args[0]];
+          if (args.size() == 1 && !stacked) {  // a value left over joins the next level as it is
+            groups.push_back(args[0]);
+            continue;
+          }
+          ir::Shape s = types[args[0]].shape;
+          // Operands of mixed types are merged as Nx merges them; a group of integers among
+          // floats stays integer until the join above it.
+          ir::DType t = types[args[0]].dtype;
+          for (NodeId a : args) t = ir::merge_types(t, types[a].dtype);
           if (stacked) {
             s.insert(s.begin() + axis, int64_t(args.size()));
           } else {
             s[size_t(axis)] = 0;
-            for (NodeId a : args) s[size_t(axis)] += shapes[a][size_t(axis)];
+            for (NodeId a : args) s[size_t(axis)] += types[a].shape[size_t(axis)];
           }
           Node m;
           m.id = next++;
           m.op = stacked ? "stack" : "concatenate";
           m.args = std::move(args);
-          m.results = {{n.type().dtype, s}};
+          m.results = {{t, s}};
           m.attrs = {{"axis", axis}};
-          shapes[m.id] = s;
+          types[m.id] = {t, s};
           groups.push_back(m.id);
           out.push_back(std::move(m));
         }
