@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "passes/fusion_cost.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -24,14 +25,18 @@ class NarrowOperands : public Pass {
   void run(ir::Graph& g) override {
     // Leaves room in a kernel for the result and for a few more inputs fused in beside.
     const size_t max_operands = std::max<size_t>(2, bounds_.max_bindings / 2);
+    std::set<NodeId> all;
+    for (const auto& n : g.nodes) all.insert(n.id);
     std::vector<Node> out;
     NodeId next = g.next_id();
     for (Node n : g.nodes) {  // copies: the groups' operand types are looked up in g
-      // A value read several times, or a literal, takes no binding of its own.
+      // A value read several times, or a literal, takes no binding of its own; nor do the
+      // operands of a stack of slices of one value (a window's elements), which the kernel
+      // reads from that value.
       std::set<NodeId> read;
       for (NodeId a : n.args)
         if (g.node(a).op != "constant") read.insert(a);
-      if ((n.op != "concatenate" && n.op != "stack") || read.size() <= max_operands) {
+      if ((n.op != "concatenate" && n.op != "stack") || read.size() <= max_operands || common_source(n, g, all)) {
         out.push_back(std::move(n));
         continue;
       }
