@@ -86,15 +86,19 @@ struct IndexOps {
   std::function<const ir::Node&(size_t)> arg;
 
   Id c(int64_t v) { return e.u32c(uint64_t(v)); }
-  // A scalar integer argument (a dynamic start) clamped to [0, hi], as u32.
+  // A dynamic start (a scalar integer argument, or an element of a vector of them) clamped
+  // to [0, hi], as u32.
   Id dynamic_start(const nlohmann::json& spec, int64_t hi) {
     if (spec.is_number_integer()) return c(std::clamp<int64_t>(spec.get<int64_t>(), 0, hi));
     if (!spec.is_object() || !spec.contains("arg")) throw ir::IrError(node, "bad start entry " + spec.dump());
     const ir::Node& s = arg(spec["arg"].get<size_t>());
     DType t = s.type().dtype;
-    if (!ir::is_integer(t) || !s.type().shape.empty())
-      throw ir::IrError(node, "dynamic start must be a scalar integer, got " + ir::to_string(s.type()));
-    return e.clamped_index(e.value(s, e.index_from_dims({}, {})), t, hi);
+    const bool element = spec.contains("element");
+    if (!ir::is_integer(t) || s.type().shape.size() != (element ? 1u : 0u))
+      throw ir::IrError(node, "dynamic start " + spec.dump() + " must name " +
+                                  (element ? "a one-dimensional" : "a scalar") + " integer, got " + ir::to_string(s.type()));
+    Index at = element ? e.index_from_dims(s.type().shape, {c(spec["element"].get<int64_t>())}) : e.index_from_dims({}, {});
+    return e.clamped_index(e.value(s, std::move(at)), t, hi);
   }
 };
 }  // namespace

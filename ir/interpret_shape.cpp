@@ -29,9 +29,11 @@ int64_t start_at(const Node& n, const Args& args, size_t k, int64_t dim, int64_t
     v = s.get<int64_t>();
   } else if (s.is_object() && s.contains("arg") && s["arg"].is_number_integer()) {
     const int64_t a = s["arg"].get<int64_t>();
-    if (a < 0 || size_t(a) >= args.size() || args[a]->type.num_elements() != 1 || !is_integer(args[a]->type.dtype))
-      throw IrError(n, "start " + s.dump() + " does not name a scalar integer argument");
-    v = index_at(*args[a], 0);
+    const int64_t element = s.contains("element") && s["element"].is_number_integer() ? s["element"].get<int64_t>() : 0;
+    if (a < 0 || size_t(a) >= args.size() || element < 0 || element >= args[a]->type.num_elements() ||
+        !is_integer(args[a]->type.dtype))
+      throw IrError(n, "start " + s.dump() + " does not name an integer argument's element");
+    v = index_at(*args[a], element);
   } else {
     throw IrError(n, "a start must be an integer or {\"arg\": k}, got " + s.dump());
   }

@@ -301,7 +301,8 @@ class Verifier {
     }
   }
 
-  // Slice starts: per axis an integer or {"arg": k} naming a scalar integer argument.
+  // Slice starts: per axis an integer, {"arg": k} naming a scalar integer argument, or
+  // {"arg": k, "element": i}: element i of a one-dimensional integer argument.
   void starts(const Node& n, const TensorType& x, size_t first_dynamic) {
     if (!n.attrs.contains("start") || !n.attrs["start"].is_array() || n.attrs["start"].size() != x.shape.size())
       throw IrError(n, "attrs.start must have one entry per axis of " + to_string(x));
@@ -311,12 +312,21 @@ class Verifier {
         continue;
       }
       if (!s.is_object() || !s.contains("arg") || !s["arg"].is_number_integer())
-        throw IrError(n, "a start must be an integer or {\"arg\": k}, got " + s.dump());
+        throw IrError(n, "a start must be an integer, {\"arg\": k} or {\"arg\": k, \"element\": i}, got " + s.dump());
       int64_t k = s["arg"];
       if (k < int64_t(first_dynamic) || size_t(k) >= n.args.size())
         throw IrError(n, "start {\"arg\": " + std::to_string(k) + "} does not name a start argument");
       const auto& st = arg_type(n, k);
-      if (!st.shape.empty() || !is_integer(st.dtype)) throw IrError(n, "a dynamic start must be a scalar integer, got " + to_string(st));
+      if (!s.contains("element")) {
+        if (!st.shape.empty() || !is_integer(st.dtype))
+          throw IrError(n, "a dynamic start must be a scalar integer, got " + to_string(st));
+        continue;
+      }
+      const auto& e = s["element"];
+      if (st.shape.size() != 1 || !is_integer(st.dtype) || !e.is_number_integer() || e.get<int64_t>() < 0 ||
+          e.get<int64_t>() >= st.shape[0])
+        throw IrError(n, "start " + s.dump() + " needs an element of a one-dimensional integer argument, got " +
+                             to_string(st));
     }
   }
 

@@ -120,6 +120,8 @@ double needed_fraction(const Node& user, size_t k, const Graph& g) {
   return 1;
 }
 
+}  // namespace
+
 // A concatenate's or stack's operands that are chains of one-read index maps of one value
 // read that value once (Emitter::select_common_source): the value, or nullptr.
 const Node* common_source(const Node& n, const Graph& g, const std::set<NodeId>& members) {
@@ -136,6 +138,8 @@ const Node* common_source(const Node& n, const Graph& g, const std::set<NodeId>&
       return s;
   return nullptr;
 }
+
+namespace {
 
 // One distinct index a node is read at, and what it costs: evaluations per output element,
 // code copies, and evaluations where its value is used.

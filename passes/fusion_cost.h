@@ -66,6 +66,10 @@ struct Estimate {
   double duplication() const { return needed > 0 ? work / needed : 1; }
 };
 
+// A concatenate's or stack's operands that are chains of index maps (through `members`) of
+// one value read that value once (Emitter::select_common_source): the value, or nullptr.
+const ir::Node* common_source(const ir::Node& n, const ir::Graph& g, const std::set<ir::NodeId>& members);
+
 // The estimate for a kernel that computes `roots` (all of one shape, or reductions into
 // it) from `members` (which include the roots); other nodes they read are buffers.
 Estimate estimate(const ir::Graph& g, const std::set<ir::NodeId>& members, const std::vector<ir::NodeId>& roots);

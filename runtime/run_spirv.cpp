@@ -2,7 +2,9 @@
 #include <spirv/unified1/spirv.hpp>
 
 #include <chrono>
+#include <map>
 #include <set>
+#include <string>
 
 #include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
@@ -13,27 +15,36 @@ namespace {
 [[noreturn]] void reject(const std::string& why) { throw Error(Error::Kind::InvalidArgument, "run_spirv: " + why); }
 
 // Capabilities a module may declare: the shader core, and those whose device features
-// DeviceImpl enabled because DeviceCaps reports them.
-std::set<uint32_t> allowed_capabilities(const codegen::DeviceCaps& c) {
-  std::set<uint32_t> ok{spv::CapabilityShader, spv::CapabilityMatrix};
-  auto allow_if = [&](bool have, std::initializer_list<spv::Capability> caps) {
-    if (have) ok.insert(caps.begin(), caps.end());
+// DeviceImpl enabled because DeviceCaps reports them. `needs` names the feature each optional
+// one (the last of each group below) comes with, for the error that refuses it.
+struct Capabilities {
+  std::set<uint32_t> allowed{spv::CapabilityShader, spv::CapabilityMatrix};
+  std::map<uint32_t, std::string> needs;
+};
+
+Capabilities capabilities(const codegen::DeviceCaps& c) {
+  Capabilities out;
+  auto allow_if = [&](bool have, const char* feature, std::initializer_list<spv::Capability> caps) {
+    out.needs.emplace(*(caps.end() - 1), feature);
+    if (have) out.allowed.insert(caps.begin(), caps.end());
   };
-  allow_if(c.float64, {spv::CapabilityFloat64});
-  allow_if(c.int64, {spv::CapabilityInt64});
-  allow_if(c.int16, {spv::CapabilityInt16});
-  allow_if(c.int8, {spv::CapabilityInt8});
-  allow_if(c.float16, {spv::CapabilityFloat16});
-  allow_if(c.storage_buffer_16bit, {spv::CapabilityStorageBuffer16BitAccess});
-  allow_if(c.storage_buffer_8bit, {spv::CapabilityStorageBuffer8BitAccess});
-  allow_if(c.subgroup_arithmetic, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformArithmetic});
-  allow_if(c.subgroup_shuffle, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformShuffle});
-  allow_if(c.subgroup_ballot, {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformBallot});
+  allow_if(c.float64, "shaderFloat64", {spv::CapabilityFloat64});
+  allow_if(c.int64, "shaderInt64", {spv::CapabilityInt64});
+  allow_if(c.int16, "shaderInt16", {spv::CapabilityInt16});
+  allow_if(c.int8, "shaderInt8", {spv::CapabilityInt8});
+  allow_if(c.float16, "shaderFloat16", {spv::CapabilityFloat16});
+  allow_if(c.storage_buffer_16bit, "storageBuffer16BitAccess", {spv::CapabilityStorageBuffer16BitAccess});
+  allow_if(c.storage_buffer_8bit, "storageBuffer8BitAccess", {spv::CapabilityStorageBuffer8BitAccess});
+  allow_if(c.subgroup_arithmetic, "subgroup arithmetic",
+           {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformArithmetic});
+  allow_if(c.subgroup_shuffle, "subgroup shuffles", {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformShuffle});
+  allow_if(c.subgroup_ballot, "subgroup ballots", {spv::CapabilityGroupNonUniform, spv::CapabilityGroupNonUniformBallot});
   // The float controls this compiler's own modules declare (codegen: declare_float_controls).
   allow_if(c.preserve_signed_zero_inf_nan_f32 || c.preserve_signed_zero_inf_nan_f64,
-           {spv::CapabilitySignedZeroInfNanPreserve});
-  allow_if(c.preserve_denorms_f32 || c.preserve_denorms_f64, {spv::CapabilityDenormPreserve});
-  return ok;
+           "shaderSignedZeroInfNanPreserveFloat32/64", {spv::CapabilitySignedZeroInfNanPreserve});
+  allow_if(c.preserve_denorms_f32 || c.preserve_denorms_f64, "shaderDenormPreserveFloat32/64",
+           {spv::CapabilityDenormPreserve});
+  return out;
 }
 
 void check_interface(const codegen::ModuleInterface& m, const codegen::DeviceCaps& caps, size_t buffers,
@@ -55,11 +66,14 @@ void check_interface(const codegen::ModuleInterface& m, const codegen::DeviceCap
   if (launch.push_constants.size() > kMaxPushConstantBytes)
     reject(std::to_string(launch.push_constants.size()) + " bytes of push constants; at most " +
            std::to_string(kMaxPushConstantBytes));
-  const auto ok = allowed_capabilities(caps);
-  for (uint32_t c : m.capabilities)
-    if (!ok.count(c))
-      reject("the module declares SPIR-V capability " + std::to_string(c) + ", which " + caps.name +
-             " does not offer or nx_vulkan does not enable");
+  const auto offered = capabilities(caps);
+  for (uint32_t c : m.capabilities) {
+    if (offered.allowed.count(c)) continue;
+    auto need = offered.needs.find(c);
+    reject("the module declares SPIR-V capability " + std::to_string(c) +
+           (need == offered.needs.end() ? "" : " (the device's " + need->second + ")") + ", which " + caps.name +
+           " does not offer or nx_vulkan does not enable");
+  }
   const uint64_t invocations = uint64_t(m.workgroup_size[0]) * m.workgroup_size[1] * m.workgroup_size[2];
   if (invocations > caps.max_workgroup_invocations)
     reject("workgroups of " + std::to_string(invocations) + " invocations; " + caps.name + " allows " +

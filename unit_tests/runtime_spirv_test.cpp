@@ -159,5 +159,30 @@ TEST_F(RunSpirv, MismatchesAreErrorsNamingThem) {
   expect_error(other_name, in, chain_types(4), ok, "no GLCompute entry point named \"main\"");
 }
 
+// Modules from elsewhere are not emulated: on a device without f64 (a profile's, here) the
+// f64 shader is refused up front, naming the capability and the feature it needs.
+TEST(RunSpirvWithoutF64, TheModuleIsRefusedNamingTheFeature) {
+  RuntimeOptions opts;
+  opts.robust_buffer_access = true;
+  opts.profile = "vulkan-minimum";
+  auto dev = Device::open(opts);
+  ASSERT_FALSE(dev->info().caps.float64);
+  Model m{5, 0.5, 2.0, {1.0, -0.5, 2.0, 0.25, 1.5, 3.0, -1.0}, {1.0, 0.5, 2.0, 1.5, 0.75}};
+  std::vector<BufferPtr> in;
+  for (size_t n : {size_t(m.d), size_t(m.d), m.obs.size() + m.d}) {
+    std::vector<double> zeros(n);
+    in.push_back(dev->upload({ir::DType::F64, {int64_t(n)}}, zeros.data(), n * 8));
+  }
+  ir::TensorType qd{ir::DType::F64, {int64_t(4 * m.d)}};
+  try {
+    run_spirv(dev, assemble("leapfrog_normal_f64.spvasm"), in, {qd, qd, qd, {ir::DType::F64, {4}}},
+              {push_block(4, m, 0.1), {1, 1, 1}});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("capability 10 (the device's shaderFloat64)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace nxv::runtime

@@ -1,15 +1,15 @@
 defmodule Nx.Vulkan.ProfileTest do
   # Device profiles through the application environment (`config :nx_vulkan, profile:`) and
   # $NXV_PROFILE: the device that opens is restricted, graphs it cannot run raise naming the
-  # feature, bad profiles raise Nx.Vulkan.Error naming the field. Not async: it changes the
-  # application environment and the OS environment.
+  # feature unless emulated, bad profiles raise Nx.Vulkan.Error naming the field. Not async: it
+  # changes the application environment and the OS environment.
   use ExUnit.Case, async: false
 
   alias Nx.Vulkan.{Device, Error, JSON, Native}
 
   setup do
-    previous = Application.get_env(:nx_vulkan, :profile)
-    on_exit(fn -> Application.put_env(:nx_vulkan, :profile, previous) end)
+    previous = for key <- [:profile, :emulate], do: {key, Application.get_env(:nx_vulkan, key)}
+    on_exit(fn -> for {key, value} <- previous, do: Application.put_env(:nx_vulkan, key, value) end)
   end
 
   defp f64_add(n) do
@@ -26,8 +26,18 @@ defmodule Nx.Vulkan.ProfileTest do
 
   defp f64(list), do: for(x <- list, into: <<>>, do: <<x::float-64-little>>)
 
+  # Doubles each of 1000 f64 values on `device` and checks every result bit for bit.
+  defp assert_f64_add_runs(device) do
+    exe = Error.unwrap!(Native.compile(device, f64_add(1000), []))
+    xs = Enum.map(1..1000, &(&1 * 0.25))
+    assert {:ok, {[out], _stats}} = Native.run(exe, [{"f64", [1000], f64(xs)}], :binaries)
+    assert out == f64(Enum.map(xs, &(&1 + &1)))
+  end
+
   test "config :nx_vulkan, profile: restricts the device and what its graphs may use" do
     Application.put_env(:nx_vulkan, :profile, "vulkan-minimum")
+    # Without emulation the f64 graph needs the feature the profile takes away.
+    Application.put_env(:nx_vulkan, :emulate, "none")
     device = Device.get!(cache_dir: "none")
     info = Error.unwrap!(Native.device_info(device))
     assert info.profile == "vulkan_minimum"
@@ -40,17 +50,18 @@ defmodule Nx.Vulkan.ProfileTest do
     assert {:error, {_kind, message}} = Native.compile(device, f64_add(100), [])
     assert message =~ "f64 needs the device's shaderFloat64 feature"
 
+    # With emulation as by default ("auto") the restricted device computes it in software.
+    Application.put_env(:nx_vulkan, :emulate, "auto")
+    emulating = Device.get!(cache_dir: "none")
+    caps = Error.unwrap!(Native.device_info(emulating)).caps
+    assert {caps.float64, caps.emulate_f64, caps.emulate_i64} == {false, true, true}
+    assert_f64_add_runs(emulating)
+
     # Without the profile the same graph runs where the device has f64 (lavapipe does).
     Application.put_env(:nx_vulkan, :profile, "none")
     plain = Device.get!(cache_dir: "none")
     refute plain == device
-
-    if Error.unwrap!(Native.device_info(plain)).caps.float64 do
-      exe = Error.unwrap!(Native.compile(plain, f64_add(1000), []))
-      xs = Enum.map(1..1000, &(&1 * 0.25))
-      assert {:ok, {[out], _stats}} = Native.run(exe, [{"f64", [1000], f64(xs)}], :binaries)
-      assert out == f64(Enum.map(xs, &(&1 + &1)))
-    end
+    if Error.unwrap!(Native.device_info(plain)).caps.float64, do: assert_f64_add_runs(plain)
   end
 
   test "a bad profile raises Nx.Vulkan.Error naming the field and file" do

@@ -233,9 +233,15 @@ defmodule Nx.Vulkan.ControlFlowTest do
     on_exit(fn -> :telemetry.detach(id) end)
     assert_matches_evaluator(&push_all/3, [keys, candidates, 9], atol: 0, rtol: 0)
     assert_received {:submits, submits}
-    assert submits <= 3
+    serial? = Enum.any?(kernel_names(&push_all/3, [keys, candidates, 9]), &(&1 =~ "serial_while"))
 
-    assert Enum.any?(kernel_names(&push_all/3, [keys, candidates, 9]), &(&1 =~ "serial_while"))
+    # The serial kernel binds the loops' state (a buffer per loop value), control words and
+    # scratch: on a device of fewer than 8 storage buffers per kernel (the spec's minimum of
+    # 4: vulkan-minimum, mali-g78) the loops run from the host instead, and only match.
+    if serial? or device_caps().max_storage_buffers >= 8 do
+      assert serial?
+      assert submits <= 3
+    end
   end
 
   defn(endless(x), do: while(x, Nx.all(x > -1.0e30), do: x + 1))
@@ -285,7 +291,9 @@ defmodule Nx.Vulkan.ControlFlowTest do
   end
 
   # f32 normals are exact where the device computes f32 as Nx.BinaryBackend does (its
-  # erf_inv included).
+  # erf_inv included). Where f64 is emulated (mali-g78) the f64 normals' kernels take 25 s
+  # alone on 2 loaded cores, past a minute beside the other async tests.
+  @tag timeout: 300_000
   test "Nx.Random.normal" do
     key = Nx.Random.key(1234)
     tol = if computes_f32_in_f64?(), do: [atol: 0, rtol: 0], else: [rtol: 1.0e-4, atol: 1.0e-5]

@@ -149,6 +149,10 @@ defmodule Nx.Vulkan.ScalingTest do
     assert_scales("while", loop, &[f32({&1})], 1000)
   end
 
+  # Under mali-g78 the f32[10000, 64] x f32[64, 16] dot gets 128x64x32 tiles of 16x8 per
+  # invocation, subgroup broadcast, vectors of 4 (11,000 lines of SPIR-V): lavapipe's LLVM
+  # takes 11 s over it, past the budget (lavapipe as it is: 64x32x16 tiles, 2,200 lines).
+  @tag slow_on_restricted_device: "mali-g78's dot tiles take lavapipe 11 s to compile"
   test "dots and convolutions" do
     assert_scales("dot", &Nx.dot(&1, &2), &[f32({&1, 64}), f32({64, 16})], 100)
     assert_scales("conv", &Nx.conv(&1, &2, padding: :same), &[f32({1, 1, &1}), f32({1, 1, 5})], 1000)

