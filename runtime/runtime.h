@@ -163,7 +163,7 @@ struct CompileOptions {
   codegen::Precision precision = codegen::Precision::Highest;
   // 64-bit types this executable's kernels compute in software besides those the device
   // emulates (RuntimeOptions::emulate): "", "f64", "i64" or "f64,i64".
-  std::string emulate;
+  std::string emulate{};
 };
 
 // The caps an executable's kernels are generated for: the device's, with `opts`' vendor,

@@ -364,44 +364,5 @@ TEST_F(SoftF64Convert, ToIntTruncates) {
     }
 }
 
-// The point of the routines: a module using all of them declares no 64-bit type, so no
-// Float64 or Int64 capability.
-TEST(SoftF64ConvertModule, UsesOnly32BitTypes) {
-  spirv::Builder b;
-  Soft64 s(b);
-  Id buffer = b.storage_buffer(s.uvec2, 8, 0, false);
-  b.begin_main();
-  Id ptr = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, s.uvec2),
-                {buffer, s.c(0), b.builtin_x(spv::BuiltInGlobalInvocationId)});
-  Id a = b.op(spv::OpLoad, s.uvec2, {ptr});
-  Id f32 = b.op(spv::OpBitcast, b.type_float(32), {s.lo(a)});
-  Id r = s.c(0);
-  auto fold = [&](Id x) { r = s.op(spv::OpBitwiseXor, {r, s.lo(x)}); };
-  auto fold_bool = [&](Id x) { r = s.op(spv::OpBitwiseXor, {r, s.select32(x, s.c(1), s.c(0))}); };
-  for (auto f : {soft::f64_floor, soft::f64_ceil, soft::f64_trunc, soft::f64_round_even, soft::f64_fract, soft::f64_sign})
-    fold(f(s, a));
-  fold_bool(soft::f64_compare(s, spv::OpFOrdLessThan, a, s.pair(s.hi(a), s.lo(a))));
-  fold_bool(soft::f64_is_nan(s, a));
-  fold_bool(soft::f64_is_inf(s, a));
-  fold(soft::f64_min(s, a, s.pair(s.hi(a), s.lo(a))));
-  fold(soft::f64_max(s, a, s.pair(s.hi(a), s.lo(a))));
-  fold(soft::f64_ldexp(s, a, s.hi(a)));
-  fold(soft::f64_from_f32(s, f32));
-  r = s.op(spv::OpBitwiseXor, {r, b.op(spv::OpBitcast, s.u32, {soft::f64_to_f32(s, a)})});
-  for (int bits : {32, 64})
-    for (bool is_signed : {false, true}) {
-      fold(soft::f64_from_int(s, bits == 32 ? s.lo(a) : a, bits, is_signed));
-      Id i = soft::f64_to_int(s, a, bits, is_signed);
-      r = s.op(spv::OpBitwiseXor, {r, bits == 32 ? i : s.lo(i)});
-    }
-  b.op_void(spv::OpStore, {ptr, s.pair(r, r)});
-  b.end_main(kLocalSize);
-  const auto words = b.finish();
-  const std::string text = codegen::disassemble(words);
-  EXPECT_EQ(codegen::validate(words, soft_device()->info().caps.api_version), "");
-  for (const char* wide : {"OpTypeInt 64", "OpTypeFloat 64", "Int64", "Float64"})
-    EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
-}
-
 }  // namespace
 }  // namespace nxv::softtest

@@ -309,35 +309,5 @@ TEST(SoftI64, FromF32TruncatesTowardZero) {
   }
 }
 
-// For devices without shaderInt64 and shaderFloat64: every routine in one module, which must
-// validate and name neither capability (nor a 64-bit type, which would need it).
-TEST(SoftI64, NoRoutineNeedsInt64) {
-  spirv::Builder b;
-  Soft64 s(b);
-  Id buffer = b.storage_buffer(s.uvec2, 8, 0, false);
-  b.begin_main();
-  Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, s.uvec2);
-  auto at = [&](uint32_t i) { return b.op(spv::OpAccessChain, ptr, {buffer, s.c(0), s.c(i)}); };
-  Id x = b.op_in_place(spv::OpLoad, s.uvec2, {at(0)}), y = b.op_in_place(spv::OpLoad, s.uvec2, {at(1)});
-  Id count = s.lo(y), f = b.op(spv::OpBitcast, b.type_float(32), {s.lo(x)});
-  auto bit = [&](Id cond) { return s.select(cond, s.c64(1), s.c64(0)); };
-  std::vector<Id> results{
-      soft::i64_add(s, x, y),        soft::i64_sub(s, x, y),        soft::i64_neg(s, x),
-      soft::i64_mul(s, x, y),        soft::i64_udiv(s, x, y),       soft::i64_sdiv(s, x, y),
-      soft::i64_umod(s, x, y),       soft::i64_srem(s, x, y),       soft::i64_shl(s, x, count),
-      soft::i64_shr(s, x, count),    soft::i64_sar(s, x, count),    bit(soft::i64_compare(s, spv::OpSLessThan, x, y)),
-      soft::i64_abs(s, x),           soft::i64_sign(s, x),          soft::i64_min(s, x, y, true),
-      soft::i64_max(s, x, y, false), soft::i64_popcount(s, x),      s.pair(soft::i64_find_msb(s, x), s.c(0)),
-      soft::i64_from_u32(s, count),  soft::i64_from_s32(s, count),  s.pair(soft::f32_from_i64(s, x, true), s.c(0)),
-      soft::i64_from_f32(s, f, true)};
-  for (uint32_t i = 0; i < results.size(); ++i) b.op_void(spv::OpStore, {at(2 + i), results[i]});
-  b.end_main(1);
-  const std::vector<uint32_t> words = b.finish();
-  EXPECT_EQ(codegen::validate(words, soft_device()->info().caps.api_version), "");
-  const std::string text = codegen::disassemble(words);
-  for (const char* wide : {"Int64", "Float64", "OpTypeInt 64", "OpTypeFloat 64"})
-    EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
-}
-
 }  // namespace
 }  // namespace nxv::softtest

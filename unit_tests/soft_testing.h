@@ -35,7 +35,8 @@ inline std::shared_ptr<runtime::Device> soft_device() {
 }
 
 // The routine over each element of `inputs` (one array per operand, uvec2 each; a routine
-// that takes a u32 uses the low word), as one kernel of the builder's making, spirv-val'd.
+// that takes a u32 uses the low word), as one kernel of the builder's making, spirv-val'd and
+// checked to declare no 64-bit type or capability (what a device without them accepts).
 inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& dev,
                                       const std::function<Id(Soft64&, const std::vector<Id>&)>& routine,
                                       const std::vector<std::vector<uint64_t>>& inputs, Result result = Result::Word64) {
@@ -60,7 +61,10 @@ inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& de
   b.end_main(kLocalSize);
   std::vector<uint32_t> words = b.finish();
   const std::string invalid = codegen::validate(words, dev->info().caps.api_version);
-  EXPECT_EQ(invalid, "") << codegen::disassemble(words);
+  const std::string text = codegen::disassemble(words);
+  EXPECT_EQ(invalid, "") << text;
+  for (const char* wide : {"OpTypeInt 64", "OpTypeFloat 64", "Int64", "Float64"})
+    EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
 
   std::vector<runtime::BufferPtr> in;
   for (const auto& v : inputs) in.push_back(dev->upload({ir::DType::U64, {int64_t(n)}}, v.data(), n * 8));
