@@ -16,16 +16,6 @@ namespace {
 namespace soft = codegen::soft;
 constexpr size_t kCases = size_t(1) << 20;
 
-uint32_t bits32(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // Doubles where rounding, classes and conversions change behaviour.
 std::vector<double> special_doubles() {
@@ -260,8 +250,8 @@ TEST_F(SoftF64Convert, ToF32RoundsToNearestEven) {
   Mismatches m;
   for (size_t i = 0; i < in.size(); ++i) {
     const float want = float(double_of(in[i]));
-    const bool ok = std::isnan(want) ? std::isnan(float_of(uint32_t(got[i]))) : got[i] == bits32(want);
-    m.check(ok, {in[i]}, got[i], bits32(want));
+    const bool ok = std::isnan(want) ? std::isnan(f32_of(uint32_t(got[i]))) : got[i] == bits_of_f32(want);
+    m.check(ok, {in[i]}, got[i], bits_of_f32(want));
   }
   m.expect_none("to_f32");
 }
@@ -270,7 +260,7 @@ TEST_F(SoftF64Convert, FromF32IsExact) {
   std::mt19937 rng(17);
   std::vector<uint64_t> in;
   for (double d : special_doubles())
-    for (int k = -3; k <= 3; ++k) in.push_back(bits32(float(d)) + uint32_t(k));
+    for (int k = -3; k <= 3; ++k) in.push_back(bits_of_f32(float(d)) + uint32_t(k));
   // Every subnormal's neighbourhood of the powers of two, then random patterns.
   for (uint32_t p = 1; p < (1u << 23); p <<= 1)
     for (uint32_t k : {p - 1, p, p + 1, p | 1, (p << 1) - 1}) in.push_back(k), in.push_back(k | 0x80000000u);
@@ -283,7 +273,7 @@ TEST_F(SoftF64Convert, FromF32IsExact) {
       {in});
   Mismatches m;
   for (size_t i = 0; i < in.size(); ++i) {
-    const uint64_t want = bits_of(double(float_of(uint32_t(in[i]))));
+    const uint64_t want = bits_of(double(f32_of(uint32_t(in[i]))));
     m.check(same_double(got[i], want), {in[i]}, got[i], want);
   }
   m.expect_none("from_f32");

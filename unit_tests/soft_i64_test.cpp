@@ -247,16 +247,6 @@ TEST(SoftI64, SignedDivisionTruncatesTowardZero) {
   expect_lanes(in, binary(soft::i64_srem), [](const auto& a) { return uint64_t(sgn(a[0]) % sgn(a[1])); });
 }
 
-uint32_t bits_of_f32(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float f32_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 TEST(SoftI64, ToF32RoundsToNearestEven) {
   auto in = cases(1, 11);

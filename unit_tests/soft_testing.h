@@ -81,6 +81,16 @@ inline uint64_t bits_of(double d) {
   std::memcpy(&u, &d, 8);
   return u;
 }
+inline uint32_t bits_of_f32(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float f32_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 inline double double_of(uint64_t u) {
   double d;
   std::memcpy(&d, &u, 8);
