@@ -69,6 +69,16 @@ Id Builder::emulated_constant(Id type, uint64_t bits) {
   return id;
 }
 
+Id Builder::named(Id r, Id type) {
+  if (type_of(r) == type) return r;
+  // A routine's uvec2 takes the name; a value of the other emulated type gets a copy of its own.
+  if (type_of(r) == 0 || type_of(r) == real_type(type)) {
+    set_type(r, type);
+    return r;
+  }
+  return emit_pure(spv::OpCopyObject, type, {r}, {r});
+}
+
 bool Builder::lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const {
   if (!emulate_f64_ && !emulate_i64_) return false;
   if (emulated(type)) return true;
@@ -97,12 +107,7 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
   // The result, re-typed: `type` names it; a native 64-bit result is bitcast back.
   auto done = [&](Id r) {
     if (!to_emulated && to64) return emit_pure(spv::OpBitcast, type, {r}, {r});
-    if (to_emulated && type_of(r) != type) {
-      // A routine's uvec2 (or an operand of the other emulated type): named by `type`.
-      if (type_of(r) == 0 || type_of(r) == s.uvec2) set_type(r, type);
-      else r = emit_pure(spv::OpCopyObject, type, {r}, {r});
-    }
-    return r;
+    return to_emulated ? named(r, type) : r;
   };
   auto retyped = [&] {
     Words operands(ids.begin(), ids.end());
@@ -182,13 +187,7 @@ Id Builder::lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
   using namespace soft;
   // Ext instructions compute on one type: all 64-bit operands are emulated ones here.
   const auto& a = ids;
-  auto done = [&](Id r) {
-    if (type_of(r) != type) {
-      if (type_of(r) == 0 || type_of(r) == s.uvec2) set_type(r, type);
-      else r = emit_pure(spv::OpCopyObject, type, {r}, {r});
-    }
-    return r;
-  };
+  auto done = [&](Id r) { return named(r, type); };
   switch (inst) {
     case GLSLstd450FAbs: return done(f64_abs(s, a[0]));
     case GLSLstd450Sqrt: return done(f64_sqrt(s, a[0]));

@@ -268,6 +268,8 @@ class Builder {
   Id lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals);
   Id lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
   Id emulated_constant(Id type, uint64_t bits);
+  // r (a uvec2) as a value of the emulated `type`.
+  Id named(Id r, Id type);
   static void append_inst(Words& out, spv::Op opcode, const Words& operands);
   Words serialize_function() const;
 

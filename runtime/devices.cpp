@@ -274,6 +274,26 @@ void restrict_device(DeviceInfo& info, const Profile& p) {
 }
 
 namespace {
+// RuntimeOptions::emulate's comma-separated items (an Error naming a bad one).
+struct EmulateItems {
+  bool f64 = false, i64 = false, automatic = false, none = false;
+};
+EmulateItems parse_emulate(const std::string& emulate) {
+  EmulateItems e;
+  for (size_t start = 0; !emulate.empty() && start <= emulate.size();) {
+    const size_t end = std::min(emulate.find(',', start), emulate.size());
+    const std::string item = emulate.substr(start, end - start);
+    if (item == "f64") e.f64 = true;
+    else if (item == "i64") e.i64 = true;
+    else if (item == "auto") e.automatic = true;
+    else if (item == "none") e.none = true;
+    else
+      throw Error(Error::Kind::InvalidArgument, "emulate: '" + item + "' is none of auto, none, f64, i64 (in '" + emulate + "')");
+    start = end + 1;
+  }
+  return e;
+}
+
 void emulate_types(codegen::DeviceCaps& caps, bool f64, bool i64) {
   caps.emulate_f64 = f64 || !caps.float64 || caps.emulate_f64;
   caps.emulate_i64 = i64 || !caps.int64 || caps.emulate_i64;
@@ -287,32 +307,18 @@ codegen::DeviceCaps compile_caps(const DeviceInfo& device, const CompileOptions&
   if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
   caps.f32_products = opts.precision;
   if (opts.emulate.empty()) return caps;
-  const bool f64 = opts.emulate == "f64" || opts.emulate == "f64,i64" || opts.emulate == "i64,f64";
-  const bool i64 = opts.emulate == "i64" || opts.emulate == "f64,i64" || opts.emulate == "i64,f64";
-  if (!f64 && !i64)
+  const EmulateItems e = parse_emulate(opts.emulate);
+  if (e.automatic || e.none)
     throw Error(Error::Kind::InvalidArgument, "emulate: '" + opts.emulate + "' is none of f64, i64, f64,i64 (a compile option only adds emulated types)");
-  emulate_types(caps, f64, i64);
+  emulate_types(caps, e.f64, e.i64);
   return caps;
 }
 
 void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
-  bool f64 = false, i64 = false, automatic = emulate.empty(), none = false;
-  size_t start = 0;
-  while (start <= emulate.size() && !emulate.empty()) {
-    const size_t end = std::min(emulate.find(',', start), emulate.size());
-    const std::string item = emulate.substr(start, end - start);
-    if (item == "f64") f64 = true;
-    else if (item == "i64") i64 = true;
-    else if (item == "auto") automatic = true;
-    else if (item == "none") none = true;
-    else
-      throw Error(Error::Kind::InvalidArgument, "emulate: '" + item + "' is none of auto, none, f64, i64 (in '" + emulate + "')");
-    start = end + 1;
-  }
-  if (none && (f64 || i64 || automatic))
+  const EmulateItems e = parse_emulate(emulate);
+  if (e.none && (e.f64 || e.i64 || e.automatic))
     throw Error(Error::Kind::InvalidArgument, "emulate: 'none' cannot go with others (in '" + emulate + "')");
-  if (none) return;
-  emulate_types(caps, f64, i64);
+  if (!e.none) emulate_types(caps, e.f64, e.i64);
 }
 
 namespace {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -76,25 +76,9 @@ inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& de
   return r;
 }
 
-inline uint64_t bits_of(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-inline uint32_t bits_of_f32(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float f32_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline double double_of(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
+inline uint64_t bits_of(double d) { return std::bit_cast<uint64_t>(d); }
+inline double double_of(uint64_t u) { return std::bit_cast<double>(u); }
+inline uint32_t bits_of_f32(float f) { return std::bit_cast<uint32_t>(f); }
+inline float f32_of(uint32_t u) { return std::bit_cast<float>(u); }
 
 }  // namespace nxv::softtest
