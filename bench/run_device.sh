@@ -15,6 +15,11 @@
 #     compare  .gl/base/nxv_bench against .gl/bin/nxv_bench, alternating, $ROUNDS (default 2) rounds
 #     scan     the cumsum rows (and copy, sum) against jnp.cumsum
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
+#     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
+#              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
+#              it), in turn, then the unit suite under each profile, side by side
+#     emulated the soft-float and emulation unit tests, then nxv_bench's f64 rows native and
+#              under NXV_EMULATE=f64,i64, and its f32 rows
 #     elixir   the ExUnit suite eagerly, NXV_LAZY=1 and NXV_LAZY=device, concurrently, on each
 #              Nx in .gl (0.7.2 on Elixir 1.14, 0.13 on Elixir 1.18); $NXV_ELIXIR_RUNS narrows
 #              it ("1.14:eager 1.18:device"); extra arguments go to `mix test`
@@ -192,6 +197,27 @@ case $what in
     .gl/bin/nxv_bench --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/nxv_scan.json"
     python3 bench/jax_bench.py --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/jax_scan.json"
     python3 bench/report.py "$out/nxv_scan.json" "$out/jax_scan.json" ;;
+  profiles)
+    # Benches first, one at a time, so their times are the GPU's alone; then the unit suites
+    # side by side, without emulation (as CI's vulkan-minimum run: the profile's limits, its
+    # missing types left out; `emulated` covers those).
+    profiles=${PROFILES:-amd-rdna2 apple-m1-moltenvk vulkan-minimum}
+    for p in ${PROFILE_BENCH-unrestricted $profiles}; do
+      [ "$p" = unrestricted ] && flag=() || flag=(--profile "$p")
+      timeout "${BENCH_TIMEOUT:-150}" .gl/bin/nxv_bench --size full --runs "${RUNS:-10}" ${BENCH_FILTER:+--filter "$BENCH_FILTER"} ${BENCH_DTYPES:+--dtypes "$BENCH_DTYPES"} \
+        "${flag[@]}" --json "$out/bench_$p.json" | tail -3
+    done
+    for p in $profiles; do
+      (NXV_PROFILE=$p NXV_EMULATE=none NXV_TEST_DATA=$PWD/unit_tests timeout "${TESTS_TIMEOUT:-420}" .gl/bin/nxv_unit_tests \
+        --gtest_brief=1 ${1:+--gtest_filter=$1} >"$out/profile_$p.log" 2>&1; echo "exit $?" >>"$out/profile_$p.log") &
+    done
+    wait
+    for p in $profiles; do echo "== $p: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |exit' "$out/profile_$p.log" | tr '\n' ' ')"; done ;;
+  emulated)
+    NXV_TEST_DATA=$PWD/unit_tests timeout 200 .gl/bin/nxv_unit_tests --gtest_brief=1 \
+      --gtest_filter='Soft*:RuntimeEmulation*:EmulationOption*' 2>&1 | tail -8
+    timeout 120 .gl/bin/nxv_bench --size full --runs 10 --dtypes f32,f64 --json "$out/native.json" | tail -2
+    NXV_EMULATE=f64,i64 timeout 300 .gl/bin/nxv_bench --size full --runs 10 --dtypes f64 --json "$out/emulated.json" ;;
   soak)
     .gl/bin/nxv_soak --minutes="${SOAK_MINUTES:-9}" --threads=4 --out="$out/soak.md" 2>&1 | tail -20 ;;
   elixir)

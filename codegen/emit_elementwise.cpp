@@ -369,6 +369,10 @@ Id Emitter::emit_misc_elementwise(const ir::Node& node, Index& index) {
   Id above = b.op(fl ? spv::OpFOrdGreaterThan : s ? spv::OpSGreaterThan : spv::OpUGreaterThan, boolean(), {r, hi});
   r = select(t, above, hi, r);
   if (!fl) return r;
+  // Without SignedZeroInfNanPreserve a driver may turn the compare-selects into min/max,
+  // which drop a NaN x (NVIDIA held to vulkan-minimum gave clip(NaN, -0.0, 0.0) = -0.0).
+  const bool promised = register_bits(t) == 64 ? caps.preserve_signed_zero_inf_nan_f64 : caps.preserve_signed_zero_inf_nan_f32;
+  if (!promised) r = select(t, b.op(spv::OpIsNan, boolean(), {x}), x, r);
   r = select(t, b.op(spv::OpIsNan, boolean(), {lo}), lo, r);
   return select(t, b.op(spv::OpIsNan, boolean(), {hi}), hi, r);
 }

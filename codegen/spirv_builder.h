@@ -66,6 +66,9 @@ class Builder {
   // instruction on it to 32-bit arithmetic, so emitters need not know.
   void emulate_64(bool f64, bool i64);
   bool emulated(Id type) const { return type != 0 && (type == emulated_f64_ || type == emulated_i64_); }
+  // OpIsNan/OpIsInf on f32 and/or f64 values become tests on their bits (special_bits.cpp):
+  // for the widths whose kernels cannot declare SignedZeroInfNanPreserve.
+  void test_specials_on_bits(bool f32, bool f64);
   // What the module computes in software so far: "f64", "i64", "f64, i64" or "".
   std::string emulated_types() const;
   // The type of a result, phi or constant made through this builder (0 for others).
@@ -268,6 +271,10 @@ class Builder {
   Id lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals);
   Id lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
   Id emulated_constant(Id type, uint64_t bits);
+  // (bits, lanes) of a float scalar or vector type declared here; (0, 0) for any other.
+  std::pair<int, uint32_t> float_shape(Id type) const;
+  // OpIsNan/OpIsInf of x on its bits, or 0 where x's width keeps the float instruction.
+  Id special_on_bits(spv::Op opcode, Id type, Id x);
   // r (a uvec2) as a value of the emulated `type`.
   Id named(Id r, Id type);
   static void append_inst(Words& out, spv::Op opcode, const Words& operands);
@@ -291,6 +298,7 @@ class Builder {
   std::map<std::pair<Id, Id>, Id> opaque_of_;  // (value, type) -> opaque(value, type) at level 0
   std::vector<Id> interface_;
   bool emulate_f64_ = false, emulate_i64_ = false;
+  bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id
   std::map<std::pair<Id, uint64_t>, Id> emulated_constants_;  // (emulated type, bits) -> uvec2

@@ -135,6 +135,8 @@ Id Builder::op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words&
         return const_int(a->second.first, *v);
   }
   if (lowers(opcode, type, ids)) return lower(opcode, type, ids, literals);
+  if ((opcode == spv::OpIsNan || opcode == spv::OpIsInf) && ids.size() == 1)
+    if (Id r = special_on_bits(opcode, type, ids[0])) return r;
   Words operands(ids.begin(), ids.end());
   operands.insert(operands.end(), literals.begin(), literals.end());
   return emit_pure(opcode, type, operands, ids);
