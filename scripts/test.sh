@@ -2,7 +2,8 @@
 # Every test: unit tests (GoogleTest, incl. the op conformance suite on the default
 # Vulkan device; again under the vulkan-minimum profile, at lavapipe's 4-lane width, and
 # their 64-bit parts with f64 and s64/u64 emulated), lit
-# tests of the passes and codegen, and the whole Elixir suite, eager and in lazy mode.
+# tests of the passes and codegen, and the whole Elixir suite, eager, in lazy mode and under
+# the vulkan-minimum profile.
 # The Elixir tests that need Nx take it from NX_PATH, else from the Nx 0.7.2 checkout in
 # ../shared beside the project (CI's machines have it); with neither they are skipped with
 # a message and only the NIF tests run.
@@ -55,6 +56,13 @@ for lazy in 1 device; do
   echo "nx_vulkan: Elixir suite with NXV_LAZY=$lazy"
   (cd elixir && NXV_LAZY=$lazy NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
 done
+# Once more as a device with the spec's required limits alone (vulkan-minimum: no f64 or
+# s64, which are then emulated; 4 storage buffers per kernel; no subgroup operations), with
+# the validation layer as oracle (docs/portability.md).
+if [ "${NXV_CI_PROFILES:-1}" = 1 ]; then
+  echo "nx_vulkan: Elixir suite under NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1"
+  (cd elixir && NXV_PROFILE=vulkan-minimum NXV_VALIDATE=1 NXV_BUILD_DIR="$nif_build_dir" mix test) || status=1
+fi
 # Fuzzing (four libFuzzer targets for NXV_FUZZ_SECONDS each, then nxv_fuzz_diff) and the
 # unit tests under ASan and UBSan (docs/reliability.md), when asked: NXV_RELIABILITY=1.
 if [ "${NXV_RELIABILITY:-0}" = 1 ]; then
