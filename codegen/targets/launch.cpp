@@ -41,8 +41,8 @@ LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
   return c;
 }
 
-// Measured on 8192x8192 f32: H100 127 -> 337 GB/s in tile order; lavapipe 1.2 -> 3.6 ms, and
-// 1.4 -> 30 ms (1024x1024) with tiles staged through shared memory (its barriers are costly).
+// Tiles staged through shared memory, except on lavapipe, whose barriers cost more than
+// they save (docs/tuning.md, "Transposes in tiles").
 bool tile_transposes(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
 bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
@@ -151,12 +151,9 @@ LaunchConfig launch_matmul(const DeviceCaps& caps, const MatmulShape& s, const M
   return c;
 }
 
-// lavapipe compiles a shader with LLVM the first time it runs it (Mesa's disk cache keeps
-// it for later processes). Measured cold (MESA_SHADER_CACHE_DISABLE, 2 cores, 2026-11-23):
-// serial loops of 2,805 words 0.1 s, 7,125 words 0.6 s, 16,720-21,580 words 2.6-3.2 s,
-// 38,254 words 10.5 s. Scholar's NNDescent fit (30 points) took 20.6 s cold with loops up
-// to 12,000 words, 32 s with loops up to 22,000 (its submits 27,202 and 887), 40 s with
-// none; GPUs compile such modules in milliseconds.
+// lavapipe compiles a shader with LLVM the first time it runs it, in time that grows faster
+// than the module (38,000 words: 10 s cold): serial loops stay within 12,000 words there
+// (docs/tuning.md, "Serial loops' size"); GPUs compile such modules in milliseconds.
 uint64_t serial_loop_max_words(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe ? 12000 : 0; }
 
 bool serial_subgroup_barriers(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe; }
