@@ -44,15 +44,11 @@ bool sorting_pays(int64_t updates, int64_t target_elements) {
 // its loops' last tests, within KernelBounds::max_loop_steps.
 constexpr int64_t kSearchSteps = 64;
 
-struct Builder {
-  NodeId& next;
-  std::vector<Node>& out;
-  NodeId add(const std::string& op, std::vector<NodeId> args, DType t, Shape shape, nlohmann::json attrs = nlohmann::json::object()) {
-    return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
-  }
+struct Builder : NodeAppender {
   NodeId constant(DType t, int64_t v) { return add("constant", {}, t, {}, {{"value", v}}); }
-  NodeId slice(NodeId v, DType t, Shape s, std::vector<int64_t> start, Shape lengths) {
-    return add("slice", {v}, t, lengths, {{"start", start}, {"lengths", lengths}, {"strides", std::vector<int64_t>(s.size(), 1)}});
+  NodeId slice(NodeId v, DType t, std::vector<int64_t> start, Shape lengths) {
+    const std::vector<int64_t> strides(lengths.size(), 1);
+    return add("slice", {v}, t, lengths, {{"start", start}, {"lengths", lengths}, {"strides", strides}});
   }
 };
 
@@ -73,7 +69,7 @@ NodeId row_keys(Builder& b, NodeId indices, DType it, int64_t count, const std::
   int64_t stride = positions;
   for (int64_t j = 0; j < depth; ++j) {
     stride /= dims[j];
-    const NodeId whole = depth == 1 ? indices : b.slice(indices, it, {count, depth}, {0, j}, {count, 1});
+    const NodeId whole = depth == 1 ? indices : b.slice(indices, it, {0, j}, {count, 1});
     const NodeId column = b.add("reshape", {whole}, it, {count});
     std::vector<NodeId> outside;
     if (ir::is_signed_int(it)) outside.push_back(b.add("less", {column, b.constant(it, 0)}, DType::U8, {count}));
@@ -84,6 +80,24 @@ NodeId row_keys(Builder& b, NodeId indices, DType it, int64_t count, const std::
     key = key < 0 ? term : b.add("add", {key, term}, DType::S32, {count});
   }
   return bad < 0 ? key : b.add("select", {bad, b.constant(DType::S32, positions), key}, DType::S32, {count});
+}
+
+// n in its sorted form, the sorted rows applied `chunk` at a time: each chunk's op reads
+// slices of both lines and updates the previous chunk's result.
+NodeId apply_sorted(Builder& b, const Node& n, NodeId sorted_key, NodeId perm, int64_t count, int64_t chunk) {
+  nlohmann::json attrs = n.attrs.is_object() ? n.attrs : nlohmann::json::object();
+  attrs["sorted"] = true;
+  NodeId result = n.args[0];
+  for (int64_t start = 0; start < count; start += chunk) {
+    const int64_t length = std::min(chunk, count - start);
+    NodeId k = sorted_key, p = perm;
+    if (length < count) {
+      k = b.slice(sorted_key, DType::S32, {start}, {length});
+      p = b.slice(perm, DType::S32, {start}, {length});
+    }
+    result = b.add(n.op, {result, n.args[1], n.args[2], k, p}, n.type().dtype, n.type().shape, attrs);
+  }
+  return result;
 }
 
 class SortIndexed : public Pass {
@@ -109,25 +123,13 @@ class SortIndexed : public Pass {
       // Keys are s32, the count of positions among them.
       if (!sorting_pays(count, n.type().num_elements()) || positions < kMinPositions || positions >= (int64_t(1) << 31) - 1)
         return std::nullopt;
-      Builder b{next, out};
+      Builder b{{next, out}};
       const NodeId key = row_keys(b, n.args[1], indices.dtype, count, dims);
       const NodeId perm = b.add("argsort", {key}, DType::S32, {count}, {{"axis", 0}, {"direction", "asc"}});
       const NodeId sorted_key =
           b.add("gather", {key, b.add("reshape", {perm}, DType::S32, {count, 1})}, DType::S32, {count});
       const int64_t chunk = bounds_.max_loop_steps > 0 ? std::max<int64_t>(int64_t(bounds_.max_loop_steps) - kSearchSteps, 1) : count;
-      nlohmann::json attrs = n.attrs.is_object() ? n.attrs : nlohmann::json::object();
-      attrs["sorted"] = true;
-      NodeId result = n.args[0];
-      for (int64_t start = 0; start < count; start += chunk) {
-        const int64_t length = std::min(chunk, count - start);
-        NodeId k = sorted_key, p = perm;
-        if (length < count) {
-          k = b.slice(sorted_key, DType::S32, {count}, {start}, {length});
-          p = b.slice(perm, DType::S32, {count}, {start}, {length});
-        }
-        result = b.add(n.op, {result, n.args[1], n.args[2], k, p}, n.type().dtype, ts, attrs);
-      }
-      return std::vector<NodeId>{result};
+      return std::vector<NodeId>{apply_sorted(b, n, sorted_key, perm, count, chunk)};
     });
   }
 };
