@@ -97,7 +97,7 @@ double loop_steps(const Node& n, const Graph& g) {
   if (n.results.size() != 1) return 0;
   if (ir::op_family(n.op) == ir::OpFamily::Scatter && ir::is_sorted_indexed(n) && n.args.size() == 5) {
     const double m = double(g.node(n.args[3]).type().num_elements());
-    return std::floor(std::log2(m)) + 2 + m + 1;
+    return m > 0 ? std::floor(std::log2(m)) + 2 + m + 1 : 0;
   }
   const ir::DType t = n.type().dtype;
   const bool f64 = ir::dtype_bytes(t) == 8;

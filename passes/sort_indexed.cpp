@@ -2,9 +2,9 @@
 // update row's key (its linear position on the indexed axes; the count of positions where
 // an index is out of range, which no element has), a stable argsort of the keys, the keys
 // gathered in that order, and the op reading (target, indices, updates, sorted_key, perm),
-// whose elements each find their run of rows by binary search: O(N log N) for the sort
-// and O(log N + run) per target element, against O(N) per element for the fold over all
-// N rows. Where the device ends an invocation's loops after a number of steps, a run could
+// whose elements each find their run of rows by binary search: O(N log^2 N) for the
+// (bitonic) sort and O(log N + run) per target element, against O(N) per element for the
+// fold over all N rows. Where the device ends an invocation's loops after a number of steps, a run could
 // outlast them: the sorted rows are then applied in chunks that keep the search and walk
 // within KernelBounds::max_loop_steps (half the device's limit; the kernel's position loop
 // takes the rest), each chunk's op updating the previous one's result, each its own kernel
