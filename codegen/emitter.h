@@ -200,6 +200,9 @@ class Emitter {
   Id select_common_source(const ir::Node& node, const std::vector<Id>& d);
   Id emit_gather(const ir::Node& node, Index& index);            // emit_gather.cpp
   Id emit_indexed(const ir::Node& node, Index& index);           // indexed_add indexed_put (emit_gather.cpp)
+  Id emit_indexed_sorted(const ir::Node& node, Index& index);    // their sorted form (ir::is_sorted_indexed)
+  struct IndexedElement;
+  IndexedElement indexed_element(const ir::Node& node, Index& index);
   Id emit_reduction(const ir::Node& node, Index& index);
   Id emit_argreduce(const ir::Node& node, Index& index);
   Id emit_dot(const ir::Node& node, Index& index);

@@ -33,7 +33,7 @@ void check_types(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps
 }
 
 // The longest reduced (or contracted) extent of any node in the body; for indexed_add/put,
-// the number of updates.
+// the number of updates (1 in their sorted form).
 int64_t longest_reduction(const ir::Graph& body) {
   int64_t longest = 0;
   for (const auto& n : body.nodes) {
@@ -44,7 +44,9 @@ int64_t longest_reduction(const ir::Graph& body) {
     const ir::Shape& in = body.node(n.args[0]).type().shape;
     int64_t extent = 1;
     if (f == ir::OpFamily::Scatter) {
-      extent = body.node(n.args.at(1)).type().shape.at(0);  // every element folds over the updates
+      // Every element folds over the updates; in the sorted form each searches and walks its
+      // own run, no fold that a workgroup could share.
+      extent = ir::is_sorted_indexed(n) ? 1 : body.node(n.args.at(1)).type().shape.at(0);
     } else if (n.op == "dot") {
       for (int64_t a : n.attrs.value("contract_axes1", std::vector<int64_t>{})) extent *= in.at(a);
     } else {

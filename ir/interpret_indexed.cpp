@@ -34,6 +34,33 @@ int64_t offset_of(const Literal& indices, int64_t row, const IndexedAxes& a, con
   return off;
 }
 
+// The rows a sorted indexed op (is_sorted_indexed) applies, in order: perm's, each checked
+// against sorted_key (row perm[p]'s linear position on the indexed axes, or their count
+// where an index is out of range; nondecreasing), so that a wrong sort is an error here.
+std::vector<int64_t> sorted_rows(const Node& n, const Literal& indices, const Literal& key, const Literal& perm,
+                                 const IndexedAxes& a, const Shape& ts) {
+  const int64_t depth = int64_t(a.indexed.size()), count = indices.type.shape[0];
+  const Shape positions = pick(a.indexed, ts);
+  const int64_t past = num_elements(positions);
+  const auto st = row_major_strides(positions);
+  std::vector<int64_t> rows;
+  for (int64_t p = 0; p < perm.type.num_elements(); ++p) {
+    const int64_t row = index_at(perm, p);
+    if (row < 0 || row >= count) throw IrError(n, "perm[" + std::to_string(p) + "] = " + std::to_string(row) + " is not an update row");
+    int64_t want = 0;
+    for (int64_t j = 0; j < depth && want < past; ++j) {
+      const int64_t i = index_at(indices, row * depth + j);
+      want = i < 0 || i >= positions[j] ? past : want + i * st[j];
+    }
+    const int64_t got = index_at(key, p);
+    if (got != want || (p > 0 && got < index_at(key, p - 1)))
+      throw IrError(n, "sorted_key[" + std::to_string(p) + "] = " + std::to_string(got) + " where row " + std::to_string(row) +
+                           " sorts at " + std::to_string(want) + (p > 0 ? " after " + std::to_string(index_at(key, p - 1)) : ""));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 }  // namespace
 
 // out[b..., r...] = x at indices[b..., :] on the indexed axes and r on the others.
@@ -64,9 +91,11 @@ Literal eval_gather(const Node& n, const Args& args) {
 
 // Nx.BinaryBackend's order: indexed_put writes the updates in order (the last one aimed at an
 // element wins); indexed_add adds to each element target + ((0 + u1) + u2 + ...), the updates
-// aimed at it summed in order as Erlang numbers (floats in double) and rounded once.
+// aimed at it summed in order as Erlang numbers (floats in double) and rounded once. The
+// sorted form applies the rows in perm's order instead.
 Literal eval_indexed(const Node& n, const Args& args) {
-  check_arity(n, args, 3);
+  const bool sorted = is_sorted_indexed(n);
+  check_arity(n, args, sorted ? 5 : 3);
   const Literal &target = *args[0], &indices = *args[1], &updates = *args[2];
   const Shape& ts = target.type.shape;
   const Shape& is = indices.type.shape;
@@ -88,7 +117,10 @@ Literal eval_indexed(const Node& n, const Args& args) {
   std::vector<double> fsum(add ? r.type.num_elements() : 0, 0.0);
   std::vector<uint64_t> isum(fsum.size(), 0);  // wraps like the result type
   std::vector<bool> hit(fsum.size(), false);
-  for (int64_t row = 0; row < is[0]; ++row) {
+  std::vector<int64_t> rows;
+  if (sorted) rows = sorted_rows(n, indices, *args[3], *args[4], a, ts);
+  for (int64_t k = 0; k < is[0] && !sorted; ++k) rows.push_back(k);
+  for (int64_t row : rows) {
     const int64_t base = offset_of(indices, row, a, ts, st, false);
     if (base < 0) continue;
     walk(window, walk_strides, [&](const auto& o) {

@@ -49,5 +49,9 @@ struct IndexedAxes {
   std::vector<int64_t> rest;  // the other axes, in order: a gathered or updated window's
 };
 IndexedAxes indexed_axes(const Node& n, size_t rank, int64_t depth);
+// An indexed_add/put in the sorted form (attrs.sorted, passes/sort-indexed): its operands
+// [target, indices, updates, sorted_key, perm] apply the update rows perm[0], perm[1], ...
+// in that order, sorted_key[p] the linear position of row perm[p] on the indexed axes.
+inline bool is_sorted_indexed(const Node& n) { return n.attrs.value("sorted", false); }
 
 }  // namespace nxv::ir

@@ -463,7 +463,10 @@ class Verifier {
   // Nx.indexed_add / indexed_put: indices {count, depth}; updates {count, window...} with
   // one window axis per axis of the target that is not indexed, each at most that long.
   void indexed(const Node& n) {
-    arity(n, 3);
+    if (n.attrs.contains("sorted") && !n.attrs["sorted"].is_boolean())
+      throw IrError(n, "attrs.sorted must be a boolean, got " + n.attrs["sorted"].dump());
+    arity(n, is_sorted_indexed(n) ? 5 : 3);
+    if (is_sorted_indexed(n)) sorted_rows(n);
     const TensorType &target = arg_type(n, 0), &indices = arg_type(n, 1), &updates = arg_type(n, 2);
     integer_indices(n, indices);
     if (indices.shape.size() != 2) throw IrError(n, "indices must have rank 2 ({count, depth}), got " + to_string(indices));
@@ -476,6 +479,17 @@ class Verifier {
         throw IrError(n, "axis " + std::to_string(k + 1) + " of updates " + to_string(updates) + " is longer than axis " + std::to_string(rest[k]) + " of " + to_string(target));
     expect_shape(n, target.shape);
     expect_type(n, merged(n, {0, 2}));
+  }
+
+  // The sorted form's sorted_key and perm: integer lines of one length, at most the count.
+  void sorted_rows(const Node& n) {
+    const TensorType &key = arg_type(n, 3), &perm = arg_type(n, 4);
+    const int64_t count = arg_type(n, 1).shape.empty() ? 0 : arg_type(n, 1).shape[0];
+    const int64_t length = perm.shape.size() == 1 ? perm.shape[0] : -1;
+    for (const TensorType* t : {&key, &perm})
+      if (!is_integer(t->dtype) || t->shape.size() != 1 || t->shape[0] != length || length > count)
+        throw IrError(n, "sorted_key " + to_string(key) + " and perm " + to_string(perm) +
+                             " must be integer lines of one length, at most the " + std::to_string(count) + " updates");
   }
 
   std::vector<int64_t> reduced_axes(const Node& n, const TensorType& x, const char* key) {

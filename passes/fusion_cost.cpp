@@ -8,6 +8,7 @@
 #include "passes/fusion_cost.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ir/ops.h"
 
@@ -72,6 +73,16 @@ double loop_trips(const Node& n, size_t k, const Graph& g) {
       trips *= double(shape.at(a.get<size_t>()));
     return trips;
   }
+  if (f == ir::OpFamily::Scatter && k > 0 && ir::is_sorted_indexed(n)) {
+    // The search reads sorted_key about log2(M) times; the walk reads an average run, the M
+    // sorted rows over the positions they address (the indices themselves are not read).
+    const double m = double(g.node(n.args.at(3)).type().shape.at(0));
+    double positions = 1;
+    for (int64_t a : ir::indexed_axes(n, n.type().shape.size(), g.node(n.args.at(1)).type().shape.at(1)).indexed)
+      positions *= double(n.type().shape[a]);
+    const double run = std::max(1.0, m / std::max(positions, 1.0));
+    return k == 1 ? 0 : k == 3 ? std::log2(m + 1) + run : run;
+  }
   if (f == ir::OpFamily::Scatter && k > 0) return double(g.node(n.args.at(1)).type().shape.at(0));
   return 1;
 }
@@ -79,9 +90,15 @@ double loop_trips(const Node& n, size_t k, const Graph& g) {
 // Loop steps of one evaluation in the math library (codegen/emit_math.cpp,
 // emit_float_special.cpp): the exact remainder that sin, cos, tan and remainder take,
 // one trip per exponent step of the type it is taken in (2^(exponent bits) + mantissa
-// bits, and the last test), and integer pow's square-and-multiply, one per bit.
-double loop_steps(const Node& n) {
+// bits, and the last test), and integer pow's square-and-multiply, one per bit. A sorted
+// indexed op's search and walk too (the walk as long as its M rows at worst): unlike a
+// reduction's fold, no workgroup can share them.
+double loop_steps(const Node& n, const Graph& g) {
   if (n.results.size() != 1) return 0;
+  if (ir::op_family(n.op) == ir::OpFamily::Scatter && ir::is_sorted_indexed(n) && n.args.size() == 5) {
+    const double m = double(g.node(n.args[3]).type().num_elements());
+    return m > 0 ? std::floor(std::log2(m)) + 2 + m + 1 : 0;
+  }
   const ir::DType t = n.type().dtype;
   const bool f64 = ir::dtype_bytes(t) == 8;
   if (n.op == "sin" || n.op == "cos" || n.op == "tan" || (n.op == "remainder" && ir::is_float(t)))
@@ -220,7 +237,7 @@ Estimate estimate(const Graph& g, const std::set<NodeId>& members, const std::ve
     const double all_once = double(n.results.size() == 1 ? n.type().num_elements() : 1) / out_elements;
     u.needed = std::max(needed_max, std::min(needed_sum, std::max(all_once, needed_max)));
     double cost = member ? op_cost(n, g) : 1 + double(n.results.size() == 1 ? n.type().shape.size() : 0);
-    double code = cost, steps = member ? loop_steps(n) : 0;
+    double code = cost, steps = member ? loop_steps(n, g) : 0;
     if (member && n.op == "repeat") {  // a loop of attrs.count trips over its step region
       const Estimate step = estimate_body(*n.regions.at("step"));
       const double trips = double(n.attrs.value("count", int64_t(1)));

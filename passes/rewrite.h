@@ -43,6 +43,16 @@ void sort_topologically(ir::Graph& g);
 ir::NodeId append_node(std::vector<ir::Node>& out, ir::NodeId& next, const std::string& op, std::vector<ir::NodeId> args,
                        ir::DType t, ir::Shape shape, nlohmann::json attrs = nlohmann::json::object());
 
+// append_node for a pass that appends several nodes in a row: the list and id counter once.
+struct NodeAppender {
+  ir::NodeId& next;
+  std::vector<ir::Node>& out;
+  ir::NodeId add(const std::string& op, std::vector<ir::NodeId> args, ir::DType t, ir::Shape shape,
+                 nlohmann::json attrs = nlohmann::json::object()) {
+    return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
+  }
+};
+
 // The identity of a reduction (sum product reduce_max reduce_min all any) of type t, as a
 // constant's attrs.value: padding with it leaves the reduction (or scan) unchanged.
 nlohmann::json reduction_identity(const std::string& op, ir::DType t);

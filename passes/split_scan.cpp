@@ -22,14 +22,6 @@ using ir::Node;
 using ir::NodeId;
 using ir::Shape;
 
-struct Builder {
-  NodeId& next;
-  std::vector<Node>& out;
-  NodeId add(const std::string& op, std::vector<NodeId> args, DType t, Shape shape, nlohmann::json attrs = nlohmann::json::object()) {
-    return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
-  }
-};
-
 const char* fold_of(const std::string& scan) {
   if (scan == "cumulative_sum") return "sum";
   if (scan == "cumulative_product") return "product";
@@ -37,14 +29,14 @@ const char* fold_of(const std::string& scan) {
 }
 
 // Pads axis `axis` of v (shape s) with `low` and `high` identities.
-NodeId pad(Builder& b, NodeId v, Shape& s, int64_t axis, int64_t low, int64_t high, DType t, NodeId identity) {
+NodeId pad(NodeAppender& b, NodeId v, Shape& s, int64_t axis, int64_t low, int64_t high, DType t, NodeId identity) {
   nlohmann::json config = nlohmann::json::array();
   for (size_t k = 0; k < s.size(); ++k) config.push_back({int64_t(k) == axis ? low : 0, int64_t(k) == axis ? high : 0, 0});
   s[axis] += low + high;
   return b.add("pad", {v, identity}, t, s, {{"config", config}});
 }
 
-NodeId slice(Builder& b, NodeId v, Shape& s, int64_t axis, int64_t start, int64_t length, DType t) {
+NodeId slice(NodeAppender& b, NodeId v, Shape& s, int64_t axis, int64_t start, int64_t length, DType t) {
   std::vector<int64_t> starts(s.size(), 0);
   starts[axis] = start;
   s[axis] = length;
@@ -52,7 +44,7 @@ NodeId slice(Builder& b, NodeId v, Shape& s, int64_t axis, int64_t start, int64_
 }
 
 // The scan `op` of v (shape s, type t) along `axis`, as nodes appended through b; returns its value.
-NodeId scan(Builder& b, const std::string& op, NodeId v, const Shape& s, int64_t axis, bool reverse, DType t,
+NodeId scan(NodeAppender& b, const std::string& op, NodeId v, const Shape& s, int64_t axis, bool reverse, DType t,
             int64_t block) {
   const int64_t length = s[axis];
   nlohmann::json attrs = {{"axis", axis}, {"reverse", reverse}};
@@ -92,7 +84,7 @@ class SplitScan : public Pass {
       const int64_t block = std::max<int64_t>(bounds_.scan_block, 2);
       if (axis < 0 || axis >= int64_t(s.size()) || s[axis] <= block || n.args.size() != 1)
         return std::nullopt;
-      Builder b{next, out};
+      NodeAppender b{next, out};
       return std::vector<NodeId>{scan(b, n.op, n.args.at(0), s, axis, n.attrs.value("reverse", false), n.type().dtype, block)};
     });
   }

@@ -22,10 +22,12 @@
 #include <random>
 #include <set>
 
+#include "codegen/target.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
 #include "ir/ops.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 #include "device_testing.h"
 
@@ -550,6 +552,58 @@ TEST(Conformance, IndexedOpsOverManyUpdatesCooperate) {
                           {DType::F32, {3}});
       check(mixed, {input({DType::S32, {3}}, 4), indices(it, {2000, 1}, 5, 0, 2), summands({DType::F32, {2000}}, 6)},
             op == "indexed_add" ? Tolerance{1e-5, 1e-3, false} : Tolerance{}, opts);
+    }
+  }
+}
+
+// Values whose sums are exact in every float type and order (quarters in [-8, 8]), so that
+// the sorted form's chunks (each adding its rows' sum to the result so far) must give the
+// interpreter's bits; among them -0.0, NaN and +Inf, which an element keeps where no update
+// aims at it and propagates where one does. Integers: full-range values, which wrap.
+Literal exact_summands(const ir::TensorType& t, unsigned seed, bool specials) {
+  if (!ir::is_float(t.dtype)) return input(t, seed);
+  Literal lit{t, std::vector<uint8_t>(t.byte_size())};
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> quarter(-32, 32);
+  for (int64_t k = 0; k < t.num_elements(); ++k) {
+    ir::Scalar v;
+    v.f = k % 97 == 3 && specials ? -0.0 : k % 101 == 5 && specials ? NAN : k % 103 == 7 && specials ? INFINITY : quarter(rng) / 4.0;
+    ir::set_element(lit, k, v);
+  }
+  return lit;
+}
+
+// Enough updates that sort-indexed sorts them (its form checked here), into a small and a
+// large target (two index components, a window narrower than the target), with repeated,
+// negative and past-the-end indices: the device's binary searches, runs and (on a device
+// that bounds loop steps) chunks must give the interpreter's result bit for bit.
+TEST(Conformance, SortedIndexedOpsGrowAlongTheirUpdates) {
+  struct Case {
+    ir::Shape target, window;
+    int64_t depth;
+  };
+  const std::vector<Case> cases = {{{300}, {}, 1}, {{200, 100, 3}, {2}, 2}};
+  const auto bounds = codegen::kernel_bounds(device()->info().caps);
+  for (const std::string op : {"indexed_add", "indexed_put"}) {
+    for (DType t : kIndexedData) {
+      if (!supported(t)) continue;
+      for (int64_t n : {1000, 10000, 100000}) {
+        for (size_t c = 0; c < cases.size(); ++c) {
+          const auto& k = cases[c];
+          ir::Shape us{n};
+          us.insert(us.end(), k.window.begin(), k.window.end());
+          const ir::TensorType target{t, k.target}, index_type{DType::S32, {n, k.depth}}, updates{t, us};
+          auto g = one_op(op + "_sorted_" + ir::dtype_name(t) + "_" + std::to_string(n) + "_" + std::to_string(c), {target, index_type, updates}, op, target);
+          ir::Graph sorted = g;
+          passes::PassManager({"sort-indexed"}, bounds).run(sorted);
+          EXPECT_TRUE(std::any_of(sorted.nodes.begin(), sorted.nodes.end(), [](const ir::Node& x) { return ir::is_sorted_indexed(x); }))
+              << g.name << ": sort-indexed left the fold";
+          const int64_t longest = *std::max_element(k.target.begin(), k.target.end());
+          check(g, {exact_summands(target, unsigned(n + c), true), indices(DType::S32, index_type.shape, unsigned(n) * 3 + unsigned(c), -2, longest + 1),
+                    exact_summands(updates, unsigned(n + c) + 7, false)},
+                Tolerance{});
+        }
+      }
     }
   }
 }

@@ -435,6 +435,27 @@ TEST(InterpIndexed, IndexedPutAsNxDocuments) {
             (std::vector<int64_t>{0, 7, 9}));
 }
 
+// The sorted form applies perm's rows in order (a chunk of them: just those), and names a
+// sorted_key that does not match its rows: the one check of passes/sort-indexed's sort.
+TEST(InterpIndexed, SortedFormAppliesPermsRows) {
+  Literal t = lit(DType::S32, {3}, {0, 0, 0});
+  Literal idx = lit(DType::S32, {5, 1}, {2, 0, 7, 2, -1});
+  Literal upd = lit(DType::S32, {5}, {5, 6, 7, 8, 9});
+  json sorted = {{"sorted", true}};
+  // Keys 2 0 3 2 3 (3: out of range), stably sorted: rows 1 0 3 2 4.
+  Literal key = lit(DType::S32, {5}, {0, 2, 2, 3, 3}), perm = lit(DType::S32, {5}, {1, 0, 3, 2, 4});
+  EXPECT_EQ(ints(apply("indexed_put", {t, idx, upd, key, perm}, "s32", {3}, sorted)), (std::vector<int64_t>{6, 0, 8}));
+  EXPECT_EQ(ints(apply("indexed_add", {t, idx, upd, key, perm}, "s32", {3}, sorted)), (std::vector<int64_t>{6, 0, 13}));
+  EXPECT_EQ(ints(apply("indexed_add", {t, idx, upd, lit(DType::S32, {2}, {2, 2}), lit(DType::S32, {2}, {0, 3})}, "s32", {3}, sorted)),
+            (std::vector<int64_t>{0, 0, 13}));
+  try {
+    apply("indexed_add", {t, idx, upd, lit(DType::S32, {2}, {2, 3}), lit(DType::S32, {2}, {0, 3})}, "s32", {3}, sorted);
+    FAIL() << "expected an IrError";
+  } catch (const IrError& e) {
+    EXPECT_NE(std::string(e.what()).find("sorted_key[1] = 3 where row 3 sorts at 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(InterpIndexed, NarrowWindowsStayInTheirAxes) {
   // Updates {1, 2} into rows of 4: only the first two columns of row 1 change.
   Literal t = lit(DType::S32, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});

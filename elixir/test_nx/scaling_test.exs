@@ -15,9 +15,11 @@ defmodule Nx.Vulkan.ScalingTest do
   # leaves grows exponentially with depth). Each family grows along the axis its
   # implementation is linear (or n log n) in: sorts along their rows (a bitonic network,
   # O(n log^2 n) per row, within the slack from n to 100n); FFTs along their length
-  # (Bluestein's transform of power-of-two FFTs at every size tested); indexed updates below
-  # lavapipe's loop limit in updates, past which they turn cooperative, about 20 times
-  # slower per update (docs/compiler.md).
+  # (Bluestein's transform of power-of-two FFTs at every size tested); indexed updates along
+  # their updates: into a large target sorted by their positions (passes/sort-indexed,
+  # O(n log^2 n) for the sort, each element a binary search), into 64 bins below lavapipe's
+  # loop limit, where they fold over every update and past which they turn cooperative,
+  # about 20 times slower per update (docs/compiler.md).
   # Results are checked against Nx.Defn.Evaluator at the smallest size.
   use Nx.Vulkan.Case, async: false
 
@@ -121,6 +123,24 @@ defmodule Nx.Vulkan.ScalingTest do
       &Nx.indexed_add(&1, &2, &3),
       &[Nx.broadcast(0.0, {64}), indices.(&1), f32({&1})],
       300
+    )
+
+    # 10^4 positions, each repeated 10 times at 10^5 updates. Folding every update per
+    # element took 3.5 s for 10^4 updates into 10^5 bins on lavapipe.
+    spread = fn n -> Nx.iota({n, 1}, type: :s32) |> Nx.multiply(7919) |> Nx.remainder(10_000) end
+
+    assert_scales(
+      "indexed_add into 10^4 bins",
+      &Nx.indexed_add(&1, &2, &3),
+      &[Nx.broadcast(0.0, {10_000}), spread.(&1), f32({&1})],
+      1000
+    )
+
+    assert_scales(
+      "indexed_put into 10^4 rows of 2",
+      &Nx.indexed_put(&1, &2, &3),
+      &[Nx.broadcast(0, {10_000, 2}), spread.(&1), Nx.iota({&1, 2}, type: :s32)],
+      1000
     )
   end
 
