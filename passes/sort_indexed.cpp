@@ -40,6 +40,9 @@ bool sorting_pays(int64_t updates, int64_t target_elements) {
   const double log_n = std::log2(double(updates));
   return updates >= kMinUpdates && double(target_elements) >= log_n * log_n / 2;
 }
+// The sorted op binds target, indices, updates, sorted_key, perm and its result: devices of
+// fewer storage buffers per kernel (4: Mali, vulkan-minimum) keep the fold.
+constexpr size_t kSortedBindings = 6;
 // Loop steps a chunk leaves to its binary search (at most 32 trips over s32 positions) and
 // its loops' last tests, within KernelBounds::max_loop_steps.
 constexpr int64_t kSearchSteps = 64;
@@ -121,7 +124,8 @@ class SortIndexed : public Pass {
         positions *= ts[a];
       }
       // Keys are s32, the count of positions among them.
-      if (!sorting_pays(count, n.type().num_elements()) || positions < kMinPositions || positions >= (int64_t(1) << 31) - 1)
+      if (!sorting_pays(count, n.type().num_elements()) || positions < kMinPositions || positions >= (int64_t(1) << 31) - 1 ||
+          bounds_.max_bindings < kSortedBindings)
         return std::nullopt;
       Builder b{{next, out}};
       const NodeId key = row_keys(b, n.args[1], indices.dtype, count, dims);
