@@ -584,6 +584,11 @@ TEST(Conformance, SortedIndexedOpsGrowAlongTheirUpdates) {
   };
   const std::vector<Case> cases = {{{300}, {}, 1}, {{200, 100, 3}, {2}, 2}};
   const auto bounds = codegen::kernel_bounds(device()->info().caps);
+  // The sorted op binds 5 inputs and a result; with fewer bindings the fold stays (lit:
+  // passes/sort-indexed.test), quadratic at these sizes.
+  if (bounds.max_bindings < 6)
+    GTEST_SKIP() << device()->info().name << " binds " << bounds.max_bindings
+                 << " storage buffers per kernel (maxPerStageDescriptorStorageBuffers); the sorted form needs 6";
   for (const std::string op : {"indexed_add", "indexed_put"}) {
     for (DType t : kIndexedData) {
       if (!supported(t)) continue;
