@@ -48,8 +48,9 @@ Id Emitter::emit_gather(const ir::Node& node, Index& index) {
 
 // What both forms of indexed_add/put need at one target element: its old value, where it
 // lies in an update's window (clamped, so that the read stays in bounds where it lies
-// outside a window narrower than the target) and whether it lies inside it.
+// outside a window narrower than the target), whether it lies inside it, and the axes.
 struct Emitter::IndexedElement {
+  ir::IndexedAxes axes;
   std::vector<Id> d, inside, window;
   Id base = 0;
 };
@@ -69,6 +70,7 @@ Emitter::IndexedElement Emitter::indexed_element(const ir::Node& node, Index& in
     throw ir::IrError(node, "updates " + ir::to_string(arg(node, 2).type()) + " and indices " + ir::to_string(indices.type()) +
                                 " do not fit " + ir::to_string(target.type()));
   IndexedElement e;
+  e.axes = axes;
   e.d = dims(index);
   e.base = convert(value(target, index), target.type().dtype, node.type().dtype);
   e.window.assign(us.size(), 0);
@@ -92,12 +94,11 @@ Id Emitter::emit_indexed(const ir::Node& node, Index& index) {
   const DType it = indices.type().dtype;
   IndexedElement e = indexed_element(node, index);
   if (ir::num_elements(us) == 0) return e.base;
-  const auto axes = ir::indexed_axes(node, node.type().shape.size(), is[1]);
   // This element's position on the indexed axes, in the indices' register width: a negative
   // or too large index then equals no position (a narrow type is extended to 32 bits).
   const bool wide = register_bits(it) == 64;
   std::vector<Id> position;
-  for (int64_t a : axes.indexed) position.push_back(wide ? b.op(spv::OpUConvert, reg_type(it), {e.d[a]}) : e.d[a]);
+  for (int64_t a : e.axes.indexed) position.push_back(wide ? b.op(spv::OpUConvert, reg_type(it), {e.d[a]}) : e.d[a]);
 
   const bool add = node.op == "indexed_add";
   const bool fl = ir::is_float(t);
@@ -147,7 +148,7 @@ Id Emitter::emit_indexed_sorted(const ir::Node& node, Index& index) {
   if (ir::num_elements(us) == 0 || m == 0) return e.base;
   const ir::Shape& ts = node.type().shape;
   Id key = u32c(0);
-  for (int64_t a : ir::indexed_axes(node, ts.size(), arg(node, 1).type().shape[1]).indexed)
+  for (int64_t a : e.axes.indexed)
     key = b.op(spv::OpIAdd, u32(), {b.op(spv::OpIMul, u32(), {key, u32c(ts[a])}), e.d[a]});
   // The key at p, clamped into the line: a loop's condition reads it before p is tested.
   auto key_at = [&](Id p) {
