@@ -1,7 +1,5 @@
 // OpIsNan and OpIsInf as integer tests on a float's bits, for the float widths whose kernels
 // cannot declare SignedZeroInfNanPreserve (Builder::test_specials_on_bits).
-#include <stdexcept>
-
 #include "codegen/spirv_builder.h"
 
 namespace nxv::codegen::spirv {
