@@ -73,9 +73,32 @@ Id read(Emitter& e, const ir::Node& x, Id linear) {
   return e.value(x, idx);
 }
 
-// Where line `line` starts its fold: its element of the scan's carry, else the identity.
+// The fold of the totals of the segments before line's own, in scan order: the k-th of them
+// for k = first, first + stride, ... (an invocation's share where a workgroup folds them).
+Id fold_totals(const ir::Node& totals, ScanFold& f, LineAt& line, Id first, uint32_t stride) {
+  Emitter& e = f.e;
+  auto& b = e.b;
+  const ScanLines& l = line.l;
+  Id seg = b.op(spv::OpUMod, e.u32(), {b.op(spv::OpUDiv, e.u32(), {line.line, e.u32c(l.inner)}), e.u32c(l.segments)});
+  Id count = l.reverse ? b.op(spv::OpISub, e.u32(), {e.u32c(l.segments - 1), seg}) : seg;
+  Id row = b.op(spv::OpISub, e.u32(), {line.line, b.op(spv::OpIMul, e.u32(), {seg, e.u32c(l.inner)})});
+  auto done = b.loop(
+      {e.reg_type(f.t), e.u32()}, {f.identity(), first},
+      [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], count}); },
+      [&](const Values& c) {
+        Id p = l.reverse ? b.op(spv::OpISub, e.u32(), {e.u32c(l.segments - 1), c[1]}) : c[1];
+        Id at = b.op(spv::OpIAdd, e.u32(), {row, b.op(spv::OpIMul, e.u32(), {p, e.u32c(l.inner)})});
+        return Values{f.step(c[0], read(e, totals, at)), b.op(spv::OpIAdd, e.u32(), {c[1], e.u32c(stride)})};
+      },
+      uint64_t(l.segments / stride + 1));
+  return done[0];
+}
+
+// Where line `line` starts its fold when an invocation walks it: its element of the scan's
+// carry, or the fold of the totals before it, else the identity.
 Id line_start(const ir::Graph& body, const ir::Node& scan, ScanFold& f, LineAt& line) {
   if (!line.l.carries) return f.identity();
+  if (line.l.carry_totals) return fold_totals(body.node(scan.args[1]), f, line, f.e.u32c(0), 1);
   return read(f.e, body.node(scan.args[1]), line.line);
 }
 
@@ -325,22 +348,28 @@ void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold&
                                               b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId)});
     place = e.b_select(e.u32(), full, numbered, lid);
   }
+  // The workgroup's exclusive scan of each invocation's value, and their total.
+  auto scan_values = [&](Id v) {
+    auto shared = [&] {
+      auto [before, total] = workgroup_scan(f, v, lid, slots, size);
+      return Values{before, total};
+    };
+    return op == spv::OpNop ? shared() : b.if_else(full, {rt, rt}, [&] {
+      auto [before, total] = subgroup_scan(f, op, v, slots, size);
+      return Values{before, total};
+    }, shared);
+  };
   for_each_line(e, l, b.builtin_x(spv::BuiltInWorkgroupId), launch.group_count, [&](LineAt& line) {
+    // With totals, the invocations share the fold of those before the line.
+    Id start = l.carry_totals ? scan_values(fold_totals(body.node(scan.args[1]), f, line, lid, size))[1]
+                              : line_start(body, scan, f, line);
     b.loop(
-        {rt, e.u32()}, {line_start(body, scan, f, line), e.u32c(0)},
+        {rt, e.u32()}, {start, e.u32c(0)},
         [&](const Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[1], e.u32c(tiles)}); },
         [&](const Values& c) {
           Id first = b.op(spv::OpIMul, e.u32(), {c[1], e.u32c(tile)});
           Run run = load_run(x, f, line, stage, first, lid, place);
-          auto shared = [&] {
-            auto [before, total] = workgroup_scan(f, run.total, lid, slots, size);
-            return Values{before, total};
-          };
-          const Values scanned = op == spv::OpNop ? shared()
-                                                  : b.if_else(full, {rt, rt}, [&] {
-                                                      auto [before, total] = subgroup_scan(f, op, run.total, slots, size);
-                                                      return Values{before, total};
-                                                    }, shared);
+          const Values scanned = scan_values(run.total);
           const Id before = scanned[0], total = scanned[1];
           std::vector<Id> prefixes;
           Id acc = f.step(c[0], before);
@@ -361,6 +390,7 @@ ScanLines ScanLines::of(const ir::Node& scan) {
   ScanLines l;
   l.axis = l.length = s[axis];
   l.carries = scan.args.size() == 2;
+  l.carry_totals = l.carries && scan.attrs.value("carry_totals", false);
   if (l.carries) {
     const int64_t segment = scan.attrs.value("segment", int64_t(0));
     if (segment < 1) throw ir::IrError(scan, "attrs.segment must be at least 1 with carries");
@@ -389,8 +419,11 @@ uint32_t scan_workgroup_size(const DeviceCaps& caps) {
 // Where an invocation walks a line alone (serial lines), blocks of 1024 keep its loop far
 // within a loop limiter's steps while the lines give the parallelism.
 void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) {
-  if (scans_in_workgroups(caps)) bounds.scan_block = 4 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
-  else bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
+  if (scans_in_workgroups(caps)) {
+    bounds.scan_block = 4 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
+    // A block's worth of totals: the folds read at most half as much as the input, from cache.
+    bounds.scan_fold_totals = bounds.scan_block;
+  } else bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
 }
 
 const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body) {
@@ -434,7 +467,7 @@ void emit_scan_kernel(const ir::Graph& body, const ir::Node& scan, Emitter& e, c
 std::string describe_scan(const ir::Node& scan, const LaunchConfig& launch) {
   const ScanLines l = ScanLines::of(scan);
   std::string s = "scan " + std::to_string(l.lines) + (l.lines == 1 ? " line of " : " lines of ") + std::to_string(l.length);
-  if (l.carries) s += " from carries";
+  if (l.carries) s += l.carry_totals ? " from totals" : " from carries";
   s += launch.cooperative ? ", a workgroup per line in runs of " + std::to_string(launch.scan_run)
                           : std::string(", serial per invocation") + (l.inner > 1 ? " (coalesced across lines)" : "");
   return s + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";
@@ -474,11 +507,23 @@ Id Emitter::emit_scan_element(const ir::Node& node, Index& index) {
   Id folded = fold(d, prefix)[0];
   if (!carries) return folded;
   // The segment's carry, folded before the segment's prefix.
-  std::vector<Id> at = d;
-  at[axis] = seg;
   ir::Shape carry_shape = shape;
-  carry_shape[axis] = (shape[axis] + segment - 1) / segment;
-  return f.step(value(arg(node, 1), index_from_dims(carry_shape, at)), folded);
+  const int64_t segments = carry_shape[axis] = (shape[axis] + segment - 1) / segment;
+  if (!node.attrs.value("carry_totals", false)) {
+    std::vector<Id> at = d;
+    at[axis] = seg;
+    return f.step(value(arg(node, 1), index_from_dims(carry_shape, at)), folded);
+  }
+  // From totals: those of the segments before this one, in scan order.
+  Fold carry = prefix;
+  carry.count = segments;
+  carry.step = [&](const Values& acc, Id r) {
+    std::vector<Id> at = d;
+    at[axis] = reverse ? b.op(spv::OpISub, u32(), {u32c(segments - 1), r}) : r;
+    Id before = b.op(reverse ? spv::OpUGreaterThan : spv::OpULessThan, boolean(), {at[axis], seg});
+    return Values{select(f.t, before, f.step(acc[0], value(arg(node, 1), index_from_dims(carry_shape, at))), acc[0])};
+  };
+  return f.step(fold(d, carry)[0], folded);
 }
 
 }  // namespace nxv::codegen

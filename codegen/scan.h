@@ -16,11 +16,12 @@ namespace nxv::codegen {
 // A scan's lines: `lines` of `length` elements of `bytes` each, consecutive ones `inner`
 // apart in memory (1 for the innermost axis). With carries (split-scan's second operand) a
 // line is a segment of the axis (`axis` long in all, the last segment possibly shorter),
-// numbered as its carry: line l folds from element l of the carries.
+// numbered as its carry: line l folds from element l of the carries. With carry_totals the
+// carries are the segments' totals, and line l folds from those of the segments before its own.
 struct ScanLines {
   int64_t lines = 0, length = 0, inner = 1, axis = 0, segments = 1;
   int bytes = 4;
-  bool reverse = false, carries = false;
+  bool reverse = false, carries = false, carry_totals = false;
   // Throws IrError naming the scan when attrs.axis is not an axis of its result.
   static ScanLines of(const ir::Node& scan);
 };

@@ -1,7 +1,8 @@
 // cumulative_sum/product/min/max: each line along attrs.axis folded serially from its first
 // element (its last with reverse), every partial result rounded to the result type, as a
 // device computing in that type does. With carries (a second operand), each segment of
-// attrs.segment elements of a line is folded from its carry instead. Nx's associative-scan tree adds in another order
+// attrs.segment elements of a line is folded from its carry instead, or, with
+// attrs.carry_totals, from the fold of the totals of the segments before it. Nx's associative-scan tree adds in another order
 // (docs/numerics.md). Integers wrap; a NaN makes the rest of a min/max line NaN, as Nx's
 // element_min/element_max do.
 #include <algorithm>
@@ -47,7 +48,8 @@ Literal eval_scan(const Node& n, const Args& args) {
   const int64_t segment = carry ? n.attrs.value("segment", int64_t(0)) : len, segments = segment > 0 ? (len + segment - 1) / segment : 0;
   if (carry && (segment < 1 || carry->type.num_elements() != outer * segments * inner))
     throw IrError(n, "the carries must have one element per segment of a line, got " + to_string(carry->type));
-  Literal r = make_literal(n.type());
+  const bool totals = carry && n.attrs.value("carry_totals", false);
+  Literal r = make_literal(n.type()), rounded = make_literal({t, {}});
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       double facc = 0;
@@ -57,12 +59,18 @@ Literal eval_scan(const Node& n, const Args& args) {
         const int64_t seg = p / std::max<int64_t>(segment, 1);
         // A segment's first element in scan order (its last position with reverse).
         const bool starts = p == (reverse ? std::min(len, (seg + 1) * segment) - 1 : seg * segment);
-        if (carry && starts) {
-          const int64_t c = (o * segments + seg) * inner + i;
-          if (is_float(t)) facc = get_f64(*carry, c);
-          else iacc = get_i64(*carry, c);
+        // With totals, the carry folds the totals of the segments before this one in scan order.
+        const int64_t before = totals ? (reverse ? segments - 1 - seg : seg) : 1;
+        for (int64_t q = 0; carry && starts && q < before; ++q) {
+          const int64_t c = (o * segments + (!totals ? seg : reverse ? segments - 1 - q : q)) * inner + i;
+          if (is_float(t)) {
+            write_f(rounded, 0, fold_f(n.op, facc, get_f64(*carry, c), q == 0));
+            facc = get_f64(rounded, 0);
+          } else {
+            iacc = fold_i(n.op, iacc, get_i64(*carry, c), q == 0, t);
+          }
         }
-        const bool first = k == 0 && !carry;
+        const bool first = starts && (carry ? before == 0 : k == 0);
         if (is_float(t)) {
           write_f(r, at, fold_f(n.op, facc, get_f64(x, at), first));
           facc = get_f64(r, at);  // rounded to t, as the next step sees it

@@ -559,6 +559,8 @@ class Verifier {
     bool_attr(n, "reverse");
     expect_shape(n, x.shape);
     expect_type(n, {x.dtype});
+    if (bool_attr(n, "carry_totals") && n.args.size() != 2)
+      throw IrError(n, "attrs.carry_totals needs the segments' totals as argument 1");
     if (n.args.size() == 2) {
       const int64_t segment = int_attr(n, "segment");
       if (segment < 1) throw IrError(n, "attrs.segment must be at least 1, got " + std::to_string(segment));

@@ -39,6 +39,11 @@ struct KernelBounds {
   // (passes/split-scan), each rescanned from its carry as one line of a scan kernel. Per
   // target, from the device's limits (codegen/scan.h: set_scan_bounds).
   int64_t scan_block = 1024;
+  // Where a workgroup scans each block, the most blocks of a line whose carries the rescan
+  // folds itself from the blocks' totals (each workgroup reading the totals before its
+  // own, a cost growing with their square, read from cache), sparing the totals' own scan
+  // and the dispatch between. 0: the totals are scanned (codegen/scan.h: set_scan_bounds).
+  int64_t scan_fold_totals = 0;
   // The longest line of 4-byte elements a workgroup sorts in shared memory (half that of
   // 8-byte ones); passes/split-sort merges longer lines across dispatches. Per target, from
   // the device's limits (codegen/sort.h: set_sort_bounds).

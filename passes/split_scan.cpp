@@ -3,9 +3,12 @@
 // axis reshaped to [blocks, block] (padded with the fold's identity to whole blocks); the
 // totals shifted by one block (the identity first) and scanned (split again while longer
 // than a block): each block's carry; and the scan again, each block of the axis a segment
-// folded from its carry (the scan's second operand). The input is read twice and the
-// output written once, against four passes over it for a scan within blocks whose totals
-// are added back afterwards; the reduction reads at the reduction kernels' bandwidth. No
+// folded from its carry (the scan's second operand). Where a workgroup scans each block and
+// the blocks are few (KernelBounds::scan_fold_totals), the rescan takes the totals instead
+// (attrs.carry_totals), each block folding the totals before it: one dispatch fewer. The
+// input is read twice and the output written once, against four passes over it for a scan
+// within blocks whose totals are added back afterwards; the reduction reads at the
+// reduction kernels' bandwidth. No
 // dispatch waits on another workgroup of its own (Vulkan promises no forward progress
 // between workgroups). O(n) work.
 #include <algorithm>
@@ -45,7 +48,7 @@ NodeId slice(NodeAppender& b, NodeId v, Shape& s, int64_t axis, int64_t start, i
 
 // The scan `op` of v (shape s, type t) along `axis`, as nodes appended through b; returns its value.
 NodeId scan(NodeAppender& b, const std::string& op, NodeId v, const Shape& s, int64_t axis, bool reverse, DType t,
-            int64_t block) {
+            int64_t block, int64_t fold_totals) {
   const int64_t length = s[axis];
   nlohmann::json attrs = {{"axis", axis}, {"reverse", reverse}};
   if (length <= block) return b.add(op, {v}, t, s, attrs);
@@ -61,13 +64,20 @@ NodeId scan(NodeAppender& b, const std::string& op, NodeId v, const Shape& s, in
   totals.erase(totals.begin() + axis + 1);
   // In t, integers too: t's arithmetic wraps, as the scan's own does.
   NodeId total = b.add(fold, {blocked}, t, totals, {{"axes", {axis + 1}}, {"keep_axes", false}});
+  attrs["segment"] = block;
+  // Lines along the innermost axis are a workgroup's each; with few enough blocks, each
+  // folds its carry from the totals itself.
+  const bool innermost = std::all_of(s.begin() + axis + 1, s.end(), [](int64_t d) { return d == 1; });
+  if (innermost && blocks <= fold_totals) {
+    attrs["carry_totals"] = true;
+    return b.add(op, {v, total}, t, s, attrs);
+  }
   // Exclusive: block j starts from the totals of the blocks before it (after it with
   // reverse). The shift is an index map, so fusion makes it the totals' scan's prologue.
   Shape shifted = totals;
   NodeId carries = pad(b, total, shifted, axis, reverse ? 0 : 1, reverse ? 1 : 0, t, identity);
   carries = slice(b, carries, shifted, axis, reverse ? 1 : 0, blocks, t);
-  carries = scan(b, op, carries, totals, axis, reverse, t, block);
-  attrs["segment"] = block;
+  carries = scan(b, op, carries, totals, axis, reverse, t, block, fold_totals);
   return b.add(op, {v, carries}, t, s, attrs);
 }
 
@@ -85,7 +95,8 @@ class SplitScan : public Pass {
       if (axis < 0 || axis >= int64_t(s.size()) || s[axis] <= block || n.args.size() != 1)
         return std::nullopt;
       NodeAppender b{next, out};
-      return std::vector<NodeId>{scan(b, n.op, n.args.at(0), s, axis, n.attrs.value("reverse", false), n.type().dtype, block)};
+      return std::vector<NodeId>{scan(b, n.op, n.args.at(0), s, axis, n.attrs.value("reverse", false), n.type().dtype, block,
+                                    bounds_.scan_fold_totals)};
     });
   }
 };

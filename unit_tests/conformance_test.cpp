@@ -736,25 +736,29 @@ TEST(Conformance, LongScansEveryOpAxisAndDirection) {
 }
 
 // A scan from carries (split-scan's last pass) against the interpreter's: each segment folds
-// from its carry, the last segment shorter where the segment does not divide the axis.
+// from its carry, or with carry_totals from the totals of the segments before it, the last
+// segment shorter where the segment does not divide the axis. The inputs' sums and products
+// are exact in any order (small integers, powers of two), so the workgroups' fold of the
+// totals matches the interpreter's serial one bit for bit.
 TEST(Conformance, ScansFromCarries) {
   struct Carried {
     ir::Shape shape;
     int64_t axis, segment;
   };
-  const std::vector<Carried> cases = {{{3, 700}, 1, 100}, {{700, 3}, 0, 128}, {{2, 50, 3}, 1, 7}, {{5}, 0, 8}};
+  // {2, 5000}: more segments (50) than the workgroup has invocations (16), which share their fold.
+  const std::vector<Carried> cases = {{{3, 700}, 1, 100}, {{700, 3}, 0, 128}, {{2, 50, 3}, 1, 7}, {{5}, 0, 8}, {{2, 5000}, 1, 100}};
   for (uint32_t vendor : {0u, 0x10DEu})
     for (const std::string op : {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"})
       for (DType t : {DType::S8, DType::U32, DType::F16, DType::F64}) {
         if (!supported(t)) continue;
         for (const auto& c : cases)
-          for (bool reverse : {false, true}) {
+          for (auto [reverse, totals] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
             runtime::CompileOptions opts;
             opts.as_vendor = vendor;
             ir::Shape cs = c.shape;
             cs[c.axis] = (c.shape[c.axis] + c.segment - 1) / c.segment;
             const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") +
-                                      R"(, "segment": )" + std::to_string(c.segment) + "}";
+                                      R"(, "segment": )" + std::to_string(c.segment) + (totals ? R"(, "carry_totals": true)" : "") + "}";
             auto g = one_op(op + "_carried_" + ir::dtype_name(t) + shape_json(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}, {t, cs}}, op, {t, c.shape}, attrs);
             const bool select = op == "cumulative_min" || op == "cumulative_max";
             check(g, {scan_input(op, {t, c.shape}, 71), scan_input(op, {t, cs}, 72)}, Tolerance{0, 0, !select}, opts);

@@ -559,6 +559,22 @@ TEST(InterpReduce, ScansFromCarriesFoldEachSegmentFromItsCarry) {
   expect_floats(apply("cumulative_max", {lit(DType::F32, {3}, {1, 5, 2}), lit(DType::F32, {1}, {NAN})}, "f32", {3}, {{"axis", 0}, {"segment", 3}}), {NAN, NAN, NAN});
 }
 
+// With carry_totals the second operand holds each segment's total, and a segment folds from
+// those of the segments before it in scan order (none: the first folds from its own start).
+TEST(InterpReduce, ScansFromTotalsFoldTheSegmentsBefore) {
+  Literal x = lit(DType::F32, {5}, {1, 2, 3, 4, 5}), c = lit(DType::F32, {3}, {10, 20, 30});
+  const nlohmann::json fwd = {{"axis", 0}, {"segment", 2}, {"carry_totals", true}};
+  nlohmann::json rev = fwd;
+  rev["reverse"] = true;
+  expect_floats(apply("cumulative_sum", {x, c}, "f32", {5}, fwd), {1, 3, 13, 17, 35});
+  expect_floats(apply("cumulative_sum", {x, c}, "f32", {5}, rev), {53, 52, 37, 34, 5});
+  Literal m = lit(DType::S8, {2, 3}, {100, 1, 2, 3, 4, 5}), mc = lit(DType::S8, {2, 2}, {100, -5, 127, 0});
+  nlohmann::json rows = fwd;
+  rows["axis"] = 1;
+  EXPECT_EQ(ints(apply("cumulative_sum", {m, mc}, "s8", {2, 3}, rows)), (std::vector<int64_t>{100, 101, 102, 3, 7, -124}));
+  expect_floats(apply("cumulative_max", {lit(DType::F32, {3}, {1, 5, 2}), lit(DType::F32, {2}, {NAN, 0})}, "f32", {3}, fwd), {1, 5, NAN});
+}
+
 TEST(InterpReduce, DotWithBatchAxes) {
   Literal a = iota_f32({2, 2, 3}), b = iota_f32({2, 3, 2});
   Literal r = apply("dot", {a, b}, "f32", {2, 2, 2},

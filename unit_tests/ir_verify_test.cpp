@@ -142,6 +142,8 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
       {"scan segment", kP0 + R"(, {"id": 1, "op": "parameter", "type": "f32", "shape": [2, 1], "attrs": {"index": 1}},
                  {"id": 2, "op": "cumulative_max", "args": [0, 1], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1, "segment": 0}})",
        "node 2 (cumulative_max): attrs.segment must be at least 1, got 0"},
+      {"scan totals without carries", kP0 + R"(, {"id": 2, "op": "cumulative_sum", "args": [0], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1, "carry_totals": true}})",
+       "node 2 (cumulative_sum): attrs.carry_totals needs the segments' totals as argument 1"},
       {"scan arity", kP0 + R"(, {"id": 2, "op": "cumulative_min", "args": [0, 0, 0], "type": "f32", "shape": [2, 3], "attrs": {"axis": 1}})",
        "node 2 (cumulative_min): expects 1 or 2 argument(s), got 3"},
       {"argsort axis", kP0 + R"(, {"id": 2, "op": "argsort", "args": [0], "type": "s64", "shape": [2, 3], "attrs": {"axis": 2, "direction": "asc"}})",
