@@ -252,18 +252,12 @@ def sweep_shapes():
         attn = f"{name}_attn_causal{tag}" if causal else f"{name}_attn{tag}"
         rows.append((attn, *_sweep_attention(b, heads, s, width // heads, causal)))
 
-    transformer(bert_base, 1, 128, False, False)
-    transformer(bert_base, 8, 128, False, True)
-    transformer(bert_base, 8, 512, False, True)
-    transformer(bert_large, 4, 512, False, False)
-    transformer(bert_large, 16, 512, False, True)
-    transformer(gpt2_small, 1, 128, True, True)
-    transformer(gpt2_small, 4, 1024, True, False)
-    transformer(gpt2_medium, 2, 1024, True, True)
-    transformer(gpt2_medium, 8, 1024, True, False)
-    transformer(d128, 2, 2048, False, False)
-    transformer(d128, 1, 4096, True, False)
-    transformer(d64, 1, 4096, True, False)
+    for model, b, s, causal, projections in (
+            (bert_base, 1, 128, False, False), (bert_base, 8, 128, False, True), (bert_base, 8, 512, False, True),
+            (bert_large, 4, 512, False, False), (bert_large, 16, 512, False, True), (gpt2_small, 1, 128, True, True),
+            (gpt2_small, 4, 1024, True, False), (gpt2_medium, 2, 1024, True, True), (gpt2_medium, 8, 1024, True, False),
+            (d128, 2, 2048, False, False), (d128, 1, 4096, True, False), (d64, 1, 4096, True, False)):
+        transformer(model, b, s, causal, projections)
     rows.append(("vit_b16_patch_b32", *_sweep_conv(32, 3, 224, 768, 16, 16, 0)))
     transformer(vit_b16, 32, 197, False, True)
     rows.append(("resnet50_conv1_7x7s2_b32", *_sweep_conv(32, 3, 224, 64, 7, 2, 3)))

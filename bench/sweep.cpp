@@ -223,20 +223,20 @@ std::vector<Workload> sweep_workloads(DType t, SweepSet set) {
   }
   const Scale sc{set == SweepSet::Tiny};
   // Projections and feed-forward blocks at 128 to 8192 rows (batch x sequence; GPT-2's
-  // widths equal BERT's, so each row count appears once), attention at 128 to 4096 positions.
-  transformer_rows(ws, t, sc, bert_base, 1, 128, false, false);
-  transformer_rows(ws, t, sc, bert_base, 8, 128, false, true);
-  transformer_rows(ws, t, sc, bert_base, 8, 512, false, true);
-  transformer_rows(ws, t, sc, bert_large, 4, 512, false, false);
-  transformer_rows(ws, t, sc, bert_large, 16, 512, false, true);
-  transformer_rows(ws, t, sc, gpt2_small, 1, 128, true, true);
-  transformer_rows(ws, t, sc, gpt2_small, 4, 1024, true, false);
-  transformer_rows(ws, t, sc, gpt2_medium, 2, 1024, true, true);
-  transformer_rows(ws, t, sc, gpt2_medium, 8, 1024, true, false);
-  // head dims 128 and 64 at long sequences
-  transformer_rows(ws, t, sc, d128, 2, 2048, false, false);
-  transformer_rows(ws, t, sc, d128, 1, 4096, true, false);
-  transformer_rows(ws, t, sc, d64, 1, 4096, true, false);
+  // widths equal BERT's, so each row count appears once), attention at 128 to 4096
+  // positions, head dims 128 and 64 at the longest.
+  struct Block {
+    const Transformer& model;
+    int64_t batch, seq;
+    bool causal, projections;
+  };
+  for (const Block& k : {Block{bert_base, 1, 128, false, false}, Block{bert_base, 8, 128, false, true},
+                         Block{bert_base, 8, 512, false, true}, Block{bert_large, 4, 512, false, false},
+                         Block{bert_large, 16, 512, false, true}, Block{gpt2_small, 1, 128, true, true},
+                         Block{gpt2_small, 4, 1024, true, false}, Block{gpt2_medium, 2, 1024, true, true},
+                         Block{gpt2_medium, 8, 1024, true, false}, Block{d128, 2, 2048, false, false},
+                         Block{d128, 1, 4096, true, false}, Block{d64, 1, 4096, true, false}})
+    transformer_rows(ws, t, sc, k.model, k.batch, k.seq, k.causal, k.projections);
   // ViT-B/16 on 224x224 images: the patch embedding (a 16x16 stride-16 conv), then its
   // encoder's layers over 197 tokens
   const int64_t vb = sc.batch(32);
