@@ -368,6 +368,8 @@ int main(int argc, char** argv) try {
     return 0;
   }
   std::vector<Row> rows;
+  int name_width = 14;
+  for (const auto& w : workloads) name_width = std::max(name_width, static_cast<int>(w.name.size()));
   for (auto& w : workloads)
   for (codegen::Precision precision : o.precisions) {
     const ir::DType t = w.dtype;
@@ -379,7 +381,7 @@ int main(int argc, char** argv) try {
     try {  // a workload the compiler cannot take yet is reported, and the others still run
       exe = runtime::Executable::compile(dev, w.graph, copts);
     } catch (const std::exception& e) {
-      std::printf("%-14s %-4s not compiled: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
+      std::printf("%-*s %-4s not compiled: %s\n", name_width, w.name.c_str(), ir::dtype_name(t), e.what());
       continue;
     }
     double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -405,7 +407,7 @@ int main(int argc, char** argv) try {
         device.push_back(st.device_ms);
       }
     } catch (const std::exception& e) {
-      std::printf("%-14s %-4s not run: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
+      std::printf("%-*s %-4s not run: %s\n", name_width, w.name.c_str(), ir::dtype_name(t), e.what());
       continue;
     }
     Row r{w.name, ir::dtype_name(t), codegen::to_string(precision), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
@@ -417,8 +419,8 @@ int main(int argc, char** argv) try {
     r.tflops = w.flops / secs / 1e12;
     rows.push_back(r);
     write_rows(o, *dev, rows);
-    std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s",
-                r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
+    std::printf("%-*s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s",
+                name_width, r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
                 r.wall_ms, r.device_ms, r.gbps);
     if (w.flops > 0) std::printf("  %8.3f TFLOP/s", r.tflops);
     if (r.error >= 0) std::printf("  error %.3g", r.error);

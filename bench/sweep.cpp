@@ -24,7 +24,7 @@ struct Scale {
   int64_t mlp_batch(int64_t b) const { return tiny ? std::min<int64_t>(b, 8) : b; }
 };
 
-std::string bs(int64_t b, int64_t s) { return "_b" + std::to_string(b) + "s" + std::to_string(s); }
+std::string batch_seq(int64_t b, int64_t s) { return "_b" + std::to_string(b) + "s" + std::to_string(s); }
 
 json dot_axes(std::vector<int64_t> c1, std::vector<int64_t> b1, std::vector<int64_t> c2, std::vector<int64_t> b2) {
   return {{"contract_axes1", c1}, {"batch_axes1", b1}, {"contract_axes2", c2}, {"batch_axes2", b2}};
@@ -166,11 +166,11 @@ void transformer_rows(std::vector<Workload>& ws, DType t, const Scale& sc, const
   s = sc.seq(s);
   const std::string p = m.name;
   if (projections) {
-    ws.push_back(linear(p + "_qkv" + bs(b, s), t, b * s, m.width, 3 * m.width));
-    ws.push_back(linear(p + "_out" + bs(b, s), t, b * s, m.width, m.width));
-    ws.push_back(feed_forward(p + "_ffn" + bs(b, s), t, b * s, m.width, 4 * m.width, m.tanh_gelu));
+    ws.push_back(linear(p + "_qkv" + batch_seq(b, s), t, b * s, m.width, 3 * m.width));
+    ws.push_back(linear(p + "_out" + batch_seq(b, s), t, b * s, m.width, m.width));
+    ws.push_back(feed_forward(p + "_ffn" + batch_seq(b, s), t, b * s, m.width, 4 * m.width, m.tanh_gelu));
   }
-  const std::string attn = p + (attn_causal ? "_attn_causal" : "_attn") + bs(b, s);
+  const std::string attn = p + (attn_causal ? "_attn_causal" : "_attn") + batch_seq(b, s);
   ws.push_back(attention(attn, t, b, m.heads, s, m.width / m.heads, attn_causal));
 }
 

@@ -43,12 +43,16 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def ms(x):
+    return f"{x:.4f}" if x < 10 else f"{x:.1f}"
+
+
 def table(joined, label):
     lines = [f"| shape | dtype | nxv device ms | {label} | ratio (ref / nxv) | nxv TFLOP/s |", "|---|---|---|---|---|---|"]
     for name, dtype, r, ref, ratio in joined:
-        tflops = f"{r['tflops']:.2f}" if r.get("tflops") else ""
+        tflops = f"{r['tflops']:.3g}" if r.get("tflops") else ""
         flag = " *" if ratio < SLOW else ""
-        lines.append(f"| {name} | {dtype} | {r['device_ms']:.4f} | {ref:.4f} | {ratio:.2f}{flag} | {tflops} |")
+        lines.append(f"| {name} | {dtype} | {ms(r['device_ms'])} | {ms(ref)} | {ratio:.2f}{flag} | {tflops} |")
     return lines
 
 
