@@ -17,7 +17,7 @@
 // where the device lacks it): how a kernel's tiles fit the device's registers.
 // --sweep times the dense sweep instead of the issue-3 workloads (bench/sweep.cpp: real
 // models' layers at their shapes, in f32, bf16 and f16 unless --dtypes says otherwise);
-// --sweep-small its few shapes that Nx.BinaryBackend runs in seconds (bench/sweep_binary.exs),
+// --sweep-small the few of its shapes that Nx.BinaryBackend runs within minutes (bench/sweep_binary.exs),
 // --sweep-tiny every one of its graphs shrunk for the reference interpreter (with --dump,
 // then `nxv run --check`).
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output

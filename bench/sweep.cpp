@@ -214,7 +214,7 @@ std::vector<Workload> sweep_workloads(DType t, SweepSet set) {
       vit_b16{"vit_b16", 768, 12, false}, d128{"h16d128", 2048, 16, false},
       d64{"h12d64", 768, 12, true};
   std::vector<Workload> ws;
-  if (set == SweepSet::Small) {  // what Nx.BinaryBackend finishes in seconds (bench/sweep_binary.exs)
+  if (set == SweepSet::Small) {  // what Nx.BinaryBackend finishes within minutes (bench/sweep_binary.exs)
     const Scale sc{false};
     transformer_rows(ws, t, sc, gpt2_small, 1, 128, true, false);
     mlp_rows(ws, t, sc, {1});

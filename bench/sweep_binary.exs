@@ -7,7 +7,7 @@
 #
 # Inputs are seeded `:rand` values in [-1, 1] (one-hot labels for the training step).
 # Nx.Vulkan: median of --runs warm calls, the result copied to the host; the evaluator: one
-# call (it takes seconds).
+# call (it takes seconds to minutes).
 defmodule SweepBinary do
   import Nx.Defn
 
