@@ -34,7 +34,9 @@ defmodule SweepBinary do
     Nx.dot(h, w3) + b3
   end
 
-  defn mlp_infer(x, params), do: softmax(logits(params, x))
+  defn mlp_infer(x, params) do
+    softmax(logits(params, x))
+  end
 
   defnp loss(params, x, y) do
     z = logits(params, x)
@@ -50,7 +52,9 @@ defmodule SweepBinary do
   end
 
   def input(shape) do
-    for(_ <- 1..Tuple.product(shape), do: 2 * :rand.uniform() - 1) |> Nx.tensor(type: :f32) |> Nx.reshape(shape)
+    for(_ <- 1..Tuple.product(shape), do: 2 * :rand.uniform() - 1)
+    |> Nx.tensor(type: :f32)
+    |> Nx.reshape(shape)
   end
 
   def mlp_params do
@@ -61,12 +65,16 @@ defmodule SweepBinary do
     |> List.to_tuple()
   end
 
-  def one_hot(batch), do: Nx.equal(Nx.iota({batch, 10}, axis: 1), Nx.tensor(for(_ <- 1..batch, do: [:rand.uniform(10) - 1]))) |> Nx.as_type(:f32)
+  def one_hot(batch) do
+    labels = Nx.tensor(for(_ <- 1..batch, do: [:rand.uniform(10) - 1]))
+    Nx.equal(Nx.iota({batch, 10}, axis: 1), labels) |> Nx.as_type(:f32)
+  end
 
   # The small set of bench/sweep.cpp, by its names.
   def workloads do
     [
-      {"gpt2_small_attn_causal_b1s128", &causal_attention/3, Enum.map(1..3, fn _ -> input({1, 12, 128, 64}) end)},
+      {"gpt2_small_attn_causal_b1s128", &causal_attention/3,
+       Enum.map(1..3, fn _ -> input({1, 12, 128, 64}) end)},
       {"mlp_infer_b1", &mlp_infer/2, [input({1, 784}), mlp_params()]},
       {"mlp_train_b1", &mlp_train/3, [input({1, 784}), one_hot(1), mlp_params()]},
       {"mlp_infer_b16", &mlp_infer/2, [input({16, 784}), mlp_params()]}
@@ -92,8 +100,10 @@ defmodule SweepBinary do
     binary = us / 1000
     diff = max_diff(want, got)
 
-    IO.puts("#{String.pad_trailing(name, 32)} binary #{Float.round(binary, 1)} ms  vulkan #{Float.round(vulkan, 3)} ms  " <>
-              "ratio #{Float.round(binary / vulkan, 1)}x  max |diff| #{diff}")
+    IO.puts(
+      "#{String.pad_trailing(name, 32)} binary #{Float.round(binary, 1)} ms  vulkan #{Float.round(vulkan, 3)} ms  " <>
+        "ratio #{Float.round(binary / vulkan, 1)}x  max |diff| #{diff}"
+    )
 
     %{workload: name, dtype: "f32", binary_ms: binary, vulkan_ms: vulkan, max_abs_diff: diff}
   end
@@ -107,11 +117,18 @@ defmodule SweepBinary do
     IO.puts("Nx.Vulkan on #{info.name} against Nx.Defn.Evaluator on Nx.BinaryBackend")
 
     rows =
-      for {name, fun, args} <- workloads(), Enum.any?(filter, &String.contains?(name, &1)),
+      for {name, fun, args} <- workloads(),
+          Enum.any?(filter, &String.contains?(name, &1)),
           do: row(name, fun, args, runs)
 
     if path = opts[:json] do
-      doc = %{device: "Nx.BinaryBackend", vulkan_device: info.name, date: Date.to_iso8601(Date.utc_today()), results: rows}
+      doc = %{
+        device: "Nx.BinaryBackend",
+        vulkan_device: info.name,
+        date: Date.to_iso8601(Date.utc_today()),
+        results: rows
+      }
+
       File.write!(path, Nx.Vulkan.JSON.encode(doc))
       IO.puts("wrote #{path}")
     end
