@@ -247,7 +247,10 @@ void write_rows(const Options& o, const runtime::Device& dev, const std::vector<
                  {"gbps", r.gbps}, {"tflops", r.tflops}});
     if (r.error >= 0) j.back()["max_rel_error"] = r.error;
   }
-  std::ofstream(o.json_path) << nlohmann::json{{"device", dev.info().name}, {"profile", dev.info().profile}, {"results", j}}.dump(2) << "\n";
+  // through a rename, so that a kill mid-write leaves the previous rows whole
+  const std::string part = o.json_path + ".part";
+  std::ofstream(part) << nlohmann::json{{"device", dev.info().name}, {"profile", dev.info().profile}, {"results", j}}.dump(2) << "\n";
+  std::filesystem::rename(part, o.json_path);
 }
 
 int serve(const Options& o) {

@@ -17,6 +17,7 @@ a float64 product of the same inputs relative to its largest element.
 """
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -296,9 +297,10 @@ def sweep_main(a):
                          "wall_ms": ms, "pipelined_ms": piped})
             print(f"{name:32s} {dtype:4s} wall {ms:9.3f} ms  pipelined {piped:9.3f} ms", flush=True)
             del args
-            if a.json:  # after every row: a sweep cut short by `timeout` keeps what it measured
-                with open(a.json, "w") as out:
+            if a.json:  # after every row, through a rename: a sweep cut short by `timeout` keeps what it measured
+                with open(a.json + ".part", "w") as out:
                     json.dump({"device": jax.devices()[0].device_kind, "jax": jax.__version__, "results": rows}, out, indent=2)
+                os.replace(a.json + ".part", a.json)
 
 
 def _step(q, p, eps):
