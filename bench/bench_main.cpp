@@ -3,6 +3,7 @@
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
 //             [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR]
 //             [--precision highest,high,default] [--error] [--pipeline-stats]
+//   nxv_bench --sweep|--sweep-small|--sweep-tiny [--dtypes f32,bf16,f16] [--filter SUBSTR,...] [...]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
 // --dump writes each selected workload's graph to DIR/NAME_DTYPE.json (for `nxv run --check`
@@ -14,6 +15,11 @@
 // --pipeline-stats prints, under each workload, what the driver reports of each kernel's
 // compiled pipeline (VK_KHR_pipeline_executable_properties: registers, spills, ...; nothing
 // where the device lacks it): how a kernel's tiles fit the device's registers.
+// --sweep times the dense sweep instead of the issue-3 workloads (bench/sweep.cpp: real
+// models' layers at their shapes, in f32, bf16 and f16 unless --dtypes says otherwise);
+// --sweep-small the few of its shapes that Nx.BinaryBackend runs within minutes (bench/sweep_binary.exs),
+// --sweep-tiny every one of its graphs shrunk for the reference interpreter (with --dump,
+// then `nxv run --check`).
 // --graph times the given IR graphs (random inputs; bandwidth counts each input and output
 // once) instead of the built-in workloads: how to time one op or variant of a kernel.
 //
@@ -39,6 +45,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -57,6 +64,8 @@ using namespace nxv;
 struct Options {
   bool full = false;
   std::vector<ir::DType> dtypes = {ir::DType::F32, ir::DType::F64};
+  bool dtypes_given = false;
+  std::optional<bench::SweepSet> sweep;
   int runs = 30;
   int warmup = 3;
   double warmup_ms = 1500;
@@ -91,7 +100,14 @@ Options parse(int argc, char** argv) {
       std::string v = value();
       if (v != "small" && v != "full") usage_error("--size takes small or full");
       o.full = v == "full";
+    } else if (a == "--sweep") {
+      o.sweep = bench::SweepSet::Full;
+    } else if (a == "--sweep-small") {
+      o.sweep = bench::SweepSet::Small;
+    } else if (a == "--sweep-tiny") {
+      o.sweep = bench::SweepSet::Tiny;
     } else if (a == "--dtypes") {
+      o.dtypes_given = true;
       o.dtypes.clear();
       std::string v = value();
       for (size_t s = 0; s <= v.size();) {
@@ -142,12 +158,15 @@ Options parse(int argc, char** argv) {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
                 "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
                 "[--precision highest,high,default] [--error] [--pipeline-stats]\n"
+                "       nxv_bench --sweep|--sweep-small|--sweep-tiny [--dtypes f32,bf16,f16] [--filter SUBSTR,...] [...]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
     } else {
       usage_error("unknown argument " + a);
     }
   }
+  if (o.sweep && !o.dtypes_given) o.dtypes = {ir::DType::F32, ir::DType::BF16, ir::DType::F16};
+  if (o.sweep && !o.graphs.empty()) usage_error("--sweep and --graph exclude each other");
   return o;
 }
 
@@ -215,6 +234,23 @@ double product_error(const ir::Literal& a, const ir::Literal& b, const ir::Liter
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+// The rows so far, rewritten after each one: a run cut short (a sweep under `timeout`)
+// still leaves the rows it finished.
+void write_rows(const Options& o, const runtime::Device& dev, const std::vector<Row>& rows) {
+  if (o.json_path.empty()) return;
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows) {
+    j.push_back({{"workload", r.name}, {"dtype", r.dtype}, {"precision", r.precision}, {"elements", r.elems}, {"dispatches", r.dispatches},
+                 {"compile_ms", r.compile_ms}, {"wall_ms", r.wall_ms}, {"device_ms", r.device_ms},
+                 {"gbps", r.gbps}, {"tflops", r.tflops}});
+    if (r.error >= 0) j.back()["max_rel_error"] = r.error;
+  }
+  // through a rename, so that a kill mid-write leaves the previous rows whole
+  const std::string part = o.json_path + ".part";
+  std::ofstream(part) << nlohmann::json{{"device", dev.info().name}, {"profile", dev.info().profile}, {"results", j}}.dump(2) << "\n";
+  std::filesystem::rename(part, o.json_path);
 }
 
 int serve(const Options& o) {
@@ -320,7 +356,9 @@ int main(int argc, char** argv) try {
   for (const auto& path : o.graphs)
     workloads.push_back(bench::graph_workload(std::filesystem::path(path).stem().string(), ir::read_graph_file(path)));
   // Full size is issue 3's: 64M f32 / 16M f64 flat elements, 8192x8192 squares.
-  for (ir::DType t : o.graphs.empty() ? o.dtypes : std::vector<ir::DType>{}) {
+  for (ir::DType t : o.sweep ? o.dtypes : std::vector<ir::DType>{})
+    for (auto& w : bench::sweep_workloads(t, *o.sweep)) workloads.push_back(std::move(w));
+  for (ir::DType t : o.graphs.empty() && !o.sweep ? o.dtypes : std::vector<ir::DType>{}) {
     int64_t flat = o.full ? (t == ir::DType::F64 ? 16 << 20 : 64 << 20) : 1 << 20;
     int64_t side = o.full ? 8192 : 1024;
     for (auto& w : bench::make_workloads(t, flat, side, {8, 1000})) workloads.push_back(std::move(w));
@@ -333,6 +371,8 @@ int main(int argc, char** argv) try {
     return 0;
   }
   std::vector<Row> rows;
+  int name_width = 14;
+  for (const auto& w : workloads) name_width = std::max(name_width, static_cast<int>(w.name.size()));
   for (auto& w : workloads)
   for (codegen::Precision precision : o.precisions) {
     const ir::DType t = w.dtype;
@@ -344,29 +384,34 @@ int main(int argc, char** argv) try {
     try {  // a workload the compiler cannot take yet is reported, and the others still run
       exe = runtime::Executable::compile(dev, w.graph, copts);
     } catch (const std::exception& e) {
-      std::printf("%-14s %-4s not compiled: %s\n", w.name.c_str(), ir::dtype_name(t), e.what());
+      std::printf("%-*s %-4s not compiled: %s\n", name_width, w.name.c_str(), ir::dtype_name(t), e.what());
       continue;
     }
     double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::mt19937_64 rng(42);  // the same inputs at every precision
-    std::vector<runtime::BufferPtr> inputs;
     std::vector<ir::Literal> host_inputs;
-    for (const auto& ty : exe->input_types()) {
-      host_inputs.push_back(random_input(ty, rng));
-      inputs.push_back(dev->upload(ty, host_inputs.back().data.data(), host_inputs.back().data.size()));
-    }
     runtime::RunStats st;
-    auto w0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.warmup ||
-                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() <
-                        o.warmup_ms;
-         ++i)
-      exe->run(inputs, &st);
     std::vector<double> wall, device;
-    for (int i = 0; i < o.runs; ++i) {
-      exe->run(inputs, &st);
-      wall.push_back(st.wall_ms);
-      device.push_back(st.device_ms);
+    try {  // nor does one the device has no memory for stop the others
+      std::vector<runtime::BufferPtr> inputs;
+      for (const auto& ty : exe->input_types()) {
+        host_inputs.push_back(random_input(ty, rng));
+        inputs.push_back(dev->upload(ty, host_inputs.back().data.data(), host_inputs.back().data.size()));
+      }
+      auto w0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.warmup ||
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() <
+                          o.warmup_ms;
+           ++i)
+        exe->run(inputs, &st);
+      for (int i = 0; i < o.runs; ++i) {
+        exe->run(inputs, &st);
+        wall.push_back(st.wall_ms);
+        device.push_back(st.device_ms);
+      }
+    } catch (const std::exception& e) {
+      std::printf("%-*s %-4s not run: %s\n", name_width, w.name.c_str(), ir::dtype_name(t), e.what());
+      continue;
     }
     Row r{w.name, ir::dtype_name(t), codegen::to_string(precision), exe->input_types()[0].num_elements(), st.dispatches, compile_ms,
           percentile(wall, 0.5), percentile(device, 0.5), 0, 0};
@@ -376,8 +421,9 @@ int main(int argc, char** argv) try {
     r.gbps = w.min_bytes / secs / 1e9;
     r.tflops = w.flops / secs / 1e12;
     rows.push_back(r);
-    std::printf("%-14s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s",
-                r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
+    write_rows(o, *dev, rows);
+    std::printf("%-*s %-4s %10lld elems  %2d dispatch  compile %8.1f ms  wall %9.3f ms  device %9.3f ms  %8.1f GB/s",
+                name_width, r.name.c_str(), r.dtype.c_str(), static_cast<long long>(r.elems), r.dispatches, r.compile_ms,
                 r.wall_ms, r.device_ms, r.gbps);
     if (w.flops > 0) std::printf("  %8.3f TFLOP/s", r.tflops);
     if (r.error >= 0) std::printf("  error %.3g", r.error);
@@ -391,17 +437,7 @@ int main(int argc, char** argv) try {
       }
     std::fflush(stdout);
   }
-
-  if (!o.json_path.empty()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : rows) {
-      j.push_back({{"workload", r.name}, {"dtype", r.dtype}, {"precision", r.precision}, {"elements", r.elems}, {"dispatches", r.dispatches},
-                   {"compile_ms", r.compile_ms}, {"wall_ms", r.wall_ms}, {"device_ms", r.device_ms},
-                   {"gbps", r.gbps}, {"tflops", r.tflops}});
-      if (r.error >= 0) j.back()["max_rel_error"] = r.error;
-    }
-    std::ofstream(o.json_path) << nlohmann::json{{"device", dev->info().name}, {"profile", dev->info().profile}, {"results", j}}.dump(2) << "\n";
-  }
+  write_rows(o, *dev, rows);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "nxv_bench: error: %s\n", e.what());

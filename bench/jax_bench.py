@@ -3,17 +3,21 @@
 
     python3 bench/jax_bench.py [--size small|full] [--runs 30] [--filter SUBSTR,...] [--dtypes f32,f64,f16,bf16]
                                [--precision highest,high,default,BF16_BF16_F32_X3,...] [--error] [--json FILE]
+                               [--sweep] [--warmup-s 1.5]
 
 Run on the same machine right after nxv_bench (one lease of it) so the ratios are comparable.
 
 --precision times the dense rows once per listed precision of their dots and convolutions: a
 jax.lax.Precision level (on NVIDIA GPUs XLA computes `high` and `default` as TF32) or a
 jax.lax.DotAlgorithmPreset name such as BF16_BF16_F32_X3 (bf16 x3, nxv's `high`) or
-BF16_BF16_F32 (nxv's `default`). --error adds, for the square dots, the largest error against
+BF16_BF16_F32 (nxv's `default`). --sweep times nxv_bench --sweep's shapes instead, by the same
+names (bench/sweep.cpp; f32, bf16 and f16 unless --dtypes says otherwise; f32 dots at the
+first --precision, the others at XLA's default). --error adds, for the square dots, the largest error against
 a float64 product of the same inputs relative to its largest element.
 """
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -147,6 +151,158 @@ def conv_workloads(f, k1, k2, hi):
     return w
 
 
+# --- the dense sweep (nxv_bench --sweep; shapes and names as bench/sweep.cpp) ---
+
+def _sweep_dense(x, w, b, hi):
+    return jnp.matmul(x, w, precision=hi) + b
+
+
+def _sweep_linear(rows, d_in, d_out):
+    shapes = [(rows, d_in), (d_in, d_out), (d_out,)]
+    return lambda hi: (lambda x, w, b: _sweep_dense(x, w, b, hi)), shapes
+
+
+def _sweep_ffn(rows, width, hidden, tanh_gelu):
+    shapes = [(rows, width), (width, hidden), (hidden,), (hidden, width), (width,)]
+
+    def make(hi):
+        def ffn(x, w1, b1, w2, b2):
+            h = jax.nn.gelu(_sweep_dense(x, w1, b1, hi), approximate=tanh_gelu)
+            return _sweep_dense(h, w2, b2, hi)
+        return ffn
+    return make, shapes
+
+
+def _sweep_attention(b, heads, s, d, causal):
+    shapes = [(b, heads, s, d)] * 3
+
+    def make(hi):
+        def attn(q, k, v):
+            scores = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=hi) * (1 / d**0.5)
+            if causal:
+                keep = jnp.arange(s)[:, None] >= jnp.arange(s)[None, :]
+                scores = jnp.where(keep, scores, -jnp.inf)
+            e = jnp.exp(scores - jnp.max(scores, axis=-1, keepdims=True))
+            return jnp.einsum("bhqk,bhkd->bhqd", e / jnp.sum(e, axis=-1, keepdims=True), v, precision=hi)
+        return attn
+    return make, shapes
+
+
+def _sweep_conv(batch, cin, side, cout, taps, stride, pad):
+    shapes = [(batch, cin, side, side), (cout, cin, taps, taps)]
+
+    def make(hi):
+        return lambda x, k: jax.lax.conv_general_dilated(
+            x, k, (stride, stride), [(pad, pad), (pad, pad)], dimension_numbers=("NCHW", "OIHW", "NCHW"), precision=hi)
+    return make, shapes
+
+
+_MLP_WIDTHS = (784, 1024, 1024, 10)
+
+
+def _mlp_forward(x, ps, hi):
+    for i in range(3):
+        x = jnp.matmul(x, ps[2 * i], precision=hi) + ps[2 * i + 1]
+        if i < 2:
+            x = jnp.maximum(x, 0)
+    return x
+
+
+def _sweep_mlp_infer(batch):
+    shapes = [(batch, 784)] + [s for i in range(3) for s in ((_MLP_WIDTHS[i], _MLP_WIDTHS[i + 1]), (_MLP_WIDTHS[i + 1],))]
+
+    def make(hi):
+        def infer(x, *ps):
+            h = _mlp_forward(x, ps, hi)
+            e = jnp.exp(h - jnp.max(h, axis=-1, keepdims=True))
+            return e / jnp.sum(e, axis=-1, keepdims=True)
+        return infer
+    return make, shapes
+
+
+def _sweep_mlp_train(batch):
+    _, params = _sweep_mlp_infer(batch)
+    shapes = [params[0], (batch, 10)] + params[1:]
+
+    def make(hi):
+        def loss(ps, x, y):
+            h = _mlp_forward(x, ps, hi)
+            return jnp.mean(jax.nn.logsumexp(h, axis=-1) - jnp.sum(h * y, axis=-1))
+
+        def train_step(x, y, *ps):
+            value, grads = jax.value_and_grad(loss)(ps, x, y)
+            return value, [p - 0.01 * g for p, g in zip(ps, grads)]
+        return train_step
+    return make, shapes
+
+
+def sweep_shapes():
+    """(name, make(precision) -> fn, input shapes) for every shape of nxv_bench --sweep."""
+    rows = []
+    bert_base, bert_large = ("bert_base", 768, 12, False), ("bert_large", 1024, 16, False)
+    gpt2_small, gpt2_medium = ("gpt2_small", 768, 12, True), ("gpt2_medium", 1024, 16, True)
+    vit_b16, d128, d64 = ("vit_b16", 768, 12, False), ("h16d128", 2048, 16, False), ("h12d64", 768, 12, True)
+
+    def transformer(model, b, s, causal, projections):
+        name, width, heads, tanh_gelu = model
+        tag = f"_b{b}s{s}"
+        if projections:
+            rows.append((f"{name}_qkv{tag}", *_sweep_linear(b * s, width, 3 * width)))
+            rows.append((f"{name}_out{tag}", *_sweep_linear(b * s, width, width)))
+            rows.append((f"{name}_ffn{tag}", *_sweep_ffn(b * s, width, 4 * width, tanh_gelu)))
+        attn = f"{name}_attn_causal{tag}" if causal else f"{name}_attn{tag}"
+        rows.append((attn, *_sweep_attention(b, heads, s, width // heads, causal)))
+
+    for model, b, s, causal, projections in (
+            (bert_base, 1, 128, False, False), (bert_base, 8, 128, False, True), (bert_base, 8, 512, False, True),
+            (bert_large, 4, 512, False, False), (bert_large, 16, 512, False, True), (gpt2_small, 1, 128, True, True),
+            (gpt2_small, 4, 1024, True, False), (gpt2_medium, 2, 1024, True, True), (gpt2_medium, 8, 1024, True, False),
+            (d128, 2, 2048, False, False), (d128, 1, 4096, True, False), (d64, 1, 4096, True, False)):
+        transformer(model, b, s, causal, projections)
+    rows.append(("vit_b16_patch_b32", *_sweep_conv(32, 3, 224, 768, 16, 16, 0)))
+    transformer(vit_b16, 32, 197, False, True)
+    rows.append(("resnet50_conv1_7x7s2_b32", *_sweep_conv(32, 3, 224, 64, 7, 2, 3)))
+    for stage in range(1, 5):
+        side, c, sn = 56 >> (stage - 1), 64 << (stage - 1), f"resnet50_s{stage}_"
+        rows.append((f"{sn}1x1reduce_b32", *_sweep_conv(32, 4 * c, side, c, 1, 1, 0)))
+        rows.append((f"{sn}3x3_b32", *_sweep_conv(32, c, side, c, 3, 1, 1)))
+        rows.append((f"{sn}1x1expand_b32", *_sweep_conv(32, c, side, 4 * c, 1, 1, 0)))
+        if stage > 1:
+            rows.append((f"{sn}3x3s2_b32", *_sweep_conv(32, c, 2 * side, c, 3, 2, 1)))
+            rows.append((f"{sn}proj1x1s2_b32", *_sweep_conv(32, 2 * c, 2 * side, 4 * c, 1, 2, 0)))
+    for b in (1, 16, 128, 1024):
+        rows.append((f"mlp_infer_b{b}", *_sweep_mlp_infer(b)))
+    for b in (1, 16, 128, 1024):
+        rows.append((f"mlp_train_b{b}", *_sweep_mlp_train(b)))
+    return rows
+
+
+def sweep_main(a):
+    """Each sweep shape: pipelined time per call (and wall time) after a warm-up."""
+    rows = []
+    print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
+    dtypes = {"f64": jnp.float64, "f32": jnp.float32, "f16": jnp.float16, "bf16": jnp.bfloat16}
+    for dtype in (a.dtypes or "f32,bf16,f16").split(","):
+        f = dtypes[dtype]
+        hi = precision_of(a.precision.split(",")[0]) if dtype in ("f32", "f64") else None
+        for name, make, shapes in sweep_shapes():
+            if not any(part in name for part in a.filter.split(",")):
+                continue
+            key = jax.random.PRNGKey(0)
+            args = [jax.random.uniform(jax.random.fold_in(key, i), s, f, -1, 1) for i, s in enumerate(shapes)]
+            fn = jax.jit(make(hi))
+            ms = time_call(fn, args, a.runs, warmup_s=a.warmup_s)
+            piped = time_pipelined(fn, args, a.runs)
+            rows.append({"workload": name, "dtype": dtype, "precision": "highest" if hi is not None else "default",
+                         "wall_ms": ms, "pipelined_ms": piped})
+            print(f"{name:32s} {dtype:4s} wall {ms:9.3f} ms  pipelined {piped:9.3f} ms", flush=True)
+            del args
+            if a.json:  # after every row, through a rename: a sweep cut short by `timeout` keeps what it measured
+                with open(a.json + ".part", "w") as out:
+                    json.dump({"device": jax.devices()[0].device_kind, "jax": jax.__version__, "results": rows}, out, indent=2)
+                os.replace(a.json + ".part", a.json)
+
+
 def _step(q, p, eps):
     p = p + eps / 2 * (-q)
     q = q + eps * p
@@ -194,10 +350,15 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--json")
     ap.add_argument("--filter", default="", help="only workloads whose name contains one of these (comma-separated)")
-    ap.add_argument("--dtypes", default="f32,f64", help="comma-separated: f64, f32, f16, bf16 (as nxv_bench)")
+    ap.add_argument("--dtypes", help="comma-separated: f64, f32, f16, bf16 (as nxv_bench; default f32,f64, with --sweep f32,bf16,f16)")
     ap.add_argument("--precision", default="highest", help="comma-separated precisions of dots and convolutions")
     ap.add_argument("--error", action="store_true", help="the square dots' error against a float64 product")
+    ap.add_argument("--sweep", action="store_true", help="nxv_bench --sweep's shapes (bench/sweep.cpp)")
+    ap.add_argument("--warmup-s", type=float, default=1.5, help="seconds of warm-up calls before each row's timing")
     a = ap.parse_args()
+    if a.sweep:
+        return sweep_main(a)
+    a.dtypes = a.dtypes or "f32,f64"
     rows = []
     print("jax", jax.__version__, "device:", jax.devices()[0].device_kind)
     for dtype in a.dtypes.split(","):
@@ -207,7 +368,7 @@ def main():
             for name, fn, args, nbytes, *flops in workloads(dtype, flat, side, precision):
                 if not any(f in name for f in a.filter.split(",")):
                     continue
-                ms = time_call(jax.jit(fn), args, a.runs)
+                ms = time_call(jax.jit(fn), args, a.runs, warmup_s=a.warmup_s)
                 piped = time_pipelined(jax.jit(fn), args, a.runs)
                 gbps = nbytes / (ms / 1e3) / 1e9
                 tflops = flops[0] / (ms / 1e3) / 1e12 if flops else 0

@@ -14,6 +14,12 @@
 #     bench    nxv_bench and jax_bench.py, full size
 #     compare  .gl/base/nxv_bench against .gl/bin/nxv_bench, alternating, $ROUNDS (default 2) rounds
 #     scan     the cumsum rows (and copy, sum) against jnp.cumsum
+#     sweep    the dense sweep (bench/sweep.cpp, 59 shapes of BERT, GPT-2, ViT-B/16, ResNet-50
+#              and MLPs) in nxv_bench and jax_bench.py, then bench/sweep_report.py's table
+#              (sweep.md) and plot (sweep_ratio.png); $SWEEP_DTYPES (default f32,bf16,f16),
+#              $BENCH_FILTER and $RUNS (default 20) narrow it; nxv_bench stops after
+#              $SWEEP_TIMEOUT (default 230) s, jax_bench.py at $SWEEP_BUDGET (560) s from
+#              the start, each keeping the rows it finished
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
 #     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
 #              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
@@ -197,6 +203,21 @@ case $what in
     .gl/bin/nxv_bench --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/nxv_scan.json"
     python3 bench/jax_bench.py --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/jax_scan.json"
     python3 bench/report.py "$out/nxv_scan.json" "$out/jax_scan.json" ;;
+  sweep)
+    # Both sides within $SWEEP_BUDGET seconds (a call's limit is 600): nxv_bench stops after
+    # $SWEEP_TIMEOUT, jax_bench.py (XLA compiles, autotunes, and times twice) gets the rest.
+    start=$SECONDS
+    # The GPU at its boost clock before the first row (rows warm up for 0.2 s each only).
+    .gl/bin/nxv_bench --sweep --dtypes f32 --filter mlp_train_b1024 --runs 30 --warmup-ms 1500 >/dev/null
+    sweep_args=(--sweep --dtypes "${SWEEP_DTYPES:-f32,bf16,f16}" --runs "${RUNS:-20}" ${BENCH_FILTER:+--filter "$BENCH_FILTER"})
+    timeout "${SWEEP_TIMEOUT:-230}" .gl/bin/nxv_bench "${sweep_args[@]}" --warmup-ms 200 --json "$out/sweep_nxv.json" \
+      >"$out/sweep_nxv.log" 2>&1
+    echo "nxv_bench: exit $?, $(grep -c TFLOP "$out/sweep_nxv.log") rows, $((SECONDS - start)) s"
+    timeout $((${SWEEP_BUDGET:-560} - (SECONDS - start))) python3 bench/jax_bench.py "${sweep_args[@]}" --warmup-s 0.2 \
+      --json "$out/sweep_jax.json" >"$out/sweep_jax.log" 2>&1
+    echo "jax_bench.py: exit $?, $(grep -c pipelined "$out/sweep_jax.log") rows, $((SECONDS - start)) s"
+    python3 bench/sweep_report.py "$out/sweep_nxv.json" "$out/sweep_jax.json" --plot "$out/sweep_ratio.png" >"$out/sweep.md"
+    sed -n '1,/^$/p;/^| dtype/,/^$/p' "$out/sweep.md" ;;
   profiles)
     # Benches first, one at a time, so their times are the GPU's alone; then the unit suites
     # side by side, without emulation (as CI's vulkan-minimum run: the profile's limits, its

@@ -1,49 +1,36 @@
 #include "bench/workloads.h"
 
+#include "bench/graph_writer.h"
 #include "ir/json.h"
 
 namespace nxv::bench {
-namespace {
 
 using ir::DType;
 using ir::NodeId;
 using ir::Shape;
 using nlohmann::json;
 
-// Appends nodes with explicit result types; the verifier re-checks them when compiled.
-class GraphWriter {
- public:
-  explicit GraphWriter(std::string name) { g_.name = std::move(name); }
+NodeId last_axis_softmax(GraphWriter& w, NodeId x, DType t) {
+  const Shape full = w.shape(x);
+  Shape kept = full;
+  kept.back() = 1;
+  json keep = {{"axes", {int64_t(full.size()) - 1}}, {"keep_axes", true}};
+  NodeId m = w.node("reduce_max", {x}, t, kept, keep);
+  NodeId e = w.node("exp", {w.node("subtract", {x, m}, t, full)}, t, full);
+  NodeId s = w.node("sum", {e}, t, kept, keep);
+  return w.node("divide", {e, s}, t, full);
+}
 
-  NodeId node(const std::string& op, std::vector<NodeId> args, DType t, Shape s, json attrs = json::object()) {
-    ir::Node n;
-    n.id = static_cast<NodeId>(g_.nodes.size());
-    n.op = op;
-    n.args = std::move(args);
-    n.results = {ir::TensorType{t, std::move(s)}};
-    n.attrs = std::move(attrs);
-    g_.nodes.push_back(std::move(n));
-    return g_.nodes.back().id;
-  }
-  NodeId param(int index, DType t, Shape s) { return node("parameter", {}, t, std::move(s), {{"index", index}}); }
-  NodeId scalar(double v, DType t) { return node("constant", {}, t, {}, {{"value", v}}); }
-  const Shape& shape(NodeId id) const { return g_.nodes[id].results[0].shape; }
-  // Same-shape (or scalar-broadcast) elementwise op: the result takes the larger shape.
-  NodeId ew(const std::string& op, std::vector<NodeId> args, DType t) {
-    Shape s;
-    for (NodeId a : args)
-      if (shape(a).size() > s.size()) s = shape(a);
-    return node(op, std::move(args), t, s);
-  }
-  ir::Graph finish(std::vector<NodeId> outputs) {
-    g_.outputs = std::move(outputs);
-    g_.reindex();
-    return std::move(g_);
-  }
+NodeId dense(GraphWriter& w, NodeId x, NodeId weight, NodeId bias, DType t) {
+  int64_t rows = w.shape(x)[0], cols = w.shape(weight)[1];
+  NodeId xw = w.node("dot", {x, weight}, t, {rows, cols},
+                     {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
+                      {"batch_axes2", json::array()}});
+  NodeId b = w.node("broadcast", {bias}, t, {rows, cols}, {{"shape", {rows, cols}}, {"axes", {1}}});
+  return w.ew("add", {xw, b}, t);
+}
 
- private:
-  ir::Graph g_;
-};
+namespace {
 
 uint64_t bytes(int64_t elems, DType t) { return static_cast<uint64_t>(elems) * ir::dtype_bytes(t); }
 
@@ -103,20 +90,10 @@ Workload row_sum(DType t, int64_t side) {
   return {"rowsum", t, w.finish({s}), bytes(side * side + side, t)};
 }
 
-// Softmax over the last axis of a matrix, max-subtracted as Nx's users write it.
-NodeId row_softmax(GraphWriter& w, NodeId x, DType t) {
-  int64_t rows = w.shape(x)[0], cols = w.shape(x)[1];
-  json keep = {{"axes", {1}}, {"keep_axes", true}};
-  NodeId m = w.node("reduce_max", {x}, t, {rows, 1}, keep);
-  NodeId e = w.node("exp", {w.node("subtract", {x, m}, t, {rows, cols})}, t, {rows, cols});
-  NodeId s = w.node("sum", {e}, t, {rows, 1}, keep);
-  return w.node("divide", {e, s}, t, {rows, cols});
-}
-
 Workload softmax(DType t, int64_t side) {
   GraphWriter w("softmax");
   NodeId x = w.param(0, t, {side, side});
-  return {"softmax", t, w.finish({row_softmax(w, x, t)}), 2 * bytes(side * side, t)};
+  return {"softmax", t, w.finish({last_axis_softmax(w, x, t)}), 2 * bytes(side * side, t)};
 }
 
 Workload transpose(DType t, int64_t side) {
@@ -141,17 +118,6 @@ Workload leapfrog(DType t, int64_t d, int steps = 32) {
     p = kick(p, q);
   }
   return {"leapfrog_d" + std::to_string(d), t, w.finish({q, p}), 4 * bytes(d, t)};
-}
-
-// One dense layer x·w + b of a batch of rows, as Nx.Defn.Expr gives it: `dot` contracting
-// x's last axis with w's first, the bias broadcast over the batch.
-NodeId dense(GraphWriter& w, NodeId x, NodeId weight, NodeId bias, DType t) {
-  int64_t rows = w.shape(x)[0], cols = w.shape(weight)[1];
-  NodeId xw = w.node("dot", {x, weight}, t, {rows, cols},
-                     {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()},
-                      {"batch_axes2", json::array()}});
-  NodeId b = w.node("broadcast", {bias}, t, {rows, cols}, {{"shape", {rows, cols}}, {"axes", {1}}});
-  return w.ew("add", {xw, b}, t);
 }
 
 }  // namespace
@@ -219,7 +185,7 @@ Workload mlp_inference(DType t, int64_t batch, const std::vector<int64_t>& width
     h = dense(w, h, weight, bias, t);
     if (l + 2 < widths.size()) h = w.ew("max", {h, w.scalar(0, t)}, t);
   }
-  Workload r{"mlp_infer", t, w.finish({row_softmax(w, h, t)}), moved};
+  Workload r{"mlp_infer", t, w.finish({last_axis_softmax(w, h, t)}), moved};
   for (size_t l = 0; l + 1 < widths.size(); ++l) r.flops += 2.0 * double(batch) * double(widths[l]) * double(widths[l + 1]);
   return r;
 }

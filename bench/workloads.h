@@ -50,6 +50,15 @@ Workload graph_workload(std::string name, ir::Graph graph);
 std::vector<Workload> make_workloads(ir::DType dtype, int64_t flat_elems, int64_t square_side,
                                      const std::vector<int64_t>& leapfrog_dims);
 
+// The dense sweep (bench/sweep.cpp): BERT-base/large and GPT-2 projections, feed-forward
+// blocks and attention (plain and causal), ViT-B/16's patch embedding and layers,
+// ResNet-50's convolutions, MLP inference and training steps, each named by model, layer and
+// shape (bert_base_qkv_b8s512). Small: the few of them that Nx.BinaryBackend runs within
+// minutes. Tiny: every one at batch 1 (MLPs at most 8) and at most 128 positions, for the
+// reference interpreter.
+enum class SweepSet { Full, Small, Tiny };
+std::vector<Workload> sweep_workloads(ir::DType dtype, SweepSet set);
+
 // A softmax classifier's forward pass, `widths` = {inputs, hidden..., classes}, ReLU between
 // layers; parameters are the batch, then each layer's weight and bias.
 Workload mlp_inference(ir::DType dtype, int64_t batch, const std::vector<int64_t>& widths);
