@@ -22,7 +22,7 @@ struct CooperativeMatrixShape {
   MatrixComponent operands = MatrixComponent::None, accumulator = MatrixComponent::None;
   // Listed by VK_KHR_cooperative_matrix, by VK_NV_cooperative_matrix. Kernels use
   // SPV_KHR_cooperative_matrix's opcodes where the KHR extension lists the shape, else
-  // SPV_NV_cooperative_matrix's (codegen/emit_matmul.cpp says why).
+  // SPV_NV_cooperative_matrix's (codegen/emit_matmul_cooperative.cpp says why).
   bool khr = false, nv = false;
 };
 

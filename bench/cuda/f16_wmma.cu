@@ -1,6 +1,6 @@
 // What f16 products reach on an H100 through warp-level tensor-core instructions (as
 // VK_KHR_cooperative_matrix's fragments are: a subgroup's, one warp), written in CUDA as a
-// reference for the Vulkan kernel (emit_cooperative_matmul in codegen/emit_matmul.cpp):
+// reference for the Vulkan kernel (emit_cooperative_matmul in codegen/emit_matmul_cooperative.cpp):
 // wmma 16x16x16 fragments over tiles of several shapes, staged through registers as the
 // Vulkan kernel does or with cp.async and up to 204 KiB of shared memory (which Vulkan does
 // not offer), and a loop of independent mma.sync on registers alone (the tensor cores' rate

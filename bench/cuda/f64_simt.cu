@@ -1,5 +1,5 @@
 // What f64 products reach on an H100 without tensor cores, written in CUDA as a reference
-// for the Vulkan kernel (codegen/emit_matmul.cpp, NVIDIA's tiles in codegen/targets/nvidia.cpp):
+// for the Vulkan kernel (codegen/emit_matmul_simt.cpp, NVIDIA's tiles in codegen/targets/nvidia.cpp):
 // the same 128x128 tiles of 8x8 per thread in two shared-memory sets, and a loop of
 // independent FP64 fused multiply-adds on registers alone (the FP64 pipes' rate with no
 // memory traffic). Not part of the build: nx_vulkan needs no CUDA. On a machine with nvcc:

@@ -101,7 +101,7 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
   // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.
   t.vector = 1;
   while (!s.scalar_reads && t.vector * 2 * uint32_t(s.bytes) <= 16 && thread % (t.vector * 2) == 0) t.vector *= 2;
-  // Each slice row is padded by one run against bank conflicts (codegen/emit_matmul.cpp).
+  // Each slice row is padded by one run against bank conflicts (codegen/matmul_simt.h).
   while (t.k > t.vector && uint64_t(t.k) * (m + n + 2 * t.vector) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
   // Every invocation loads the same number of runs of each slice.
   const uint32_t runs = t.invocations() * t.vector;

@@ -172,9 +172,9 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
 MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
                               uint32_t subgroups_m, uint32_t subgroups_n, uint32_t fragment_m = 16,
                               uint32_t fragment_n = 16, uint32_t fragment_k = 16);
-// Shared memory of cooperative tiles (codegen/emit_matmul.cpp): both k-slices (twice where
-// split), rows padded by 16 bytes (in the larger of their two layouts), or the subgroups' f32
-// rows of accumulators after the contraction, whichever is larger.
+// Shared memory of cooperative tiles (codegen/emit_matmul_cooperative.cpp): both k-slices
+// (twice where split), rows padded by 16 bytes (in the larger of their two layouts), or the
+// subgroups' f32 rows of accumulators after the contraction, whichever is larger.
 uint64_t cooperative_shared_bytes(const MatmulTiles& t);
 
 // Per-vendor choices, dispatched on caps.vendor() by choose_launch.

@@ -28,7 +28,7 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
 }
 
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
-// of them (codegen/emit_matmul.cpp): 128x128 of 8x8 in k-steps of 8 where there are enough
+// of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 where there are enough
 // tiles for the SMs, 64x64 of 4x4 below that, and 32x32 of 2x2 in k-steps of 32 for f32
 // products of fewer than 256 64x64 tiles (an MLP's layers); f64 keeps 64x64 there. f16 and
 // bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two would

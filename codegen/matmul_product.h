@@ -1,0 +1,104 @@
+// The dot as the tiled kernels (matmul.h) see it: its operands' axes and extents, how each
+// can be read, and the k-loop that the SIMT and the cooperative kernels share.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "codegen/matmul.h"
+
+namespace nxv::codegen::matmul {
+
+using Values = spirv::Builder::Values;
+
+// u32 arithmetic as the kernels write it.
+struct U32Ops {
+  Emitter& e;
+  spirv::Builder& b;
+  Id u(spv::Op op, Id x, Id y) const { return b.op(op, e.u32(), {x, y}); }
+  Id c(int64_t v) const { return e.u32c(uint64_t(v)); }
+  Id less(Id x, int64_t v) const { return b.op(spv::OpULessThan, e.boolean(), {x, c(v)}); }
+};
+
+struct Operand {
+  const ir::Node& node;
+  std::vector<int64_t> batch_axes, free_axes, contract_axes;
+  std::vector<int64_t> free_extents;
+  uint32_t tile;  // its free extent per output tile (tiles' m or n)
+};
+
+// Elements of `node` per texel.
+uint32_t texel_run(const ir::Node& node);
+
+// Whether the operand's elements lie along a contracted axis in memory: then the threads
+// loading a tile walk the contraction, else its free axis, so that neighbours read
+// neighbouring addresses.
+bool contiguous_along_k(const ir::Graph& body, const ir::Node& operand, const std::vector<int64_t>& contract);
+
+// Whether `node` can be read `lanes` elements at a time along the last of `axes`: a graph
+// input whose innermost axis that is, a multiple of `lanes` long (so that no vector straddles
+// two rows and every vector's first element is a multiple of `lanes` into the buffer).
+bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes);
+
+// How a dot's operands can be read as texels (both what MatmulShape::texel_run asks and what
+// a texel kernel binds), each as the product reads it in place: a, b: the first and the
+// second can; a_rows: the first's runs lie along its rows (A = [K][M]), else along the
+// contraction; b_k: the second's lie along the contraction (B = [N][K]), else along its
+// columns.
+struct TexelLayout {
+  bool a = false, a_rows = false, b = false, b_k = false;
+};
+TexelLayout texel_layout(const Operand& A, const Operand& B);
+
+// Element (free, k) of an operand in batch `batch`, at positions clamped into [0, extent)
+// where tiles of o.tile x k_step overrun it; past the contraction's end it is 0 (so is the other
+// operand's: 0 * inf would be NaN), which adds nothing to an accumulator that starts at +0.
+Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& batch_extents,
+                   const std::vector<int64_t>& k_extents, uint32_t k_step, Id batch, Id free, Id k);
+
+// k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
+// last of `steps` steps (whose slices are read again for a step that does not come, within
+// the operands, rather than past their ends).
+Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps);
+
+// A loop over the contraction in k-steps of `k` (K elements in all): carried, the values of
+// `types` from `init`, then k0; `step` gives the next values of the former from all carried.
+// Returns all carried after the last step.
+Values k_steps(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k,
+               const std::function<Values(const Values& carried, Id k0)>& step);
+
+// The k-loop of a kernel with two sets of slices in shared memory: the first k-step's slices
+// are staged into set 0 before the loop (where there is a step); each step reads the next
+// step's from memory before multiplying the current set and stores them into the other set
+// after, one barrier per step. The sets are numbered 0 and `sets_sum` (an index, or an offset
+// into shared memory), the other set of `set` being sets_sum - set. Carried: the
+// accumulators (`types`, from `init`), the current set and k0; returns all three.
+Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k, uint32_t sets_sum,
+                              const std::function<Values(Id k0)>& fetch, const std::function<void(const Values&, Id set)>& stage,
+                              const std::function<Values(Values acc, Id k0, Id set)>& multiply);
+
+// The dot as both kernels tile it: its operands, extents and tiles.
+struct Product {
+  const ir::Graph& body;
+  const ir::Node& dot;
+  const MatmulTiles& t;
+  DotAxes d;
+  Operand A, B;
+  std::vector<int64_t> batch_extents, k_extents;
+  int64_t M, N, K, tiles_m, tiles_n;
+
+  Product(const ir::Graph& g, const ir::Node& dot_node, const MatmulTiles& tiles);
+
+  // Output tile `p`'s batch and first row and column.
+  struct Tile {
+    Id batch, m0, n0;
+  };
+  Tile tile(Emitter& e, Id p) const;
+
+  // Computes the body's output at (batch, row, col) from the dot's accumulator there and
+  // stores it, where the position lies inside the output.
+  void store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
+};
+
+}  // namespace nxv::codegen::matmul
