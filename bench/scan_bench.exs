@@ -1,4 +1,4 @@
-# Nx.cumulative_sum on f32[1024, 1024] (axis 1 and axis 0) and f32[10^6]: Nx.Vulkan's scan
+# Nx.cumulative_sum on f32[1024, 1024] (axis 1 and axis 0), f32[10^6] and f32[10^7]: Nx.Vulkan's scan
 # kernels (jitted, compile excluded) against Nx.BinaryBackend, which runs Nx's
 # associative-scan expansion (log2(n) levels of slices, adds, pads and concatenations).
 # Inputs are seeded `:rand` values in [-1, 1]; each backend is timed `--runs` times after a
@@ -41,7 +41,8 @@ defmodule ScanBench do
     rows = [
       row("cumsum_1024x1024", {1024, 1024}, 1, runs),
       row("cumsum_1024x1024_axis0", {1024, 1024}, 0, runs),
-      row("cumsum_1e6", {1_000_000}, 0, runs)
+      row("cumsum_1e6", {1_000_000}, 0, runs),
+      row("cumsum_1e7", {10_000_000}, 0, runs)
     ]
 
     if path = opts[:json] do
