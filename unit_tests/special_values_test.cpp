@@ -42,13 +42,33 @@ using ir::Literal;
 
 using devtest::device;
 
-// Skips the rest of the test, naming the missing feature, where the device cannot run t
-// (f64 only: kFloats lists it last, so the other types have run by then).
-#define SKIP_UNLESS_SUPPORTED(t)                                    \
-  if ((t) == DType::F64 && !device()->info().caps.float64)          \
-  GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64"
+// Skips the rest of the test, naming the missing feature, where the device can run t
+// neither natively nor emulated (f64 only: kFloats lists it last, so the other types have
+// run by then).
+#define SKIP_UNLESS_SUPPORTED(t) NXV_SKIP_WITHOUT(t)
 
 const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};  // f64 last
+
+// Emulated f64 (a device without shaderFloat64, or NXV_EMULATE=f64) computes every f64 op
+// as 32-bit integer code: hundreds of instructions for + - * /, thousands to tens of
+// thousands for the math library (an erfc is 100k, compiled by our codegen and the driver in
+// seconds). Ops on literals the device computes (constant-fold off) are one such copy per
+// literal, so there the costly ops (the math library, pow, atan2, remainder's loop) take one
+// literal operand (or pair) of the list per op rather than all, `salt` (the op's place in
+// its list) choosing which, so that the costly ops together take the values in turn. Each value stays covered as every op's operand by the tensor, broadcast-scalar
+// and constant-folded literal cases (all values, all pairs), and as a literal the device
+// computes by the cheap ops (all values, all pairs): in emulated code a literal reaches an
+// op as the same integer constant (or push-constant-hidden bits) whatever the op is.
+bool emulated(DType t) { return t == DType::F64 && device()->info().caps.emulate_f64; }
+
+// The indices of the n literal operands an op takes where the device computes them: all, or
+// one where t is emulated and the op is `costly`.
+std::vector<size_t> device_literals(DType t, bool costly, size_t salt, size_t n) {
+  if (emulated(t) && costly) return {salt % n};
+  std::vector<size_t> all(n);
+  for (size_t k = 0; k < n; ++k) all[k] = k;
+  return all;
+}
 
 // The value a double has in type t's storage (f16/bf16 through f32, as the device rounds).
 double round_to(DType t, double v) {
@@ -327,12 +347,17 @@ TEST(SpecialValues, UnaryOps) {
         }
       }
       // Literal operands: computed by the device (no constant folding), then folded on the host.
-      GraphText gt;
-      std::vector<int> results;
-      for (double x : v) results.push_back(gt.add(op.name, std::to_string(gt.constant(t, x)), rt, {}));
-      const ir::Graph g = gt.graph(std::string(op.name) + "_literal", {gt.stack(results, rt, {})});
-      check("literal", run(g, {}, device_computes_literals())[0], v);
-      check("literal (constant-folded)", run(g, {})[0], v);
+      auto literal_graph = [&](const std::vector<double>& xs) {
+        GraphText gt;
+        std::vector<int> results;
+        for (double x : xs) results.push_back(gt.add(op.name, std::to_string(gt.constant(t, x)), rt, {}));
+        return gt.graph(std::string(op.name) + "_literal", {gt.stack(results, rt, {})});
+      };
+      std::vector<double> on_device;
+      for (size_t k : device_literals(t, op.how == Check::Special, size_t(&op - unary_ops().data()), v.size()))
+        on_device.push_back(v[k]);
+      check("literal", run(literal_graph(on_device), {}, device_computes_literals())[0], on_device);
+      check("literal (constant-folded)", run(literal_graph(v), {})[0], v);
     }
   }
 }
@@ -343,7 +368,7 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
   // preserves_special_values: not checked (the rest is), and the test reports itself skipped.
   std::set<std::string> unpromised;
   for (DType t : kFloats) {
-    if (t == DType::F64 && !device()->info().caps.float64) break;
+    if (!devtest::missing_feature(t).empty()) break;
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     std::vector<double> lhs, rhs;  // all pairs
@@ -382,39 +407,47 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
           check("broadcast scalar", got, side == 0 ? sv : v, side == 0 ? v : sv);
         }
       }
+      const bool costly = op.how == Check::Special || std::string(op.name) == "remainder";
+      const size_t salt = size_t(&op - binary_ops().data());
       // A literal on either side of a tensor: out[j][i] = op(x[i], c_j) and op(c_j, x[i]).
       {
         GraphText gt;
         int x = gt.param(t, {n}, 0);
         std::vector<int> right, left;
-        for (double c : v) {
-          int k = gt.constant(t, c);
+        std::vector<double> xs, cs;
+        for (size_t j : device_literals(t, costly, salt, v.size())) {
+          int k = gt.constant(t, v[j]);
           right.push_back(gt.add(op.name, std::to_string(x) + "," + std::to_string(k), rt, {n}));
           left.push_back(gt.add(op.name, std::to_string(k) + "," + std::to_string(x), rt, {n}));
+          for (double x0 : v) xs.push_back(x0), cs.push_back(v[j]);
         }
         auto got = run(gt.graph(std::string(op.name) + "_literal", {gt.stack(right, rt, {n}), gt.stack(left, rt, {n})}), {literal(t, {n}, v)});
-        std::vector<double> xs, cs;
-        for (double c : v)
-          for (double x0 : v) xs.push_back(x0), cs.push_back(c);
         check("tensor and literal", got[0], xs, cs);
         check("literal and tensor", got[1], cs, xs);
       }
       // Literals on both sides: on the device (the driver sees both), and folded on the host.
       // A remainder loops per exponent step (2^1023 by 2^-1074: ~2100 steps), so its pairs
       // take a graph per left operand, within lavapipe's 65535 loop steps per invocation.
+      // pairs(a, b): the graph of op(a[k], b[k]) for every k, stacked.
+      auto pairs = [&](const std::vector<double>& a, const std::vector<double>& b) {
+        GraphText gt;
+        std::vector<int> results;
+        for (size_t k = 0; k < a.size(); ++k)
+          results.push_back(gt.add(op.name, std::to_string(gt.constant(t, a[k])) + "," + std::to_string(gt.constant(t, b[k])), rt, {}));
+        return gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
+      };
+      if (!devtest::preserves_special_values(t)) unpromised.insert(ir::dtype_name(t));
+      else if (emulated(t) && costly) {
+        const std::vector<double> a = {v[salt % v.size()]}, b = {v[(salt + 3) % v.size()]};
+        check("literal", run(pairs(a, b), {}, device_computes_literals())[0], a, b);
+      }
       const int64_t rows_per_graph = std::string(op.name) == "remainder" ? 1 : n;
       for (int64_t first = 0; first < n; first += rows_per_graph) {
-        GraphText gt;
-        std::vector<int> c, results;
-        for (double x : v) c.push_back(gt.constant(t, x));
-        for (int64_t i = first; i < first + rows_per_graph; ++i)
-          for (int64_t j = 0; j < n; ++j)
-            results.push_back(gt.add(op.name, std::to_string(c[size_t(i)]) + "," + std::to_string(c[size_t(j)]), rt, {}));
-        const ir::Graph g = gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
         const std::vector<double> a(lhs.begin() + first * n, lhs.begin() + (first + rows_per_graph) * n),
             b(rhs.begin() + first * n, rhs.begin() + (first + rows_per_graph) * n);
-        if (devtest::preserves_special_values(t)) check("literal", run(g, {}, device_computes_literals())[0], a, b);
-        else unpromised.insert(ir::dtype_name(t));
+        const ir::Graph g = pairs(a, b);
+        if (devtest::preserves_special_values(t) && !(emulated(t) && costly))
+          check("literal", run(g, {}, device_computes_literals())[0], a, b);
         check("literal (constant-folded)", run(g, {})[0], a, b);
       }
     }
@@ -795,7 +828,7 @@ TEST(SpecialValues, Casts) {
     SKIP_UNLESS_SUPPORTED(from);
     const std::vector<double> v = special_values(from);
     for (DType to : kFloats) {
-      if (to == DType::F64 && !device()->info().caps.float64) continue;
+      if (!devtest::missing_feature(to).empty()) continue;
       if (to == from) continue;
       for (int kind : {0, 1, 2}) {
         const bool lit = kind > 0;
@@ -807,7 +840,7 @@ TEST(SpecialValues, Casts) {
       }
     }
     for (DType to : ints) {
-      if ((to == DType::S64 || to == DType::U64) && !device()->info().caps.int64) continue;
+      if (!devtest::missing_feature(to).empty()) continue;
       const int bits = ir::dtype_bits(to);
       const bool is_signed = ir::is_signed_int(to);
       auto want = [&](double x) -> int64_t {
@@ -834,7 +867,7 @@ TEST(SpecialValues, Casts) {
 // 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
 // device converts and as literals the compiler folds.
 TEST(SpecialValues, F64ToF16RoundsOnce) {
-  if (!device()->info().caps.float64) GTEST_SKIP() << "f64: " << device()->info().name << " lacks shaderFloat64";
+  NXV_SKIP_WITHOUT(DType::F64);
   const std::vector<std::pair<double, double>> cases = {
       {1 + 0x1p-11 + 0x1p-40, 1 + 0x1p-10}, {-(1 + 0x1p-11 + 0x1p-40), -(1 + 0x1p-10)}, {1 + 3 * 0x1p-11 - 0x1p-40, 1 + 0x1p-10},
       {65519.99999999, 65504},             {0x1p-25 + 0x1p-60, 0x1p-24},               {-0x1p-25 - 0x1p-60, -0x1p-24},
@@ -865,9 +898,9 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
       for (double y : exps)
         if (std::isfinite(round_to(t, y))) xs.push_back(round_to(t, x)), ys.push_back(round_to(t, y));
     const int64_t n = int64_t(xs.size());
-    // `got(k)`: the k-th result.
-    auto check = [&](const std::string& kind, const std::function<double(int64_t)>& got) {
-      for (int64_t k = 0; k < n; ++k) {
+    // `got(k)`: the k-th result; every `step`-th case from the first.
+    auto check = [&](const std::string& kind, const std::function<double(int64_t)>& got, int64_t step = 1) {
+      for (int64_t k = 0; k < n; k += step) {
         const double want = round_to(t, std::pow(xs[size_t(k)], ys[size_t(k)])), g = got(k);
         const bool ok = want == 0 || std::isinf(want) ? bit_equal(want, g) : std::fabs(g - want) <= 1e-6 * std::fabs(want);
         EXPECT_TRUE(ok) << ir::dtype_name(t) << " " << kind << ": pow(" << describe(xs[size_t(k)]) << ", "
@@ -883,15 +916,19 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
       check("tensors", [&](int64_t k) { return ir::get_f64(device, k); });
       check("interpreter", [&](int64_t k) { return ir::get_f64(reference, k); });
     }
-    // One scalar output each: one kernel, no stack.
-    GraphText gt;
-    std::vector<int> results;
-    for (int64_t k = 0; k < n; ++k)
-      results.push_back(gt.add("pow", std::to_string(gt.constant(t, xs[size_t(k)])) + "," + std::to_string(gt.constant(t, ys[size_t(k)])), t, {}));
-    const ir::Graph g = gt.graph("pow_literals", results);
+    // One scalar output each: one kernel, no stack. Emulated, the device computes every 7th
+    // case (each exponent once, every base; the other cases are the tensors' and the folded
+    // literals'), as emulated() says why.
+    const int64_t every = emulated(t) ? 7 : 1;
     for (bool fold : {false, true}) {
+      const int64_t step = fold ? 1 : every;
+      GraphText gt;
+      std::vector<int> results;
+      for (int64_t k = 0; k < n; k += step)
+        results.push_back(gt.add("pow", std::to_string(gt.constant(t, xs[size_t(k)])) + "," + std::to_string(gt.constant(t, ys[size_t(k)])), t, {}));
+      const ir::Graph g = gt.graph("pow_literals", results);
       const std::vector<Literal> got = fold ? run(g, {}) : run(g, {}, device_computes_literals());
-      check(fold ? "literals (constant-folded)" : "literals", [&](int64_t k) { return ir::get_f64(got[size_t(k)], 0); });
+      check(fold ? "literals (constant-folded)" : "literals", [&](int64_t k) { return ir::get_f64(got[size_t(k / step)], 0); }, step);
     }
   }
 }
