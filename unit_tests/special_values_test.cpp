@@ -49,27 +49,6 @@ using devtest::device;
 
 const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};  // f64 last
 
-// Emulated f64 (a device without shaderFloat64, or NXV_EMULATE=f64) computes every f64 op
-// as 32-bit integer code: hundreds of instructions for + - * /, thousands to tens of
-// thousands for the math library (an erfc is 100k, compiled by our codegen and the driver in
-// seconds). Ops on literals the device computes (constant-fold off) are one such copy per
-// literal, so there the costly ops (the math library, pow, atan2, remainder's loop) take one
-// literal operand (or pair) of the list per op rather than all, `salt` (the op's place in
-// its list) choosing which, so that the costly ops together take the values in turn. Each value stays covered as every op's operand by the tensor, broadcast-scalar
-// and constant-folded literal cases (all values, all pairs), and as a literal the device
-// computes by the cheap ops (all values, all pairs): in emulated code a literal reaches an
-// op as the same integer constant (or push-constant-hidden bits) whatever the op is.
-bool emulated(DType t) { return t == DType::F64 && device()->info().caps.emulate_f64; }
-
-// The indices of the n literal operands an op takes where the device computes them: all, or
-// one where t is emulated and the op is `costly`.
-std::vector<size_t> device_literals(DType t, bool costly, size_t salt, size_t n) {
-  if (emulated(t) && costly) return {salt % n};
-  std::vector<size_t> all(n);
-  for (size_t k = 0; k < n; ++k) all[k] = k;
-  return all;
-}
-
 // The value a double has in type t's storage (f16/bf16 through f32, as the device rounds).
 double round_to(DType t, double v) {
   if (t == DType::F64) return v;
@@ -99,6 +78,34 @@ double smallest_subnormal(DType t) {
 std::vector<double> special_values(DType t) {
   return {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, max_finite(t), -max_finite(t), smallest_subnormal(t),
           -smallest_subnormal(t)};
+}
+
+// Emulated f64 (a device without shaderFloat64, or NXV_EMULATE=f64) computes every f64 op
+// as 32-bit integer code: hundreds of instructions for + - * /, thousands to a hundred
+// thousand for the math library (erfc, erf_inv), which our codegen and the driver (lavapipe's
+// LLVM, at the first dispatch) take seconds each to compile. So there the costly ops (the
+// math library, pow, atan2, remainder's loop) compile each op once where they compiled it
+// once per case: the tensor and broadcast-scalar cases share one kernel (the operands
+// concatenated before the op), and the literals the device computes are one normal value (or
+// pair) per op, `salt` (the op's place in its list) choosing which, that the driver folds.
+// Every special value stays every op's operand on the device (tensor and broadcast scalar,
+// all values and pairs) and in the constant-folded literal case; special values as literals
+// the device computes stay covered by the cheap ops (all values, all pairs), a literal
+// reaching emulated code as the same integer constant (or push-constant-hidden bits)
+// whatever op uses it.
+bool emulated(DType t) { return t == DType::F64 && device()->info().caps.emulate_f64; }
+
+// Whether the op's cases share kernels and take one device-computed literal (emulated()).
+bool compiles_once(DType t, bool costly) { return emulated(t) && costly; }
+
+// The indices of special_values(t) an op takes as literals the device computes: all, or one
+// normal value (±1, ±max finite) where compiles_once.
+std::vector<size_t> device_literals(DType t, bool costly, size_t salt) {
+  const size_t normal[] = {2, 3, 7, 8};
+  if (compiles_once(t, costly)) return {normal[salt % 4]};
+  std::vector<size_t> all(special_values(t).size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+  return all;
 }
 
 // A subnormal of a width the device may flush (its reported float controls) as the zero it
@@ -318,25 +325,40 @@ TEST(SpecialValues, UnaryOps) {
     const int64_t n = int64_t(v.size());
     for (const auto& op : unary_ops()) {
       const DType rt = op.predicate ? DType::U8 : t;
-      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& operands) {
+      // `got` from element `at` on holds the results for `operands`.
+      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& operands, int64_t at = 0) {
         Report r{op.name, t, kind, {}};
         for (size_t k = 0; k < operands.size(); ++k) {
           const double x = operands[k];
           const double want = want_of(t, op.predicate, op.f(x));
           const double alt = want_of(t, op.predicate, op.f(flush(t, x)));
-          r.expect(describe(x), want, op.predicate ? double(ir::get_i64(got, int64_t(k))) : ir::get_f64(got, int64_t(k)),
-                   op.how, is_special(x), op.predicate ? alt : flush(t, alt));
+          const int64_t i = at + int64_t(k);
+          r.expect(describe(x), want, op.predicate ? double(ir::get_i64(got, i)) : ir::get_f64(got, i), op.how, is_special(x),
+                   op.predicate ? alt : flush(t, alt));
         }
       };
+      const bool costly = op.how == Check::Special;
+      if (compiles_once(t, costly)) {
+        // The tensor and a broadcast scalar concatenated: one compile, a run per value.
+        GraphText gt;
+        int x = gt.param(t, {n}, 0), bs = gt.add("broadcast", std::to_string(gt.param(t, {}, 1)), t, {3}, R"({"shape": [3], "axes": []})");
+        int both = gt.add("concatenate", std::to_string(x) + "," + std::to_string(bs), t, {n + 3}, R"({"axis": 0})");
+        auto exe = runtime::Executable::compile(device(), gt.graph(std::string(op.name) + "_tensor_and_scalar", {gt.add(op.name, std::to_string(both), rt, {n + 3})}));
+        for (size_t j = 0; j < v.size(); ++j) {
+          Literal got = exe->run_host({literal(t, {n}, v), literal(t, {}, {v[j]})})[0];
+          if (j == 0) check("tensor", got, v);
+          check("broadcast scalar", got, {v[j], v[j], v[j]}, n);
+        }
+      }
       // Tensor operand.
-      {
+      if (!compiles_once(t, costly)) {
         GraphText gt;
         int x = gt.param(t, {n}, 0);
         auto g = gt.graph(std::string(op.name) + "_tensor", {gt.add(op.name, std::to_string(x), rt, {n})});
         check("tensor", run(g, {literal(t, {n}, v)})[0], v);
       }
       // Broadcast scalar tensor: one compile, a run per value.
-      {
+      if (!compiles_once(t, costly)) {
         GraphText gt;
         int x = gt.param(t, {}, 0);
         int bx = gt.add("broadcast", std::to_string(x), t, {3}, R"({"shape": [3], "axes": []})");
@@ -354,7 +376,7 @@ TEST(SpecialValues, UnaryOps) {
         return gt.graph(std::string(op.name) + "_literal", {gt.stack(results, rt, {})});
       };
       std::vector<double> on_device;
-      for (size_t k : device_literals(t, op.how == Check::Special, size_t(&op - unary_ops().data()), v.size()))
+      for (size_t k : device_literals(t, costly, size_t(&op - unary_ops().data())))
         on_device.push_back(v[k]);
       check("literal", run(literal_graph(on_device), {}, device_computes_literals())[0], on_device);
       check("literal (constant-folded)", run(literal_graph(v), {})[0], v);
@@ -377,18 +399,43 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
     const int64_t pairs = int64_t(lhs.size());
     for (const auto& op : binary_ops()) {
       const DType rt = op.predicate ? DType::U8 : t;
-      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& a, const std::vector<double>& b) {
+      // `got` from element `at` on holds the results for the pairs of `a` and `b`.
+      auto check = [&](const std::string& kind, const Literal& got, const std::vector<double>& a, const std::vector<double>& b,
+                       int64_t at = 0) {
         Report r{op.name, t, kind, {}};
         for (size_t k = 0; k < a.size(); ++k) {
           const double want = want_of(t, op.predicate, op.f(a[k], b[k]));
           const double alt = want_of(t, op.predicate, op.f(flush(t, a[k]), flush(t, b[k])));
-          r.expect(describe(a[k]) + ", " + describe(b[k]), want,
-                   op.predicate ? double(ir::get_i64(got, int64_t(k))) : ir::get_f64(got, int64_t(k)), op.how,
-                   is_special(a[k]) && is_special(b[k]), op.predicate ? alt : flush(t, alt));
+          const int64_t i = at + int64_t(k);
+          r.expect(describe(a[k]) + ", " + describe(b[k]), want, op.predicate ? double(ir::get_i64(got, i)) : ir::get_f64(got, i),
+                   op.how, is_special(a[k]) && is_special(b[k]), op.predicate ? alt : flush(t, alt));
         }
       };
+      const bool costly = op.how == Check::Special || std::string(op.name) == "remainder";
+      const size_t salt = size_t(&op - binary_ops().data());
+      if (compiles_once(t, costly)) {
+        // The pairs, then a broadcast scalar on the left of x and one on the right,
+        // concatenated: one compile, a run per value.
+        GraphText gt;
+        int a = gt.param(t, {pairs}, 0), b = gt.param(t, {pairs}, 1), x = gt.param(t, {n}, 2);
+        int bs = gt.add("broadcast", std::to_string(gt.param(t, {}, 3)), t, {n}, R"({"shape": [)" + std::to_string(n) + R"(], "axes": []})");
+        auto cat = [&](int p, int q, int r) {
+          return gt.add("concatenate", std::to_string(p) + "," + std::to_string(q) + "," + std::to_string(r), t, {pairs + 2 * n}, R"({"axis": 0})");
+        };
+        const int lhs_all = cat(a, bs, x), rhs_all = cat(b, x, bs);
+        auto exe = runtime::Executable::compile(
+            device(), gt.graph(std::string(op.name) + "_tensors_and_scalars",
+                               {gt.add(op.name, std::to_string(lhs_all) + "," + std::to_string(rhs_all), rt, {pairs + 2 * n})}));
+        for (size_t j = 0; j < v.size(); ++j) {
+          Literal got = exe->run_host({literal(t, {pairs}, lhs), literal(t, {pairs}, rhs), literal(t, {n}, v), literal(t, {}, {v[j]})})[0];
+          if (j == 0) check("tensor", got, lhs, rhs);
+          const std::vector<double> sv(size_t(n), v[j]);
+          check("broadcast scalar", got, sv, v, pairs);
+          check("broadcast scalar", got, v, sv, pairs + n);
+        }
+      }
       // Tensor operands.
-      {
+      if (!compiles_once(t, costly)) {
         GraphText gt;
         int a = gt.param(t, {pairs}, 0), b = gt.param(t, {pairs}, 1);
         auto g = gt.graph(std::string(op.name) + "_tensors", {gt.add(op.name, std::to_string(a) + "," + std::to_string(b), rt, {pairs})});
@@ -396,6 +443,7 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       }
       // A broadcast scalar tensor on either side: one compile each, a run per value.
       for (int side : {0, 1}) {
+        if (compiles_once(t, costly)) break;
         GraphText gt;
         int a = gt.param(t, side == 0 ? ir::Shape{} : ir::Shape{n}, 0), b = gt.param(t, side == 1 ? ir::Shape{} : ir::Shape{n}, 1);
         auto exe = runtime::Executable::compile(
@@ -407,15 +455,13 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
           check("broadcast scalar", got, side == 0 ? sv : v, side == 0 ? v : sv);
         }
       }
-      const bool costly = op.how == Check::Special || std::string(op.name) == "remainder";
-      const size_t salt = size_t(&op - binary_ops().data());
       // A literal on either side of a tensor: out[j][i] = op(x[i], c_j) and op(c_j, x[i]).
       {
         GraphText gt;
         int x = gt.param(t, {n}, 0);
         std::vector<int> right, left;
         std::vector<double> xs, cs;
-        for (size_t j : device_literals(t, costly, salt, v.size())) {
+        for (size_t j : device_literals(t, costly, salt)) {
           int k = gt.constant(t, v[j]);
           right.push_back(gt.add(op.name, std::to_string(x) + "," + std::to_string(k), rt, {n}));
           left.push_back(gt.add(op.name, std::to_string(k) + "," + std::to_string(x), rt, {n}));
@@ -428,8 +474,8 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       // Literals on both sides: on the device (the driver sees both), and folded on the host.
       // A remainder loops per exponent step (2^1023 by 2^-1074: ~2100 steps), so its pairs
       // take a graph per left operand, within lavapipe's 65535 loop steps per invocation.
-      // pairs(a, b): the graph of op(a[k], b[k]) for every k, stacked.
-      auto pairs = [&](const std::vector<double>& a, const std::vector<double>& b) {
+      // literal_pairs(a, b): the graph of op(a[k], b[k]) for every k, stacked.
+      auto literal_pairs = [&](const std::vector<double>& a, const std::vector<double>& b) {
         GraphText gt;
         std::vector<int> results;
         for (size_t k = 0; k < a.size(); ++k)
@@ -437,16 +483,16 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
         return gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
       };
       if (!devtest::preserves_special_values(t)) unpromised.insert(ir::dtype_name(t));
-      else if (emulated(t) && costly) {
-        const std::vector<double> a = {v[salt % v.size()]}, b = {v[(salt + 3) % v.size()]};
-        check("literal", run(pairs(a, b), {}, device_computes_literals())[0], a, b);
+      else if (compiles_once(t, costly)) {
+        const std::vector<double> a = {v[device_literals(t, costly, salt)[0]]}, b = {v[device_literals(t, costly, salt + 1)[0]]};
+        check("literal", run(literal_pairs(a, b), {}, device_computes_literals())[0], a, b);
       }
       const int64_t rows_per_graph = std::string(op.name) == "remainder" ? 1 : n;
       for (int64_t first = 0; first < n; first += rows_per_graph) {
         const std::vector<double> a(lhs.begin() + first * n, lhs.begin() + (first + rows_per_graph) * n),
             b(rhs.begin() + first * n, rhs.begin() + (first + rows_per_graph) * n);
-        const ir::Graph g = pairs(a, b);
-        if (devtest::preserves_special_values(t) && !(emulated(t) && costly))
+        const ir::Graph g = literal_pairs(a, b);
+        if (devtest::preserves_special_values(t) && !compiles_once(t, costly))
           check("literal", run(g, {}, device_computes_literals())[0], a, b);
         check("literal (constant-folded)", run(g, {})[0], a, b);
       }
@@ -1003,7 +1049,9 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
   for (DType t : kFloats) {
     SKIP_UNLESS_SUPPORTED(t);
     const auto cases = special_literal_cases(t);
-    for (int n : {1, 12, 120}) {
+    // Emulated, one length: the stack's selects pick integer words there, which no float
+    // pattern rule matches, and each kernel holds a case's emulated code (emulated()).
+    for (int n : emulated(t) ? std::vector<int>{12} : std::vector<int>{1, 12, 120}) {
       // Every case beside every pad, after n copies of it and before them: the driver's select
       // chain collapses equal pads, so the case meets a pad constant in a select either way.
       GraphText gt;
