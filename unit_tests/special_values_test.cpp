@@ -979,6 +979,30 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
   }
 }
 
+// Emulated f64 keeps subnormals (soft_f64.h) whatever the device's own f64 does: pow took a
+// subnormal operand for the zero a flushing device's f64 may see (pow(inf, 2^-1074) was 1,
+// not inf, on lavapipe with f64 emulated).
+TEST(SpecialValues, EmulatedPowKeepsSubnormalOperands) {
+  const double sub = 0x1p-1074;
+  std::vector<double> xs, ys;
+  for (double x : {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, double(INFINITY), -double(INFINITY), double(NAN), sub, -sub})
+    for (double y : {sub, -sub}) xs.push_back(x), ys.push_back(y), xs.push_back(y), ys.push_back(x);
+  const int64_t n = int64_t(xs.size());
+  runtime::CompileOptions emulate;
+  emulate.emulate = "f64";
+  GraphText gt;
+  const int x = gt.param(DType::F64, {n}, 0), y = gt.param(DType::F64, {n}, 1);
+  const Literal tensors = runtime::Executable::compile(device(), gt.graph("pow_subnormal", {gt.add("pow", std::to_string(x) + "," + std::to_string(y), DType::F64, {n})}), emulate)
+                              ->run_host({literal(DType::F64, {n}, xs), literal(DType::F64, {n}, ys)})[0];
+  Report r{"pow", DType::F64, "emulated tensor", {}};
+  for (int64_t k = 0; k < n; ++k) {
+    const double want = std::pow(xs[size_t(k)], ys[size_t(k)]);
+    const std::string what = describe(xs[size_t(k)]) + ", " + describe(ys[size_t(k)]);
+    // Exact: the software keeps subnormals, so no flushed alternative is allowed.
+    r.expect(what, want, ir::get_f64(tensors, k), Check::Special, true, want);
+  }
+}
+
 // Ops on normal literals alone whose results are special (a zero of either sign, an
 // infinity), stacked into one tensor with ±1 pads (a stack is a chain of selects on the
 // position). Without constant-fold the driver folds each op to a constant itself, and Mesa
