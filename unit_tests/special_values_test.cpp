@@ -81,9 +81,9 @@ std::vector<double> special_values(DType t) {
 }
 
 // Emulated f64 (a device without shaderFloat64, or NXV_EMULATE=f64) computes every f64 op
-// as 32-bit integer code: hundreds of instructions for + - * /, thousands to a hundred
-// thousand for the math library (erfc, erf_inv), which our codegen and the driver (lavapipe's
-// LLVM, at the first dispatch) take seconds each to compile. So there the costly ops (the
+// as 32-bit integer code: hundreds of instructions for + - * /, ten thousand to a quarter
+// million for the math library (erfc 121k, erf_inv 249k), which our codegen and the driver
+// (lavapipe's LLVM, at the first dispatch) take seconds each to compile. So there the costly ops (the
 // math library, pow, atan2, remainder's loop) compile each op once where they compiled it
 // once per case: the tensor and broadcast-scalar cases share one kernel (the operands
 // concatenated before the op), and the literals the device computes are one normal value (or
