@@ -150,7 +150,8 @@ Id Emitter::float_rem(Id x, Id y, DType t) {
 
 Id Emitter::float_pow(Id x, Id y, DType t) {
   F f{*this, t};
-  if (register_bits(t) == 64 ? !caps.preserve_denorms_f64 : !caps.preserve_denorms_f32) {
+  // Emulated f64 keeps subnormals whatever the device's f64 would do (soft_f64.h).
+  if (register_bits(t) == 64 ? !caps.emulate_f64 && !caps.preserve_denorms_f64 : !caps.preserve_denorms_f32) {
     x = f.flush_subnormal(x);
     y = f.flush_subnormal(y);
   }

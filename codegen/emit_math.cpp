@@ -976,15 +976,25 @@ struct M {
       // Above 0.5, Newton steps on log erfc(y) = log(1 - a): -y^2 + log(e^{y^2} erfc(y)),
       // quadratic even from Giles' start near 1 (0.7 off at 1 - 2^-53), where steps on
       // erfc itself advance by about 1/(2y); below, one step on erf.
+      // The steps on log erfc as a loop: one copy of erfc_scaled and log in the module, not
+      // one per step (emulated f64 made each copy ~100k instructions for the driver to compile).
       Id log_target = log(sub(c(1), a));
       Id upper = gt(a, c(0.5));
-      for (int i = 0; i + 1 < newton_steps; ++i) {
-        Id r = erfc_scaled(y);
-        Id g = sub(sub(log(r), mul(y, y)), log_target);
-        Id up = add(y, mul(mul(g, c(0.88622692545275801365)), r));
-        Id low = i == 0 ? add(y, div(sub(a, erf(y)), mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y)))))) : y;
-        y = sel(upper, up, low);
-      }
+      Id low = add(y, div(sub(a, erf(y)), mul(c(kTwoOverSqrtPi), exp(neg(mul(y, y))))));
+      const uint32_t steps = uint32_t(newton_steps - 1);
+      auto stepped = b().at_level(b().level_of({y, log_target}), [&] {
+        return b().loop(
+            {rt(), e.u32()}, {y, e.u32c(0)},
+            [&](const spirv::Builder::Values& s) { return b().op(spv::OpULessThan, e.boolean(), {s[1], e.u32c(steps)}); },
+            [&](const spirv::Builder::Values& s) {
+              Id r = erfc_scaled(s[0]);
+              Id g = sub(sub(log(r), mul(s[0], s[0])), log_target);
+              return spirv::Builder::Values{add(s[0], mul(mul(g, c(0.88622692545275801365)), r)),
+                                            b().op(spv::OpIAdd, e.u32(), {s[1], e.u32c(1)})};
+            },
+            steps);
+      });
+      y = sel(upper, stepped[0], low);
       // The last step's residual from double-words: erf(y) or erfc(y) is within a few ulp
       // of a or 1 - a (exact), so hi's difference is exact (Sterbenz) and lo is added to it.
       ScaledDW t = erfc_tail_parts(y);

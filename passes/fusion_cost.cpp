@@ -90,7 +90,8 @@ double loop_trips(const Node& n, size_t k, const Graph& g) {
 // Loop steps of one evaluation in the math library (codegen/emit_math.cpp,
 // emit_float_special.cpp): the exact remainder that sin, cos, tan and remainder take,
 // one trip per exponent step of the type it is taken in (2^(exponent bits) + mantissa
-// bits, and the last test), and integer pow's square-and-multiply, one per bit. A sorted
+// bits, and the last test), integer pow's square-and-multiply, one per bit, and f64
+// erf_inv's Newton steps on log erfc. A sorted
 // indexed op's search and walk too (the walk as long as its M rows at worst): unlike a
 // reduction's fold, no workgroup can share them.
 double loop_steps(const Node& n, const Graph& g) {
@@ -104,6 +105,7 @@ double loop_steps(const Node& n, const Graph& g) {
   if (n.op == "sin" || n.op == "cos" || n.op == "tan" || (n.op == "remainder" && ir::is_float(t)))
     return f64 ? (1 << 11) + 52 + 1 : (1 << 8) + 23 + 1;
   if (n.op == "pow" && ir::is_integer(t)) return f64 ? 65 : 33;
+  if (n.op == "erf_inv" && f64) return 4;
   return 0;
 }
 

@@ -29,8 +29,7 @@ if [ "${NXV_CI_PROFILES:-1}" = 1 ]; then
   (cd "$BUILD_DIR" && LP_NATIVE_VECTOR_WIDTH=128 ctest -L unit --output-on-failure) || status=1
 fi
 # Emulated 64-bit types (docs/portability.md): the op conformance and sort suites with s64/u64
-# in software, the special values (their f32/f16/bf16 cases: the suite's f64 cases still
-# skip where f64 is emulated) and the f64 math library's accuracy sweep with f64 (and
+# in software, the special values and the f64 math library's accuracy sweep with f64 (and
 # s64/u64) in software. runtime_emulation_test compares every other family with native in
 # the runs above. NXV_CI_EMULATION=0 leaves them out.
 if [ "${NXV_CI_EMULATION:-1}" = 1 ]; then

@@ -126,7 +126,20 @@ TEST_F(Emulation, F64MathFunctionsStayWithinAnUlpOfNative) {
   const auto x = input(DType::F64, n, 3), y = input(DType::F64, n, 4);
   for (const char* op : {"exp", "log", "sin", "cos", "tanh", "erf", "atan", "cbrt", "sigmoid"})
     expect_as_native(op_graph(op, DType::F64, 1, DType::F64, n), {x}, 1);
-  expect_as_native(op_graph("pow", DType::F64, 2, DType::F64, n), {x, y}, 1);
+  // Native pow takes subnormal operands as zeros where the device may flush f64 subnormals
+  // (float_pow); emulated pow keeps them (SpecialValues.EmulatedPowKeepsSubnormalOperands),
+  // so they are compared on the zeros.
+  auto flushed = [](ir::Literal v) {
+    if (open_emulating("none")->info().caps.preserve_denorms_f64) return v;
+    for (int64_t i = 0; i < v.type.num_elements(); ++i)
+      if (const double d = ir::get_f64(v, i); d != 0 && std::fabs(d) < 0x1p-1022) {
+        ir::Scalar z;
+        z.f = std::copysign(0.0, d);
+        ir::set_element(v, i, z);
+      }
+    return v;
+  };
+  expect_as_native(op_graph("pow", DType::F64, 2, DType::F64, n), {flushed(x), flushed(y)}, 1);
 }
 
 TEST_F(Emulation, S64ArithmeticGivesTheNativeBits) {
