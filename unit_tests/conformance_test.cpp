@@ -749,7 +749,7 @@ TEST(Conformance, ScansFromCarries) {
   const std::vector<Carried> cases = {{{3, 700}, 1, 100}, {{700, 3}, 0, 128}, {{2, 50, 3}, 1, 7}, {{5}, 0, 8}, {{2, 5000}, 1, 100}};
   for (uint32_t vendor : {0u, 0x10DEu})
     for (const std::string op : {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"})
-      for (DType t : {DType::S8, DType::U32, DType::F16, DType::F64}) {
+      for (DType t : {DType::S8, DType::U32, DType::S64, DType::F16, DType::F64}) {
         if (!supported(t)) continue;
         for (const auto& c : cases)
           for (auto [reverse, totals] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
