@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <set>
 #include <string>
 
+#include "ir/literal.h"
 #include "runtime/runtime.h"
 
 namespace nxv::devtest {
@@ -22,6 +24,25 @@ inline bool flushes_subnormals(ir::DType t) {
   const auto& c = device()->info().caps;
   if (t == ir::DType::F32 || t == ir::DType::BF16) return !c.preserve_denorms_f32;
   return t == ir::DType::F64 && !c.emulate_f64 && !c.preserve_denorms_f64;  // software keeps them
+}
+
+// v, or the zero of v's sign where v is subnormal in t (f64, or f32 and bf16): the value a
+// device that flushes t's subnormals (flushes_subnormals) takes instead.
+inline double zero_if_subnormal(ir::DType t, double v) {
+  const double smallest_normal = t == ir::DType::F64 ? 0x1p-1022 : 0x1p-126;
+  return v != 0 && std::fabs(v) < smallest_normal ? std::copysign(0.0, v) : v;
+}
+
+// lit with its subnormals (zero_if_subnormal) as zeros; every other element keeps its bits.
+inline ir::Literal zero_subnormals(ir::Literal lit) {
+  for (int64_t k = 0; k < lit.type.num_elements(); ++k) {
+    const double v = ir::get_f64(lit, k);
+    if (v == 0 || zero_if_subnormal(lit.type.dtype, v) != 0) continue;
+    ir::Scalar zero;
+    zero.f = std::copysign(0.0, v);
+    ir::set_element(lit, k, zero);
+  }
+  return lit;
 }
 
 // Whether the device promises IEEE Inf/NaN/signed-zero semantics for t's register width

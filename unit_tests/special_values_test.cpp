@@ -110,10 +110,7 @@ std::vector<size_t> device_literals(DType t, bool costly, size_t salt) {
 
 // A subnormal of a width the device may flush (its reported float controls) as the zero it
 // may give instead.
-double flush(DType t, double v) {
-  const double smallest_normal = t == DType::F64 ? 0x1p-1022 : 0x1p-126;
-  return devtest::flushes_subnormals(t) && v != 0 && std::fabs(v) < smallest_normal ? std::copysign(0.0, v) : v;
-}
+double flush(DType t, double v) { return devtest::flushes_subnormals(t) ? devtest::zero_if_subnormal(t, v) : v; }
 
 // A JSON number, or the strings docs/ir.md spells non-finite values and -0.0 with.
 std::string json_value(double v) {
