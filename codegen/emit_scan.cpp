@@ -423,7 +423,9 @@ void set_scan_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) {
     bounds.scan_block = 4 * int64_t(scan_workgroup_size(caps)) * scan_run(4);
     // A block's worth of totals: the folds read at most half as much as the input, from cache.
     bounds.scan_fold_totals = bounds.scan_block;
-  } else bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
+  } else {
+    bounds.scan_block = caps.max_loop_steps ? std::min<int64_t>(1024, int64_t(caps.max_loop_steps) / 4) : 1024;
+  }
 }
 
 const ir::Node* scan_root(const ir::Node& kernel, const ir::Graph& body) {

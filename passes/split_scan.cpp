@@ -8,9 +8,8 @@
 // (attrs.carry_totals), each block folding the totals before it: one dispatch fewer. The
 // input is read twice and the output written once, against four passes over it for a scan
 // within blocks whose totals are added back afterwards; the reduction reads at the
-// reduction kernels' bandwidth. No
-// dispatch waits on another workgroup of its own (Vulkan promises no forward progress
-// between workgroups). O(n) work.
+// reduction kernels' bandwidth. No dispatch waits on another workgroup of its own (Vulkan
+// promises no forward progress between workgroups). O(n) work.
 #include <algorithm>
 
 #include "ir/ops.h"
