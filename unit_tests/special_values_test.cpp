@@ -42,12 +42,9 @@ using ir::Literal;
 
 using devtest::device;
 
-// Skips the rest of the test, naming the missing feature, where the device can run t
-// neither natively nor emulated (f64 only: kFloats lists it last, so the other types have
-// run by then).
-#define SKIP_UNLESS_SUPPORTED(t) NXV_SKIP_WITHOUT(t)
-
-const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};  // f64 last
+// f64 last: a test's NXV_SKIP_WITHOUT(t) (f64 where the device can run it neither natively
+// nor emulated) skips the rest of it after the other types have run.
+const std::vector<DType> kFloats = {DType::F16, DType::BF16, DType::F32, DType::F64};
 
 // The value a double has in type t's storage (f16/bf16 through f32, as the device rounds).
 double round_to(DType t, double v) {
@@ -317,7 +314,7 @@ double want_of(DType t, bool predicate, double r) { return predicate ? r : round
 // ---- unary ops: tensor, broadcast scalar, literal (device-computed and host-folded) ----
 TEST(SpecialValues, UnaryOps) {
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     for (const auto& op : unary_ops()) {
@@ -501,13 +498,13 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
     GTEST_SKIP() << "literal-on-literal results in " << types << " not checked: " << device()->info().name
                  << " lacks shaderSignedZeroInfNanPreserveFloat32/64, so its driver may fold x - x to 0 at Inf";
   }
-  SKIP_UNLESS_SUPPORTED(DType::F64);
+  NXV_SKIP_WITHOUT(DType::F64);
 }
 
 // select with special predicates and branches; clip with special bounds.
 TEST(SpecialValues, SelectAndClip) {
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const std::vector<double> v = special_values(t);
     const int64_t n = int64_t(v.size());
     // select(pred, x, -x): a float predicate is true where nonzero (NaN too), -0.0 is false.
@@ -570,7 +567,7 @@ TEST(SpecialValues, SelectAndClip) {
 // Rows of special values reduced along their axis, as a tensor and as a broadcast literal.
 TEST(SpecialValues, Reductions) {
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const double mx = max_finite(t), sub = smallest_subnormal(t);
     const std::vector<std::vector<double>> rows = {
         {INFINITY, -INFINITY}, {INFINITY, 1}, {-INFINITY, -1}, {NAN, 1}, {1, NAN}, {-0.0, -0.0}, {0.0, -0.0},
@@ -758,7 +755,7 @@ TEST(SpecialValues, SplitReductionsRoundOnce) {
 // dot: special values in the products and the sums of a contraction.
 TEST(SpecialValues, Dot) {
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const double mx = max_finite(t);
     // Rows of a (2 wide) against b = [1, 1] and b = the row's partner.
     const std::vector<std::pair<std::vector<double>, std::vector<double>>> cases = {
@@ -868,7 +865,7 @@ Literal cast_values(DType from, DType to, int kind, const std::vector<double>& v
 TEST(SpecialValues, Casts) {
   const std::vector<DType> ints = {DType::S8, DType::U8, DType::S32, DType::U32, DType::S64, DType::U64};
   for (DType from : kFloats) {
-    SKIP_UNLESS_SUPPORTED(from);
+    NXV_SKIP_WITHOUT(from);
     const std::vector<double> v = special_values(from);
     for (DType to : kFloats) {
       if (!devtest::missing_feature(to).empty()) continue;
@@ -932,7 +929,7 @@ TEST(SpecialValues, F64ToF16RoundsOnce) {
 // (pow(-3, 1e20) was -inf: the magnitude's correction term turned negative past exp's range.)
 TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const double odd_max = t == DType::F64 ? 0x1p53 - 1 : t == DType::F16 ? 2047 : t == DType::BF16 ? 255 : 0x1p24 - 1;
     const std::vector<double> bases = {-3, -1.5, -2, -0.5, -1, -0.75, 3};
     const std::vector<double> exps = {1e20, 1e19, 1e18, 1e16, 1e30, -1e20, odd_max, -odd_max, odd_max + 1, 4097};
@@ -1068,7 +1065,7 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
       {1.0, [](GraphText& g, DType t) { return g.constant(t, 1); }},
       {-1.0, [](GraphText& g, DType t) { return g.constant(t, -1); }}};
   for (DType t : kFloats) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const auto cases = special_literal_cases(t);
     // Emulated, one length: the stack's selects pick integer words there, which no float
     // pattern rule matches, and each kernel holds a case's emulated code (emulated()).
@@ -1118,7 +1115,7 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
 // folded it to 0 in f32 and to denormal garbage in f64) and is_nan of it.
 TEST(SpecialValues, DivisionByLiteralZero) {
   for (DType t : {DType::F32, DType::F64}) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     GraphText gt;
     int x = gt.param(t, {4}, 0);
     int q = gt.add("divide", std::to_string(x) + "," + std::to_string(gt.constant(t, 0.0)), t, {4});
@@ -1182,7 +1179,7 @@ TEST(SpecialValues, DivisionByLiteralZeroInALoop) {
 // 0 (found by nxv_fuzz_diff, seeds 17, 32 and 63).
 TEST(SpecialValues, ZerosTheDriverDerivesAreNotFolded) {
   for (DType t : {DType::F32, DType::F64, DType::BF16}) {
-    SKIP_UNLESS_SUPPORTED(t);
+    NXV_SKIP_WITHOUT(t);
     const std::string ty = ir::dtype_name(t);
     const std::string iota_type = device()->info().caps.int64 ? "u64" : "u32";
     const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "derived_zeros", "nodes": [
