@@ -48,6 +48,11 @@ struct KernelBounds {
   // 8-byte ones); passes/split-sort merges longer lines across dispatches. Per target, from
   // the device's limits (codegen/sort.h: set_sort_bounds).
   int64_t sort_block = 1024;
+  // The widest row of q, k or v (head dim times the bytes of the type attention computes
+  // in: f32 for f16, bf16 and f32; f64 for f64) that the fused attention kernel holds in
+  // shared memory; passes/fuse-attention leaves wider attention unfused. 0: never fused.
+  // Per target, from the device's shared memory (codegen/attention.h: set_attention_bounds).
+  int64_t attention_row_bytes = 0;
 
   // Storage buffers one kernel may bind (its inputs and results): fuse and narrow-operands
   // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where

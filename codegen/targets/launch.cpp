@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/attention.h"
 #include "codegen/scan.h"
 #include "codegen/sort.h"
 
@@ -66,6 +67,7 @@ passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
                                                       : kernel_bounds_generic(caps);
   set_scan_bounds(caps, b);
   set_sort_bounds(caps, b);
+  set_attention_bounds(caps, b);
   // Fusion forms no kernel the device cannot bind (4 storage buffers per stage is the
   // spec's minimum: Mali's drivers report it).
   b.max_bindings = std::min<size_t>(b.max_bindings, caps.max_storage_buffers);
