@@ -11,14 +11,6 @@
 
 namespace nxv::codegen {
 
-// The tiles of one attention kernel: each workgroup takes `rows` query rows of one batch
-// element and walks the keys `keys` at a time; its invocations form rows / row_step rows
-// of `lanes`, each holding row_step query rows of the scores and of the output.
-struct AttentionTiles {
-  uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0;
-  uint32_t invocations() const { return rows / row_step * lanes; }
-};
-
 // The largest tiles whose shared memory (q's rows, k's or v's slice, the probabilities and
 // the rows' partial maxima, in elements of `bytes`) fits the device, for head dims d (q, k)
 // and dv (v); rows == 0 where none does.
@@ -29,5 +21,21 @@ uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, 
 
 // KernelBounds::attention_row_bytes for the device.
 void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds);
+
+// The type the kernel computes attention of type t in: f32 for f16, bf16 and f32 (each
+// result rounded once), f64 for f64.
+ir::DType attention_compute_type(ir::DType t);
+
+// The body's `attention` node, or nullptr.
+const ir::Node* attention_of(const ir::Graph& body);
+
+// The launch of a kernel whose body is `attn` (with index maps before it): its tiles and one
+// workgroup per tile of rows up to the device's group limit. Throws IrError naming the node
+// where no tiles fit the device (passes/fuse-attention forms none such).
+LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const DeviceCaps& caps);
+
+// Emits main's body for launch.attention: workgroup g takes tiles of rows g, g + groups, ...
+void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
+                    const LaunchConfig& launch, uint64_t* shared_bytes);
 
 }  // namespace nxv::codegen

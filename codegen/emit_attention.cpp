@@ -1,7 +1,9 @@
 // Fused attention (attention.h): the tiles a device's shared memory holds, and the kernel.
 #include <algorithm>
+#include <cmath>
 
 #include "codegen/attention.h"
+#include "codegen/matmul_product.h"
 
 namespace nxv::codegen {
 
@@ -41,6 +43,317 @@ void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) 
   int64_t d = 0;
   while (attention_shared_bytes(smallest, d + 1, d + 1, 8) <= caps.max_shared_memory_bytes) ++d;
   bounds.attention_row_bytes = d * 8;
+}
+
+
+namespace {
+
+using Values = spirv::Builder::Values;
+
+// One workgroup's rows of one batch element at a time. The k slice is staged transposed,
+// [d][key], and v's as [key][dv] in the same array once the scores are taken; invocation
+// (ty, tx) holds rows ty + i * (rows / row_step) and keys (and v's columns) tx + j * lanes,
+// so that neighbours read neighbouring words of shared memory.
+class AttentionKernel : public matmul::U32Ops {
+ public:
+  AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
+                  uint64_t* shared_bytes)
+      : U32Ops{em, em.b}, g(body), node(attn), t(tiles), q(arg(0)), k(arg(1)), v(arg(2)) {
+    size_t next = 3;
+    if (attn.attrs.value("mask", false)) mask = &arg(next++);
+    if (attn.attrs.value("bias", false)) bias = &arg(next++);
+    T = attn.type().dtype;
+    ct = attention_compute_type(T);
+    vt = e.reg_type(ct);
+    const ir::Shape& qs = q.type().shape;
+    const size_t r = qs.size();
+    batch.assign(qs.begin(), qs.end() - 2);
+    Sq = qs[r - 2], D = qs[r - 1], Sk = k.type().shape[r - 2], Dv = v.type().shape[r - 1];
+    TY = t.rows / t.row_step;
+    SJ = t.keys / t.lanes;
+    OJ = uint32_t((Dv + t.lanes - 1) / t.lanes);
+    pitch = t.keys + 1;
+    local = b.builtin_x(spv::BuiltInLocalInvocationId);
+    tx = u(spv::OpUMod, local, c(t.lanes)), ty = u(spv::OpUDiv, local, c(t.lanes));
+    qs_ = b.workgroup_array(vt, uint32_t(std::max<int64_t>(t.rows * D, 1)));
+    kv_ = b.workgroup_array(vt, uint32_t(std::max<int64_t>({D * pitch, t.keys * Dv, 1})));
+    ps_ = b.workgroup_array(vt, t.rows * pitch);
+    red_ = b.workgroup_array(vt, t.rows * t.lanes);
+    *shared_bytes += attention_shared_bytes(t, D, Dv, b.type_bytes(vt));
+  }
+
+  int64_t tiles() const { return ir::num_elements(batch) * row_tiles(); }
+
+  void emit_tile(Id p, const BufferRef& output) {
+    const Id bt = u(spv::OpUDiv, p, c(row_tiles()));
+    const Id q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles())), c(t.rows));
+    const std::vector<Id> bd = e.split(bt, batch);
+    spread(t.rows * D, [&](Id i) {
+      Id r = u(spv::OpUDiv, i, c(D)), d = u(spv::OpUMod, i, c(D));
+      store(qs_, i, read(q, bd, clamp(u(spv::OpIAdd, q0, r), Sq), d));
+    });
+    finish(bt, q0, key_loop(bd, q0), output);
+  }
+
+ private:
+  const ir::Node& arg(size_t i) const { return g.node(node.args.at(i)); }
+  int64_t row_tiles() const { return (Sq + t.rows - 1) / t.rows; }
+  Id row(uint32_t i) const { return u(spv::OpIAdd, ty, c(int64_t(i) * TY)); }
+  Id lane_col(uint32_t j) const { return u(spv::OpIAdd, tx, c(int64_t(j) * t.lanes)); }
+  Id clamp(Id x, int64_t extent) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(std::max<int64_t>(extent - 1, 0))}); }
+  Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
+  Id fma(Id x, Id y, Id acc) { return b.ext(GLSLstd450Fma, vt, {x, y, acc}); }
+  Id is(spv::Op op, Id x, Id y) { return b.op(op, e.boolean(), {x, y}); }
+  Id max(Id a, Id x) { return e.reduce_step("reduce_max", ct, ct, a, x); }
+  Id exp(Id x) { return e.math(node, "exp", x, ct); }
+
+  Id ptr(Id array, Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt), {array, at}); }
+  Id load(Id array, Id at) { return b.op_in_place(spv::OpLoad, vt, {ptr(array, at)}); }
+  void store(Id array, Id at, Id x) { b.op_void(spv::OpStore, {ptr(array, at), x}); }
+
+  // Element (r, col) of a [B..., rows, cols] operand, in the compute type.
+  Id read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col) {
+    std::vector<Id> d = bd;
+    d.push_back(r);
+    d.push_back(col);
+    return e.convert(e.value(n, e.index_from_dims(n.type().shape, d)), n.type().dtype, ct);
+  }
+  // Element (r, key) of a mask or bias broadcast, by Nx's rules, to [B..., Sq, Sk].
+  Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key) {
+    std::vector<Id> full = bd;
+    full.push_back(r);
+    full.push_back(key);
+    const ir::Shape& s = n.type().shape;
+    std::vector<Id> d;
+    for (size_t a = 0; a < s.size(); ++a) d.push_back(s[a] == 1 ? c(0) : full[full.size() - s.size() + a]);
+    return e.value(n, e.index_from_dims(s, d));
+  }
+
+  // write(i) for i in [0, count), spread over the workgroup.
+  void spread(int64_t count, const std::function<void(Id)>& write) {
+    const int64_t n = t.invocations();
+    for (int64_t s = 0; s < count; s += n) {
+      Id i = u(spv::OpIAdd, local, c(s));
+      if (s + n <= count) write(i);
+      else b.if_then(less(i, count), [&] { write(i); });
+    }
+  }
+
+  // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
+  // offset, q0 + rows + offset clamped into [0, Sk].
+  Id key_end(Id q0) {
+    if (!node.attrs.contains("causal")) return c(Sk);
+    const int64_t last = t.rows + node.attrs["causal"].get<int64_t>();
+    if (last >= Sk) return c(Sk);
+    Id end = b.op(spv::OpIAdd, e.u32(), {q0, e.u32c(uint64_t(last))});  // wraps below 0 for last < 0
+    end = b.op(spv::OpSelect, e.u32(), {is(spv::OpSLessThan, end, c(0)), c(0), end});
+    return b.ext(GLSLstd450UMin, e.u32(), {end, c(Sk)});
+  }
+
+  // A loop over [0, n) in steps of `unroll`; step(carried, x) gives the next carried values.
+  Values steps(std::vector<Id> types, Values init, int64_t n, uint32_t unroll,
+               const std::function<Values(Values, Id)>& step) {
+    types.push_back(e.u32());
+    init.push_back(c(0));
+    Values out = b.loop(
+        types, init, [&](const Values& s) { return less(s.back(), n); },
+        [&](const Values& s) {
+          Values acc(s.begin(), s.end() - 1);
+          for (uint32_t x = 0; x < unroll; ++x) acc = step(std::move(acc), u(spv::OpIAdd, s.back(), c(x)));
+          acc.push_back(u(spv::OpIAdd, s.back(), c(unroll)));
+          return acc;
+        },
+        uint64_t(n / unroll));
+    out.pop_back();
+    return out;
+  }
+  static uint32_t unroll_of(int64_t n) { return n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1; }
+
+  Values scores(const std::vector<Id>& bd, Id q0, Id k0);
+  Values key_loop(const std::vector<Id>& bd, Id q0);
+  void finish(Id bt, Id q0, const Values& state, const BufferRef& output);
+
+  const ir::Graph& g;
+  const ir::Node& node;
+  const AttentionTiles t;
+  const ir::Node &q, &k, &v;
+  const ir::Node *mask = nullptr, *bias = nullptr;
+  ir::DType T = ir::DType::F32, ct = ir::DType::F32;
+  Id vt = 0;
+  std::vector<int64_t> batch;
+  int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
+  uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0;
+  Id local = 0, tx = 0, ty = 0, qs_ = 0, kv_ = 0, ps_ = 0, red_ = 0;
+};
+
+// The invocation's scores of the key slice at k0: q·k scaled, biased and masked as Nx
+// computes them, -inf past the last key (no part of any row's softmax).
+Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
+  const uint32_t n = t.row_step * SJ;
+  Values acc = steps(std::vector<Id>(n, vt), Values(n, e.constant(ct, 0)), D, unroll_of(D), [&](Values a, Id d) {
+    std::vector<Id> x, y;
+    for (uint32_t i = 0; i < t.row_step; ++i) x.push_back(load(qs_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(D)), d)));
+    for (uint32_t j = 0; j < SJ; ++j) y.push_back(load(kv_, u(spv::OpIAdd, u(spv::OpIMul, d, c(pitch)), lane_col(j))));
+    for (uint32_t i = 0; i < t.row_step; ++i)
+      for (uint32_t j = 0; j < SJ; ++j) a[i * SJ + j] = fma(x[i], y[j], a[i * SJ + j]);
+    return a;
+  });
+  const std::string scale_op = node.attrs.value("scale_op", std::string("multiply"));
+  const Id scale = node.attrs.contains("scale") ? e.convert(e.constant_attr(node, node.attrs["scale"], T), T, ct) : 0;
+  const Id masked = e.convert(e.constant_attr(node, node.attrs.value("masked", nlohmann::json("-inf")), T), T, ct);
+  for (uint32_t i = 0; i < t.row_step; ++i) {
+    const Id r = u(spv::OpIAdd, q0, row(i));
+    for (uint32_t j = 0; j < SJ; ++j) {
+      const Id key = u(spv::OpIAdd, k0, lane_col(j));
+      Id& s = acc[i * SJ + j];
+      if (scale) s = flt(scale_op == "divide" ? spv::OpFDiv : spv::OpFMul, s, scale);
+      if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
+      if (mask) s = e.b_select(vt, e.to_bool(read_broadcast(*mask, bd, clamp(r, Sq), clamp(key, Sk)), mask->type().dtype), s, masked);
+      if (node.attrs.contains("causal")) {
+        const int64_t offset = node.attrs["causal"].get<int64_t>();
+        Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(offset))}));
+        s = e.b_select(vt, kept, s, masked);
+      }
+      s = e.b_select(vt, less(key, Sk), s, e.float_literal(ct, -INFINITY));
+    }
+  }
+  return acc;
+}
+
+// The online softmax over the key slices: carried, each row's running maximum, its partial
+// sum of exponentials over this invocation's keys, and its output columns, all scaled to
+// the running maximum.
+Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
+  const uint32_t R = t.row_step, O = R * OJ;
+  std::vector<Id> types(2 * R + O, vt);
+  Values init(R, e.float_literal(ct, -INFINITY));
+  init.resize(2 * R + O, e.constant(ct, 0));
+  types.push_back(e.u32());
+  init.push_back(c(0));
+  const Id end = key_end(q0);
+  Values out = b.loop(
+      types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
+      [&](const Values& s) {
+        const Id k0 = s.back();
+        spread(int64_t(t.keys) * D, [&](Id i) {
+          Id key = u(spv::OpUDiv, i, c(D)), d = u(spv::OpUMod, i, c(D));
+          store(kv_, u(spv::OpIAdd, u(spv::OpIMul, d, c(pitch)), key), read(k, bd, clamp(u(spv::OpIAdd, k0, key), Sk), d));
+        });
+        b.workgroup_barrier();
+        const Values sc = scores(bd, q0, k0);
+        for (uint32_t i = 0; i < R; ++i) {
+          Id m = sc[i * SJ];
+          for (uint32_t j = 1; j < SJ; ++j) m = max(m, sc[i * SJ + j]);
+          store(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), tx), m);
+        }
+        b.workgroup_barrier();
+        // v's slice replaces k's, which every invocation has read; past the last key it is
+        // zero, so that those keys' zero probabilities add nothing (0 * inf would be NaN).
+        spread(int64_t(t.keys) * Dv, [&](Id i) {
+          Id key = u(spv::OpIAdd, k0, u(spv::OpUDiv, i, c(Dv))), dv = u(spv::OpUMod, i, c(Dv));
+          store(kv_, i, e.b_select(vt, less(key, Sk), read(v, bd, clamp(key, Sk), dv), e.constant(ct, 0)));
+        });
+        Values next(s.begin(), s.end() - 1);
+        for (uint32_t i = 0; i < R; ++i) {
+          Id m = s[i];
+          for (uint32_t l = 0; l < t.lanes; ++l) m = max(m, load(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), c(l))));
+          const Id minus_inf = e.float_literal(ct, -INFINITY);
+          // Nothing kept yet (all -inf): the row's terms so far are zero, and so are this slice's.
+          const Id dead = is(spv::OpFOrdEqual, m, minus_inf);
+          const Id alpha = e.b_select(vt, is(spv::OpFOrdEqual, s[i], minus_inf), e.constant(ct, 0), exp(flt(spv::OpFSub, s[i], m)));
+          Id sum = e.constant(ct, 0);
+          for (uint32_t j = 0; j < SJ; ++j) {
+            Id p = e.b_select(vt, dead, e.constant(ct, 0), exp(flt(spv::OpFSub, sc[i * SJ + j], m)));
+            store(ps_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(pitch)), lane_col(j)), p);
+            sum = flt(spv::OpFAdd, sum, p);
+          }
+          next[i] = m;
+          next[R + i] = fma(s[R + i], alpha, sum);
+          for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
+        }
+        b.workgroup_barrier();
+        std::vector<Id> o_types(O, vt);
+        Values o(next.begin() + 2 * R, next.end());
+        o = steps(o_types, o, t.keys, unroll_of(t.keys), [&](Values a, Id key) {
+          std::vector<Id> p, w;
+          for (uint32_t i = 0; i < R; ++i) p.push_back(load(ps_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(pitch)), key)));
+          for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(kv_, u(spv::OpIAdd, u(spv::OpIMul, key, c(Dv)), clamp(lane_col(j), Dv))));
+          for (uint32_t i = 0; i < R; ++i)
+            for (uint32_t j = 0; j < OJ; ++j) a[i * OJ + j] = fma(p[i], w[j], a[i * OJ + j]);
+          return a;
+        });
+        std::copy(o.begin(), o.end(), next.begin() + 2 * R);
+        b.workgroup_barrier();  // the slices are restaged next
+        next.push_back(u(spv::OpIAdd, k0, c(t.keys)));
+        return next;
+      },
+      uint64_t((Sk + t.keys - 1) / t.keys));
+  out.pop_back();
+  return out;
+}
+
+// Each row's sum from its invocations' partial sums, then its outputs: NaN for a row with
+// nothing kept (all its scores -inf: Nx's softmax is 0/0 there), zeros where there are no
+// keys at all (an empty contraction).
+void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef& output) {
+  const uint32_t R = t.row_step;
+  for (uint32_t i = 0; i < R; ++i) store(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), tx), state[R + i]);
+  b.workgroup_barrier();
+  for (uint32_t i = 0; i < R; ++i) {
+    Id l = load(red_, u(spv::OpIMul, row(i), c(t.lanes)));
+    for (uint32_t x = 1; x < t.lanes; ++x) l = flt(spv::OpFAdd, l, load(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), c(x))));
+    const Id dead = is(spv::OpFOrdEqual, state[i], e.float_literal(ct, -INFINITY));
+    const Id r = u(spv::OpIAdd, q0, row(i));
+    for (uint32_t j = 0; j < OJ; ++j) {
+      const Id col = lane_col(j);
+      Id out = Sk == 0 ? e.constant(ct, 0) : e.b_select(vt, dead, e.float_literal(ct, NAN), flt(spv::OpFDiv, state[2 * R + i * OJ + j], l));
+      out = e.convert(out, ct, T);
+      Id in = less(r, Sq);
+      if (Dv % t.lanes) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
+      b.if_then(in, [&] {
+        e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(Dv)), col), out);
+      });
+    }
+  }
+  b.workgroup_barrier();  // q's rows and the partial sums are rewritten for the next tile
+}
+
+}  // namespace
+
+ir::DType attention_compute_type(ir::DType t) { return t == ir::DType::F64 ? ir::DType::F64 : ir::DType::F32; }
+
+const ir::Node* attention_of(const ir::Graph& body) {
+  for (const auto& n : body.nodes)
+    if (n.op == "attention") return &n;
+  return nullptr;
+}
+
+LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const DeviceCaps& caps) {
+  const ir::Shape& q = body.node(attn.args.at(0)).type().shape;
+  const ir::Shape& v = body.node(attn.args.at(2)).type().shape;
+  const ir::DType ct = attention_compute_type(attn.type().dtype);
+  const AttentionTiles t = choose_attention_tiles(caps, q.back(), v.back(), ir::dtype_bits(ct) / 8);
+  if (!t.rows)
+    throw ir::IrError(attn, "head dims " + std::to_string(q.back()) + " and " + std::to_string(v.back()) +
+                                " leave no attention tiles within " + caps.name + "'s " +
+                                std::to_string(caps.max_shared_memory_bytes) + " bytes of shared memory");
+  const int64_t rows = q[q.size() - 2], batch = ir::num_elements(ir::Shape(q.begin(), q.end() - 2));
+  const int64_t tiles = batch * ((rows + t.rows - 1) / t.rows);
+  LaunchConfig c{t.invocations(), uint32_t(std::min<int64_t>({std::max<int64_t>(tiles, 1), 65535, caps.max_workgroup_count_x})), false, 1};
+  c.attention = t;
+  return c;
+}
+
+void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
+                    const LaunchConfig& launch, uint64_t* shared_bytes) {
+  AttentionKernel k(body, attn, e, launch.attention, shared_bytes);
+  const int64_t tiles = k.tiles();
+  e.b.position_loop(
+      {e.u32()}, {e.b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return k.less(p[0], tiles); },
+      [&](const Values& p) {
+        k.emit_tile(p[0], output);
+        return Values{k.u(spv::OpIAdd, p[0], k.c(launch.group_count))};
+      });
 }
 
 }  // namespace nxv::codegen

@@ -180,6 +180,9 @@ class Emitter {
   // identity (+0.0 for a float sum); shared by reductions and scans (emit_scan.cpp).
   Id reduce_step(const std::string& op, ir::DType t, ir::DType at, Id a, Id v);
   Id reduce_identity(const std::string& op, ir::DType t, ir::DType at);
+  // The float function `op` (exp, log, ...) of x in t's register, as `node` would compute it
+  // (errors name the node).
+  Id math(const ir::Node& node, const std::string& op, Id x, ir::DType t) { return float_unary(node, op, x, t); }
 
  private:
   Id compute(const ir::Node& node, Index& index);

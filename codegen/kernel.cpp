@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "codegen/attention.h"
 #include "codegen/emitter.h"
 #include "codegen/matmul.h"
 #include "codegen/scan.h"
@@ -544,6 +545,8 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
     emit_scan_kernel(body, *scan, e, outputs.at(0), launch, &m.shared_bytes);
   } else if (const ir::Node* sort = sort_of(kernel)) {
     emit_sort_kernel(body, *sort, e, outputs.at(0), launch, &m.shared_bytes);
+  } else if (launch.attention.rows) {
+    emit_attention(body, *attention_of(body), e, outputs.at(0), launch, &m.shared_bytes);
   } else if (auto rs = row_split(kernel); rs && items > 0) {
     emit_rows(kernel, body, e, outputs, launch, positions, *rs);
   } else if (launch.matmul.fragment.m) {
@@ -586,7 +589,7 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
   const uint64_t max_trips = limit == 0 ? 0 : max_position_trips(steps, limit);
   if (limit == 0 || positions.trips() <= max_trips) return std::nullopt;
   if (max_trips == 0) {
-    if (!launch.cooperative && !launch.tiles && items > 0 && !scan_of(kernel) && !sort_of(kernel)) {
+    if (!launch.cooperative && !launch.tiles && !launch.attention.rows && items > 0 && !scan_of(kernel) && !sort_of(kernel)) {
       const int64_t takers = row_split(kernel) ? positions.count : items;  // rows, or elements without vectors
       return cooperate(caps, takers, caps.max_workgroup_invocations, caps.max_workgroup_count_x);
     }
@@ -615,7 +618,10 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
 
 std::string describe(const LaunchConfig& launch, bool rows) {
   std::string s;
-  if (const MatmulTiles& t = launch.matmul; t.fragment.m) {
+  if (const AttentionTiles& a = launch.attention; a.rows) {
+    s = "attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
+        std::to_string(a.row_step) + " rows x " + std::to_string(a.keys / a.lanes) + " keys per invocation";
+  } else if (const MatmulTiles& t = launch.matmul; t.fragment.m) {
     s = "cooperative matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.subgroups_m) + "x" + std::to_string(t.subgroups_n) + " subgroups of " + to_string(t.fragment) +
         " fragments" + (t.split ? ", f32 operands as bf16 hi + lo (3 products)" : t.rounded_f32 ? ", f32 operands as bf16" : "");
@@ -682,7 +688,8 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
   const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
   const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;
-  const ir::Node* dot = rs || scan || sort ? nullptr : matmul_dot(kernel, body);
+  const ir::Node* attn = rs || scan || sort ? nullptr : attention_of(body);
+  const ir::Node* dot = rs || scan || sort || attn ? nullptr : matmul_dot(kernel, body);
   const MatmulShape product = dot ? matmul_shape(body, *dot, caps) : MatmulShape{};
   const MatmulTiles tiles = dot ? choose_matmul_tiles(caps, product) : MatmulTiles{};
   for (const ir::Node* p : dot ? matmul_texel_operands(body, *dot, tiles) : std::vector<const ir::Node*>{}) {
@@ -690,14 +697,15 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
     const bool bound = std::any_of(out.bindings.begin(), out.bindings.end(), [&](const Binding& b) { return b.texels && b.index == index; });
     if (!bound) out.bindings.push_back({Binding::Kind::Input, index, p->type().dtype, true});
   }
-  LaunchConfig launch = scan                                                           ? launch_scan(caps, ScanLines::of(*scan))
+  LaunchConfig launch = attn                                                           ? launch_attention(body, *attn, caps)
+                        : scan                                                         ? launch_scan(caps, ScanLines::of(*scan))
                         : stage                                                        ? launch_sort(caps, *stage)
                         : tiles.m                                                      ? launch_matmul(caps, product, tiles)
                         : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
   Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
-  if (m.shared_bytes > caps.max_shared_memory_bytes && stage)  // SortStage sizes its groups to fit: a codegen bug
+  if (m.shared_bytes > caps.max_shared_memory_bytes && (stage || attn))  // both sized to fit: a codegen bug
     throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory; " + caps.name +
                                   " has " + std::to_string(caps.max_shared_memory_bytes));
   if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output

@@ -77,6 +77,15 @@ struct MatmulShape {
   bool rounded_f32 = false, split = false;
 };
 
+// A fused attention kernel (codegen/attention.h): each workgroup takes `rows` query rows of
+// one batch element and walks the keys `keys` at a time; its invocations form
+// rows / row_step rows of `lanes`, each holding row_step query rows of the scores and of the
+// output.
+struct AttentionTiles {
+  uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0;
+  uint32_t invocations() const { return rows / row_step * lanes; }
+};
+
 struct LaunchConfig {
   uint32_t workgroup_size;  // local_size_x
   uint32_t group_count;     // dispatch x; the kernel loops when items exceed what one pass covers
@@ -95,6 +104,8 @@ struct LaunchConfig {
   uint32_t scan_run = 0;
   // m > 0: a tiled matrix multiplication; group g computes output tiles g, g + groups, ...
   MatmulTiles matmul = {};
+  // rows > 0: fused attention.
+  AttentionTiles attention = {};
 };
 
 constexpr int64_t kTransposeTile = 32;
