@@ -4,6 +4,7 @@
 
 #include "codegen/attention.h"
 #include "codegen/matmul_product.h"
+#include "ir/attention.h"
 
 namespace nxv::codegen {
 
@@ -58,10 +59,9 @@ class AttentionKernel : public matmul::U32Ops {
  public:
   AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
                   uint64_t* shared_bytes)
-      : U32Ops{em, em.b}, g(body), node(attn), t(tiles), q(arg(0)), k(arg(1)), v(arg(2)) {
-    size_t next = 3;
-    if (attn.attrs.value("mask", false)) mask = &arg(next++);
-    if (attn.attrs.value("bias", false)) bias = &arg(next++);
+      : U32Ops{em, em.b}, g(body), node(attn), a(ir::attention_attrs(attn)), t(tiles), q(arg(0)), k(arg(1)), v(arg(2)) {
+    if (a.mask) mask = &arg(a.mask_operand());
+    if (a.bias) bias = &arg(a.bias_operand());
     T = attn.type().dtype;
     ct = attention_compute_type(T);
     vt = e.reg_type(ct);
@@ -104,7 +104,7 @@ class AttentionKernel : public matmul::U32Ops {
   Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
   Id fma(Id x, Id y, Id acc) { return b.ext(GLSLstd450Fma, vt, {x, y, acc}); }
   Id is(spv::Op op, Id x, Id y) { return b.op(op, e.boolean(), {x, y}); }
-  Id max(Id a, Id x) { return e.reduce_step("reduce_max", ct, ct, a, x); }
+  Id max(Id m, Id x) { return e.reduce_step("reduce_max", ct, ct, m, x); }
   Id exp(Id x) { return e.math(node, "exp", x, ct); }
 
   Id ptr(Id array, Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt), {array, at}); }
@@ -142,8 +142,8 @@ class AttentionKernel : public matmul::U32Ops {
   // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
   // offset, q0 + rows + offset clamped into [0, Sk].
   Id key_end(Id q0) {
-    if (!node.attrs.contains("causal")) return c(Sk);
-    const int64_t last = t.rows + node.attrs["causal"].get<int64_t>();
+    if (!a.causal) return c(Sk);
+    const int64_t last = t.rows + *a.causal;
     if (last >= Sk) return c(Sk);
     Id end = b.op(spv::OpIAdd, e.u32(), {q0, e.u32c(uint64_t(last))});  // wraps below 0 for last < 0
     end = b.op(spv::OpSelect, e.u32(), {is(spv::OpSLessThan, end, c(0)), c(0), end});
@@ -175,6 +175,7 @@ class AttentionKernel : public matmul::U32Ops {
 
   const ir::Graph& g;
   const ir::Node& node;
+  const ir::AttentionAttrs a;
   const AttentionTiles t;
   const ir::Node &q, &k, &v;
   const ir::Node *mask = nullptr, *bias = nullptr;
@@ -198,20 +199,18 @@ Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
       for (uint32_t j = 0; j < SJ; ++j) a[i * SJ + j] = fma(x[i], y[j], a[i * SJ + j]);
     return a;
   });
-  const std::string scale_op = node.attrs.value("scale_op", std::string("multiply"));
-  const Id scale = node.attrs.contains("scale") ? e.convert(e.constant_attr(node, node.attrs["scale"], T), T, ct) : 0;
-  const Id masked = e.convert(e.constant_attr(node, node.attrs.value("masked", nlohmann::json("-inf")), T), T, ct);
+  const Id scale = a.scale ? e.convert(e.constant_attr(node, *a.scale, T), T, ct) : 0;
+  const Id masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
   for (uint32_t i = 0; i < t.row_step; ++i) {
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < SJ; ++j) {
       const Id key = u(spv::OpIAdd, k0, lane_col(j));
       Id& s = acc[i * SJ + j];
-      if (scale) s = flt(scale_op == "divide" ? spv::OpFDiv : spv::OpFMul, s, scale);
+      if (scale) s = flt(a.divide ? spv::OpFDiv : spv::OpFMul, s, scale);
       if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
       if (mask) s = e.b_select(vt, e.to_bool(read_broadcast(*mask, bd, clamp(r, Sq), clamp(key, Sk)), mask->type().dtype), s, masked);
-      if (node.attrs.contains("causal")) {
-        const int64_t offset = node.attrs["causal"].get<int64_t>();
-        Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(offset))}));
+      if (a.causal) {
+        Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(*a.causal))}));
         s = e.b_select(vt, kept, s, masked);
       }
       s = e.b_select(vt, less(key, Sk), s, e.float_literal(ct, -INFINITY));

@@ -1,0 +1,217 @@
+// Fused attention (codegen/attention.h) on the device against the reference interpreter's
+// unfused graph: softmax(q·kᵀ·scale [+ bias] [masked]) · v as Nx writes it, compiled for
+// NVIDIA's code path (as_vendor) so that fuse-attention forms one kernel, over edge shapes:
+// one row, primes, lengths no tile divides, head dims no lane count divides, rows a mask
+// blanks (NaN, as Nx's 0/0), and infinities in v behind masked keys (0 * inf).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "device_testing.h"
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "ir/literal.h"
+#include "runtime/runtime.h"
+
+namespace nxv::runtime {
+namespace {
+
+using ir::DType;
+
+struct Case {
+  ir::Shape batch;
+  int64_t sq, sk, d, dv;
+  DType t = DType::F32;
+  bool mask = false, bias = false, causal = false, k_transposed = false, divide = false;
+  int64_t offset = 0;  // causal: key j kept for row i where j <= i + offset
+};
+
+std::string shape_json(const ir::Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+ir::Shape with(ir::Shape s, std::initializer_list<int64_t> tail) {
+  s.insert(s.end(), tail);
+  return s;
+}
+
+std::string axes(int64_t first, int64_t count) {
+  ir::Shape a;
+  for (int64_t i = 0; i < count; ++i) a.push_back(first + i);
+  return shape_json(a);
+}
+
+// The graph as Nx.Defn gives it: parameters q, k (or kᵀ), v, then the mask and the bias.
+ir::Graph attention_graph(const Case& c) {
+  const std::string t = "\"" + std::string(ir::dtype_name(c.t)) + "\"";
+  const int64_t nb = int64_t(c.batch.size());
+  const std::string s_shape = shape_json(with(c.batch, {c.sq, c.sk})), row_shape = shape_json(with(c.batch, {c.sq, 1}));
+  std::string nodes;
+  int id = 0;
+  auto add = [&](const std::string& body) {
+    nodes += (nodes.empty() ? "" : ",\n") + std::string("{\"id\": ") + std::to_string(id) + ", " + body + "}";
+    return id++;
+  };
+  const int q = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sq, c.d})) + ", \"attrs\": {\"index\": 0}");
+  const int k = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " +
+                    shape_json(c.k_transposed ? with(c.batch, {c.d, c.sk}) : with(c.batch, {c.sk, c.d})) + ", \"attrs\": {\"index\": 1}");
+  const int v = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sk, c.dv})) + ", \"attrs\": {\"index\": 2}");
+  int index = 3;
+  const int mask = c.mask ? add("\"op\": \"parameter\", \"type\": \"u8\", \"shape\": " + shape_json({c.sq, c.sk}) +
+                                ", \"attrs\": {\"index\": " + std::to_string(index++) + "}")
+                          : -1;
+  const int bias = c.bias ? add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json({c.sq, c.sk}) +
+                                ", \"attrs\": {\"index\": " + std::to_string(index++) + "}")
+                          : -1;
+  auto arg2 = [](int a, int b) { return "\"args\": [" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
+  int s = add("\"op\": \"dot\", " + arg2(q, k) + ", \"type\": " + t + ", \"shape\": " + s_shape + ", \"attrs\": {\"contract_axes1\": [" +
+              std::to_string(nb + 1) + "], \"batch_axes1\": " + axes(0, nb) + ", \"contract_axes2\": [" +
+              std::to_string(c.k_transposed ? nb : nb + 1) + "], \"batch_axes2\": " + axes(0, nb) + "}");
+  const double scale = 1 / std::sqrt(double(c.d));
+  const int scale_c = add("\"op\": \"constant\", \"type\": " + t + ", \"shape\": [], \"attrs\": {\"value\": " +
+                          std::to_string(c.divide ? 1 / scale : scale) + "}");
+  s = add("\"op\": \"" + std::string(c.divide ? "divide" : "multiply") + "\", " + arg2(s, scale_c) + ", \"type\": " + t + ", \"shape\": " + s_shape);
+  if (c.bias) s = add("\"op\": \"add\", " + arg2(s, bias) + ", \"type\": " + t + ", \"shape\": " + s_shape);
+  int keep = -1;
+  if (c.mask) keep = mask;
+  if (c.causal) {
+    const int row = add("\"op\": \"iota\", \"type\": \"s32\", \"shape\": " + shape_json({c.sq, 1}) + ", \"attrs\": {\"axis\": 0}");
+    const int off = add("\"op\": \"constant\", \"type\": \"s32\", \"shape\": [], \"attrs\": {\"value\": " + std::to_string(c.offset) + "}");
+    const int last = add("\"op\": \"add\", " + arg2(row, off) + ", \"type\": \"s32\", \"shape\": " + shape_json({c.sq, 1}));
+    const int col = add("\"op\": \"iota\", \"type\": \"s32\", \"shape\": " + shape_json({1, c.sk}) + ", \"attrs\": {\"axis\": 1}");
+    keep = add("\"op\": \"greater_equal\", " + arg2(last, col) + ", \"type\": \"u8\", \"shape\": " + shape_json({c.sq, c.sk}));
+  }
+  if (keep >= 0) {
+    keep = add("\"op\": \"broadcast\", \"args\": [" + std::to_string(keep) + "], \"type\": \"u8\", \"shape\": " + s_shape +
+               ", \"attrs\": {\"shape\": " + s_shape + ", \"axes\": " + axes(nb, 2) + "}");
+    const int fill = add("\"op\": \"constant\", \"type\": " + t + ", \"shape\": [], \"attrs\": {\"value\": \"-inf\"}");
+    s = add("\"op\": \"select\", \"args\": [" + std::to_string(keep) + ", " + std::to_string(s) + ", " + std::to_string(fill) +
+            "], \"type\": " + t + ", \"shape\": " + s_shape);
+  }
+  const std::string last_axis = "{\"axes\": [" + std::to_string(nb + 1) + "], \"keep_axes\": true}";
+  const int m = add("\"op\": \"reduce_max\", \"args\": [" + std::to_string(s) + "], \"type\": " + t + ", \"shape\": " + row_shape + ", \"attrs\": " + last_axis);
+  const int x = add("\"op\": \"subtract\", " + arg2(s, m) + ", \"type\": " + t + ", \"shape\": " + s_shape);
+  const int e = add("\"op\": \"exp\", \"args\": [" + std::to_string(x) + "], \"type\": " + t + ", \"shape\": " + s_shape);
+  const int l = add("\"op\": \"sum\", \"args\": [" + std::to_string(e) + "], \"type\": " + t + ", \"shape\": " + row_shape + ", \"attrs\": " + last_axis);
+  const int p = add("\"op\": \"divide\", " + arg2(e, l) + ", \"type\": " + t + ", \"shape\": " + s_shape);
+  const int out = add("\"op\": \"dot\", " + arg2(p, v) + ", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sq, c.dv})) +
+                      ", \"attrs\": {\"contract_axes1\": [" + std::to_string(nb + 1) + "], \"batch_axes1\": " + axes(0, nb) +
+                      ", \"contract_axes2\": [" + std::to_string(nb) + "], \"batch_axes2\": " + axes(0, nb) + "}");
+  return ir::parse_graph("{\"version\": 1, \"name\": \"attention\", \"nodes\": [" + nodes + "], \"outputs\": [" + std::to_string(out) + "]}");
+}
+
+ir::Literal random_literal(const ir::TensorType& type, std::mt19937& rng, double lo, double hi) {
+  ir::Literal lit{type, std::vector<uint8_t>(size_t(type.byte_size()))};
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (int64_t i = 0; i < type.num_elements(); ++i) {
+    ir::Scalar s;
+    if (type.dtype == DType::U8) {
+      s.i = d(rng) < 0.75;  // mostly kept
+      s.is_integer = true;
+    } else {
+      s.f = d(rng);
+    }
+    ir::set_element(lit, i, s);
+  }
+  return lit;
+}
+
+// f32: the kernel adds the terms in another order than the unfused graph and rescales them
+// as its running maximum grows (a rounding per slice of keys), and NVIDIA's Exp may be
+// 3 + 2|x| ulp off (Vulkan's bound): outputs, averages of v's entries in [-1, 1], within
+// 3e-5. f16 and bf16: the kernel keeps scores and probabilities in f32 where the unfused
+// graph rounds each to the type, so they differ by a few of the type's ulp.
+double tolerance(DType t) { return t == DType::F16 ? 4e-3 : t == DType::BF16 ? 3e-2 : 3e-5; }
+
+void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& edit = {}) {
+  const ir::Graph g = attention_graph(c);
+  SCOPED_TRACE("batch " + shape_json(c.batch) + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) + " d " +
+               std::to_string(c.d) + " dv " + std::to_string(c.dv) + " " + ir::dtype_name(c.t));
+  std::mt19937 rng(unsigned(c.sq * 131 + c.sk * 7 + c.d));
+  std::vector<ir::Literal> inputs;
+  for (const auto* p : g.parameters()) inputs.push_back(random_literal(p->type(), rng, -1, 1));
+  if (edit) edit(inputs);
+  const std::vector<ir::Literal> want = ir::interpret(g, inputs);
+  CompileOptions opts;
+  opts.as_vendor = 0x10DE;
+  auto exe = Executable::compile(devtest::device(), g, opts);
+  RunStats st;
+  const auto got = exe->run_host(inputs, &st);
+  // One kernel; k read transposed counts no extra dispatch (an index map in its prologue).
+  EXPECT_EQ(st.dispatches, 1);
+  ASSERT_EQ(got.size(), 1u);
+  const double tol = tolerance(c.t);
+  int bad = 0;
+  for (int64_t i = 0; i < want[0].type.num_elements() && bad < 5; ++i) {
+    const double w = ir::get_f64(want[0], i), v = ir::get_f64(got[0], i);
+    const bool ok = std::isnan(w) ? std::isnan(v) : std::isinf(w) ? v == w : std::fabs(v - w) <= tol * (1 + std::fabs(w));
+    if (!ok) {
+      ++bad;
+      ADD_FAILURE() << "element " << i << ": " << v << ", want " << w;
+    }
+  }
+}
+
+TEST(Attention, EdgeShapes) {
+  for (const Case& c : std::vector<Case>{{{}, 1, 1, 8, 8},
+                                         {{2}, 7, 13, 8, 8},
+                                         {{1, 3}, 67, 67, 64, 64},
+                                         {{2}, 33, 50, 24, 40},
+                                         {{3}, 5, 130, 16, 9},
+                                         {{1}, 97, 31, 128, 128}})
+    check(c);
+}
+
+// n, 10n, 100n keys: the online softmax over 1, 10 and 100 slices of keys.
+TEST(Attention, LongSequences) {
+  for (int64_t s : {40, 400, 4000}) check({{1}, 40, s, 32, 32});
+}
+
+TEST(Attention, Causal) {
+  for (int64_t offset : {0, 3, -2}) {
+    Case c{{2}, 70, 70, 32, 32};
+    c.causal = true;
+    c.offset = offset;
+    check(c);  // offset -2: rows 0 and 1 keep nothing, NaN as in Nx
+  }
+  Case wide{{1}, 20, 90, 16, 16};
+  wide.causal = true;
+  wide.offset = 70;
+  check(wide);
+}
+
+TEST(Attention, MaskBiasAndDivide) {
+  Case c{{2}, 45, 77, 16, 24};
+  c.mask = c.bias = c.divide = true;
+  check(c);
+  // A row the mask blanks is NaN; an inf in v behind a masked key is 0 * inf = NaN in the
+  // rows that mask it, inf in the others.
+  check(c, [&](std::vector<ir::Literal>& in) {
+    ir::Scalar zero{0, 0, true}, one{0, 1, true}, inf{INFINITY, 0, false};
+    for (int64_t j = 0; j < c.sk; ++j) ir::set_element(in[3], 4 * c.sk + j, zero);
+    for (int64_t i = 0; i < c.sq; ++i) ir::set_element(in[3], i * c.sk + 5, i % 2 ? one : zero);
+    ir::set_element(in[2], 5 * c.dv + 3, inf);
+  });
+}
+
+TEST(Attention, TransposedKey) {
+  Case c{{2, 2}, 50, 50, 32, 32};
+  c.k_transposed = true;
+  check(c);
+}
+
+TEST(Attention, HalfTypes) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    if (!devtest::missing_feature(t).empty()) continue;
+    Case c{{2}, 37, 70, 32, 32, t};
+    c.causal = true;
+    check(c);
+  }
+}
+
+}  // namespace
+}  // namespace nxv::runtime
