@@ -14,10 +14,10 @@ constexpr uint32_t kLanes = 16, kRowStep = 4;
 }  // namespace
 
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes) {
-  // q's rows; k's slice transposed ([d][keys + 1], padded against bank conflicts) then v's
-  // ([keys][dv]) in the same array; the probabilities [rows][keys + 1]; the rows' partial
-  // maxima [rows][lanes].
-  const uint64_t pitch = t.keys + 1;
+  // q's rows; k's slice transposed ([d][keys + vector], a row padded by a vector against
+  // bank conflicts) then v's ([keys][dv]) in the same array; the probabilities
+  // [rows][keys + vector]; the rows' partial maxima [rows][lanes].
+  const uint64_t pitch = t.keys + t.vector;
   const uint64_t elements = uint64_t(t.rows) * d + std::max<uint64_t>(d * pitch, uint64_t(t.keys) * dv) +
                             t.rows * pitch + uint64_t(t.rows) * t.lanes;
   return elements * bytes;
@@ -25,7 +25,8 @@ uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, 
 
 AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t dv, int bytes) {
   for (auto [rows, keys] : {std::pair{64u, 64u}, {32u, 64u}, {32u, 32u}, {16u, 32u}, {16u, 16u}}) {
-    const AttentionTiles t{rows, keys, kLanes, kRowStep};
+    const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
+    const AttentionTiles t{rows, keys, kLanes, kRowStep, vector};
     if (t.invocations() <= caps.max_workgroup_invocations &&
         attention_shared_bytes(t, d, dv, bytes) <= caps.max_shared_memory_bytes)
       return t;
@@ -40,7 +41,7 @@ void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) 
   if (caps.vendor() == Vendor::Lavapipe) return;
   // The widest head dim whose smallest tiles fit in f64, as row bytes: f32 rows of twice
   // that dim fit too (the tiles' fixed part is the same number of elements).
-  const AttentionTiles smallest{16, 16, kLanes, kRowStep};
+  const AttentionTiles smallest{16, 16, kLanes, kRowStep, 4};
   int64_t d = 0;
   while (attention_shared_bytes(smallest, d + 1, d + 1, 8) <= caps.max_shared_memory_bytes) ++d;
   bounds.attention_row_bytes = d * 8;
@@ -53,8 +54,8 @@ using Values = spirv::Builder::Values;
 
 // One workgroup's rows of one batch element at a time. The k slice is staged transposed,
 // [d][key], and v's as [key][dv] in the same array once the scores are taken; invocation
-// (ty, tx) holds rows ty + i * (rows / row_step) and keys (and v's columns) tx + j * lanes,
-// so that neighbours read neighbouring words of shared memory.
+// (ty, tx) holds rows ty + i * (rows / row_step), and a run of keys (and of v's columns)
+// from tx times their count: neighbours read neighbouring vectors of shared memory.
 class AttentionKernel : public matmul::U32Ops {
  public:
   AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
@@ -65,6 +66,8 @@ class AttentionKernel : public matmul::U32Ops {
     T = attn.type().dtype;
     ct = attention_compute_type(T);
     vt = e.reg_type(ct);
+    V = t.vector;
+    vec = V > 1 ? b.type_vector(vt, V) : vt;
     const ir::Shape& qs = q.type().shape;
     const size_t r = qs.size();
     batch.assign(qs.begin(), qs.end() - 2);
@@ -72,12 +75,12 @@ class AttentionKernel : public matmul::U32Ops {
     TY = t.rows / t.row_step;
     SJ = t.keys / t.lanes;
     OJ = uint32_t((Dv + t.lanes - 1) / t.lanes);
-    pitch = t.keys + 1;
+    pitch = t.keys + V;
     local = b.builtin_x(spv::BuiltInLocalInvocationId);
     tx = u(spv::OpUMod, local, c(t.lanes)), ty = u(spv::OpUDiv, local, c(t.lanes));
-    qs_ = b.workgroup_array(vt, uint32_t(std::max<int64_t>(t.rows * D, 1)));
-    kv_ = b.workgroup_array(vt, uint32_t(std::max<int64_t>({D * pitch, t.keys * Dv, 1})));
-    ps_ = b.workgroup_array(vt, t.rows * pitch);
+    qs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.rows * D / V, 1)));
+    kv_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>({D * pitch / V, t.keys * Dv / V, 1})));
+    ps_ = b.workgroup_array(vec, t.rows * pitch / V);
     red_ = b.workgroup_array(vt, t.rows * t.lanes);
     *shared_bytes += attention_shared_bytes(t, D, Dv, b.type_bytes(vt));
   }
@@ -99,7 +102,10 @@ class AttentionKernel : public matmul::U32Ops {
   const ir::Node& arg(size_t i) const { return g.node(node.args.at(i)); }
   int64_t row_tiles() const { return (Sq + t.rows - 1) / t.rows; }
   Id row(uint32_t i) const { return u(spv::OpIAdd, ty, c(int64_t(i) * TY)); }
-  Id lane_col(uint32_t j) const { return u(spv::OpIAdd, tx, c(int64_t(j) * t.lanes)); }
+  // This invocation's first key of a slice, and first column of the output.
+  Id first_key() const { return u(spv::OpIMul, tx, c(SJ)); }
+  Id first_col() const { return u(spv::OpIMul, tx, c(OJ)); }
+  Id at(Id base, uint32_t row_pitch, Id r, Id col) const { return u(spv::OpIAdd, u(spv::OpIAdd, base, u(spv::OpIMul, r, c(row_pitch))), col); }
   Id clamp(Id x, int64_t extent) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(std::max<int64_t>(extent - 1, 0))}); }
   Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
   Id fma(Id x, Id y, Id acc) { return b.ext(GLSLstd450Fma, vt, {x, y, acc}); }
@@ -107,9 +113,30 @@ class AttentionKernel : public matmul::U32Ops {
   Id max(Id m, Id x) { return e.reduce_step("reduce_max", ct, ct, m, x); }
   Id exp(Id x) { return e.math(node, "exp", x, ct); }
 
-  Id ptr(Id array, Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt), {array, at}); }
-  Id load(Id array, Id at) { return b.op_in_place(spv::OpLoad, vt, {ptr(array, at)}); }
-  void store(Id array, Id at, Id x) { b.op_void(spv::OpStore, {ptr(array, at), x}); }
+  // Shared memory by element: vector arrays address an element as (entry, component).
+  Id ptr(Id array, Id element) {
+    if (array == red_ || V == 1) return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt), {array, element});
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt),
+                {array, u(spv::OpUDiv, element, c(V)), u(spv::OpUMod, element, c(V))});
+  }
+  Id load(Id array, Id element) { return b.op_in_place(spv::OpLoad, vt, {ptr(array, element)}); }
+  void store(Id array, Id element, Id x) { b.op_void(spv::OpStore, {ptr(array, element), x}); }
+  // n consecutive elements from `first`: a vector read per V of them where `first` is a
+  // multiple of V and n too.
+  std::vector<Id> load_run(Id array, Id first, uint32_t n) {
+    std::vector<Id> x;
+    if (V > 1 && n % V == 0) {
+      const Id entry = u(spv::OpUDiv, first, c(V));
+      for (uint32_t r = 0; r < n / V; ++r) {
+        Id p = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {array, u(spv::OpIAdd, entry, c(r))});
+        Id w = b.op_in_place(spv::OpLoad, vec, {p});
+        for (uint32_t l = 0; l < V; ++l) x.push_back(b.op(spv::OpCompositeExtract, vt, {w}, {l}));
+      }
+      return x;
+    }
+    for (uint32_t l = 0; l < n; ++l) x.push_back(load(array, u(spv::OpIAdd, first, c(l))));
+    return x;
+  }
 
   // Element (r, col) of a [B..., rows, cols] operand, in the compute type.
   Id read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col) {
@@ -125,7 +152,7 @@ class AttentionKernel : public matmul::U32Ops {
     full.push_back(key);
     const ir::Shape& s = n.type().shape;
     std::vector<Id> d;
-    for (size_t a = 0; a < s.size(); ++a) d.push_back(s[a] == 1 ? c(0) : full[full.size() - s.size() + a]);
+    for (size_t x = 0; x < s.size(); ++x) d.push_back(s[x] == 1 ? c(0) : full[full.size() - s.size() + x]);
     return e.value(n, e.index_from_dims(s, d));
   }
 
@@ -150,27 +177,25 @@ class AttentionKernel : public matmul::U32Ops {
     return b.ext(GLSLstd450UMin, e.u32(), {end, c(Sk)});
   }
 
-  // A loop over [0, n) in steps of `unroll`; step(carried, x) gives the next carried values.
-  Values steps(std::vector<Id> types, Values init, int64_t n, uint32_t unroll,
-               const std::function<Values(Values, Id)>& step) {
+  // A loop over x0 = 0, step, 2 step, ... below n; body(carried, x0) gives the next carried.
+  Values steps(std::vector<Id> types, Values init, int64_t n, uint32_t step, const std::function<Values(Values, Id)>& body) {
     types.push_back(e.u32());
     init.push_back(c(0));
     Values out = b.loop(
         types, init, [&](const Values& s) { return less(s.back(), n); },
         [&](const Values& s) {
-          Values acc(s.begin(), s.end() - 1);
-          for (uint32_t x = 0; x < unroll; ++x) acc = step(std::move(acc), u(spv::OpIAdd, s.back(), c(x)));
-          acc.push_back(u(spv::OpIAdd, s.back(), c(unroll)));
-          return acc;
+          Values next = body(Values(s.begin(), s.end() - 1), s.back());
+          next.push_back(u(spv::OpIAdd, s.back(), c(step)));
+          return next;
         },
-        uint64_t(n / unroll));
+        uint64_t((n + step - 1) / step));
     out.pop_back();
     return out;
   }
-  static uint32_t unroll_of(int64_t n) { return n % 4 == 0 ? 4 : n % 2 == 0 ? 2 : 1; }
 
   Values scores(const std::vector<Id>& bd, Id q0, Id k0);
   Values key_loop(const std::vector<Id>& bd, Id q0);
+  Values add_products(Values o);
   void finish(Id bt, Id q0, const Values& state, const BufferRef& output);
 
   const ir::Graph& g;
@@ -180,7 +205,8 @@ class AttentionKernel : public matmul::U32Ops {
   const ir::Node &q, &k, &v;
   const ir::Node *mask = nullptr, *bias = nullptr;
   ir::DType T = ir::DType::F32, ct = ir::DType::F32;
-  Id vt = 0;
+  Id vt = 0, vec = 0;
+  uint32_t V = 1;
   std::vector<int64_t> batch;
   int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
   uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0;
@@ -190,21 +216,23 @@ class AttentionKernel : public matmul::U32Ops {
 // The invocation's scores of the key slice at k0: q·k scaled, biased and masked as Nx
 // computes them, -inf past the last key (no part of any row's softmax).
 Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
-  const uint32_t n = t.row_step * SJ;
-  Values acc = steps(std::vector<Id>(n, vt), Values(n, e.constant(ct, 0)), D, unroll_of(D), [&](Values a, Id d) {
-    std::vector<Id> x, y;
-    for (uint32_t i = 0; i < t.row_step; ++i) x.push_back(load(qs_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(D)), d)));
-    for (uint32_t j = 0; j < SJ; ++j) y.push_back(load(kv_, u(spv::OpIAdd, u(spv::OpIMul, d, c(pitch)), lane_col(j))));
-    for (uint32_t i = 0; i < t.row_step; ++i)
-      for (uint32_t j = 0; j < SJ; ++j) a[i * SJ + j] = fma(x[i], y[j], a[i * SJ + j]);
-    return a;
+  const uint32_t R = t.row_step, n = R * SJ;
+  Values acc = steps(std::vector<Id>(n, vt), Values(n, e.constant(ct, 0)), D, V, [&](Values s, Id d0) {
+    std::vector<std::vector<Id>> x;
+    for (uint32_t i = 0; i < R; ++i) x.push_back(load_run(qs_, at(d0, uint32_t(D), row(i), c(0)), V));
+    for (uint32_t l = 0; l < V; ++l) {
+      const std::vector<Id> y = load_run(kv_, at(first_key(), pitch, u(spv::OpIAdd, d0, c(l)), c(0)), SJ);
+      for (uint32_t i = 0; i < R; ++i)
+        for (uint32_t j = 0; j < SJ; ++j) s[i * SJ + j] = fma(x[i][l], y[j], s[i * SJ + j]);
+    }
+    return s;
   });
   const Id scale = a.scale ? e.convert(e.constant_attr(node, *a.scale, T), T, ct) : 0;
   const Id masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
-  for (uint32_t i = 0; i < t.row_step; ++i) {
+  for (uint32_t i = 0; i < R; ++i) {
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < SJ; ++j) {
-      const Id key = u(spv::OpIAdd, k0, lane_col(j));
+      const Id key = u(spv::OpIAdd, k0, u(spv::OpIAdd, first_key(), c(j)));
       Id& s = acc[i * SJ + j];
       if (scale) s = flt(a.divide ? spv::OpFDiv : spv::OpFMul, s, scale);
       if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
@@ -217,6 +245,28 @@ Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
     }
   }
   return acc;
+}
+
+// o + the probabilities staged in shared memory times v's staged slice.
+Values AttentionKernel::add_products(Values o) {
+  const uint32_t R = t.row_step;
+  const bool whole = int64_t(OJ) * t.lanes == Dv;  // else the last runs overhang v's columns
+  return steps(std::vector<Id>(o.size(), vt), o, t.keys, V, [&](Values s, Id key0) {
+    std::vector<std::vector<Id>> p;
+    for (uint32_t i = 0; i < R; ++i) p.push_back(load_run(ps_, at(key0, pitch, row(i), c(0)), V));
+    for (uint32_t l = 0; l < V; ++l) {
+      const Id key = u(spv::OpIAdd, key0, c(l));
+      std::vector<Id> w;
+      if (whole) {
+        w = load_run(kv_, at(first_col(), uint32_t(Dv), key, c(0)), OJ);
+      } else {
+        for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(kv_, at(clamp(u(spv::OpIAdd, first_col(), c(j)), Dv), uint32_t(Dv), key, c(0))));
+      }
+      for (uint32_t i = 0; i < R; ++i)
+        for (uint32_t j = 0; j < OJ; ++j) s[i * OJ + j] = fma(p[i][l], w[j], s[i * OJ + j]);
+    }
+    return s;
+  });
 }
 
 // The online softmax over the key slices: carried, each row's running maximum, its partial
@@ -236,14 +286,14 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
         const Id k0 = s.back();
         spread(int64_t(t.keys) * D, [&](Id i) {
           Id key = u(spv::OpUDiv, i, c(D)), d = u(spv::OpUMod, i, c(D));
-          store(kv_, u(spv::OpIAdd, u(spv::OpIMul, d, c(pitch)), key), read(k, bd, clamp(u(spv::OpIAdd, k0, key), Sk), d));
+          store(kv_, at(key, pitch, d, c(0)), read(k, bd, clamp(u(spv::OpIAdd, k0, key), Sk), d));
         });
         b.workgroup_barrier();
         const Values sc = scores(bd, q0, k0);
         for (uint32_t i = 0; i < R; ++i) {
           Id m = sc[i * SJ];
           for (uint32_t j = 1; j < SJ; ++j) m = max(m, sc[i * SJ + j]);
-          store(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), tx), m);
+          store(red_, at(tx, t.lanes, row(i), c(0)), m);
         }
         b.workgroup_barrier();
         // v's slice replaces k's, which every invocation has read; past the last key it is
@@ -253,17 +303,17 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
           store(kv_, i, e.b_select(vt, less(key, Sk), read(v, bd, clamp(key, Sk), dv), e.constant(ct, 0)));
         });
         Values next(s.begin(), s.end() - 1);
+        const Id minus_inf = e.float_literal(ct, -INFINITY);
         for (uint32_t i = 0; i < R; ++i) {
           Id m = s[i];
-          for (uint32_t l = 0; l < t.lanes; ++l) m = max(m, load(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), c(l))));
-          const Id minus_inf = e.float_literal(ct, -INFINITY);
+          for (uint32_t l = 0; l < t.lanes; ++l) m = max(m, load(red_, at(c(l), t.lanes, row(i), c(0))));
           // Nothing kept yet (all -inf): the row's terms so far are zero, and so are this slice's.
           const Id dead = is(spv::OpFOrdEqual, m, minus_inf);
           const Id alpha = e.b_select(vt, is(spv::OpFOrdEqual, s[i], minus_inf), e.constant(ct, 0), exp(flt(spv::OpFSub, s[i], m)));
           Id sum = e.constant(ct, 0);
           for (uint32_t j = 0; j < SJ; ++j) {
             Id p = e.b_select(vt, dead, e.constant(ct, 0), exp(flt(spv::OpFSub, sc[i * SJ + j], m)));
-            store(ps_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(pitch)), lane_col(j)), p);
+            store(ps_, at(u(spv::OpIAdd, first_key(), c(j)), pitch, row(i), c(0)), p);
             sum = flt(spv::OpFAdd, sum, p);
           }
           next[i] = m;
@@ -271,16 +321,7 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
           for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
         }
         b.workgroup_barrier();
-        std::vector<Id> o_types(O, vt);
-        Values o(next.begin() + 2 * R, next.end());
-        o = steps(o_types, o, t.keys, unroll_of(t.keys), [&](Values a, Id key) {
-          std::vector<Id> p, w;
-          for (uint32_t i = 0; i < R; ++i) p.push_back(load(ps_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(pitch)), key)));
-          for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(kv_, u(spv::OpIAdd, u(spv::OpIMul, key, c(Dv)), clamp(lane_col(j), Dv))));
-          for (uint32_t i = 0; i < R; ++i)
-            for (uint32_t j = 0; j < OJ; ++j) a[i * OJ + j] = fma(p[i], w[j], a[i * OJ + j]);
-          return a;
-        });
+        const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
         std::copy(o.begin(), o.end(), next.begin() + 2 * R);
         b.workgroup_barrier();  // the slices are restaged next
         next.push_back(u(spv::OpIAdd, k0, c(t.keys)));
@@ -296,22 +337,20 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
 // keys at all (an empty contraction).
 void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef& output) {
   const uint32_t R = t.row_step;
-  for (uint32_t i = 0; i < R; ++i) store(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), tx), state[R + i]);
+  for (uint32_t i = 0; i < R; ++i) store(red_, at(tx, t.lanes, row(i), c(0)), state[R + i]);
   b.workgroup_barrier();
   for (uint32_t i = 0; i < R; ++i) {
-    Id l = load(red_, u(spv::OpIMul, row(i), c(t.lanes)));
-    for (uint32_t x = 1; x < t.lanes; ++x) l = flt(spv::OpFAdd, l, load(red_, u(spv::OpIAdd, u(spv::OpIMul, row(i), c(t.lanes)), c(x))));
+    Id l = load(red_, at(c(0), t.lanes, row(i), c(0)));
+    for (uint32_t x = 1; x < t.lanes; ++x) l = flt(spv::OpFAdd, l, load(red_, at(c(x), t.lanes, row(i), c(0))));
     const Id dead = is(spv::OpFOrdEqual, state[i], e.float_literal(ct, -INFINITY));
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < OJ; ++j) {
-      const Id col = lane_col(j);
+      const Id col = u(spv::OpIAdd, first_col(), c(j));
       Id out = Sk == 0 ? e.constant(ct, 0) : e.b_select(vt, dead, e.float_literal(ct, NAN), flt(spv::OpFDiv, state[2 * R + i * OJ + j], l));
       out = e.convert(out, ct, T);
       Id in = less(r, Sq);
-      if (Dv % t.lanes) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
-      b.if_then(in, [&] {
-        e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(Dv)), col), out);
-      });
+      if (int64_t(OJ) * t.lanes != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
+      b.if_then(in, [&] { e.store(output, at(col, uint32_t(Dv), u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(0)), out); });
     }
   }
   b.workgroup_barrier();  // q's rows and the partial sums are rewritten for the next tile

@@ -80,9 +80,10 @@ struct MatmulShape {
 // A fused attention kernel (codegen/attention.h): each workgroup takes `rows` query rows of
 // one batch element and walks the keys `keys` at a time; its invocations form
 // rows / row_step rows of `lanes`, each holding row_step query rows of the scores and of the
-// output.
+// output. Shared memory holds vectors of `vector` elements (dividing both head dims), so
+// that a run of them is one read.
 struct AttentionTiles {
-  uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0;
+  uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0, vector = 1;
   uint32_t invocations() const { return rows / row_step * lanes; }
 };
 
