@@ -156,15 +156,25 @@ class AttentionKernel : public matmul::U32Ops {
     return e.value(n, e.index_from_dims(s, d));
   }
 
-  // write(i) for i in [0, count), spread over the workgroup.
+  // write(i) for i in [0, count), spread over the workgroup: a loop, not straight-line code,
+  // so that the addresses of its trips are computed in them, not hoisted ahead of the
+  // kernel's loops to stay live through them (registers a GPU would spill). Each trip
+  // takes `kSpreadUnroll` elements, their loads in flight together.
   void spread(int64_t count, const std::function<void(Id)>& write) {
-    const int64_t n = t.invocations();
-    for (int64_t s = 0; s < count; s += n) {
-      Id i = u(spv::OpIAdd, local, c(s));
-      if (s + n <= count) write(i);
-      else b.if_then(less(i, count), [&] { write(i); });
-    }
+    const int64_t n = t.invocations(), per_trip = n * kSpreadUnroll;
+    b.loop(
+        {e.u32()}, {local}, [&](const Values& s) { return less(s[0], count); },
+        [&](const Values& s) {
+          for (uint32_t x = 0; x < kSpreadUnroll; ++x) {
+            Id i = u(spv::OpIAdd, s[0], c(int64_t(x) * n));
+            if (count % per_trip == 0) write(i);
+            else b.if_then(less(i, count), [&] { write(i); });
+          }
+          return Values{u(spv::OpIAdd, s[0], c(per_trip))};
+        },
+        uint64_t((count + per_trip - 1) / per_trip));
   }
+  static constexpr uint32_t kSpreadUnroll = 4;
 
   // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
   // offset, q0 + rows + offset clamped into [0, Sk].
