@@ -91,10 +91,10 @@ class AttentionKernel : public matmul::U32Ops {
     const Id bt = u(spv::OpUDiv, p, c(row_tiles()));
     const Id q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles())), c(t.rows));
     const std::vector<Id> bd = e.split(bt, batch);
-    spread(t.rows * D, [&](Id i) {
-      Id r = u(spv::OpUDiv, i, c(D)), d = u(spv::OpUMod, i, c(D));
-      store(qs_, i, read(q, bd, clamp(u(spv::OpIAdd, q0, r), Sq), d));
+    const Values rows = fetch(t.rows * D, [&](Id i) {
+      return read(q, bd, clamp(u(spv::OpIAdd, q0, u(spv::OpUDiv, i, c(D))), Sq), u(spv::OpUMod, i, c(D)));
     });
+    stage(t.rows * D, rows, [&](Id i, Id x) { store(qs_, i, x); });
     finish(bt, q0, key_loop(bd, q0), output);
   }
 
@@ -156,25 +156,45 @@ class AttentionKernel : public matmul::U32Ops {
     return e.value(n, e.index_from_dims(s, d));
   }
 
-  // write(i) for i in [0, count), spread over the workgroup: a loop, not straight-line code,
-  // so that the addresses of its trips are computed in them, not hoisted ahead of the
-  // kernel's loops to stay live through them (registers a GPU would spill). Each trip
-  // takes `kSpreadUnroll` elements, their loads in flight together.
-  void spread(int64_t count, const std::function<void(Id)>& write) {
-    const int64_t n = t.invocations(), per_trip = n * kSpreadUnroll;
-    b.loop(
-        {e.u32()}, {local}, [&](const Values& s) { return less(s[0], count); },
-        [&](const Values& s) {
-          for (uint32_t x = 0; x < kSpreadUnroll; ++x) {
-            Id i = u(spv::OpIAdd, s[0], c(int64_t(x) * n));
-            if (count % per_trip == 0) write(i);
-            else b.if_then(less(i, count), [&] { write(i); });
-          }
-          return Values{u(spv::OpIAdd, s[0], c(per_trip))};
-        },
-        uint64_t((count + per_trip - 1) / per_trip));
+  // Element i of [0, count) per trip over the workgroup, straight-line, i clamped into range:
+  // read(i) for each, all loads in flight together; then write(i, value) where i < count.
+  // Reading well before writing hides the loads' latency behind the work between (k's next
+  // slice is read while the probabilities multiply v's, v's while the scores are taken).
+  Values fetch(int64_t count, const std::function<Id(Id)>& read) {
+    Values x;
+    for (int64_t s = 0; s < count; s += t.invocations()) {
+      Id i = u(spv::OpIAdd, local, c(s));
+      x.push_back(read(s + t.invocations() <= count ? i : clamp(i, count)));
+    }
+    return x;
   }
-  static constexpr uint32_t kSpreadUnroll = 4;
+  void stage(int64_t count, const Values& x, const std::function<void(Id, Id)>& write) {
+    for (size_t r = 0; r < x.size(); ++r) {
+      const int64_t s = int64_t(r) * t.invocations();
+      Id i = u(spv::OpIAdd, local, c(s));
+      if (s + t.invocations() <= count) write(i, x[r]);
+      else b.if_then(less(i, count), [&] { write(i, x[r]); });
+    }
+  }
+  Values fetch_k(const std::vector<Id>& bd, Id k0) {
+    return fetch(int64_t(t.keys) * D, [&](Id i) {
+      return read(k, bd, clamp(u(spv::OpIAdd, k0, u(spv::OpUDiv, i, c(D))), Sk), u(spv::OpUMod, i, c(D)));
+    });
+  }
+  void stage_k(const Values& x) {
+    stage(int64_t(t.keys) * D, x, [&](Id i, Id value) { store(kv_, at(u(spv::OpUDiv, i, c(D)), pitch, u(spv::OpUMod, i, c(D)), c(0)), value); });
+  }
+  // Past the last key v's slice is zero, so that those keys' zero probabilities add nothing
+  // (0 * inf would be NaN).
+  Values fetch_v(const std::vector<Id>& bd, Id k0) {
+    return fetch(int64_t(t.keys) * Dv, [&](Id i) {
+      Id key = u(spv::OpIAdd, k0, u(spv::OpUDiv, i, c(Dv)));
+      return e.b_select(vt, less(key, Sk), read(v, bd, clamp(key, Sk), u(spv::OpUMod, i, c(Dv))), e.constant(ct, 0));
+    });
+  }
+  void stage_v(const Values& x) {
+    stage(int64_t(t.keys) * Dv, x, [&](Id i, Id value) { store(kv_, i, value); });
+  }
 
   // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
   // offset, q0 + rows + offset clamped into [0, Sk].
@@ -287,6 +307,12 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   std::vector<Id> types(2 * R + O, vt);
   Values init(R, e.float_literal(ct, -INFINITY));
   init.resize(2 * R + O, e.constant(ct, 0));
+  if (Sk == 0) return init;
+  // Carried besides: k's slice for the step, read during the previous one; k0.
+  const Values k_first = fetch_k(bd, c(0));
+  const size_t K = k_first.size();
+  types.resize(types.size() + K, vt);
+  init.insert(init.end(), k_first.begin(), k_first.end());
   types.push_back(e.u32());
   init.push_back(c(0));
   const Id end = key_end(q0);
@@ -294,11 +320,9 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
       types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
       [&](const Values& s) {
         const Id k0 = s.back();
-        spread(int64_t(t.keys) * D, [&](Id i) {
-          Id key = u(spv::OpUDiv, i, c(D)), d = u(spv::OpUMod, i, c(D));
-          store(kv_, at(key, pitch, d, c(0)), read(k, bd, clamp(u(spv::OpIAdd, k0, key), Sk), d));
-        });
+        stage_k(Values(s.end() - 1 - K, s.end() - 1));
         b.workgroup_barrier();
+        const Values v_slice = fetch_v(bd, k0);
         const Values sc = scores(bd, q0, k0);
         for (uint32_t i = 0; i < R; ++i) {
           Id m = sc[i * SJ];
@@ -306,13 +330,8 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
           store(red_, at(tx, t.lanes, row(i), c(0)), m);
         }
         b.workgroup_barrier();
-        // v's slice replaces k's, which every invocation has read; past the last key it is
-        // zero, so that those keys' zero probabilities add nothing (0 * inf would be NaN).
-        spread(int64_t(t.keys) * Dv, [&](Id i) {
-          Id key = u(spv::OpIAdd, k0, u(spv::OpUDiv, i, c(Dv))), dv = u(spv::OpUMod, i, c(Dv));
-          store(kv_, i, e.b_select(vt, less(key, Sk), read(v, bd, clamp(key, Sk), dv), e.constant(ct, 0)));
-        });
-        Values next(s.begin(), s.end() - 1);
+        stage_v(v_slice);  // k's slice is read: v's takes its place
+        Values next(s.begin(), s.begin() + 2 * R + O);
         const Id minus_inf = e.float_literal(ct, -INFINITY);
         for (uint32_t i = 0; i < R; ++i) {
           Id m = s[i];
@@ -331,14 +350,17 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
           for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
         }
         b.workgroup_barrier();
+        const Id k_next = u(spv::OpIAdd, k0, c(t.keys));
+        const Values k_slice = fetch_k(bd, k_next);  // past the end: read, never used
         const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
         std::copy(o.begin(), o.end(), next.begin() + 2 * R);
         b.workgroup_barrier();  // the slices are restaged next
-        next.push_back(u(spv::OpIAdd, k0, c(t.keys)));
+        next.insert(next.end(), k_slice.begin(), k_slice.end());
+        next.push_back(k_next);
         return next;
       },
       uint64_t((Sk + t.keys - 1) / t.keys));
-  out.pop_back();
+  out.resize(2 * R + O);
   return out;
 }
 
