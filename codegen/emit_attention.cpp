@@ -9,8 +9,8 @@
 namespace nxv::codegen {
 
 namespace {
-// Invocations across a tile's keys (and v's columns), and query rows each invocation holds.
-constexpr uint32_t kLanes = 16, kRowStep = 4;
+// Query rows each invocation holds (of the scores and of the output).
+constexpr uint32_t kRowStep = 4;
 }  // namespace
 
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes) {
@@ -24,9 +24,16 @@ uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, 
 }
 
 AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t dv, int bytes) {
-  for (auto [rows, keys] : {std::pair{64u, 64u}, {32u, 64u}, {32u, 32u}, {16u, 32u}, {16u, 16u}}) {
+  // Rows, keys per step, and invocations across the keys, largest first. On an H200
+  // (2026-11-29, docs/tuning.md), f32 q·kᵀ·v at head dim 64: 64 rows by 32 keys over 8 lanes
+  // 0.437 ms, 32 by 64 over 16 lanes 0.589, 32 by 32 over 16 lanes 0.521 (bert-base, batch 8,
+  // sequence 512); at head dim 128, 32 by 32 over 16 lanes fits 48 KiB and was the fastest.
+  struct Shape {
+    uint32_t rows, keys, lanes;
+  };
+  for (auto [rows, keys, lanes] : {Shape{64, 32, 8}, {32, 32, 16}, {16, 32, 16}, {16, 16, 16}}) {
     const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
-    const AttentionTiles t{rows, keys, kLanes, kRowStep, vector};
+    const AttentionTiles t{rows, keys, lanes, kRowStep, vector};
     if (t.invocations() <= caps.max_workgroup_invocations &&
         attention_shared_bytes(t, d, dv, bytes) <= caps.max_shared_memory_bytes)
       return t;
@@ -41,7 +48,7 @@ void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) 
   if (caps.vendor() == Vendor::Lavapipe) return;
   // The widest head dim whose smallest tiles fit in f64, as row bytes: f32 rows of twice
   // that dim fit too (the tiles' fixed part is the same number of elements).
-  const AttentionTiles smallest{16, 16, kLanes, kRowStep, 4};
+  const AttentionTiles smallest{16, 16, 16, kRowStep, 4};
   int64_t d = 0;
   while (attention_shared_bytes(smallest, d + 1, d + 1, 8) <= caps.max_shared_memory_bytes) ++d;
   bounds.attention_row_bytes = d * 8;
