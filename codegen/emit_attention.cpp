@@ -15,11 +15,11 @@ constexpr uint32_t kRowStep = 4;
 
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes) {
   // q's rows; k's slice transposed ([d][keys + vector], a row padded by a vector against
-  // bank conflicts) then v's ([keys][dv]) in the same array; the probabilities
-  // [rows][keys + vector]; the rows' partial maxima [rows][lanes].
-  const uint64_t pitch = t.keys + t.vector;
-  const uint64_t elements = uint64_t(t.rows) * d + std::max<uint64_t>(d * pitch, uint64_t(t.keys) * dv) +
-                            t.rows * pitch + uint64_t(t.rows) * t.lanes;
+  // bank conflicts) and v's ([keys][dv]), in one array or two; the probabilities
+  // [rows][keys + vector]; without shuffles, the rows' partial maxima and sums [rows][lanes].
+  const uint64_t pitch = t.keys + t.vector, k_slice = d * pitch, v_slice = uint64_t(t.keys) * dv;
+  const uint64_t elements = uint64_t(t.rows) * d + (t.own_v ? k_slice + v_slice : std::max(k_slice, v_slice)) +
+                            t.rows * pitch + (t.shuffles ? 0 : uint64_t(t.rows) * t.lanes);
   return elements * bytes;
 }
 
@@ -31,12 +31,21 @@ AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t
   struct Shape {
     uint32_t rows, keys, lanes;
   };
+  const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
   for (auto [rows, keys, lanes] : {Shape{64, 32, 8}, {32, 32, 16}, {16, 32, 16}, {16, 16, 16}}) {
-    const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
-    const AttentionTiles t{rows, keys, lanes, kRowStep, vector};
-    if (t.invocations() <= caps.max_workgroup_invocations &&
-        attention_shared_bytes(t, d, dv, bytes) <= caps.max_shared_memory_bytes)
-      return t;
+    AttentionTiles t{rows, keys, lanes, kRowStep, vector};
+    // A row's invocations are consecutive in a subgroup (the kernel numbers them by
+    // SubgroupId and SubgroupLocalInvocationId) where subgroups hold whole rows and the
+    // workgroup whole subgroups; shuffles of 4-byte values, or wider where the device has them.
+    const uint32_t sg = caps.subgroup_size;
+    t.shuffles = caps.subgroup_shuffle && sg >= lanes && sg % lanes == 0 && t.invocations() % sg == 0 &&
+                 (bytes == 4 || caps.subgroup_extended_types);
+    for (bool own_v : {true, false}) {
+      t.own_v = own_v;
+      if (t.invocations() <= caps.max_workgroup_invocations &&
+          attention_shared_bytes(t, d, dv, bytes) <= caps.max_shared_memory_bytes)
+        return t;
+    }
   }
   return {};
 }
@@ -84,11 +93,23 @@ class AttentionKernel : public matmul::U32Ops {
     OJ = uint32_t((Dv + t.lanes - 1) / t.lanes);
     pitch = t.keys + V;
     local = b.builtin_x(spv::BuiltInLocalInvocationId);
-    tx = u(spv::OpUMod, local, c(t.lanes)), ty = u(spv::OpUDiv, local, c(t.lanes));
+    Id place = local;
+    if (t.shuffles) {
+      b.capability(spv::CapabilityGroupNonUniform);
+      b.capability(spv::CapabilityGroupNonUniformShuffle);
+      place = u(spv::OpIAdd, u(spv::OpIMul, b.builtin_u32(spv::BuiltInSubgroupId), b.builtin_u32(spv::BuiltInSubgroupSize)),
+                b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId));
+    }
+    tx = u(spv::OpUMod, place, c(t.lanes)), ty = u(spv::OpUDiv, place, c(t.lanes));
     qs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.rows * D / V, 1)));
-    kv_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>({D * pitch / V, t.keys * Dv / V, 1})));
+    if (t.own_v) {
+      kv_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(D * pitch / V, 1)));
+      vs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.keys * Dv / V, 1)));
+    } else {
+      kv_ = vs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>({D * pitch / V, t.keys * Dv / V, 1})));
+    }
     ps_ = b.workgroup_array(vec, t.rows * pitch / V);
-    red_ = b.workgroup_array(vt, t.rows * t.lanes);
+    if (!t.shuffles) red_ = b.workgroup_array(vt, t.rows * t.lanes);
     *shared_bytes += attention_shared_bytes(t, D, Dv, b.type_bytes(vt));
   }
 
@@ -200,7 +221,7 @@ class AttentionKernel : public matmul::U32Ops {
     });
   }
   void stage_v(const Values& x) {
-    stage(int64_t(t.keys) * Dv, x, [&](Id i, Id value) { store(kv_, i, value); });
+    stage(int64_t(t.keys) * Dv, x, [&](Id i, Id value) { store(vs_, i, value); });
   }
 
   // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
@@ -230,6 +251,25 @@ class AttentionKernel : public matmul::U32Ops {
     return out;
   }
 
+  // Row i's value combined (by `op`) over its invocations' parts: by shuffles within the
+  // subgroup, or through shared memory between two barriers (the second before the array
+  // is written again: `after` runs between them, the partial results' loads done).
+  Values across_lanes(const Values& parts, const std::function<Id(Id, Id)>& op) {
+    Values r = parts;
+    if (t.shuffles) {
+      for (uint32_t off = t.lanes / 2; off > 0; off /= 2)
+        for (auto& x : r) x = op(x, b.op_in_place(spv::OpGroupNonUniformShuffleXor, vt, {c(spv::ScopeSubgroup), x, c(off)}));
+      return r;
+    }
+    for (uint32_t i = 0; i < parts.size(); ++i) store(red_, at(tx, t.lanes, row(i), c(0)), parts[i]);
+    b.workgroup_barrier();
+    for (uint32_t i = 0; i < parts.size(); ++i) {
+      r[i] = load(red_, at(c(0), t.lanes, row(i), c(0)));
+      for (uint32_t l = 1; l < t.lanes; ++l) r[i] = op(r[i], load(red_, at(c(l), t.lanes, row(i), c(0))));
+    }
+    return r;
+  }
+
   Values scores(const std::vector<Id>& bd, Id q0, Id k0);
   Values key_loop(const std::vector<Id>& bd, Id q0);
   Values add_products(Values o);
@@ -247,7 +287,7 @@ class AttentionKernel : public matmul::U32Ops {
   std::vector<int64_t> batch;
   int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
   uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0;
-  Id local = 0, tx = 0, ty = 0, qs_ = 0, kv_ = 0, ps_ = 0, red_ = 0;
+  Id local = 0, tx = 0, ty = 0, qs_ = 0, kv_ = 0, vs_ = 0, ps_ = 0, red_ = 0;
 };
 
 // The invocation's scores of the key slice at k0: q·k scaled, biased and masked as Nx
@@ -295,9 +335,9 @@ Values AttentionKernel::add_products(Values o) {
       const Id key = u(spv::OpIAdd, key0, c(l));
       std::vector<Id> w;
       if (whole) {
-        w = load_run(kv_, at(first_col(), uint32_t(Dv), key, c(0)), OJ);
+        w = load_run(vs_, at(first_col(), uint32_t(Dv), key, c(0)), OJ);
       } else {
-        for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(kv_, at(clamp(u(spv::OpIAdd, first_col(), c(j)), Dv), uint32_t(Dv), key, c(0))));
+        for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(vs_, at(clamp(u(spv::OpIAdd, first_col(), c(j)), Dv), uint32_t(Dv), key, c(0))));
       }
       for (uint32_t i = 0; i < R; ++i)
         for (uint32_t j = 0; j < OJ; ++j) s[i * OJ + j] = fma(p[i][l], w[j], s[i * OJ + j]);
@@ -331,18 +371,20 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
         b.workgroup_barrier();
         const Values v_slice = fetch_v(bd, k0);
         const Values sc = scores(bd, q0, k0);
+        Values tile_max(R);
         for (uint32_t i = 0; i < R; ++i) {
-          Id m = sc[i * SJ];
-          for (uint32_t j = 1; j < SJ; ++j) m = max(m, sc[i * SJ + j]);
-          store(red_, at(tx, t.lanes, row(i), c(0)), m);
+          tile_max[i] = sc[i * SJ];
+          for (uint32_t j = 1; j < SJ; ++j) tile_max[i] = max(tile_max[i], sc[i * SJ + j]);
         }
-        b.workgroup_barrier();
-        stage_v(v_slice);  // k's slice is read: v's takes its place
+        tile_max = across_lanes(tile_max, [&](Id x, Id y) { return max(x, y); });
+        // v's slice in k's place once every invocation has read k's (the maxima's barrier
+        // where they went through shared memory).
+        if (!t.own_v && t.shuffles) b.workgroup_barrier();
+        stage_v(v_slice);
         Values next(s.begin(), s.begin() + 2 * R + O);
         const Id minus_inf = e.float_literal(ct, -INFINITY);
         for (uint32_t i = 0; i < R; ++i) {
-          Id m = s[i];
-          for (uint32_t l = 0; l < t.lanes; ++l) m = max(m, load(red_, at(c(l), t.lanes, row(i), c(0))));
+          const Id m = max(s[i], tile_max[i]);
           // Nothing kept yet (all -inf): the row's terms so far are zero, and so are this slice's.
           const Id dead = is(spv::OpFOrdEqual, m, minus_inf);
           const Id alpha = e.b_select(vt, is(spv::OpFOrdEqual, s[i], minus_inf), e.constant(ct, 0), exp(flt(spv::OpFSub, s[i], m)));
@@ -376,11 +418,9 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
 // keys at all (an empty contraction).
 void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef& output) {
   const uint32_t R = t.row_step;
-  for (uint32_t i = 0; i < R; ++i) store(red_, at(tx, t.lanes, row(i), c(0)), state[R + i]);
-  b.workgroup_barrier();
+  const Values sums = across_lanes(Values(state.begin() + R, state.begin() + 2 * R), [&](Id x, Id y) { return flt(spv::OpFAdd, x, y); });
   for (uint32_t i = 0; i < R; ++i) {
-    Id l = load(red_, at(c(0), t.lanes, row(i), c(0)));
-    for (uint32_t x = 1; x < t.lanes; ++x) l = flt(spv::OpFAdd, l, load(red_, at(c(x), t.lanes, row(i), c(0))));
+    const Id l = sums[i];
     const Id dead = is(spv::OpFOrdEqual, state[i], e.float_literal(ct, -INFINITY));
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < OJ; ++j) {

@@ -620,7 +620,8 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   std::string s;
   if (const AttentionTiles& a = launch.attention; a.rows) {
     s = "attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
-        std::to_string(a.row_step) + " rows x " + std::to_string(a.keys / a.lanes) + " keys per invocation";
+        std::to_string(a.row_step) + " rows x " + std::to_string(a.keys / a.lanes) + " keys per invocation" +
+        (a.shuffles ? ", rows combined by subgroup shuffles" : "") + (a.own_v ? ", k and v slices apart" : "");
   } else if (const MatmulTiles& t = launch.matmul; t.fragment.m) {
     s = "cooperative matmul " + std::to_string(t.m) + "x" + std::to_string(t.n) + "x" + std::to_string(t.k) + " tiles, " +
         std::to_string(t.subgroups_m) + "x" + std::to_string(t.subgroups_n) + " subgroups of " + to_string(t.fragment) +

@@ -81,9 +81,12 @@ struct MatmulShape {
 // one batch element and walks the keys `keys` at a time; its invocations form
 // rows / row_step rows of `lanes`, each holding row_step query rows of the scores and of the
 // output. Shared memory holds vectors of `vector` elements (dividing both head dims), so
-// that a run of them is one read.
+// that a run of them is one read. shuffles: a row's invocations, within one subgroup,
+// combine their maxima and sums by subgroup shuffles, else through shared memory; own_v:
+// v's slice has an array of its own, else it takes k's once the scores are taken.
 struct AttentionTiles {
   uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0, vector = 1;
+  bool shuffles = false, own_v = false;
   uint32_t invocations() const { return rows / row_step * lanes; }
 };
 
