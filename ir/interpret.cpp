@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "ir/attention.h"
 #include "ir/interpret_internal.h"
 #include "ir/interpreter.h"
 #include "ir/ops.h"
@@ -206,6 +207,18 @@ std::vector<Literal> run_repeat(const Node& n, const Args& args) {
   return state;
 }
 
+// Attention is defined as its unfused graph (ir/attention.h): that graph is what runs.
+std::vector<Literal> run_attention(const Node& n, const Args& args) {
+  std::vector<TensorType> types;
+  for (const Literal* a : args) types.push_back(a->type);
+  const Graph unfused = unfused_attention(n, types);
+  try {
+    return run_graph(unfused, args);
+  } catch (const IrError& e) {
+    throw IrError(n, std::string("in its unfused form: ") + e.what());
+  }
+}
+
 std::vector<Literal> run_graph(const Graph& g, const Args& inputs) {
   // Every node's results, by pointer so that parameters are not copied.
   std::unordered_map<NodeId, Args> values;
@@ -291,6 +304,9 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
       break;
     case OpFamily::Dot:
       out.push_back(eval_dot(node, args));
+      break;
+    case OpFamily::Attention:
+      out = run_attention(node, args);
       break;
     case OpFamily::Tuple: {
       const int64_t i = node.attrs.value("index", int64_t(-1));

@@ -35,6 +35,7 @@ OpFamily op_family(const std::string& op) {
     add(F::Scan, {"cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max"});
     add(F::Sort, {"argsort", "argsort_merge"});
     add(F::Dot, {"dot"});
+    add(F::Attention, {"attention"});
     add(F::Tuple, {"elem"});
     add(F::Control, {"while", "cond"});
     add(F::Metadata, {"metadata"});

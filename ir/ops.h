@@ -28,6 +28,7 @@ enum class OpFamily {
   Scan,        // cumulative_sum cumulative_product cumulative_min cumulative_max: attrs axis, reverse
   Sort,        // argsort argsort_merge: attrs axis, direction (stages of a bitonic network after split-sort)
   Dot,
+  Attention,   // attention: softmax(q·kᵀ, scaled, biased, masked) · v (ir/attention.h)
   Tuple,       // elem
   Control,     // while cond
   Metadata,

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/attention.h"
 #include "ir/ops.h"
 
 namespace nxv::ir {
@@ -227,6 +228,13 @@ class Verifier {
       case OpFamily::Scan: return scan(n);
       case OpFamily::Sort: return sort(n);
       case OpFamily::Dot: return dot(n);
+      case OpFamily::Attention: {
+        std::vector<TensorType> types;
+        for (size_t i = 0; i < n.args.size(); ++i) types.push_back(arg_type(n, i));
+        const TensorType t = attention_type(n, types);
+        expect_shape(n, t.shape);
+        return expect_type(n, {t.dtype});
+      }
       case OpFamily::Tuple: {
         arity(n, 1);
         const Node& t = arg(n, 0);

@@ -24,6 +24,7 @@ std::string kind_of(const std::string& op) {
     case ir::OpFamily::Reduction: return "reduce";
     case ir::OpFamily::ArgReduction: return "argreduce";
     case ir::OpFamily::Dot: return "dot";
+    case ir::OpFamily::Attention: return "attention";
     case ir::OpFamily::Scatter: return "indexed";
     case ir::OpFamily::Scan: return "scan";
     case ir::OpFamily::Sort: return "sort";

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ir/interpreter.h"
 #include "ir/json.h"
@@ -600,6 +601,147 @@ TEST(InterpReduce, DotWithBatchAxes) {
   expect_floats(apply("dot", {lit(DType::F32, {2}, {1, 2}), lit(DType::F32, {2}, {3, 4})}, "f32", {2, 2},
                       {{"contract_axes1", json::array()}, {"contract_axes2", json::array()}}),
                 {3, 4, 6, 8});
+}
+
+// ---------------------------------------------------------------- attention
+
+// Values in [-2, 2) on a grid of 1/16 (so some scores tie), from a fixed LCG.
+Literal grid_values(DType t, Shape shape, uint32_t seed) {
+  std::vector<double> v(size_t(num_elements(shape)));
+  for (auto& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = double(int((seed >> 8) % 64) - 32) / 16;
+  }
+  return lit(t, shape, v);
+}
+
+// Attention written out op by op as Nx traces it (dot, scale, bias, select, the
+// max-subtracted softmax over the last axis, dot with v), independently of ir/attention.cpp.
+struct UnfusedByHand {
+  std::string scale_op;  // "" for none
+  double scale = 1;
+  bool bias = false, mask = false;
+  std::vector<double> causal_mask;  // the causal form as a literal [Sq, Sk] mask, or empty
+  json masked = "-inf";
+};
+
+int unfused_by_hand(Builder& b, const UnfusedByHand& u, const std::string& t, const std::vector<int>& operands,
+                    const Shape& scores, const Shape& out) {
+  const size_t nb = scores.size() - 2;
+  json batch = json::array();
+  for (size_t d = 0; d < nb; ++d) batch.push_back(d);
+  Shape rows = scores;
+  rows.back() = 1;
+  int s = b.add("dot", {operands[0], operands[1]}, t, scores,
+                {{"contract_axes1", {nb + 1}}, {"batch_axes1", batch}, {"contract_axes2", {nb + 1}}, {"batch_axes2", batch}});
+  if (!u.scale_op.empty()) s = b.add(u.scale_op, {s, b.add("constant", {}, t, {}, {{"value", u.scale}})}, t, scores);
+  if (u.bias) s = b.add("add", {s, operands.at(3 + u.mask)}, t, scores);
+  int keep = u.mask ? operands.at(3) : -1;
+  if (!u.causal_mask.empty())
+    keep = b.add("tensor", {}, "u8", {scores[nb], scores[nb + 1]}, {{"data", u.causal_mask}});
+  if (keep >= 0) s = b.add("select", {keep, s, b.add("constant", {}, t, {}, {{"value", u.masked}})}, t, scores);
+  const json last = {{"axes", {nb + 1}}, {"keep_axes", true}};
+  const int m = b.add("reduce_max", {s}, t, rows, last);
+  const int e = b.add("exp", {b.add("subtract", {s, m}, t, scores)}, t, scores);
+  const int p = b.add("divide", {e, b.add("sum", {e}, t, rows, last)}, t, scores);
+  return b.add("dot", {p, operands[2]}, t, out,
+               {{"contract_axes1", {nb + 1}}, {"batch_axes1", batch}, {"contract_axes2", {nb}}, {"batch_axes2", batch}});
+}
+
+// Interprets the attention node `attrs` and its unfused form by hand on `inputs` (q, k, v,
+// then mask and bias); expects the same bits. Returns the attention's result.
+Literal expect_attention_is_unfused(const json& attrs, const UnfusedByHand& u, const std::vector<Literal>& inputs) {
+  const std::string t = dtype_name(inputs[0].type.dtype);
+  Builder b;
+  std::vector<int> operands;
+  for (const auto& in : inputs) operands.push_back(b.param(dtype_name(in.type.dtype), in.type.shape));
+  const Shape &q = inputs[0].type.shape, &k = inputs[1].type.shape, &v = inputs[2].type.shape;
+  Shape scores(q.begin(), q.end() - 1), out = scores;
+  scores.push_back(k[k.size() - 2]);
+  out.push_back(v.back());
+  const int fused = b.add("attention", operands, t, out, attrs);
+  const int unfused = unfused_by_hand(b, u, t, operands, scores, out);
+  auto r = interpret(b.graph({fused, unfused}), inputs);
+  EXPECT_EQ(r[0].type, r[1].type);
+  EXPECT_TRUE(r[0].data == r[1].data) << "the attention node's bits differ from its unfused graph's";
+  return r[0];
+}
+
+bool row_is(const Literal& l, int64_t row, int64_t width, bool nan) {
+  for (int64_t j = 0; j < width; ++j)
+    if (std::isnan(get_f64(l, row * width + j)) != nan || (!nan && !std::isfinite(get_f64(l, row * width + j)))) return false;
+  return true;
+}
+
+TEST(InterpAttention, IsItsUnfusedGraphWithMaskBiasAndSpecialRows) {
+  // q [2,3,5], k [2,4,5], v [2,4,2]; the mask masks batch 1's row 0 entirely (NaN: -inf
+  // minus -inf), the bias puts +inf at row 1, key 2 (NaN too: inf - inf) on both batches.
+  Literal mask = lit(DType::U8, {2, 3, 4}, {1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 0,  //
+                                            0, 0, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1});
+  Literal bias = grid_values(DType::F32, {3, 4}, 7);
+  Scalar inf;
+  inf.f = INFINITY;
+  set_element(bias, 1 * 4 + 2, inf);
+  UnfusedByHand u;
+  u.scale_op = "divide";
+  u.scale = 2.2360679774997896;
+  u.bias = u.mask = true;
+  Literal r = expect_attention_is_unfused(
+      {{"scale", 2.2360679774997896}, {"scale_op", "divide"}, {"mask", true}, {"bias", true}}, u,
+      {grid_values(DType::F32, {2, 3, 5}, 1), grid_values(DType::F32, {2, 4, 5}, 2), grid_values(DType::F32, {2, 4, 2}, 3),
+       mask, bias});
+  for (int64_t row = 0; row < 6; ++row) EXPECT_TRUE(row_is(r, row, 2, row == 1 || row == 3 || row == 4)) << "row " << row;
+}
+
+TEST(InterpAttention, CausalOffsetsInF16) {
+  // Sq 6, Sk 5, no batch dims: offset -1 masks row 0 entirely; offset 2 keeps j <= i + 2.
+  for (int64_t offset : {-1, 2}) {
+    UnfusedByHand u;
+    u.scale_op = "multiply";
+    u.scale = 0.25;
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = 0; j < 5; ++j) u.causal_mask.push_back(j <= i + offset);
+    Literal r = expect_attention_is_unfused({{"scale", 0.25}, {"scale_op", "multiply"}, {"causal", offset}}, u,
+                                            {grid_values(DType::F16, {6, 16}, 4), grid_values(DType::F16, {5, 16}, 5),
+                                             grid_values(DType::F16, {5, 8}, 6)});
+    for (int64_t row = 0; row < 6; ++row) EXPECT_TRUE(row_is(r, row, 8, offset == -1 && row == 0)) << "row " << row;
+  }
+  // Offsets beyond the keys keep all (or none) of them: as without the causal mask.
+  std::vector<Literal> in = {grid_values(DType::F16, {6, 16}, 4), grid_values(DType::F16, {5, 16}, 5), grid_values(DType::F16, {5, 8}, 6)};
+  Literal plain = expect_attention_is_unfused(json::object(), {}, in);
+  UnfusedByHand all;
+  all.causal_mask.assign(30, 1);
+  EXPECT_TRUE(expect_attention_is_unfused({{"causal", std::numeric_limits<int64_t>::max()}}, all, in).data == plain.data);
+  UnfusedByHand none;
+  none.causal_mask.assign(30, 0);
+  Literal masked = expect_attention_is_unfused({{"causal", std::numeric_limits<int64_t>::min()}}, none, in);
+  for (int64_t row = 0; row < 6; ++row) EXPECT_TRUE(row_is(masked, row, 8, true));
+}
+
+TEST(InterpAttention, BatchedWithBroadcastMaskAndFiniteFill) {
+  // [2, 3] batch dims, 40 queries, 70 keys; a key-padding mask u8[2, 1, 1, 70] filled with
+  // -1e4 (Bumblebee's form) leaves no NaN even where a row keeps no key.
+  std::vector<double> keep(140);
+  for (size_t j = 0; j < keep.size(); ++j) keep[j] = j < 70 ? j % 3 != 0 : 0;
+  UnfusedByHand u;
+  u.mask = true;
+  u.masked = -1e4;
+  Literal r = expect_attention_is_unfused({{"mask", true}, {"masked", -1e4}}, u,
+                                          {grid_values(DType::F32, {2, 3, 40, 16}, 8), grid_values(DType::F32, {2, 3, 70, 16}, 9),
+                                           grid_values(DType::F32, {2, 3, 70, 24}, 10), lit(DType::U8, {2, 1, 1, 70}, keep)});
+  for (int64_t row = 0; row < 2 * 3 * 40; ++row) EXPECT_TRUE(row_is(r, row, 24, false)) << "row " << row;
+}
+
+TEST(InterpAttention, ErrorsNameTheNode) {
+  Builder b;
+  int q = b.param("f32", {2, 4}), k = b.param("f32", {3, 5}), v = b.param("f32", {3, 2});
+  b.add("attention", {q, k, v}, "f32", {2, 2});
+  try {
+    interpret(b.graph({3}), {grid_values(DType::F32, {2, 4}, 1), grid_values(DType::F32, {3, 5}, 1), grid_values(DType::F32, {3, 2}, 1)});
+    ADD_FAILURE() << "no error";
+  } catch (const IrError& e) {
+    EXPECT_STREQ(e.what(), "node 3 (attention): k's head dim 5 differs from q's 4");
+  }
 }
 
 // ---------------------------------------------------------------- tuples, control flow, kernels
