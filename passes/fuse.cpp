@@ -62,7 +62,9 @@ bool inlinable(const Node& n) {
 bool is_tiled(const Node& n) { return n.op == "dot" || n.op == "attention"; }
 // Can root a region: anything inlinable, reductions, indexed updates, scans, dots and
 // attention (their producers are evaluated inside their loops: a dot's are its tiles' prologue).
-bool can_root(const Node& n) { return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || is_tiled(n); }
+bool can_root(const Node& n) {
+  return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || is_tiled(n);
+}
 
 // What a dot or attention may compute in its prologue: moving or converting elements. Its
 // operands' elements are read once per output tile (more often by a dot too small to tile,
@@ -486,8 +488,8 @@ class Fuse : public Pass {
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
-    if (holds_tiled(g, a) || holds_tiled(g, b)) return false;  // one result per dot or attention kernel (codegen/matmul.h, attention.h)
-    if (is_scan(ra) || is_scan(rb)) return false;          // so has a scan's (codegen/scan.h)
+    if (holds_tiled(g, a) || holds_tiled(g, b)) return false;  // a dot's or attention's kernel has one result
+    if (is_scan(ra) || is_scan(rb)) return false;              // so has a scan's (codegen/scan.h)
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > bounds_.max_bindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;

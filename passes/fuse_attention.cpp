@@ -157,7 +157,8 @@ class Matcher {
 
   // The permutation to [batch..., free, contracted] (q and k: [B..., S, D]), or where not
   // `contracted_last` to [batch..., contracted, free] (v: its keys, then its head dim).
-  static std::vector<int64_t> layout(const std::vector<int64_t>& batch, int64_t contracted, size_t rank, bool contracted_last = false) {
+  static std::vector<int64_t> layout(const std::vector<int64_t>& batch, int64_t contracted, size_t rank,
+                                     bool contracted_last = false) {
     std::vector<int64_t> perm = batch;
     int64_t free = -1;
     for (size_t a = 0; a < rank; ++a)
@@ -197,8 +198,8 @@ class Matcher {
         if (from != kept && from != dropped) return false;
       } else if (n.op == "broadcast" && shape == scores_) {
         const Shape& from = node(n.args[0]).type().shape;
-        if (!(from == dropped && ints(n, "axes") == iota_list(nb() + 1)) && !(from == kept && ints(n, "axes") == iota_list(nb() + 2)))
-          return false;
+        const auto axes = ints(n, "axes");
+        if (!(from == dropped && axes == iota_list(nb() + 1)) && !(from == kept && axes == iota_list(nb() + 2))) return false;
       } else {
         return false;
       }
