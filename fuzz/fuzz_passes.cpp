@@ -12,7 +12,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!g || nxv::fuzz::total_elements(*g) > (int64_t(1) << 20)) return 0;
   const nxv::ir::Graph input = *g;
   try {
-    nxv::passes::PassManager(nxv::passes::default_pipeline()).run(*g);
+    // fuse-attention forms attention only under a target's bound (0 by default): a GPU's.
+    nxv::passes::KernelBounds bounds;
+    bounds.attention_row_bytes = 1024;
+    nxv::passes::PassManager(nxv::passes::default_pipeline(), bounds).run(*g);
   } catch (const nxv::ir::IrError& e) {
     const std::string what = e.what();
     if (what.find("produced an invalid graph") != std::string::npos) nxv::fuzz::finding(what, &input);

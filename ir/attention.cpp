@@ -106,14 +106,7 @@ NodeId append_unfused_attention(const Node& n, const std::vector<NodeId>& operan
   const AttentionAttrs a = attention_attrs(n);
   const DType t = result.dtype;
   auto add = [&](const std::string& op, std::vector<NodeId> args, DType type, Shape shape, json attrs = json::object()) {
-    Node m;
-    m.id = next++;
-    m.op = op;
-    m.args = std::move(args);
-    m.results = {{type, std::move(shape)}};
-    m.attrs = std::move(attrs);
-    out.push_back(std::move(m));
-    return out.back().id;
+    return append_node(out, next, op, std::move(args), type, std::move(shape), std::move(attrs));
   };
   const size_t rank = result.shape.size(), nb = rank - 2;
   json batch = json::array();

@@ -131,4 +131,16 @@ std::vector<const Node*> Graph::parameters() const {
   return ps;
 }
 
+NodeId append_node(std::vector<Node>& out, NodeId& next, const std::string& op, std::vector<NodeId> args, DType t,
+                   Shape shape, nlohmann::json attrs) {
+  Node m;
+  m.id = next++;
+  m.op = op;
+  m.args = std::move(args);
+  m.results = {{t, std::move(shape)}};
+  m.attrs = std::move(attrs);
+  out.push_back(std::move(m));
+  return out.back().id;
+}
+
 }  // namespace nxv::ir

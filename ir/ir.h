@@ -93,6 +93,10 @@ struct Graph {
   std::unordered_map<NodeId, size_t> index_;
 };
 
+// Appends a one-result node with the fresh id `next++` to `out`; returns its id.
+NodeId append_node(std::vector<Node>& out, NodeId& next, const std::string& op, std::vector<NodeId> args, DType t,
+                   Shape shape, nlohmann::json attrs = nlohmann::json::object());
+
 // Every error about a graph: names the node id and op when there is one.
 class IrError : public std::runtime_error {
  public:

@@ -7,7 +7,9 @@
 // that cannot inline it (a reduction result feeding anything, control flow), or a
 // producer shared by several kernels whose cone is too big to recompute in each. A dot
 // roots a region of its own (its inlined producers are its tiles' prologue) unless its one
-// user is elementwise over its shape: then it is inlined there (the epilogue). A scan
+// user is elementwise over its shape: then it is inlined there (the epilogue). An
+// attention roots a region of its own too, its producers' index maps and casts its
+// prologue, and has no epilogue (its kernel writes rows it normalises last). A scan
 // (cumulative_*) always roots a single-result region, its producers its prologue. Fan-out
 // alone does not count: users in one kernel share one evaluation. Everything else is inlined into every region that reads
 // it; inside one region the emitter computes each node once per element and index, so
@@ -56,15 +58,17 @@ bool inlinable(const Node& n) {
   if (f == ir::OpFamily::Source) return n.op == "constant" || n.op == "iota" || n.op == "eye";
   return ir::is_elementwise(f) || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Gather;
 }
-// Can root a region: anything inlinable, reductions, indexed updates, scans and dots (their
-// producers are evaluated inside their loops: a dot's are its tiles' prologue).
+// dot and attention read their operands in tiles, each element once per tile of the output.
+bool is_tiled(const Node& n) { return n.op == "dot" || n.op == "attention"; }
+// Can root a region: anything inlinable, reductions, indexed updates, scans, dots and
+// attention (their producers are evaluated inside their loops: a dot's are its tiles' prologue).
 bool can_root(const Node& n) {
-  return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || n.op == "dot";
+  return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || is_tiled(n);
 }
 
-// What a dot may compute in its prologue: moving or converting elements. Its operands'
-// elements are read once per output tile (more often by a dot too small to tile, once per
-// output element), so arithmetic there is recomputed; it gets a buffer instead.
+// What a dot or attention may compute in its prologue: moving or converting elements. Its
+// operands' elements are read once per output tile (more often by a dot too small to tile,
+// once per output element), so arithmetic there is recomputed; it gets a buffer instead.
 bool cheap_prologue(const Node& n) {
   const auto f = ir::op_family(n.op);
   return n.op == "constant" || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Convert || f == ir::OpFamily::Metadata;
@@ -86,7 +90,7 @@ class Fuse : public Pass {
       if (n.op == "constant") return false;  // a scalar literal: copied into every region
       if (n.op == "dot" && !outputs.count(n.id) && !forced.count(n.id)) return !epilogue_fits(g, n, users);
       if (!inlinable(n) || outputs.count(n.id) || forced.count(n.id)) return true;
-      if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return true;
+      if (!cheap_prologue(n) && tiled_reader(g, n.id, users)) return true;
       for (NodeId u : users[n.id])
         if (!can_root(g.node(u))) return true;
       return false;
@@ -146,16 +150,19 @@ class Fuse : public Pass {
     const auto& us = users[dot.id];
     if (us.size() != 1 || !keeps_element(us[0])) return false;
     const auto& next = users[us[0]];
-    return std::all_of(next.begin(), next.end(), keeps_element) || feeds_dot(g, us[0], users);
+    return std::all_of(next.begin(), next.end(), keeps_element) || tiled_reader(g, us[0], users);
   }
 
-  // Whether a dot reads `id`'s elements, directly or through a cheap prologue.
-  static bool feeds_dot(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) {
+  // The dot or attention that reads `id`'s elements, directly or through a cheap prologue;
+  // nullptr where none does.
+  static const Node* tiled_reader(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) {
     for (NodeId u : users[id]) {
       const Node& un = g.node(u);
-      if (un.op == "dot" || (cheap_prologue(un) && feeds_dot(g, u, users))) return true;
+      if (is_tiled(un)) return &un;
+      if (!cheap_prologue(un)) continue;
+      if (const Node* r = tiled_reader(g, u, users)) return r;
     }
-    return false;
+    return nullptr;
   }
 
   // A dot inlined where it is not computed at the region's one output position (the region
@@ -206,13 +213,13 @@ class Fuse : public Pass {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
-        // A row kernel would lose the dot's tiles, the scan's lines.
-        if (holds_dot(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;
+        // A row kernel would lose the tiles of a dot or attention, the scan's lines.
+        if (holds_tiled(g, regions[c]) || is_scan(g.node(regions[c].roots[0]))) continue;
         auto frame = row_frame(g, regions[c]);
         if (!frame) continue;
         for (size_t a = 0; a < regions.size() && !changed; ++a) {
           std::optional<int64_t> p;
-          if (a == c || holds_dot(g, regions[a]) || is_scan(g.node(regions[a].roots[0])) ||
+          if (a == c || holds_tiled(g, regions[a]) || is_scan(g.node(regions[a].roots[0])) ||
               !(p = row_producer(g, regions[a], regions[c], *frame, regions, outputs, users)))
             continue;
           Region& rc = regions[c];
@@ -373,9 +380,9 @@ class Fuse : public Pass {
   // A region past the target's bounds (KernelBounds): the member that, read from a buffer,
   // brings the region and its own kernel furthest back within them (the most a region may
   // still pass them by after the cut decides). Nothing when the region fits, or no cut
-  // improves it by a tenth. Regions with a dot keep their tiles' rules.
+  // improves it by a tenth. Regions with a dot or attention keep their tiles' rules.
   std::optional<NodeId> cost_cut(const Graph& g, const Region& r, std::map<NodeId, std::string>& cuts) {
-    if (holds_dot(g, r)) return std::nullopt;
+    if (holds_tiled(g, r)) return std::nullopt;
     const Estimate e = estimate(g, r.members, r.roots);
     const double over = excess(e, bounds_);
     if (over <= 1) return std::nullopt;
@@ -420,8 +427,8 @@ class Fuse : public Pass {
 
   static size_t bindings(const Region& r) { return r.inputs.size() + r.roots.size(); }
 
-  static bool holds_dot(const Graph& g, const Region& r) {
-    return std::any_of(r.members.begin(), r.members.end(), [&](NodeId m) { return g.node(m).op == "dot"; });
+  static bool holds_tiled(const Graph& g, const Region& r) {
+    return std::any_of(r.members.begin(), r.members.end(), [&](NodeId m) { return is_tiled(g.node(m)); });
   }
 
   // What one kernel made of a and b reads from outside: neither's roots.
@@ -481,8 +488,8 @@ class Fuse : public Pass {
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
     const Node &ra = g.node(a.roots[0]), &rb = g.node(b.roots[0]);
     if (ra.type().shape != rb.type().shape) return false;
-    if (holds_dot(g, a) || holds_dot(g, b)) return false;  // a dot's kernel has one result (codegen/matmul.h)
-    if (is_scan(ra) || is_scan(rb)) return false;          // so has a scan's (codegen/scan.h)
+    if (holds_tiled(g, a) || holds_tiled(g, b)) return false;  // a dot's or attention's kernel has one result
+    if (is_scan(ra) || is_scan(rb)) return false;              // so has a scan's (codegen/scan.h)
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > bounds_.max_bindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;
@@ -574,7 +581,9 @@ class Fuse : public Pass {
              std::to_string(bounds_.max_bindings) + " buffers";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
-    if (!cheap_prologue(n) && feeds_dot(g, n.id, users)) return "arithmetic read by a dot, which inlines only index maps and casts";
+    if (const Node* reader = cheap_prologue(n) ? nullptr : tiled_reader(g, n.id, users))
+      return "arithmetic read by " + std::string(reader->op == "dot" ? "a dot" : "an attention") +
+             ", which inlines only index maps and casts";
     return "materialised";
   }
 
@@ -620,7 +629,8 @@ class Fuse : public Pass {
                         : is_reduction(first)                       ? "reduce"
                         : is_indexed_update(first)                  ? "indexed"
                         : is_scan(first)                            ? "scan"
-                        : holds_dot(g, r)                           ? "dot"
+                        : first.op == "attention"                   ? "attention"
+                        : holds_tiled(g, r)                         ? "dot"
                                                                     : "elementwise"},
                {"fused_nodes", fused}};
     if (r.row_split >= 0) k.attrs["row_split"] = r.row_split;

@@ -35,12 +35,14 @@ std::vector<std::string> registered_passes() {
 // Control flow is decided first where literals decide it (propagate-invariants, then
 // constant-fold for fold-conds and unroll to see literal predicates and bounds); the rest
 // of the pipeline then runs over the branches and copies that remain. sort-indexed comes
-// before split-sort, which splits the argsorts it adds.
+// before split-sort, which splits the argsorts it adds. fuse-attention sees the graph
+// simplified and its masks folded, before split-reduction splits the dots it matches.
 std::vector<std::string> default_pipeline() {
-  return {"propagate-invariants", "constant-fold", "fold-conds",      "unroll",           "if-convert",
-          "canonicalize",         "simplify",      "cse",             "constant-fold",    "dce",
-          "split-reduction",      "split-scan",    "sort-indexed",    "split-sort",       "stack-starts",
-          "narrow-operands",      "fuse",          "detect-chains",   "lower-to-kernels", "plan-buffers"};
+  return {"propagate-invariants", "constant-fold",   "fold-conds",   "unroll",          "if-convert",
+          "canonicalize",         "simplify",        "cse",          "constant-fold",   "dce",
+          "fuse-attention",       "split-reduction", "split-scan",   "sort-indexed",    "split-sort",
+          "stack-starts",         "narrow-operands", "fuse",         "detect-chains",   "lower-to-kernels",
+          "plan-buffers"};
 }
 
 PassManager::PassManager(std::vector<std::string> pass_names, const KernelBounds& bounds) {

@@ -95,18 +95,6 @@ void sort_topologically(ir::Graph& g) {
   g.reindex();
 }
 
-ir::NodeId append_node(std::vector<ir::Node>& out, ir::NodeId& next, const std::string& op, std::vector<ir::NodeId> args,
-                       ir::DType t, ir::Shape shape, nlohmann::json attrs) {
-  ir::Node m;
-  m.id = next++;
-  m.op = op;
-  m.args = std::move(args);
-  m.results = {{t, std::move(shape)}};
-  m.attrs = std::move(attrs);
-  out.push_back(std::move(m));
-  return out.back().id;
-}
-
 nlohmann::json reduction_identity(const std::string& op, ir::DType t) {
   const bool fl = ir::is_float(t), sgn = ir::is_signed_int(t);
   const int bits = ir::dtype_bits(t);

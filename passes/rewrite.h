@@ -39,9 +39,9 @@ std::vector<ir::NodeId> inline_region(const ir::Graph& region, const std::vector
 // existing order wherever it already is valid. Throws IrError on a cycle.
 void sort_topologically(ir::Graph& g);
 
-// Appends a one-result node with the fresh id `next++` to `out`; returns its id.
-ir::NodeId append_node(std::vector<ir::Node>& out, ir::NodeId& next, const std::string& op, std::vector<ir::NodeId> args,
-                       ir::DType t, ir::Shape shape, nlohmann::json attrs = nlohmann::json::object());
+// A one-result node appended with a fresh id (ir/ir.h), for the passes here and the IR's own
+// expansions (ir/attention.cpp).
+using ir::append_node;
 
 // append_node for a pass that appends several nodes in a row: the list and id counter once.
 struct NodeAppender {

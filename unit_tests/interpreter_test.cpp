@@ -5,11 +5,16 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
+#include "codegen/target.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
+#include "passes/pass.h"
+#include "test_graphs.h"
 
 namespace nxv::ir {
 namespace {
@@ -730,6 +735,48 @@ TEST(InterpAttention, BatchedWithBroadcastMaskAndFiniteFill) {
                                           {grid_values(DType::F32, {2, 3, 40, 16}, 8), grid_values(DType::F32, {2, 3, 70, 16}, 9),
                                            grid_values(DType::F32, {2, 3, 70, 24}, 10), lit(DType::U8, {2, 1, 1, 70}, keep)});
   for (int64_t row = 0; row < 2 * 3 * 40; ++row) EXPECT_TRUE(row_is(r, row, 24, false)) << "row " << row;
+}
+
+// fuse-attention's lit graphs: the split-file parts of lit_tests/passes/fuse-attention.test
+// and the graphs from Elixir beside it (Inputs/attention-*.json).
+std::vector<std::pair<std::string, Graph>> fuse_attention_graphs() {
+  std::vector<std::pair<std::string, Graph>> graphs;
+  std::ifstream file(test_data_path("../lit_tests/passes/fuse-attention.test"));
+  EXPECT_TRUE(file) << "lit_tests/passes/fuse-attention.test not found";
+  std::stringstream text;
+  text << file.rdbuf();
+  const std::string all = text.str();
+  for (size_t at = all.find("#--- "); at != std::string::npos;) {
+    const size_t body = all.find('\n', at) + 1, end = all.find("#--- ", body);
+    graphs.emplace_back(all.substr(at + 5, body - at - 6),
+                        graph_from_json(json::parse(all.substr(body, end == std::string::npos ? end : end - body))));
+    at = end;
+  }
+  for (const char* name : {"plain", "axon-causal", "bumblebee", "masked"})
+    graphs.emplace_back(name, read_graph_file(test_data_path(std::string("../lit_tests/passes/Inputs/attention-") + name + ".json")));
+  return graphs;
+}
+
+// Each of those interpreted before and after the pass with NVIDIA's bounds, on the same
+// inputs: every attention node it forms gives its pattern's bits.
+TEST(InterpAttention, FuseAttentionKeepsTheLitGraphsBits) {
+  const auto bounds = codegen::kernel_bounds(codegen::target_caps("nvidia"));
+  const auto graphs = fuse_attention_graphs();
+  int attentions = 0;
+  for (const auto& [name, g] : graphs) {
+    SCOPED_TRACE(name);
+    Graph fused = g;
+    passes::PassManager({"fuse-attention"}, bounds).run(fused);
+    for (const auto& n : fused.nodes) attentions += n.op == "attention";
+    std::vector<Literal> inputs;
+    uint32_t seed = 1;
+    for (const Node* p : g.parameters()) inputs.push_back(grid_values(p->type().dtype, p->type().shape, seed++));
+    const auto want = interpret(g, inputs), got = interpret(fused, inputs);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].data == got[i].data) << "output " << i;
+  }
+  EXPECT_EQ(graphs.size(), 19u);
+  EXPECT_EQ(attentions, 20);
 }
 
 TEST(InterpAttention, ErrorsNameTheNode) {
