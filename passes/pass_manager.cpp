@@ -39,7 +39,7 @@ std::vector<std::string> registered_passes() {
 std::vector<std::string> default_pipeline() {
   return {"propagate-invariants", "constant-fold", "fold-conds",      "unroll",           "if-convert",
           "canonicalize",         "simplify",      "cse",             "constant-fold",    "dce",
-          "split-reduction",      "split-scan",    "sort-indexed",    "split-sort",       "stack-starts",
+          "split-reduction",      "split-dot",     "split-scan",    "sort-indexed",    "split-sort",       "stack-starts",
           "narrow-operands",      "fuse",          "detect-chains",   "lower-to-kernels", "plan-buffers"};
 }
 

@@ -22,8 +22,9 @@ DeviceCaps target_caps(const std::string& name) {
   DeviceCaps c = generic_caps();
   c.api_version = (1u << 22) | (3u << 12);  // Vulkan 1.3
   c.name = name;
-  if (name == "nvidia") {  // an H100's limits
+  if (name == "nvidia") {  // an H100's limits (and SMs: an H200's too)
     c.vendor_id = pci_vendor_id(Vendor::Nvidia);
+    c.compute_units = 132;
     c.max_workgroup_invocations = 1024;
     c.max_shared_memory_bytes = 49152;
     c.max_workgroup_count_x = 2147483647u;
