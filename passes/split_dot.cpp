@@ -1,5 +1,5 @@
 // split-dot: a mid-size product with too few output tiles for the device's compute units (a
-// ResNet stage-4 convolution: 1568 x 512 outputs, 49 tiles of 128x128 for 132 SMs) would
+// ResNet stage-4 convolution: 1568 x 512 outputs, 52 tiles of 128x128 for 132 SMs) would
 // leave most of them idle, or take smaller tiles that do less per load. Its contraction is
 // split instead (split-K): the first contracted axis of the first operand and its pair (a
 // convolution's input channels, ahead of its taps) are cut into S parts, a new batch axis of

@@ -87,7 +87,9 @@ LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 // Half the device's loop steps per element: the position loop, a kernel's reductions and
-// several positions per invocation share the rest.
+// several positions per invocation share the rest. Split-K (passes/split-dot) stays off
+// (dot_tile 0): its rule is NVIDIA's (nvidia.cpp), not yet measured elsewhere, AMD's counted
+// compute units included.
 passes::KernelBounds kernel_bounds_generic(const DeviceCaps& caps) {
   passes::KernelBounds b;
   b.max_loop_steps = double(caps.max_loop_steps) / 2;
