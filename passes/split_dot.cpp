@@ -49,11 +49,11 @@ class SplitDot : public Pass {
     const ir::Shape& b = g.node(n.args.at(1)).type().shape;
     const ContractionAxes ax = ContractionAxes::of(n);
     if (ax.c1.empty() || ax.c1.size() != ax.c2.size() || ax.b1.size() != ax.b2.size()) return 1;  // the verifier names it
-    int64_t batch = 1, rows = 1, cols = 1, contraction = 1;
+    int64_t batch = 1, contraction = 1;
     for (int64_t x : ax.b1) batch *= a.at(x);
     for (int64_t x : ax.c1) contraction *= a.at(x);
-    rows = ir::num_elements(a) / std::max<int64_t>(1, batch * contraction);
-    cols = ir::num_elements(b) / std::max<int64_t>(1, batch * contraction);
+    const int64_t rows = ir::num_elements(a) / std::max<int64_t>(1, batch * contraction);
+    const int64_t cols = ir::num_elements(b) / std::max<int64_t>(1, batch * contraction);
     // Tiles' worth of outputs, as the target's tile choice counts them (outputs, not whole
     // tiles: a ragged edge does not fill the device any more).
     const double tiles = double(batch) * double(rows) * double(cols) / double(bounds_.dot_tile * bounds_.dot_tile);
