@@ -131,10 +131,11 @@ void print_caps(const std::string& head, const codegen::DeviceCaps& c) {
               coop.c_str(),
               c.preserve_denorms_f32 ? "kept" : "flushed", c.preserve_denorms_f64 ? "kept" : "flushed");
   std::printf("   limits: api=%u.%u shared=%u invocations=%u groups_x=%u storage_buffers=%u storage_range=%llu "
-              "allocation=%llu push_constants=%u texels=%u\n",
+              "allocation=%llu push_constants=%u texels=%u compute_units=%s\n",
               c.api_version >> 22, (c.api_version >> 12) & 0x3ff, c.max_shared_memory_bytes, c.max_workgroup_invocations,
               c.max_workgroup_count_x, c.max_storage_buffers, (unsigned long long)c.max_storage_buffer_range,
-              (unsigned long long)c.max_memory_allocation_bytes, c.max_push_constant_bytes, c.max_texel_buffer_elements);
+              (unsigned long long)c.max_memory_allocation_bytes, c.max_push_constant_bytes, c.max_texel_buffer_elements,
+              c.compute_units ? std::to_string(c.compute_units).c_str() : "unknown");
 }
 
 void print_profile_notes(const runtime::Profile& p, const codegen::DeviceCaps& restricted, const codegen::DeviceCaps& full,

@@ -2,6 +2,7 @@
 // element (if any) an output element comes from, and reads just that.
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "codegen/emitter.h"
@@ -20,6 +21,24 @@ std::vector<int64_t> strides_of(const ir::Shape& s) {
 // Shape contracts the verifier guarantees; checked again because a violation would read out of bounds.
 void require_shapes(const ir::Node& node, const ir::Node& operand, bool ok, const std::string& what) {
   if (!ok) throw ir::IrError(node, what + " (" + ir::to_string(operand.type()) + " -> " + ir::to_string(node.type()) + ")");
+}
+
+// Where each axis of `in` is the product of a run of axes of `out` (axes split, as split-K
+// splits a contraction K -> [S, K / S]; axes of 1 anywhere): those runs, [first, last) of
+// out's axes per axis of in. nullopt where a reshape merges axes.
+std::optional<std::vector<std::pair<size_t, size_t>>> split_runs(const ir::Shape& in, const ir::Shape& out) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t j = 0;
+  for (int64_t extent : in) {
+    const size_t first = j;
+    int64_t product = 1;
+    while (j < out.size() && product < extent) product *= out[j++];
+    if (product != extent) return std::nullopt;
+    runs.push_back({first, j});
+  }
+  for (; j < out.size(); ++j)
+    if (out[j] != 1) return std::nullopt;
+  return runs;
 }
 
 std::vector<int64_t> int_list(const ir::Node& node, const char* key) {
@@ -131,6 +150,22 @@ std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& inde
         }
         while (out[j] == 1) ++j;
         id.push_back(index.dims[j++]);
+      }
+      return index_from_dims(in, id);
+    }
+    // Axes only split, the position known by its dims alone: each operand dim combines its
+    // run's dims, where computing the linear index would take as many multiply-adds and the
+    // operand may need it divided into dims again (a dot's split operand read through its
+    // gather: a convolution's patches). A known linear index is used as it is.
+    const auto runs = index.has_dims() && !index.linear ? split_runs(in, out) : std::nullopt;
+    if (runs) {
+      std::vector<Id> id;
+      for (auto [first, last] : *runs) {
+        Id acc = 0;
+        for (size_t j = first; j < last; ++j)
+          if (out[j] != 1)
+            acc = acc ? b.op(spv::OpIAdd, u32(), {b.op(spv::OpIMul, u32(), {acc, u32c(out[j])}), index.dims[j]}) : index.dims[j];
+        id.push_back(acc ? acc : u32c(0));
       }
       return index_from_dims(in, id);
     }

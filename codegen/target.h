@@ -93,6 +93,11 @@ struct DeviceCaps {
   // Empty where the device has no cooperative matrices (or its driver lists no subgroup-scope shape).
   std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
   uint32_t subgroup_size = 32;
+  // The device's compute units, each running workgroups of its own (NVIDIA's SMs, AMD's CUs,
+  // Arm's shader cores), where its driver lists the extension that counts them
+  // (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties, VK_ARM_shader_core_builtins);
+  // 0: unknown. Whether a product's tiles fill the device (passes/split-dot) rests on it.
+  uint32_t compute_units = 0;
   // The spec's required minimums ("Required Limits") where the generic default is one.
   uint32_t max_workgroup_invocations = 256;  // and maxComputeWorkGroupSize[0]: workgroups are one-dimensional
   uint32_t max_workgroup_count_x = 65535;

@@ -59,6 +59,16 @@ struct KernelBounds {
   // that is smaller (kernel_bounds); the default leaves room under Metal's 31 (MoltenVK).
   size_t max_bindings = 30;
 
+  // passes/split-dot: a dot of one of dot_split_types whose output has fewer than
+  // dot_min_tiles tiles of dot_tile x dot_tile (the target's tiles for large products; fewer
+  // than its compute units leave some idle) is computed as parts of its contraction, which a
+  // sum then adds: enough parts for dot_fill_tiles tiles (the compute units times the
+  // workgroups of such tiles each runs at once), each contracting dot_min_part or more terms.
+  // dot_tile 0: dots stay whole (targets without the count of their compute units). Per
+  // target (codegen/targets: kernel_bounds).
+  int64_t dot_tile = 0, dot_min_tiles = 0, dot_fill_tiles = 0, dot_min_part = 256;
+  std::set<ir::DType> dot_split_types;
+
   // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
   // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.
   bool f32_accumulates_in_f64 = false;

@@ -36,13 +36,14 @@ std::vector<std::string> registered_passes() {
 // constant-fold for fold-conds and unroll to see literal predicates and bounds); the rest
 // of the pipeline then runs over the branches and copies that remain. sort-indexed comes
 // before split-sort, which splits the argsorts it adds. fuse-attention sees the graph
-// simplified and its masks folded, before split-reduction splits the dots it matches.
+// simplified and its masks folded, before split-reduction and split-dot split the dots it
+// matches.
 std::vector<std::string> default_pipeline() {
   return {"propagate-invariants", "constant-fold",   "fold-conds",   "unroll",          "if-convert",
           "canonicalize",         "simplify",        "cse",          "constant-fold",   "dce",
-          "fuse-attention",       "split-reduction", "split-scan",   "sort-indexed",    "split-sort",
-          "stack-starts",         "narrow-operands", "fuse",         "detect-chains",   "lower-to-kernels",
-          "plan-buffers"};
+          "fuse-attention",       "split-reduction", "split-dot",    "split-scan",      "sort-indexed",
+          "split-sort",           "stack-starts",    "narrow-operands", "fuse",         "detect-chains",
+          "lower-to-kernels",     "plan-buffers"};
 }
 
 PassManager::PassManager(std::vector<std::string> pass_names, const KernelBounds& bounds) {

@@ -17,6 +17,7 @@
 
 #include "passes/pass.h"
 #include "passes/rewrite.h"
+#include "passes/split_contraction.h"
 
 namespace nxv::passes {
 namespace {
@@ -38,109 +39,30 @@ constexpr int64_t kDotMaxOutputs = 1 << 18;
 constexpr int64_t kDotSplitOutputs = 1 << 20;
 constexpr int64_t kDotMinPart = 512;
 
-// The type of the partial results of a split `op` into t: f16 and bf16 sums and products
-// accumulate in f32 on every device, f32 ones and dots in f64 where the target does so. f16
-// and bf16 dots keep their type, which the matrix units take (each part then rounds once).
-DType partial_type(const std::string& op, DType t, bool f32_in_f64) {
-  if (op != "sum" && op != "product" && op != "dot") return t;
-  if ((t == DType::F16 || t == DType::BF16) && op != "dot") return DType::F32;
-  return t == DType::F32 && f32_in_f64 ? DType::F64 : t;
-}
-
-// The dot's contraction split in parts: appends the dot over the parts and, under n's id,
-// their sum to `out`. False (nothing appended) where the dot is left as it is.
+// The dot's contraction split in parts (split_contraction): the contracted axis giving the
+// most parts up to what brings the partial products to kDotSplitOutputs, each part still
+// contracting kDotMinPart or more. False where the dot is left as it is.
 bool split_dot(const Graph& g, const Node& n, bool f32_in_f64, NodeId& next, std::vector<Node>& out) {
   const ir::TensorType& a = g.node(n.args[0]).type();
-  const ir::TensorType& b = g.node(n.args[1]).type();
-  auto list = [&](const char* k) {
-    return n.attrs.contains(k) ? n.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};
-  };
-  std::vector<int64_t> c1 = list("contract_axes1"), c2 = list("contract_axes2");
-  std::vector<int64_t> b1 = list("batch_axes1"), b2 = list("batch_axes2");
-  if (c1.size() != c2.size() || b1.size() != b2.size()) return false;  // the verifier names it
+  const ContractionAxes ax = ContractionAxes::of(n);
+  if (ax.c1.size() != ax.c2.size() || ax.b1.size() != ax.b2.size()) return false;  // the verifier names it
   int64_t contraction = 1;
-  for (int64_t x : c1) contraction *= a.shape.at(x);
+  for (int64_t x : ax.c1) contraction *= a.shape.at(x);
   const int64_t outputs = n.type().num_elements();
   if (contraction < kDotMinContraction || outputs > kDotMaxOutputs || outputs == 0) return false;
   const int64_t want = std::min((kDotSplitOutputs + outputs - 1) / outputs, contraction / kDotMinPart);
-  // The contracted axis giving the most parts up to `want`: a whole axis needs no reshape,
-  // so it wins a tie, then the outermost.
+  // A whole axis needs no reshape, so it wins a tie, then the outermost.
   size_t pick = 0;
   int64_t parts = 0;
   bool whole = false;
-  for (size_t i = 0; i < c1.size(); ++i) {
-    const int64_t extent = a.shape[c1[i]];
+  for (size_t i = 0; i < ax.c1.size(); ++i) {
+    const int64_t extent = a.shape[ax.c1[i]];
     int64_t p = std::max<int64_t>(1, std::min(extent, want));
     while (extent % p) --p;
     if (p > parts || (p == parts && p == extent && !whole)) pick = i, parts = p, whole = p == extent;
   }
   if (parts < 4) return false;
-  auto add = [&](Node m) {
-    m.id = next++;
-    out.push_back(std::move(m));
-    return out.back().id;
-  };
-  const DType t = n.type().dtype, partial_t = partial_type("dot", t, f32_in_f64);
-  // An operand of a widened dot: converted to the dot's type first, as its kernel would.
-  auto widen = [&](std::pair<NodeId, ir::TensorType> operand) {
-    auto [id, type] = operand;
-    if (partial_t == t) return id;
-    if (type.dtype != t) id = append_node(out, next, "as_type", {id}, t, type.shape, nlohmann::json::object());
-    return append_node(out, next, "as_type", {id}, partial_t, type.shape, nlohmann::json::object());
-  };
-  // Operand axis `axis` of `extent` as (parts, extent / parts): the parts become a batch
-  // axis. Returns the operand so laid out and its type.
-  auto split = [&](NodeId operand, const ir::TensorType& type, int64_t axis, std::vector<int64_t>& contract,
-                   std::vector<int64_t>& batch) {
-    const int64_t extent = type.shape[axis];
-    if (extent == parts) {
-      contract.erase(std::find(contract.begin(), contract.end(), axis));
-      batch.push_back(axis);
-      return std::pair{operand, type};
-    }
-    // The axis itself stays contracted, as the chunks' axis after the parts.
-    for (auto* axes : {&contract, &batch})
-      for (int64_t& x : *axes)
-        if (x >= axis) ++x;
-    batch.push_back(axis);
-    ir::Shape s = type.shape;
-    s[axis] = extent / parts;
-    s.insert(s.begin() + axis, parts);
-    Node r;
-    r.op = "reshape";
-    r.args = {operand};
-    r.results = {{type.dtype, s}};
-    r.attrs = nlohmann::json::object();
-    return std::pair{add(std::move(r)), ir::TensorType{type.dtype, s}};
-  };
-  Node d = n;
-  d.args = {widen(split(n.args[0], a, c1[pick], c1, b1)), widen(split(n.args[1], b, c2[pick], c2, b2))};
-  d.attrs["contract_axes1"] = c1;
-  d.attrs["contract_axes2"] = c2;
-  d.attrs["batch_axes1"] = b1;
-  d.attrs["batch_axes2"] = b2;
-  // The dot's result is [batch..., free1..., free2...]: the parts follow the old batch axes.
-  ir::Shape s = n.type().shape;
-  const int64_t at = int64_t(b1.size()) - 1;
-  s.insert(s.begin() + at, parts);
-  d.results = {{partial_t, s}};
-  const NodeId partial = add(std::move(d));
-  Node sum = n;
-  sum.op = "sum";
-  sum.args = {partial};
-  sum.attrs = {{"axes", {at}}};
-  // Integer partials sum in the dot's own type, not Nx's 64-bit aggregate (which a device
-  // may lack): they wrap as the dot's own arithmetic does. Widened partials are converted back.
-  if (partial_t == t) {
-    out.push_back(std::move(sum));
-    return true;
-  }
-  sum.results = {{partial_t, n.type().shape}};
-  Node narrow = n;
-  narrow.op = "as_type";
-  narrow.args = {add(std::move(sum))};
-  narrow.attrs = nlohmann::json::object();
-  out.push_back(std::move(narrow));
+  split_contraction(g, n, pick, parts, f32_in_f64, next, out);
   return true;
 }
 

@@ -115,6 +115,33 @@ std::vector<codegen::CooperativeMatrixShape> cooperative_matrix_shapes(VkInstanc
   return out;
 }
 
+// The compute units the driver counts, through whichever vendor extension it lists (each
+// structure is chained only where its extension is listed); 0 where none is.
+uint32_t compute_units(VkPhysicalDevice pd) {
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  auto chain = [&](auto& s) {
+    s.pNext = props.pNext;
+    props.pNext = &s;
+  };
+  const bool has_nv = has_extension(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  const bool has_amd = has_extension(pd, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  const bool has_arm = has_extension(pd, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
+  if (has_nv) chain(nv);
+  if (has_amd) chain(amd);
+  if (has_arm) chain(arm);
+  if (!props.pNext) return 0;
+  vkGetPhysicalDeviceProperties2(pd, &props);
+  if (has_nv && nv.shaderSMCount) return nv.shaderSMCount;
+  if (has_amd) {
+    const uint64_t n = uint64_t(amd.shaderEngineCount) * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+    if (n && n <= UINT32_MAX) return uint32_t(n);
+  }
+  return has_arm ? arm.shaderCoreCount : 0;
+}
+
 DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
@@ -159,6 +186,7 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.subgroup_ballot = (sub.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) &&
                       (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_size = sub.subgroupSize;
+  c.compute_units = compute_units(pd);
   c.subgroup_extended_types = f12.shaderSubgroupExtendedTypes;
   // Cooperative matrices hold f16 values: the kernels that use them declare Float16.
   if (c.float16) c.cooperative_matrix_shapes = cooperative_matrix_shapes(inst, pd);
@@ -305,6 +333,7 @@ void emulate_types(codegen::DeviceCaps& caps, bool f64, bool i64) {
 codegen::DeviceCaps compile_caps(const DeviceInfo& device, const CompileOptions& opts) {
   codegen::DeviceCaps caps = device.caps;
   if (opts.as_vendor) caps.vendor_id = opts.as_vendor;
+  if (opts.as_compute_units) caps.compute_units = opts.as_compute_units;
   caps.f32_products = opts.precision;
   if (opts.emulate.empty()) return caps;
   const EmulateItems e = parse_emulate(opts.emulate);

@@ -842,7 +842,7 @@ std::shared_ptr<Executable> Executable::compile(std::shared_ptr<Device> device, 
   if (!dev) throw Error(Error::Kind::InvalidArgument, "Executable::compile needs a device from Device::open");
   std::string key = ir::write_graph(graph);
   for (const auto& p : opts.pipeline) key += "\n" + p;
-  key += "\nvendor " + std::to_string(opts.as_vendor);
+  key += "\nvendor " + std::to_string(opts.as_vendor) + " " + std::to_string(opts.as_compute_units);
   if (!opts.serial_loops) key += "\nno serial loops";
   key += "\nprecision " + codegen::to_string(opts.precision);
   key += "\nemulate " + opts.emulate;

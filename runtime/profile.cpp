@@ -117,6 +117,10 @@ const std::map<std::string, Structure>& structures() {
         {}, {"subgroupSize", "maxMemoryAllocationSize"}, {"subgroupSupportedOperations", "subgroupSupportedStages"}};
     m["VkPhysicalDeviceSubgroupProperties"] = {{}, {"subgroupSize"}, {"supportedOperations", "supportedStages"}};
     m["VkPhysicalDeviceVulkan12Properties"] = m["VkPhysicalDeviceFloatControlsProperties"];
+    // The vendors' counts of compute units (DeviceCaps::compute_units).
+    m["VkPhysicalDeviceShaderSMBuiltinsPropertiesNV"] = {{}, {"shaderSMCount"}};
+    m["VkPhysicalDeviceShaderCorePropertiesAMD"] = {{}, {"shaderEngineCount", "shaderArraysPerEngineCount", "computeUnitsPerShaderArray"}};
+    m["VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM"] = {{}, {"shaderCoreCount"}};
     return m;
   }();
   return s;
@@ -192,10 +196,21 @@ class Reader {
     c.max_texel_buffer_elements = uint32_t(limits_["maxTexelBufferElements"]);
     c.max_memory_allocation_bytes = limits_["maxMemoryAllocationSize"];
     c.max_push_constant_bytes = uint32_t(limits_["maxPushConstantsSize"]);
+    c.compute_units = compute_units();
     p.cooperative_matrix = features_["cooperativeMatrix"];
     p.subgroup_size = subgroup_size_;
     p.ignored.assign(ignored_.begin(), ignored_.end());
     return p;
+  }
+
+  // As the runtime counts them (runtime/devices.cpp): NVIDIA's SMs, else AMD's CUs, else Arm's cores; 0: none listed.
+  uint32_t compute_units() const {
+    auto listed = [&](const char* m) {
+      const auto it = limits_.find(m);
+      return it == limits_.end() ? uint64_t(0) : it->second;
+    };
+    const uint64_t amd = listed("shaderEngineCount") * listed("shaderArraysPerEngineCount") * listed("computeUnitsPerShaderArray");
+    return uint32_t(std::min<uint64_t>(UINT32_MAX, listed("shaderSMCount") ? listed("shaderSMCount") : amd ? amd : listed("shaderCoreCount")));
   }
 
   void api_version(const nlohmann::json& v) {
@@ -460,6 +475,7 @@ DeviceCaps model_profile(const Profile& p, DeviceCaps base) {
   m.vendor_id = base.vendor_id;
   if (!p.has_api_version) m.api_version = base.api_version;
   if (!p.subgroup_size) m.subgroup_size = base.subgroup_size;
+  if (!m.compute_units) m.compute_units = base.compute_units;
   if (p.cooperative_matrix && m.float16) m.cooperative_matrix_shapes = base.cooperative_matrix_shapes;
   m.max_loop_steps = base.max_loop_steps;
   m.f32_products = base.f32_products;

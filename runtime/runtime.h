@@ -155,6 +155,10 @@ struct CompileOptions {
   // Generates code as for this PCI vendor's devices (launch shapes, tiling) on whatever
   // device runs it: tests run the NVIDIA and AMD code paths on lavapipe. 0: the device's own.
   uint32_t as_vendor = 0;
+  // Like as_vendor: the compute units codegen assumes the device has (DeviceCaps::
+  // compute_units), so that tests run the split-K a count selects (passes/split-dot) where
+  // the device counts none; 0: the device's own.
+  uint32_t as_compute_units = 0;
   // Loops whose body holds loops or conds run as one kernel (codegen/serial_loop.h) where
   // they can; false keeps them driven from the host (tests compare the two).
   bool serial_loops = true;

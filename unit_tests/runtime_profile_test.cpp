@@ -173,6 +173,24 @@ TEST(Profile, ModelledDeviceKeepsTheTargetsVendorTuning) {
   EXPECT_EQ(m.api_version, (1u << 22) | (2u << 12));
 }
 
+// Compute units as each vendor's structure counts them; the device's own stay under a
+// restriction (the hardware fixes them), and a modelled device without them has the target's.
+TEST(Profile, ComputeUnitsFromEachVendorsStructure) {
+  auto units = [](const char* structure, const nlohmann::json& members) {
+    return parse({{"properties", {{structure, members}}}}).caps.compute_units;
+  };
+  EXPECT_EQ(units("VkPhysicalDeviceShaderSMBuiltinsPropertiesNV", {{"shaderSMCount", 132}, {"shaderWarpsPerSM", 64}}), 132u);
+  EXPECT_EQ(units("VkPhysicalDeviceShaderCorePropertiesAMD",
+                  {{"shaderEngineCount", 4}, {"shaderArraysPerEngineCount", 2}, {"computeUnitsPerShaderArray", 9}}),
+            72u);
+  EXPECT_EQ(units("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM", {{"shaderCoreCount", 20}}), 20u);
+  EXPECT_EQ(parse({{"properties", nlohmann::json::object()}}).caps.compute_units, 0u) << "none listed: unknown";
+  EXPECT_EQ(model_profile(load_profile("nvidia-kepler-470"), codegen::target_caps("nvidia")).compute_units, 132u);
+  DeviceCaps device = codegen::target_caps("nvidia");
+  restrict_to_profile(device, parse({{"properties", {{"VkPhysicalDeviceShaderSMBuiltinsPropertiesNV", {{"shaderSMCount", 8}}}}}}));
+  EXPECT_EQ(device.compute_units, 132u);
+}
+
 TEST(Profile, BadInputNamesTheFieldAndTheFile) {
   using nlohmann::json;
   auto limits = [](json l) { return json{{"properties", {{"VkPhysicalDeviceProperties", {{"limits", l}}}}}}; };

@@ -75,6 +75,9 @@ passes::KernelBounds kernel_bounds(const DeviceCaps& caps) {
   // (codegen/soft_f64.cpp), an s64 add 7, multiply 13, shift 16.
   if (caps.emulate_f64) b.emulated_f64_code = 60;
   if (caps.emulate_i64) b.emulated_i64_code = 4;
+  // Emulated dots run one element per invocation, untiled (choose_matmul_tiles): split-dot leaves them.
+  if (caps.emulate_f64) b.dot_split_types.erase(ir::DType::F64);
+  if (caps.emulate_i64) b.dot_split_types.erase(ir::DType::S64), b.dot_split_types.erase(ir::DType::U64);
   return b;
 }
 

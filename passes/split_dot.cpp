@@ -1,0 +1,73 @@
+// split-dot: a mid-size product with too few output tiles for the device's compute units (a
+// ResNet stage-4 convolution: 1568 x 512 outputs, 52 tiles of 128x128 for 132 SMs) would
+// leave most of them idle, or take smaller tiles that do less per load. Its contraction is
+// split instead (split-K): the first contracted axis of the first operand and its pair (a
+// convolution's input channels, ahead of its taps) are cut into S parts, a new batch axis of
+// the dot, and a sum over that axis adds the partial products; the epilogue (bias,
+// activation) fuses into the sum. S is the smallest count from the one that brings the
+// tiles to the target's fill, up to twice that, that divides the axis; failing that, that
+// count with the axis padded with zeros. Each part keeps the target's minimum of terms, else
+// the dot stays whole. The bounds (tile, tile counts, types) are the target's
+// (KernelBounds::dot_tile and the rest); targets that do not know their compute units split
+// nothing. The sum adds the parts in a different order than one accumulator would, as any
+// tiling may (docs/numerics.md); integer sums wrap as the dot does, exactly.
+#include <algorithm>
+#include <cmath>
+
+#include "passes/pass.h"
+#include "passes/split_contraction.h"
+
+namespace nxv::passes {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+
+class SplitDot : public Pass {
+ public:
+  std::string name() const override { return "split-dot"; }
+
+  void run(Graph& g) override {
+    if (bounds_.dot_tile <= 0) return;
+    std::vector<Node> out;
+    ir::NodeId next = g.next_id();
+    // Nodes are copied, not moved: later nodes still look up their operands in g.
+    for (const Node& n : g.nodes) {
+      const int64_t parts = n.op == "dot" ? parts_of(g, n) : 1;
+      if (parts > 1) split_contraction(g, n, 0, parts, bounds_.f32_accumulates_in_f64, next, out);
+      else out.push_back(n);
+    }
+    g.nodes = std::move(out);
+    g.reindex();
+  }
+
+ private:
+  // The parts of the dot's first contracted axis pair; 1: the dot stays whole.
+  int64_t parts_of(const Graph& g, const Node& n) const {
+    if (!bounds_.dot_split_types.count(n.type().dtype)) return 1;
+    const ir::Shape& a = g.node(n.args.at(0)).type().shape;
+    const ir::Shape& b = g.node(n.args.at(1)).type().shape;
+    const ContractionAxes ax = ContractionAxes::of(n);
+    if (ax.c1.empty() || ax.c1.size() != ax.c2.size() || ax.b1.size() != ax.b2.size()) return 1;  // the verifier names it
+    int64_t batch = 1, contraction = 1;
+    for (int64_t x : ax.b1) batch *= a.at(x);
+    for (int64_t x : ax.c1) contraction *= a.at(x);
+    const int64_t rows = ir::num_elements(a) / std::max<int64_t>(1, batch * contraction);
+    const int64_t cols = ir::num_elements(b) / std::max<int64_t>(1, batch * contraction);
+    // Tiles' worth of outputs, as the target's tile choice counts them (outputs, not whole
+    // tiles: a ragged edge does not fill the device any more).
+    const double tiles = double(batch) * double(rows) * double(cols) / double(bounds_.dot_tile * bounds_.dot_tile);
+    if (tiles <= 0 || tiles >= double(bounds_.dot_min_tiles)) return 1;
+    const int64_t want = int64_t(std::ceil(double(bounds_.dot_fill_tiles) / tiles));
+    const int64_t extent = a.at(ax.c1[0]);
+    if (want < 2 || want > extent || contraction / want < bounds_.dot_min_part) return 1;
+    for (int64_t s = want; s <= 2 * want && s <= extent && contraction / s >= bounds_.dot_min_part; ++s)
+      if (extent % s == 0) return s;
+    return want;  // split_contraction pads the axis
+  }
+};
+
+NXV_REGISTER_PASS(SplitDot, "split-dot");
+
+}  // namespace
+}  // namespace nxv::passes
