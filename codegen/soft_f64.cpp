@@ -103,22 +103,40 @@ Id f64_neg(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseXor, {s.
 Id f64_abs(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x7fffffffu)})); }
 
 Id f64_add(Soft64& s, Id a, Id b) {
-  // x the operand of the larger magnitude (a NaN one if any), y the other.
-  Id swap = i64_compare(s, spv::OpULessThan, f64_abs(s, a), f64_abs(s, b));
-  Id x = s.select(swap, b, a), y = s.select(swap, a, b);
-  F64Parts px = f64_unpack(s, x), py = f64_unpack(s, y);
-  // Subnormals as they are: normalize_round_pack normalises the sum.
-  F64Normal sx = f64_significand(s, px), sy = f64_significand(s, py);
-  // Both at x's exponent, 9 bits up so that y keeps guard bits and a carry fits below bit 63.
-  Id mx = i64_shl(s, sx.sig, s.c(9));
-  Id my = shift_right_jam(s, i64_shl(s, sy.sig, s.c(9)), s.op(spv::OpISub, {sx.exp, sy.exp}));
-  Id subtract = s.test(spv::OpINotEqual, {px.sign, py.sign});
+  // x the operand of the larger magnitude (a NaN one if any), y the other, word by word.
+  Id a_hi = s.hi(a), b_hi = s.hi(b), a_lo = s.lo(a), b_lo = s.lo(b);
+  Id a_abs = s.op(spv::OpBitwiseAnd, {a_hi, s.c(0x7fffffff)}), b_abs = s.op(spv::OpBitwiseAnd, {b_hi, s.c(0x7fffffff)});
+  Id high_equal = s.test(spv::OpIEqual, {a_abs, b_abs});
+  Id swap = s.b.op(spv::OpSelect, s.boolean,
+                   {high_equal, s.test(spv::OpULessThan, {a_lo, b_lo}), s.test(spv::OpULessThan, {a_abs, b_abs})});
+  Id x_hi = s.select32(swap, b_hi, a_hi), x_lo = s.select32(swap, b_lo, a_lo);
+  Id y_hi = s.select32(swap, a_hi, b_hi), y_lo = s.select32(swap, a_lo, b_lo);
+  Id subtract = s.test(spv::OpSLessThan, {s.op(spv::OpBitwiseXor, {a_hi, b_hi}), s.c(0)});
+  // x - x: +0 (and inf - inf: NaN).
+  Id cancel = s.both(subtract, s.both(high_equal, s.test(spv::OpIEqual, {a_lo, b_lo})));
+  // Exponents (a subnormal's as 1) and significands (hidden bits set), leading 1s at bit 62:
+  // 10 guard bits for y, and a carry fits below bit 64.
+  auto operand = [&](Id hi, Id lo) {
+    Id exp = s.op(spv::OpShiftRightLogical, {s.op(spv::OpBitwiseAnd, {hi, s.c(0x7fffffff)}), s.c(20)});
+    Id hidden = s.select32(s.test(spv::OpINotEqual, {exp, s.c(0)}), s.c(0x100000), s.c(0));
+    Id sig = s.pair(lo, s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}), hidden}));
+    return std::pair{s.b.ext(GLSLstd450UMax, s.u32, {exp, s.c(1)}), i64_shl(s, sig, s.c(10))};
+  };
+  auto [ex, mx] = operand(x_hi, x_lo);
+  auto [ey, my] = operand(y_hi, y_lo);
+  my = shift_right_jam(s, my, s.op(spv::OpISub, {ex, ey}));
   Id sum = s.select(subtract, i64_sub(s, mx, my), i64_add(s, mx, my));
-  // An exact zero difference is +0; a sum of zeros keeps their sign.
-  Id sign = s.select32(s.both(subtract, s.isnt(nonzero(s, sum))), s.c(0), px.sign);
-  Id r = normalize_round_pack(s, sign, sx.exp, sum);
-  Id nan = s.either(f64_parts_nan(s, px), s.both(f64_parts_inf(s, py), subtract));
-  return s.select(nan, f64_default_nan(s), s.select(f64_parts_inf(s, px), x, r));
+  // The sum's leading 1 to bit 63, but no further than to exponent 0: a sum below 2^-1022
+  // is exact (a multiple of 2^-1074 like the operands), and packs as a subnormal. Where the
+  // exponents differ by 2 or more, the sum's leading 1 is at bit 61 or up, so the sticky
+  // bit stays below the round bit.
+  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, sum)}), ex});
+  Id r = pack_rounded(s, s.op(spv::OpBitwiseAnd, {x_hi, s.c(0x80000000u)}), s.op(spv::OpISub, {ex, shift}),
+                      i64_shl(s, sum, shift), 11);
+  // x inf or NaN: x, unless y is its opposite (x NaN or inf - inf: NaN either way).
+  Id special = s.test(spv::OpUGreaterThanEqual, {s.select32(swap, b_abs, a_abs), s.c(0x7ff00000)});
+  Id finite = s.select(cancel, s.c64(0), r);
+  return s.select(special, s.select(cancel, f64_default_nan(s), s.pair(x_lo, x_hi)), finite);
 }
 
 Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }

@@ -47,6 +47,10 @@ Id shift_right_jam(Soft64& s, Id a, Id dist);
 // below 0 shifts sig right (jamming) first, so a result that underflows rounds once. Too
 // large an exponent gives ±inf; sig 0 gives ±0 whatever exp is.
 Id round_pack(Soft64& s, Id sign, Id exp, Id sig);
+// round_pack's last step, for exp 0 up (any larger than 0x7fe gives ±inf) and sig whose
+// leading 1 is at bit 52 + k for a normal result (exp 0 with sig below 2^(52 + k) is a
+// subnormal one), the k bits below the last place holding guard, round and sticky bits.
+Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k);
 // round_pack after shifting any 64-bit sig so that its leading 1 is at bit 62 (adjusting
 // exp; a sig with bit 63 set is shifted right one place, jamming).
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);

@@ -48,10 +48,29 @@ Id i64_mul(Soft64& s, Id a, Id b) {
   return s.pair(member(s, s.u32, low, 0), s.op(spv::OpIAdd, {member(s, s.u32, low, 1), cross}));
 }
 
+namespace {
+// Shifts by a constant count below 64: the words moved and shifted directly.
+Id shl_by(Soft64& s, Id a, uint32_t k) {
+  if (k == 0) return a;
+  if (k >= 32) return s.pair(s.c(0), s.op(spv::OpShiftLeftLogical, {s.lo(a), s.c(k - 32)}));
+  Id high = s.op(spv::OpShiftLeftLogical, {s.hi(a), s.c(k)});
+  return s.pair(s.op(spv::OpShiftLeftLogical, {s.lo(a), s.c(k)}),
+                s.op(spv::OpBitwiseOr, {high, s.op(spv::OpShiftRightLogical, {s.lo(a), s.c(32 - k)})}));
+}
+Id shift_right_by(Soft64& s, Id a, uint32_t k, spv::Op high_shift, Id fill) {
+  if (k == 0) return a;
+  if (k >= 32) return s.pair(s.op(high_shift, {s.hi(a), s.c(k - 32)}), fill);
+  Id low = s.op(spv::OpShiftRightLogical, {s.lo(a), s.c(k)});
+  return s.pair(s.op(spv::OpBitwiseOr, {low, s.op(spv::OpShiftLeftLogical, {s.hi(a), s.c(32 - k)})}),
+                s.op(high_shift, {s.hi(a), s.c(k)}));
+}
+}  // namespace
+
 // Shifts: SPIR-V leaves a 32-bit shift by 32 or more undefined, so every word shift here
 // counts below 32: the bits crossing between words move as (w >> 1) >> (31 - m), which is
 // zero for m = 0, and counts of 32 and more select the other word shifted by count - 32 = m.
 Id i64_shl(Soft64& s, Id a, Id count) {
+  if (auto k = s.b.int_constant(count)) return shl_by(s, a, uint32_t(*k));
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id low = s.op(spv::OpShiftLeftLogical, {al, m});
@@ -64,6 +83,7 @@ Id i64_shl(Soft64& s, Id a, Id count) {
 namespace {
 // shr and sar: the high word shifted by `high_shift`, its vacated word `fill` for counts of 32 on.
 Id shift_right(Soft64& s, Id a, Id count, spv::Op high_shift, Id fill) {
+  if (auto k = s.b.int_constant(count)) return shift_right_by(s, a, uint32_t(*k), high_shift, fill);
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id high = s.op(high_shift, {ah, m});
