@@ -18,13 +18,26 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
-// a * b where a or b is NaN, ±inf or ±0 (zero_b and inf_b say which b is), else r.
-Id product_specials(Soft64& s, const F64Parts& pa, const F64Parts& pb, Id zero_b, Id inf_b, Id sign, Id r) {
-  Id zero_a = f64_parts_zero(s, pa), inf_a = f64_parts_inf(s, pa);
-  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               s.either(s.both(inf_a, zero_b), s.both(zero_a, inf_b)));
-  return specials(s, nan, s.either(inf_a, inf_b), f64_signed_inf(s, sign), s.either(zero_a, zero_b),
-                  f64_signed_zero(s, sign), r);
+// a * b, or a / b where `quotient`, where a or b is NaN, ±inf or ±0, else r.
+Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
+  struct Class {
+    Id inf_or_nan, nan, zero;
+  };
+  auto classify = [&](Id v) {
+    Id abs = s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)});
+    // The high word with bit 0 set where the low word is nonzero: above inf's for a NaN.
+    Id top = s.op(spv::OpBitwiseOr, {abs, s.bit(s.test(spv::OpINotEqual, {s.lo(v), s.c(0)}))});
+    return Class{s.test(spv::OpUGreaterThanEqual, {abs, s.c(0x7ff00000)}), s.test(spv::OpUGreaterThan, {top, s.c(0x7ff00000)}),
+                 s.test(spv::OpIEqual, {top, s.c(0)})};
+  };
+  Class ca = classify(a), cb = classify(b);
+  // Results of inf's size and of zero's (a quotient's divisor counts inversely).
+  Id big = s.either(ca.inf_or_nan, quotient ? cb.zero : cb.inf_or_nan);
+  Id small = s.either(ca.zero, quotient ? cb.inf_or_nan : cb.zero);
+  Id nan = s.either(s.either(ca.nan, cb.nan), s.both(big, small));
+  Id high = s.select32(nan, s.c(0x7ff80000), s.select32(big, s.op(spv::OpBitwiseOr, {sign, s.c(0x7ff00000)}),
+                                                        s.select32(small, sign, s.hi(r))));
+  return s.pair(s.select32(s.either(big, small), s.c(0), s.lo(r)), high);
 }
 
 // A 128-bit value as two uvec2 words, for fma's exact sum.
@@ -143,15 +156,19 @@ Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }
 
 Id f64_mul(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
-  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
+  F64Normal na = f64_normalize(s, pa, 63), nb = f64_normalize(s, pb, 63);
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  // [2^62, 2^63) x [2^63, 2^64): the product's high word lies in [2^61, 2^63).
-  Wide p = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(11)));
+  // [2^63, 2^64) squared: the product's high word lies in [2^62, 2^64), and round_pack
+  // wants its leading 1 at bit 62: one place down where at 63, together with the shift of a
+  // product below 2^-1022 (exp below 0).
+  Wide p = mul_wide(s, na.sig, nb.sig);
   Id sig = jam(s, p.hi, nonzero(s, p.lo));
-  Id low = s.test(spv::OpULessThan, {s.hi(sig), s.c(0x40000000)});
-  Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.select32(low, s.c(0x400), s.c(0x3ff))});
-  Id r = round_pack(s, sign, exp, s.select(low, i64_add(s, sig, sig), sig));
-  return product_specials(s, pa, pb, f64_parts_zero(s, pb), f64_parts_inf(s, pb), sign, r);
+  Id top = s.bit(s.test(spv::OpSLessThan, {s.hi(sig), s.c(0)}));
+  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(0x400)}), top});
+  Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
+  sig = shift_right_jam(s, sig, s.op(spv::OpIAdd, {top, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0))}));
+  Id r = pack_rounded(s, sign, s.select32(tiny, s.c(0), exp), sig, 10);
+  return product_specials(s, a, b, false, sign, r);
 }
 
 namespace {
@@ -212,7 +229,7 @@ Id f64_div(Soft64& s, Id a, Id b) {
   auto [q, rem] = divide(s, x, nb.sig);
   Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
   // a / b as a times 1 / b, whose zero is b's inf and whose inf is b's zero.
-  return product_specials(s, pa, pb, f64_parts_inf(s, pb), f64_parts_zero(s, pb), sign, result);
+  return product_specials(s, a, b, true, sign, result);
 }
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {

@@ -48,11 +48,11 @@ F64Normal f64_significand(Soft64& s, const F64Parts& p) {
           s.pair(s.lo(p.frac), s.op(spv::OpBitwiseOr, {s.hi(p.frac), s.select32(subnormal, s.c(0), s.c(0x100000))}))};
 }
 
-F64Normal f64_normalize(Soft64& s, const F64Parts& p) {
+F64Normal f64_normalize(Soft64& s, const F64Parts& p, uint32_t top) {
   F64Normal m = f64_significand(s, p);
-  // 52 - msb: 0 for a normal operand, 53 for zero (msb 0xffffffff), so always below 64.
-  Id shift = s.op(spv::OpISub, {s.c(52), i64_find_msb(s, m.sig)});
-  return {s.op(spv::OpISub, {m.exp, shift}), i64_shl(s, m.sig, shift)};
+  // top - msb: top - 52 for a normal operand, top + 1 for zero (msb 0xffffffff): below 64.
+  Id shift = s.op(spv::OpISub, {s.c(top), i64_find_msb(s, m.sig)});
+  return {s.op(spv::OpISub, {s.op(spv::OpIAdd, {m.exp, s.c(top - 52)}), shift}), i64_shl(s, m.sig, shift)};
 }
 
 Id shift_right_jam(Soft64& s, Id a, Id dist) {
@@ -87,11 +87,11 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
                 s.op(spv::OpBitwiseOr, {sign, s.select32(overflow, s.c(0x7ff00000), hi)}));
 }
 
-Id round_pack(Soft64& s, Id sign, Id exp, Id sig) {
+Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
   Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
   sig = shift_right_jam(s, sig, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0)));
   Id e = s.select32(s.either(tiny, s.is_zero64(sig)), s.c(0), exp);
-  return pack_rounded(s, sign, e, sig, 10);
+  return pack_rounded(s, sign, e, sig, k);
 }
 
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig) {
