@@ -2,6 +2,7 @@
 // SPIR-V on the uvec2 form, straight-line code of selects except the long division's loop.
 #include "codegen/soft_i64.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -44,8 +45,12 @@ Id i64_mul(Soft64& s, Id a, Id b) {
   // (ah 2^32 + al)(bh 2^32 + bl) mod 2^64: al bl in full, the cross products' low words.
   Id al = s.lo(a), ah = s.hi(a), bl = s.lo(b), bh = s.hi(b);
   Id low = s.b.op(spv::OpUMulExtended, s.b.type_struct({s.u32, s.u32}), {al, bl});
-  Id cross = s.op(spv::OpIAdd, {s.op(spv::OpIMul, {al, bh}), s.op(spv::OpIMul, {ah, bl})});
-  return s.pair(member(s, s.u32, low, 0), s.op(spv::OpIAdd, {member(s, s.u32, low, 1), cross}));
+  // Cross products with a zero word (a widened u32) are left out.
+  auto zero = [&](Id w) { return s.b.int_constant(w) == std::optional<uint64_t>(0); };
+  Id high = member(s, s.u32, low, 1);
+  if (!zero(al) && !zero(bh)) high = s.op(spv::OpIAdd, {high, s.op(spv::OpIMul, {al, bh})});
+  if (!zero(ah) && !zero(bl)) high = s.op(spv::OpIAdd, {high, s.op(spv::OpIMul, {ah, bl})});
+  return s.pair(member(s, s.u32, low, 0), high);
 }
 
 namespace {
