@@ -2,6 +2,8 @@
 // an f64, correctly rounded through soft_f64_parts.h's round_pack.
 #include "codegen/soft_f64.h"
 
+#include <array>
+
 #include "codegen/soft_f64_parts.h"
 #include "codegen/soft_i64.h"
 
@@ -18,19 +20,21 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
+// An operand's class from its words: inf or NaN, NaN, ±0.
+struct Class {
+  Id inf_or_nan, nan, zero;
+};
+Class classify(Soft64& s, Id v) {
+  Id abs = s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)});
+  // The high word with bit 0 set where the low word is nonzero: above inf's for a NaN.
+  Id top = s.op(spv::OpBitwiseOr, {abs, s.bit(s.test(spv::OpINotEqual, {s.lo(v), s.c(0)}))});
+  return Class{s.test(spv::OpUGreaterThanEqual, {abs, s.c(0x7ff00000)}), s.test(spv::OpUGreaterThan, {top, s.c(0x7ff00000)}),
+               s.test(spv::OpIEqual, {top, s.c(0)})};
+}
+
 // a * b, or a / b where `quotient`, where a or b is NaN, ±inf or ±0, else r.
 Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
-  struct Class {
-    Id inf_or_nan, nan, zero;
-  };
-  auto classify = [&](Id v) {
-    Id abs = s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)});
-    // The high word with bit 0 set where the low word is nonzero: above inf's for a NaN.
-    Id top = s.op(spv::OpBitwiseOr, {abs, s.bit(s.test(spv::OpINotEqual, {s.lo(v), s.c(0)}))});
-    return Class{s.test(spv::OpUGreaterThanEqual, {abs, s.c(0x7ff00000)}), s.test(spv::OpUGreaterThan, {top, s.c(0x7ff00000)}),
-                 s.test(spv::OpIEqual, {top, s.c(0)})};
-  };
-  Class ca = classify(a), cb = classify(b);
+  Class ca = classify(s, a), cb = classify(s, b);
   // Results of inf's size and of zero's (a quotient's divisor counts inversely).
   Id big = s.either(ca.inf_or_nan, quotient ? cb.zero : cb.inf_or_nan);
   Id small = s.either(ca.zero, quotient ? cb.inf_or_nan : cb.zero);
@@ -40,74 +44,123 @@ Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
   return s.pair(s.select32(s.either(big, small), s.c(0), s.lo(r)), high);
 }
 
-// A 128-bit value as two uvec2 words, for fma's exact sum.
-Wide add128(Soft64& s, Wide x, Wide y) {
-  Id lo = i64_add(s, x.lo, y.lo);
-  Id carry = s.pair(s.bit(i64_compare(s, spv::OpULessThan, lo, x.lo)), s.c(0));
-  return {i64_add(s, i64_add(s, x.hi, y.hi), carry), lo};
-}
-Wide neg128(Soft64& s, Wide x) {
-  Id ones = s.c64(~0ull);
-  return add128(s, {s.b.op(spv::OpBitwiseXor, s.uvec2, {x.hi, ones}), s.b.op(spv::OpBitwiseXor, s.uvec2, {x.lo, ones})},
-                {s.c64(0), s.c64(1)});
-}
-Wide select128(Soft64& s, Id cond, Wide x, Wide y) { return {s.select(cond, x.hi, y.hi), s.select(cond, x.lo, y.lo)}; }
+// A 128-bit value as four u32 words, least significant first, for fma's exact sum.
+using Words4 = std::array<Id, 4>;
 
-// x >> dist with the bits shifted out jammed into bit 0, dist any u32.
-Wide shift_right_jam128(Soft64& s, Wide x, Id dist) {
-  Id words = s.test(spv::OpUGreaterThanEqual, {dist, s.c(64)});
-  x = select128(s, words, {s.c64(0), jam(s, x.hi, nonzero(s, x.lo))}, x);
-  Id d = s.select32(words, s.op(spv::OpISub, {dist, s.c(64)}), dist);
-  // Past 63 the high word is now 0 and the low one jams to its sticky bit alone.
-  Id d63 = s.b.ext(GLSLstd450UMin, s.u32, {d, s.c(63)});
-  Id carried = s.select(s.test(spv::OpIEqual, {d, s.c(0)}), s.c64(0),
-                        i64_shl(s, x.hi, s.op(spv::OpBitwiseAnd, {s.op(spv::OpISub, {s.c(64), d63}), s.c(63)})));
-  return {i64_shr(s, x.hi, d63), s.b.op(spv::OpBitwiseOr, s.uvec2, {shift_right_jam(s, x.lo, d), carried})};
+Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {
+  return {s.select32(cond, x[0], y[0]), s.select32(cond, x[1], y[1]), s.select32(cond, x[2], y[2]),
+          s.select32(cond, x[3], y[3])};
 }
 
-// The top 64 bits of a nonzero x shifted left until its leading 1 is at bit 126, with the
-// bits below jammed into bit 0, and the shift: a significand for round_pack.
-std::pair<Id, Id> normalize128(Soft64& s, Wide x) {
-  Id high_zero = i64_compare(s, spv::OpIEqual, x.hi, s.c64(0));
-  x = select128(s, high_zero, {x.lo, s.c64(0)}, x);
-  Id msb = i64_find_msb(s, x.hi);
-  Id top = s.test(spv::OpIEqual, {msb, s.c(63)});
-  // Leading bit at 63: one place right (jamming); else 62 - msb places left.
-  Id left = s.select32(top, s.c(0), s.op(spv::OpISub, {s.c(62), msb}));
-  Id funnel = s.select(s.test(spv::OpIEqual, {left, s.c(0)}), s.c64(0),
-                       i64_shr(s, x.lo, s.op(spv::OpISub, {s.c(64), left})));
-  Id up = s.b.op(spv::OpBitwiseOr, s.uvec2, {i64_shl(s, x.hi, left), funnel});
-  Id rest = nonzero(s, i64_shl(s, x.lo, left));
-  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)});
-  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), s.either(nonzero(s, x.lo), odd));
-  Id shift = s.op(spv::OpIAdd, {s.select32(top, s.c(~0u), left), s.select32(high_zero, s.c(64), s.c(0))});
-  return {s.select(top, down, jam(s, up, rest)), shift};
+// x + y + carry (carry 0 or 1), a carry chain through OpIAddCarry.
+Words4 add4(Soft64& s, const Words4& x, const Words4& y, Id carry) {
+  Words4 r;
+  for (int i = 0; i < 3; ++i) {
+    auto [sum, out] = two_words(s, spv::OpIAddCarry, x[i], y[i]);
+    auto [with_carry, out2] = two_words(s, spv::OpIAddCarry, sum, carry);
+    r[i] = with_carry;
+    carry = s.op(spv::OpBitwiseOr, {out, out2});  // never both
+  }
+  r[3] = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {x[3], y[3]}), carry});
+  return r;
 }
 
-// a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c).
+// x with every word XOR'd with `mask` (0 or ~0), plus `carry`: -x where mask is ~0 and
+// carry 1, x where both are 0.
+Words4 negate4_if(Soft64& s, const Words4& x, Id mask, Id carry) {
+  Words4 r;
+  for (int i = 0; i < 4; ++i) {
+    Id w = s.op(spv::OpBitwiseXor, {x[i], mask});
+    if (i == 3) {
+      r[i] = s.op(spv::OpIAdd, {w, carry});
+    } else {
+      auto [sum, out] = two_words(s, spv::OpIAddCarry, w, carry);
+      r[i] = sum, carry = out;
+    }
+  }
+  return r;
+}
+
+// x >> dist with the bits shifted out jammed into bit 0, dist any u32, for x below 2^127
+// (so that 127 places leave just the sticky bit, as any more would).
+Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(127)});
+  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {d, s.c(32)}), s.c(0)}), far = s.test(spv::OpUGreaterThanEqual, {d, s.c(64)});
+  Id zero = s.c(0);
+  // The word d / 32 places up, by the two bits of d / 32.
+  auto pick = [&](Id w0, Id w1, Id w2, Id w3) {
+    return s.select32(far, s.select32(odd, w3, w2), s.select32(odd, w1, w0));
+  };
+  Words4 from{pick(x[0], x[1], x[2], x[3]), pick(x[1], x[2], x[3], zero), pick(x[2], x[3], zero, zero),
+              pick(x[3], zero, zero, zero)};
+  // (w << 1) << (31 - m): w's low m bits at the top, 0 for m = 0 (no shift by 32).
+  auto low_bits_up = [&](Id w) { return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest}); };
+  Words4 r;
+  for (int i = 0; i < 4; ++i) {
+    r[i] = s.op(spv::OpShiftRightLogical, {from[i], m});
+    if (i < 3) r[i] = s.op(spv::OpBitwiseOr, {r[i], low_bits_up(from[i + 1])});
+  }
+  Id below = pick(zero, x[0], s.op(spv::OpBitwiseOr, {x[0], x[1]}), s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {x[0], x[1]}), x[2]}));
+  Id lost = s.op(spv::OpBitwiseOr, {below, low_bits_up(from[0])});
+  r[0] = s.op(spv::OpBitwiseOr, {r[0], s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
+  return r;
+}
+
+// The top 64 bits of x shifted left until its leading 1 is at bit 127, with the bits below
+// jammed into bit 0, and the shift: a significand for round_pack (k 11). For x = 0, 0.
+std::pair<Id, Id> normalize4(Soft64& s, Words4 x) {
+  Id zero = s.c(0);
+  Id high_zero = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {x[3], x[2]}), zero});
+  x = select4(s, high_zero, {zero, zero, x[0], x[1]}, x);
+  // 63 - msb: 64 for x = 0 (msb 0xffffffff), which shifts 0 by 32 places and 0 more.
+  Id left = s.op(spv::OpISub, {s.c(63), i64_find_msb(s, s.pair(x[2], x[3]))});
+  Id m = s.op(spv::OpBitwiseAnd, {left, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {left, s.c(32)}), zero});
+  Id w3 = s.select32(odd, x[2], x[3]), w2 = s.select32(odd, x[1], x[2]), w1 = s.select32(odd, x[0], x[1]);
+  Id w0 = s.select32(odd, zero, x[0]);
+  // w << m with the next word's top m bits ((v >> 1) >> (31 - m): none for m = 0).
+  auto up = [&](Id w, Id next) {
+    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {next, s.c(1)}), rest});
+    return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w, m}), in});
+  };
+  Id lost = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w1, m}), w0});
+  Id low = s.op(spv::OpBitwiseOr, {up(w2, w1), s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
+  Id shift = s.op(spv::OpIAdd, {left, s.select32(high_zero, s.c(64), zero)});
+  return {s.pair(low, up(w3, w2)), shift};
+}
+
+// a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c);
+// a's and b's significands with their leading 1s at bit 62, c's at bit 61.
 Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id sign_c, Id zero_c) {
   // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
   // x 2^(e - 1148) for their exponents e.
-  Wide prod = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(10)));
-  Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
+  Wide p = mul_wide(s, na.sig, nb.sig);
+  Id zero = s.c(0);
+  Words4 prod{s.lo(p.lo), s.hi(p.lo), s.lo(p.hi), s.hi(p.hi)}, addend{zero, zero, s.lo(nc.sig), s.hi(nc.sig)};
   Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
   // The term of the larger exponent stays, the other is shifted to it (jamming).
   Id p_big = s.either(zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
-  Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
+  Words4 big = select4(s, p_big, prod, addend), small = select4(s, p_big, addend, prod);
   Id e = s.select32(p_big, ep, nc.exp);
   Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
-  small = shift_right_jam128(s, small, d);
+  small = shift_right_jam4(s, small, d);
+  // big - small as big + ~small + 1.
   Id subtract = s.test(spv::OpINotEqual, {sign_p, sign_c});
-  Wide sum = add128(s, big, select128(s, subtract, neg128(s, small), small));
+  Id flip = s.select32(subtract, s.c(~0u), zero);
+  Words4 sum = add4(s, big, {s.op(spv::OpBitwiseXor, {small[0], flip}), s.op(spv::OpBitwiseXor, {small[1], flip}),
+                            s.op(spv::OpBitwiseXor, {small[2], flip}), s.op(spv::OpBitwiseXor, {small[3], flip})},
+                    s.bit(subtract));
   // Negative only where the exponents differ by at most one, so exactly.
-  Id negative = s.test(spv::OpSLessThan, {s.hi(sum.hi), s.c(0)});
-  sum = select128(s, negative, neg128(s, sum), sum);
-  Id sign = s.op(spv::OpBitwiseXor,
-                 {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), s.c(0))});
+  Id negative = s.test(spv::OpSLessThan, {sum[3], zero});
+  sum = negate4_if(s, sum, s.op(spv::OpShiftRightArithmetic, {sum[3], s.c(31)}), s.bit(negative));
+  Id sign = s.op(spv::OpBitwiseXor, {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), zero)});
   // An exact zero sum is +0.
-  Id zero_sum = s.isnt(s.either(nonzero(s, sum.hi), nonzero(s, sum.lo)));
-  auto [sig, shift] = normalize128(s, sum);
-  return round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
+  Id zero_sum = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {sum[0], sum[1]}),
+                                                            s.op(spv::OpBitwiseOr, {sum[2], sum[3]})}), zero});
+  auto [sig, shift] = normalize4(s, sum);
+  // One place further up than round_pack's k = 10 form: the same exponent with k = 11.
+  return round_pack(s, s.select32(zero_sum, zero, sign), s.op(spv::OpISub, {s.op(spv::OpIAdd, {e, s.c(1)}), shift}), sig, 11);
 }
 
 }  // namespace
@@ -234,19 +287,19 @@ Id f64_div(Soft64& s, Id a, Id b) {
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b), pc = f64_unpack(s, c);
+  Class ca = classify(s, a), cb = classify(s, b), cc = classify(s, c);
   Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  Id zero_c = f64_parts_zero(s, pc);
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
-  Id r = fma_finite(s, f64_normalize(s, pa), f64_normalize(s, pb), f64_normalize(s, pc), sign_p, pc.sign, zero_c);
-  Id zero_p = s.either(f64_parts_zero(s, pa), f64_parts_zero(s, pb));
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb), inf_c = f64_parts_inf(s, pc);
-  Id inf_p = s.either(inf_a, inf_b);
-  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)), f64_parts_nan(s, pc));
-  nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, inf_c), subtract)));
+  Id r = fma_finite(s, f64_normalize(s, pa, 62), f64_normalize(s, pb, 62), f64_normalize(s, pc, 61), sign_p, pc.sign,
+                    cc.zero);
+  Id zero_p = s.either(ca.zero, cb.zero);
+  Id inf_p = s.either(ca.inf_or_nan, cb.inf_or_nan);
+  Id nan = s.either(s.either(ca.nan, cb.nan), cc.nan);
+  nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, cc.inf_or_nan), subtract)));
   // A zero product leaves c, but (+0) + (-0) is +0.
-  Id zero_p_result = s.select(s.both(zero_c, subtract), s.c64(0), c);
-  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(inf_c, zero_p),
-                  s.select(inf_c, c, zero_p_result), r);
+  Id zero_p_result = s.select(s.both(cc.zero, subtract), s.c64(0), c);
+  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(cc.inf_or_nan, zero_p),
+                  s.select(cc.inf_or_nan, c, zero_p_result), r);
 }
 
 namespace {

@@ -6,19 +6,10 @@
 
 namespace nxv::codegen::soft {
 
-namespace {
-
-
-// A struct-valued u32 instruction (OpUMulExtended, OpIAddCarry) as its two members.
 std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y) {
   Id r = s.b.op(opcode, s.b.type_struct({s.u32, s.u32}), {x, y});
   return {s.b.op(spv::OpCompositeExtract, s.u32, {r}, {0}), s.b.op(spv::OpCompositeExtract, s.u32, {r}, {1})};
 }
-
-// x + y as the sum's word and its carry (0 or 1).
-std::pair<Id, Id> add_carry(Soft64& s, Id x, Id y) { return two_words(s, spv::OpIAddCarry, x, y); }
-
-}  // namespace
 
 F64Parts f64_unpack(Soft64& s, Id a) {
   Id hi = s.hi(a);
@@ -78,7 +69,7 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
   Id above_half = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {low, s.c(half)}), s.c(0)});
   Id odd_or_more = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {low, s.c((half - 1) | (half << 1))}), s.c(0)});
   Id q = i64_shr(s, sig, s.c(k));
-  auto [q_lo, carry] = add_carry(s, s.lo(q), s.bit(s.both(above_half, odd_or_more)));
+  auto [q_lo, carry] = two_words(s, spv::OpIAddCarry, s.lo(q), s.bit(s.both(above_half, odd_or_more)));
   // The hidden bit of q (bit 52) adds one to exp, as SoftFloat's packToF64UI does; a
   // rounding carry to bit 53 adds one more (from exp 0x7fd that gives inf's bits themselves).
   Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {exp, s.c(20)}), s.op(spv::OpIAdd, {s.hi(q), carry})});

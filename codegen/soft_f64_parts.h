@@ -3,6 +3,8 @@
 // wide significand to the nearest f64 (ties to even) with subnormals and overflow.
 #pragma once
 
+#include <utility>
+
 #include "codegen/soft64.h"
 
 namespace nxv::codegen::soft {
@@ -55,6 +57,10 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k);
 // round_pack after shifting any 64-bit sig so that its leading 1 is at bit 62 (adjusting
 // exp; a sig with bit 63 set is shifted right one place, jamming).
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);
+
+// A struct-valued u32 instruction (OpIAddCarry, OpISubBorrow, OpUMulExtended) as its two
+// members: the low word and the carry, borrow or high word.
+std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y);
 
 // The full 128-bit product of two uvec2s, as its high and low uvec2.
 struct Wide {
