@@ -20,6 +20,18 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
+// Two factors' significands with their leading 1s at bit `top` (as f64_normalize gives
+// them), normalising only the one of the smaller exponent field: where both are subnormal,
+// the product (below 2^-2044) rounds to ±0, or to c's bits beside a nonzero c, whatever
+// the other's leading bit.
+std::pair<F64Normal, F64Normal> factors(Soft64& s, const F64Parts& pa, const F64Parts& pb, uint32_t top) {
+  Id swap = s.test(spv::OpULessThan, {pa.exp, pb.exp});
+  F64Parts large{pa.sign, s.select32(swap, pb.exp, pa.exp), s.select(swap, pb.frac, pa.frac)};
+  F64Parts small{pa.sign, s.select32(swap, pa.exp, pb.exp), s.select(swap, pa.frac, pb.frac)};
+  F64Normal x = f64_significand(s, large);
+  return {{x.exp, i64_shl(s, x.sig, s.c(top - 52))}, f64_normalize(s, small, top)};
+}
+
 // An operand's class from its words: inf or NaN, NaN, ±0.
 struct Class {
   Id inf_or_nan, nan, zero;
@@ -209,7 +221,7 @@ Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }
 
 Id f64_mul(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
-  F64Normal na = f64_normalize(s, pa, 63), nb = f64_normalize(s, pb, 63);
+  auto [na, nb] = factors(s, pa, pb, 63);
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
   // [2^63, 2^64) squared: the product's high word lies in [2^62, 2^64), and round_pack
   // wants its leading 1 at bit 62: one place down where at 63, together with the shift of a
@@ -290,8 +302,8 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   Class ca = classify(s, a), cb = classify(s, b), cc = classify(s, c);
   Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
-  Id r = fma_finite(s, f64_normalize(s, pa, 62), f64_normalize(s, pb, 62), f64_normalize(s, pc, 61), sign_p, pc.sign,
-                    cc.zero);
+  auto [na, nb] = factors(s, pa, pb, 62);
+  Id r = fma_finite(s, na, nb, f64_normalize(s, pc, 61), sign_p, pc.sign, cc.zero);
   Id zero_p = s.either(ca.zero, cb.zero);
   Id inf_p = s.either(ca.inf_or_nan, cb.inf_or_nan);
   Id nan = s.either(s.either(ca.nan, cb.nan), cc.nan);
