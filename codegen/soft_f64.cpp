@@ -362,7 +362,8 @@ Id f64_sqrt(Soft64& s, Id a) {
   Id t = s.op(spv::OpISub, {n.exp, s.select32(odd, s.c(1076), s.c(1075))});
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
   auto [root, rem] = square_root(s, m);
-  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)));
+  // A root lies in [2^-537, 2^512): exp is above 0, no underflow to round through.
+  Id r = pack_rounded(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)), 10);
   Id negative = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(f64_parts_zero(s, p)));
   return s.select(s.either(f64_parts_nan(s, p), negative), f64_default_nan(s),
                   s.select(s.either(f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));

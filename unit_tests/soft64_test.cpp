@@ -58,7 +58,8 @@ size_t routine_size(int operands, const std::function<Id(Soft64&, const std::vec
 }
 
 // The emulated routines' sizes, which is what emulated f64 costs a device: printed for the
-// record (bench/results) and held under budgets so that a change that grows one shows here.
+// record (bench/results) and held under budgets (a few percent above them) so that a change
+// that grows one shows here.
 TEST(Soft64, RoutineSizesStayWithinBudget) {
   namespace soft = codegen::soft;
   using Routine = std::function<Id(Soft64&, const std::vector<Id>&)>;
@@ -69,29 +70,29 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
     Routine routine;
   };
   const Row rows[] = {
-      {"add", 2, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); }},
-      {"mul", 2, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); }},
-      {"div", 2, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); }},
-      {"fma", 3, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); }},
-      {"sqrt", 1, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sqrt(s, x[0]); }},
-      {"less than", 2, 1000,
+      {"add", 2, 140, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); }},
+      {"mul", 2, 190, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); }},
+      {"div", 2, 320, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); }},
+      {"fma", 3, 390, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); }},
+      {"sqrt", 1, 240, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sqrt(s, x[0]); }},
+      {"less than", 2, 48,
        [](Soft64& s, const std::vector<Id>& x) {
          return s.select(soft::f64_compare(s, spv::OpFOrdLessThan, x[0], x[1]), s.c64(1), s.c64(0));
        }},
-      {"floor", 1, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_floor(s, x[0]); }},
-      {"round_even", 1, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_round_even(s, x[0]); }},
-      {"ldexp", 2, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_ldexp(s, x[0], s.lo(x[1])); }},
-      {"to f32", 1, 1000,
+      {"floor", 1, 62, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_floor(s, x[0]); }},
+      {"round_even", 1, 88, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_round_even(s, x[0]); }},
+      {"ldexp", 2, 104, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_ldexp(s, x[0], s.lo(x[1])); }},
+      {"to f32", 1, 53,
        [](Soft64& s, const std::vector<Id>& x) {
          Id f = soft::f64_to_f32(s, x[0]);
          return s.pair(s.b.op(spv::OpBitcast, s.u32, {f}), s.c(0));
        }},
-      {"from f32", 1, 1000,
+      {"from f32", 1, 30,
        [](Soft64& s, const std::vector<Id>& x) {
          return soft::f64_from_f32(s, s.b.op(spv::OpBitcast, s.b.type_float(32), {s.lo(x[0])}));
        }},
-      {"from s32", 1, 1000, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_from_int(s, s.lo(x[0]), 32, true); }},
-      {"to s32", 1, 1000,
+      {"from s32", 1, 23, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_from_int(s, s.lo(x[0]), 32, true); }},
+      {"to s32", 1, 23,
        [](Soft64& s, const std::vector<Id>& x) { return s.pair(soft::f64_to_int(s, x[0], 32, true), s.c(0)); }},
   };
   for (const Row& row : rows) {
