@@ -98,7 +98,8 @@ Words4 negate4_if(Soft64& s, const Words4& x, Id mask, Id carry) {
 Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
   Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(127)});
   Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
-  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {d, s.c(32)}), s.c(0)}), far = s.test(spv::OpUGreaterThanEqual, {d, s.c(64)});
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {d, s.c(32)}), s.c(0)});
+  Id far = s.test(spv::OpUGreaterThanEqual, {d, s.c(64)});
   Id zero = s.c(0);
   // The word d / 32 places up, by the two bits of d / 32.
   auto pick = [&](Id w0, Id w1, Id w2, Id w3) {
@@ -113,7 +114,8 @@ Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
     r[i] = s.op(spv::OpShiftRightLogical, {from[i], m});
     if (i < 3) r[i] = s.op(spv::OpBitwiseOr, {r[i], low_bits_up(from[i + 1])});
   }
-  Id below = pick(zero, x[0], s.op(spv::OpBitwiseOr, {x[0], x[1]}), s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {x[0], x[1]}), x[2]}));
+  Id x01 = s.op(spv::OpBitwiseOr, {x[0], x[1]});
+  Id below = pick(zero, x[0], x01, s.op(spv::OpBitwiseOr, {x01, x[2]}));
   Id lost = s.op(spv::OpBitwiseOr, {below, low_bits_up(from[0])});
   r[0] = s.op(spv::OpBitwiseOr, {r[0], s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
   return r;

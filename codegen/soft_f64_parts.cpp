@@ -73,7 +73,8 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
   // The hidden bit of q (bit 52) adds one to exp, as SoftFloat's packToF64UI does; a
   // rounding carry to bit 53 adds one more (from exp 0x7fd that gives inf's bits themselves).
   Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {exp, s.c(20)}), s.op(spv::OpIAdd, {s.hi(q), carry})});
-  Id overflow = s.either(s.test(spv::OpUGreaterThan, {exp, s.c(0x7fe)}), s.test(spv::OpUGreaterThanEqual, {hi, s.c(0x7ff00000)}));
+  Id overflow = s.either(s.test(spv::OpUGreaterThan, {exp, s.c(0x7fe)}),
+                         s.test(spv::OpUGreaterThanEqual, {hi, s.c(0x7ff00000)}));
   return s.pair(s.select32(overflow, s.c(0), q_lo),
                 s.op(spv::OpBitwiseOr, {sign, s.select32(overflow, s.c(0x7ff00000), hi)}));
 }

@@ -53,6 +53,7 @@ Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k = 10);
 // round_pack's last step, for exp 0 up (any larger than 0x7fe gives ±inf) and sig whose
 // leading 1 is at bit 52 + k for a normal result (exp 0 with sig below 2^(52 + k) is a
 // subnormal one), the k bits below the last place holding guard, round and sticky bits.
+// sig 0 gives ±0 at exp 0 only: callers that underflow or cancel to 0 pass exp 0 with it.
 Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k);
 // round_pack after shifting any 64-bit sig so that its leading 1 is at bit 62 (adjusting
 // exp; a sig with bit 63 set is shifted right one place, jamming).
