@@ -179,7 +179,6 @@ int explore(const Args& a) {
     runtime::RuntimeOptions o;
     o.device = a.device;
     o.profile = a.profile;
-  o.emulate = a.emulate;
     o.emulate = a.emulate;
     return runtime::Device::open(o)->info().caps;
   }();
@@ -292,6 +291,7 @@ int run(const Args& a) {
   runtime::RuntimeOptions o;
   o.device = a.device;
   o.profile = a.profile;
+  o.emulate = a.emulate;
   auto dev = runtime::Device::open(o);
   std::printf("device: %s (%s)%s\n", dev->info().name.c_str(), dev->info().type.c_str(),
               dev->info().profile.empty() ? "" : (" as profile " + dev->info().profile).c_str());

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "codegen/spirv_builder.h"
@@ -26,9 +28,15 @@ class Soft64 {
 
   Id c(uint32_t v) { return b.const_int(32, v); }
   Id c64(uint64_t v) { return pair(c(uint32_t(v)), c(uint32_t(v >> 32))); }
-  Id lo(Id v) { return b.op(spv::OpCompositeExtract, u32, {v}, {0}); }
-  Id hi(Id v) { return b.op(spv::OpCompositeExtract, u32, {v}, {1}); }
-  Id pair(Id low, Id high) { return b.op(spv::OpCompositeConstruct, uvec2, {low, high}); }
+  // The words of a pair this routine made are the words it was made of (no extract): where
+  // the pair is in reach, so are they.
+  Id lo(Id v) { return word(v, 0); }
+  Id hi(Id v) { return word(v, 1); }
+  Id pair(Id low, Id high) {
+    Id v = b.op(spv::OpCompositeConstruct, uvec2, {low, high});
+    made_.emplace(v, std::pair{low, high});
+    return v;
+  }
   // A u32 operation (op(OpIAdd, x, y), ...).
   Id op(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, u32, ids); }
   Id test(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, boolean, ids); }
@@ -43,6 +51,13 @@ class Soft64 {
     return b.op(spv::OpSelect, uvec2, {b.op(spv::OpCompositeConstruct, bvec2, {cond, cond}), x, y});
   }
   Id select32(Id cond, Id x, Id y) { return b.op(spv::OpSelect, u32, {cond, x, y}); }
+
+ private:
+  Id word(Id v, uint32_t i) {
+    if (auto it = made_.find(v); it != made_.end()) return i ? it->second.second : it->second.first;
+    return b.op(spv::OpCompositeExtract, u32, {v}, {i});
+  }
+  std::unordered_map<Id, std::pair<Id, Id>> made_;
 };
 
 }  // namespace nxv::codegen

@@ -2,6 +2,8 @@
 // an f64, correctly rounded through soft_f64_parts.h's round_pack.
 #include "codegen/soft_f64.h"
 
+#include <array>
+
 #include "codegen/soft_f64_parts.h"
 #include "codegen/soft_i64.h"
 
@@ -18,83 +20,161 @@ Id specials(Soft64& s, Id nan, Id inf_case, Id inf, Id zero_case, Id zero, Id r)
   return s.select(nan, f64_default_nan(s), s.select(inf_case, inf, s.select(zero_case, zero, r)));
 }
 
-// a * b where a or b is NaN, ±inf or ±0 (zero_b and inf_b say which b is), else r.
-Id product_specials(Soft64& s, const F64Parts& pa, const F64Parts& pb, Id zero_b, Id inf_b, Id sign, Id r) {
-  Id zero_a = f64_parts_zero(s, pa), inf_a = f64_parts_inf(s, pa);
-  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)),
-               s.either(s.both(inf_a, zero_b), s.both(zero_a, inf_b)));
-  return specials(s, nan, s.either(inf_a, inf_b), f64_signed_inf(s, sign), s.either(zero_a, zero_b),
-                  f64_signed_zero(s, sign), r);
+// Two factors' significands with their leading 1s at bit `top` (as f64_normalize gives
+// them), normalising only the one of the smaller exponent field: where both are subnormal,
+// the product (below 2^-2044) rounds to ±0, or to c's bits beside a nonzero c, whatever
+// the other's leading bit.
+std::pair<F64Normal, F64Normal> factors(Soft64& s, const F64Parts& pa, const F64Parts& pb, uint32_t top) {
+  Id swap = s.test(spv::OpULessThan, {pa.exp, pb.exp});
+  F64Parts large{pa.sign, s.select32(swap, pb.exp, pa.exp), s.select(swap, pb.frac, pa.frac)};
+  F64Parts small{pa.sign, s.select32(swap, pa.exp, pb.exp), s.select(swap, pa.frac, pb.frac)};
+  F64Normal x = f64_significand(s, large);
+  return {{x.exp, i64_shl(s, x.sig, s.c(top - 52))}, f64_normalize(s, small, top)};
 }
 
-// A 128-bit value as two uvec2 words, for fma's exact sum.
-Wide add128(Soft64& s, Wide x, Wide y) {
-  Id lo = i64_add(s, x.lo, y.lo);
-  Id carry = s.pair(s.bit(i64_compare(s, spv::OpULessThan, lo, x.lo)), s.c(0));
-  return {i64_add(s, i64_add(s, x.hi, y.hi), carry), lo};
-}
-Wide neg128(Soft64& s, Wide x) {
-  Id ones = s.c64(~0ull);
-  return add128(s, {s.b.op(spv::OpBitwiseXor, s.uvec2, {x.hi, ones}), s.b.op(spv::OpBitwiseXor, s.uvec2, {x.lo, ones})},
-                {s.c64(0), s.c64(1)});
-}
-Wide select128(Soft64& s, Id cond, Wide x, Wide y) { return {s.select(cond, x.hi, y.hi), s.select(cond, x.lo, y.lo)}; }
-
-// x >> dist with the bits shifted out jammed into bit 0, dist any u32.
-Wide shift_right_jam128(Soft64& s, Wide x, Id dist) {
-  Id words = s.test(spv::OpUGreaterThanEqual, {dist, s.c(64)});
-  x = select128(s, words, {s.c64(0), jam(s, x.hi, nonzero(s, x.lo))}, x);
-  Id d = s.select32(words, s.op(spv::OpISub, {dist, s.c(64)}), dist);
-  // Past 63 the high word is now 0 and the low one jams to its sticky bit alone.
-  Id d63 = s.b.ext(GLSLstd450UMin, s.u32, {d, s.c(63)});
-  Id carried = s.select(s.test(spv::OpIEqual, {d, s.c(0)}), s.c64(0),
-                        i64_shl(s, x.hi, s.op(spv::OpBitwiseAnd, {s.op(spv::OpISub, {s.c(64), d63}), s.c(63)})));
-  return {i64_shr(s, x.hi, d63), s.b.op(spv::OpBitwiseOr, s.uvec2, {shift_right_jam(s, x.lo, d), carried})};
+// An operand's class from its words: inf or NaN, NaN, ±0.
+struct Class {
+  Id inf_or_nan, nan, zero;
+};
+Class classify(Soft64& s, Id v) {
+  Id abs = s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)});
+  // The high word with bit 0 set where the low word is nonzero: above inf's for a NaN.
+  Id top = s.op(spv::OpBitwiseOr, {abs, s.bit(s.test(spv::OpINotEqual, {s.lo(v), s.c(0)}))});
+  return Class{s.test(spv::OpUGreaterThanEqual, {abs, s.c(0x7ff00000)}), s.test(spv::OpUGreaterThan, {top, s.c(0x7ff00000)}),
+               s.test(spv::OpIEqual, {top, s.c(0)})};
 }
 
-// The top 64 bits of a nonzero x shifted left until its leading 1 is at bit 126, with the
-// bits below jammed into bit 0, and the shift: a significand for round_pack.
-std::pair<Id, Id> normalize128(Soft64& s, Wide x) {
-  Id high_zero = i64_compare(s, spv::OpIEqual, x.hi, s.c64(0));
-  x = select128(s, high_zero, {x.lo, s.c64(0)}, x);
-  Id msb = i64_find_msb(s, x.hi);
-  Id top = s.test(spv::OpIEqual, {msb, s.c(63)});
-  // Leading bit at 63: one place right (jamming); else 62 - msb places left.
-  Id left = s.select32(top, s.c(0), s.op(spv::OpISub, {s.c(62), msb}));
-  Id funnel = s.select(s.test(spv::OpIEqual, {left, s.c(0)}), s.c64(0),
-                       i64_shr(s, x.lo, s.op(spv::OpISub, {s.c(64), left})));
-  Id up = s.b.op(spv::OpBitwiseOr, s.uvec2, {i64_shl(s, x.hi, left), funnel});
-  Id rest = nonzero(s, i64_shl(s, x.lo, left));
-  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(x.hi), s.c(1)}), s.c(0)});
-  Id down = jam(s, i64_shr(s, x.hi, s.c(1)), s.either(nonzero(s, x.lo), odd));
-  Id shift = s.op(spv::OpIAdd, {s.select32(top, s.c(~0u), left), s.select32(high_zero, s.c(64), s.c(0))});
-  return {s.select(top, down, jam(s, up, rest)), shift};
+// a * b, or a / b where `quotient`, where a or b is NaN, ±inf or ±0, else r.
+Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
+  Class ca = classify(s, a), cb = classify(s, b);
+  // Results of inf's size and of zero's (a quotient's divisor counts inversely).
+  Id big = s.either(ca.inf_or_nan, quotient ? cb.zero : cb.inf_or_nan);
+  Id small = s.either(ca.zero, quotient ? cb.inf_or_nan : cb.zero);
+  Id nan = s.either(s.either(ca.nan, cb.nan), s.both(big, small));
+  Id high = s.select32(nan, s.c(0x7ff80000), s.select32(big, s.op(spv::OpBitwiseOr, {sign, s.c(0x7ff00000)}),
+                                                        s.select32(small, sign, s.hi(r))));
+  return s.pair(s.select32(s.either(big, small), s.c(0), s.lo(r)), high);
 }
 
-// a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c).
+// A 128-bit value as four u32 words, least significant first, for fma's exact sum.
+using Words4 = std::array<Id, 4>;
+
+Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {
+  return {s.select32(cond, x[0], y[0]), s.select32(cond, x[1], y[1]), s.select32(cond, x[2], y[2]),
+          s.select32(cond, x[3], y[3])};
+}
+
+// x + y + carry (carry 0 or 1), a carry chain through OpIAddCarry.
+Words4 add4(Soft64& s, const Words4& x, const Words4& y, Id carry) {
+  Words4 r;
+  for (int i = 0; i < 3; ++i) {
+    auto [sum, out] = two_words(s, spv::OpIAddCarry, x[i], y[i]);
+    auto [with_carry, out2] = two_words(s, spv::OpIAddCarry, sum, carry);
+    r[i] = with_carry;
+    carry = s.op(spv::OpBitwiseOr, {out, out2});  // never both
+  }
+  r[3] = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {x[3], y[3]}), carry});
+  return r;
+}
+
+// x with every word XOR'd with `mask` (0 or ~0), plus `carry`: -x where mask is ~0 and
+// carry 1, x where both are 0.
+Words4 negate4_if(Soft64& s, const Words4& x, Id mask, Id carry) {
+  Words4 r;
+  for (int i = 0; i < 4; ++i) {
+    Id w = s.op(spv::OpBitwiseXor, {x[i], mask});
+    if (i == 3) {
+      r[i] = s.op(spv::OpIAdd, {w, carry});
+    } else {
+      auto [sum, out] = two_words(s, spv::OpIAddCarry, w, carry);
+      r[i] = sum, carry = out;
+    }
+  }
+  return r;
+}
+
+// x >> dist with the bits shifted out jammed into bit 0, dist any u32, for x below 2^127
+// (so that 127 places leave just the sticky bit, as any more would).
+Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(127)});
+  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {d, s.c(32)}), s.c(0)});
+  Id far = s.test(spv::OpUGreaterThanEqual, {d, s.c(64)});
+  Id zero = s.c(0);
+  // The word d / 32 places up, by the two bits of d / 32.
+  auto pick = [&](Id w0, Id w1, Id w2, Id w3) {
+    return s.select32(far, s.select32(odd, w3, w2), s.select32(odd, w1, w0));
+  };
+  Words4 from{pick(x[0], x[1], x[2], x[3]), pick(x[1], x[2], x[3], zero), pick(x[2], x[3], zero, zero),
+              pick(x[3], zero, zero, zero)};
+  // (w << 1) << (31 - m): w's low m bits at the top, 0 for m = 0 (no shift by 32).
+  auto low_bits_up = [&](Id w) { return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest}); };
+  Words4 r;
+  for (int i = 0; i < 4; ++i) {
+    r[i] = s.op(spv::OpShiftRightLogical, {from[i], m});
+    if (i < 3) r[i] = s.op(spv::OpBitwiseOr, {r[i], low_bits_up(from[i + 1])});
+  }
+  Id x01 = s.op(spv::OpBitwiseOr, {x[0], x[1]});
+  Id below = pick(zero, x[0], x01, s.op(spv::OpBitwiseOr, {x01, x[2]}));
+  Id lost = s.op(spv::OpBitwiseOr, {below, low_bits_up(from[0])});
+  r[0] = s.op(spv::OpBitwiseOr, {r[0], s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
+  return r;
+}
+
+// The top 64 bits of x shifted left until its leading 1 is at bit 127, with the bits below
+// jammed into bit 0, and the shift: a significand for round_pack (k 11). For x = 0, 0.
+std::pair<Id, Id> normalize4(Soft64& s, Words4 x) {
+  Id zero = s.c(0);
+  Id high_zero = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {x[3], x[2]}), zero});
+  x = select4(s, high_zero, {zero, zero, x[0], x[1]}, x);
+  // 63 - msb: 64 for x = 0 (msb 0xffffffff), which shifts 0 by 32 places and 0 more.
+  Id left = s.op(spv::OpISub, {s.c(63), i64_find_msb(s, s.pair(x[2], x[3]))});
+  Id m = s.op(spv::OpBitwiseAnd, {left, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {left, s.c(32)}), zero});
+  Id w3 = s.select32(odd, x[2], x[3]), w2 = s.select32(odd, x[1], x[2]), w1 = s.select32(odd, x[0], x[1]);
+  Id w0 = s.select32(odd, zero, x[0]);
+  // w << m with the next word's top m bits ((v >> 1) >> (31 - m): none for m = 0).
+  auto up = [&](Id w, Id next) {
+    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {next, s.c(1)}), rest});
+    return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w, m}), in});
+  };
+  Id lost = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w1, m}), w0});
+  Id low = s.op(spv::OpBitwiseOr, {up(w2, w1), s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
+  Id shift = s.op(spv::OpIAdd, {left, s.select32(high_zero, s.c(64), zero)});
+  return {s.pair(low, up(w3, w2)), shift};
+}
+
+// a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c);
+// a's and b's significands with their leading 1s at bit 62, c's at bit 61.
 Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id sign_c, Id zero_c) {
   // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
   // x 2^(e - 1148) for their exponents e.
-  Wide prod = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(10)));
-  Wide addend{i64_shl(s, nc.sig, s.c(9)), s.c64(0)};
+  Wide p = mul_wide(s, na.sig, nb.sig);
+  Id zero = s.c(0);
+  Words4 prod{s.lo(p.lo), s.hi(p.lo), s.lo(p.hi), s.hi(p.hi)}, addend{zero, zero, s.lo(nc.sig), s.hi(nc.sig)};
   Id ep = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(1022)});
   // The term of the larger exponent stays, the other is shifted to it (jamming).
   Id p_big = s.either(zero_c, s.test(spv::OpSGreaterThanEqual, {ep, nc.exp}));
-  Wide big = select128(s, p_big, prod, addend), small = select128(s, p_big, addend, prod);
+  Words4 big = select4(s, p_big, prod, addend), small = select4(s, p_big, addend, prod);
   Id e = s.select32(p_big, ep, nc.exp);
   Id d = s.select32(p_big, s.op(spv::OpISub, {ep, nc.exp}), s.op(spv::OpISub, {nc.exp, ep}));
-  small = shift_right_jam128(s, small, d);
+  small = shift_right_jam4(s, small, d);
+  // big - small as big + ~small + 1.
   Id subtract = s.test(spv::OpINotEqual, {sign_p, sign_c});
-  Wide sum = add128(s, big, select128(s, subtract, neg128(s, small), small));
+  Id flip = s.select32(subtract, s.c(~0u), zero);
+  Words4 sum = add4(s, big, {s.op(spv::OpBitwiseXor, {small[0], flip}), s.op(spv::OpBitwiseXor, {small[1], flip}),
+                            s.op(spv::OpBitwiseXor, {small[2], flip}), s.op(spv::OpBitwiseXor, {small[3], flip})},
+                    s.bit(subtract));
   // Negative only where the exponents differ by at most one, so exactly.
-  Id negative = s.test(spv::OpSLessThan, {s.hi(sum.hi), s.c(0)});
-  sum = select128(s, negative, neg128(s, sum), sum);
-  Id sign = s.op(spv::OpBitwiseXor,
-                 {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), s.c(0))});
+  Id negative = s.test(spv::OpSLessThan, {sum[3], zero});
+  sum = negate4_if(s, sum, s.op(spv::OpShiftRightArithmetic, {sum[3], s.c(31)}), s.bit(negative));
+  Id sign = s.op(spv::OpBitwiseXor, {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), zero)});
   // An exact zero sum is +0.
-  Id zero_sum = s.isnt(s.either(nonzero(s, sum.hi), nonzero(s, sum.lo)));
-  auto [sig, shift] = normalize128(s, sum);
-  return round_pack(s, s.select32(zero_sum, s.c(0), sign), s.op(spv::OpISub, {e, shift}), sig);
+  Id zero_sum = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {sum[0], sum[1]}),
+                                                            s.op(spv::OpBitwiseOr, {sum[2], sum[3]})}), zero});
+  auto [sig, shift] = normalize4(s, sum);
+  // One place further up than round_pack's k = 10 form: the same exponent with k = 11.
+  return round_pack(s, s.select32(zero_sum, zero, sign), s.op(spv::OpISub, {s.op(spv::OpIAdd, {e, s.c(1)}), shift}), sig, 11);
 }
 
 }  // namespace
@@ -103,37 +183,59 @@ Id f64_neg(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseXor, {s.
 Id f64_abs(Soft64& s, Id a) { return s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x7fffffffu)})); }
 
 Id f64_add(Soft64& s, Id a, Id b) {
-  // x the operand of the larger magnitude (a NaN one if any), y the other.
-  Id swap = i64_compare(s, spv::OpULessThan, f64_abs(s, a), f64_abs(s, b));
-  Id x = s.select(swap, b, a), y = s.select(swap, a, b);
-  F64Parts px = f64_unpack(s, x), py = f64_unpack(s, y);
-  // Subnormals as they are: normalize_round_pack normalises the sum.
-  F64Normal sx = f64_significand(s, px), sy = f64_significand(s, py);
-  // Both at x's exponent, 9 bits up so that y keeps guard bits and a carry fits below bit 63.
-  Id mx = i64_shl(s, sx.sig, s.c(9));
-  Id my = shift_right_jam(s, i64_shl(s, sy.sig, s.c(9)), s.op(spv::OpISub, {sx.exp, sy.exp}));
-  Id subtract = s.test(spv::OpINotEqual, {px.sign, py.sign});
+  // x the operand of the larger magnitude (a NaN one if any), y the other, word by word.
+  Id a_hi = s.hi(a), b_hi = s.hi(b), a_lo = s.lo(a), b_lo = s.lo(b);
+  Id a_abs = s.op(spv::OpBitwiseAnd, {a_hi, s.c(0x7fffffff)}), b_abs = s.op(spv::OpBitwiseAnd, {b_hi, s.c(0x7fffffff)});
+  Id high_equal = s.test(spv::OpIEqual, {a_abs, b_abs});
+  Id swap = s.b.op(spv::OpSelect, s.boolean,
+                   {high_equal, s.test(spv::OpULessThan, {a_lo, b_lo}), s.test(spv::OpULessThan, {a_abs, b_abs})});
+  Id x_hi = s.select32(swap, b_hi, a_hi), x_lo = s.select32(swap, b_lo, a_lo);
+  Id y_hi = s.select32(swap, a_hi, b_hi), y_lo = s.select32(swap, a_lo, b_lo);
+  Id subtract = s.test(spv::OpSLessThan, {s.op(spv::OpBitwiseXor, {a_hi, b_hi}), s.c(0)});
+  // x - x: +0 (and inf - inf: NaN).
+  Id cancel = s.both(subtract, s.both(high_equal, s.test(spv::OpIEqual, {a_lo, b_lo})));
+  // Exponents (a subnormal's as 1) and significands (hidden bits set), leading 1s at bit 62:
+  // 10 guard bits for y, and a carry fits below bit 64.
+  auto operand = [&](Id hi, Id lo) {
+    Id exp = s.op(spv::OpShiftRightLogical, {s.op(spv::OpBitwiseAnd, {hi, s.c(0x7fffffff)}), s.c(20)});
+    Id hidden = s.select32(s.test(spv::OpINotEqual, {exp, s.c(0)}), s.c(0x100000), s.c(0));
+    Id sig = s.pair(lo, s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}), hidden}));
+    return std::pair{s.b.ext(GLSLstd450UMax, s.u32, {exp, s.c(1)}), i64_shl(s, sig, s.c(10))};
+  };
+  auto [ex, mx] = operand(x_hi, x_lo);
+  auto [ey, my] = operand(y_hi, y_lo);
+  my = shift_right_jam(s, my, s.op(spv::OpISub, {ex, ey}));
   Id sum = s.select(subtract, i64_sub(s, mx, my), i64_add(s, mx, my));
-  // An exact zero difference is +0; a sum of zeros keeps their sign.
-  Id sign = s.select32(s.both(subtract, s.isnt(nonzero(s, sum))), s.c(0), px.sign);
-  Id r = normalize_round_pack(s, sign, sx.exp, sum);
-  Id nan = s.either(f64_parts_nan(s, px), s.both(f64_parts_inf(s, py), subtract));
-  return s.select(nan, f64_default_nan(s), s.select(f64_parts_inf(s, px), x, r));
+  // The sum's leading 1 to bit 63, but no further than to exponent 0: a sum below 2^-1022
+  // is exact (a multiple of 2^-1074 like the operands), and packs as a subnormal. Where the
+  // exponents differ by 2 or more, the sum's leading 1 is at bit 61 or up, so the sticky
+  // bit stays below the round bit.
+  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, sum)}), ex});
+  Id r = pack_rounded(s, s.op(spv::OpBitwiseAnd, {x_hi, s.c(0x80000000u)}), s.op(spv::OpISub, {ex, shift}),
+                      i64_shl(s, sum, shift), 11);
+  // x inf or NaN: x, unless y is its opposite (x NaN or inf - inf: NaN either way).
+  Id special = s.test(spv::OpUGreaterThanEqual, {s.select32(swap, b_abs, a_abs), s.c(0x7ff00000)});
+  Id finite = s.select(cancel, s.c64(0), r);
+  return s.select(special, s.select(cancel, f64_default_nan(s), s.pair(x_lo, x_hi)), finite);
 }
 
 Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }
 
 Id f64_mul(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
-  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
+  auto [na, nb] = factors(s, pa, pb, 63);
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  // [2^62, 2^63) x [2^63, 2^64): the product's high word lies in [2^61, 2^63).
-  Wide p = mul_wide(s, i64_shl(s, na.sig, s.c(10)), i64_shl(s, nb.sig, s.c(11)));
+  // [2^63, 2^64) squared: the product's high word lies in [2^62, 2^64), and round_pack
+  // wants its leading 1 at bit 62: one place down where at 63, together with the shift of a
+  // product below 2^-1022 (exp below 0).
+  Wide p = mul_wide(s, na.sig, nb.sig);
   Id sig = jam(s, p.hi, nonzero(s, p.lo));
-  Id low = s.test(spv::OpULessThan, {s.hi(sig), s.c(0x40000000)});
-  Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.select32(low, s.c(0x400), s.c(0x3ff))});
-  Id r = round_pack(s, sign, exp, s.select(low, i64_add(s, sig, sig), sig));
-  return product_specials(s, pa, pb, f64_parts_zero(s, pb), f64_parts_inf(s, pb), sign, r);
+  Id top = s.bit(s.test(spv::OpSLessThan, {s.hi(sig), s.c(0)}));
+  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(0x400)}), top});
+  Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
+  sig = shift_right_jam(s, sig, s.op(spv::OpIAdd, {top, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0))}));
+  Id r = pack_rounded(s, sign, s.select32(tiny, s.c(0), exp), sig, 10);
+  return product_specials(s, a, b, false, sign, r);
 }
 
 namespace {
@@ -194,24 +296,24 @@ Id f64_div(Soft64& s, Id a, Id b) {
   auto [q, rem] = divide(s, x, nb.sig);
   Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
   // a / b as a times 1 / b, whose zero is b's inf and whose inf is b's zero.
-  return product_specials(s, pa, pb, f64_parts_inf(s, pb), f64_parts_zero(s, pb), sign, result);
+  return product_specials(s, a, b, true, sign, result);
 }
 
 Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b), pc = f64_unpack(s, c);
+  Class ca = classify(s, a), cb = classify(s, b), cc = classify(s, c);
   Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  Id zero_c = f64_parts_zero(s, pc);
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
-  Id r = fma_finite(s, f64_normalize(s, pa), f64_normalize(s, pb), f64_normalize(s, pc), sign_p, pc.sign, zero_c);
-  Id zero_p = s.either(f64_parts_zero(s, pa), f64_parts_zero(s, pb));
-  Id inf_a = f64_parts_inf(s, pa), inf_b = f64_parts_inf(s, pb), inf_c = f64_parts_inf(s, pc);
-  Id inf_p = s.either(inf_a, inf_b);
-  Id nan = s.either(s.either(f64_parts_nan(s, pa), f64_parts_nan(s, pb)), f64_parts_nan(s, pc));
-  nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, inf_c), subtract)));
+  auto [na, nb] = factors(s, pa, pb, 62);
+  Id r = fma_finite(s, na, nb, f64_normalize(s, pc, 61), sign_p, pc.sign, cc.zero);
+  Id zero_p = s.either(ca.zero, cb.zero);
+  Id inf_p = s.either(ca.inf_or_nan, cb.inf_or_nan);
+  Id nan = s.either(s.either(ca.nan, cb.nan), cc.nan);
+  nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, cc.inf_or_nan), subtract)));
   // A zero product leaves c, but (+0) + (-0) is +0.
-  Id zero_p_result = s.select(s.both(zero_c, subtract), s.c64(0), c);
-  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(inf_c, zero_p),
-                  s.select(inf_c, c, zero_p_result), r);
+  Id zero_p_result = s.select(s.both(cc.zero, subtract), s.c64(0), c);
+  return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(cc.inf_or_nan, zero_p),
+                  s.select(cc.inf_or_nan, c, zero_p_result), r);
 }
 
 namespace {
@@ -262,7 +364,8 @@ Id f64_sqrt(Soft64& s, Id a) {
   Id t = s.op(spv::OpISub, {n.exp, s.select32(odd, s.c(1076), s.c(1075))});
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpShiftRightArithmetic, {s.op(spv::OpISub, {t, s.c(54)}), s.c(1)}), s.c(1075)});
   auto [root, rem] = square_root(s, m);
-  Id r = round_pack(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)));
+  // A root lies in [2^-537, 2^512): exp is above 0, no underflow to round through.
+  Id r = pack_rounded(s, s.c(0), exp, jam(s, i64_shl(s, root, s.c(9)), nonzero(s, rem)), 10);
   Id negative = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(f64_parts_zero(s, p)));
   return s.select(s.either(f64_parts_nan(s, p), negative), f64_default_nan(s),
                   s.select(s.either(f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));

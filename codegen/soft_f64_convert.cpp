@@ -90,27 +90,34 @@ Id shift_right_jam32(Soft64& s, Id x, Id n) {
 
 }  // namespace
 
-Id f64_is_nan(Soft64& s, Id a) { return f64_parts_nan(s, f64_unpack(s, a)); }
-Id f64_is_inf(Soft64& s, Id a) { return f64_parts_inf(s, f64_unpack(s, a)); }
+// The high word less its sign with bit 0 set where the low word is nonzero: above inf's
+// high word exactly for a NaN.
+Id magnitude_word(Soft64& s, Id a) {
+  return s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(kAbs)}), s.bit(s.isnt(is_zero32(s, s.lo(a))))});
+}
+
+Id f64_is_nan(Soft64& s, Id a) { return s.test(spv::OpUGreaterThan, {magnitude_word(s, a), s.c(0x7ff00000)}); }
+Id f64_is_inf(Soft64& s, Id a) { return s.test(spv::OpIEqual, {magnitude_word(s, a), s.c(0x7ff00000)}); }
 
 Id f64_compare(Soft64& s, spv::Op op, Id a, Id b) {
   Id unordered = s.either(f64_is_nan(s, a), f64_is_nan(s, b));
   Id zeros = is_zero32(s, s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseOr, {s.hi(a), s.hi(b)}), s.c(kAbs)}),
                                                   s.op(spv::OpBitwiseOr, {s.lo(a), s.lo(b)})}));
-  Id eq = s.either(s.all(s.b.op(spv::OpIEqual, s.bvec2, {a, b})), zeros);
-  Id ka = order_key(s, a), kb = order_key(s, b);
-  Id lt = s.both(i64_compare(s, spv::OpULessThan, ka, kb), s.isnt(zeros));
-  Id gt = s.both(i64_compare(s, spv::OpULessThan, kb, ka), s.isnt(zeros));
+  // Only the relation asked for is emitted.
+  auto eq = [&] { return s.either(s.all(s.b.op(spv::OpIEqual, s.bvec2, {a, b})), zeros); };
+  auto less = [&](Id x, Id y) {
+    return s.both(i64_compare(s, spv::OpULessThan, order_key(s, x), order_key(s, y)), s.isnt(zeros));
+  };
   // Between ordered values one of <, ==, > holds, so <= is not >.
   Id rel;
   bool ordered;
   switch (op) {
-    case spv::OpFOrdEqual: case spv::OpFUnordEqual: rel = eq; break;
-    case spv::OpFOrdNotEqual: case spv::OpFUnordNotEqual: rel = s.isnt(eq); break;
-    case spv::OpFOrdLessThan: case spv::OpFUnordLessThan: rel = lt; break;
-    case spv::OpFOrdGreaterThan: case spv::OpFUnordGreaterThan: rel = gt; break;
-    case spv::OpFOrdLessThanEqual: case spv::OpFUnordLessThanEqual: rel = s.isnt(gt); break;
-    case spv::OpFOrdGreaterThanEqual: case spv::OpFUnordGreaterThanEqual: rel = s.isnt(lt); break;
+    case spv::OpFOrdEqual: case spv::OpFUnordEqual: rel = eq(); break;
+    case spv::OpFOrdNotEqual: case spv::OpFUnordNotEqual: rel = s.isnt(eq()); break;
+    case spv::OpFOrdLessThan: case spv::OpFUnordLessThan: rel = less(a, b); break;
+    case spv::OpFOrdGreaterThan: case spv::OpFUnordGreaterThan: rel = less(b, a); break;
+    case spv::OpFOrdLessThanEqual: case spv::OpFUnordLessThanEqual: rel = s.isnt(less(b, a)); break;
+    case spv::OpFOrdGreaterThanEqual: case spv::OpFUnordGreaterThanEqual: rel = s.isnt(less(a, b)); break;
     default: throw std::invalid_argument("f64_compare: not a float comparison: opcode " + std::to_string(int(op)));
   }
   switch (op) {

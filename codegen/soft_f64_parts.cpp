@@ -6,16 +6,10 @@
 
 namespace nxv::codegen::soft {
 
-namespace {
-
-
-// A struct-valued u32 instruction (OpUMulExtended, OpIAddCarry) as its two members.
 std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y) {
   Id r = s.b.op(opcode, s.b.type_struct({s.u32, s.u32}), {x, y});
   return {s.b.op(spv::OpCompositeExtract, s.u32, {r}, {0}), s.b.op(spv::OpCompositeExtract, s.u32, {r}, {1})};
 }
-
-}  // namespace
 
 F64Parts f64_unpack(Soft64& s, Id a) {
   Id hi = s.hi(a);
@@ -45,40 +39,51 @@ F64Normal f64_significand(Soft64& s, const F64Parts& p) {
           s.pair(s.lo(p.frac), s.op(spv::OpBitwiseOr, {s.hi(p.frac), s.select32(subnormal, s.c(0), s.c(0x100000))}))};
 }
 
-F64Normal f64_normalize(Soft64& s, const F64Parts& p) {
+F64Normal f64_normalize(Soft64& s, const F64Parts& p, uint32_t top) {
   F64Normal m = f64_significand(s, p);
-  // 52 - msb: 0 for a normal operand, 53 for zero (msb 0xffffffff), so always below 64.
-  Id shift = s.op(spv::OpISub, {s.c(52), i64_find_msb(s, m.sig)});
-  return {s.op(spv::OpISub, {m.exp, shift}), i64_shl(s, m.sig, shift)};
+  // top - msb: top - 52 for a normal operand, top + 1 for zero (msb 0xffffffff): below 64.
+  Id shift = s.op(spv::OpISub, {s.c(top), i64_find_msb(s, m.sig)});
+  return {s.op(spv::OpISub, {s.op(spv::OpIAdd, {m.exp, s.c(top - 52)}), shift}), i64_shl(s, m.sig, shift)};
 }
 
 Id shift_right_jam(Soft64& s, Id a, Id dist) {
+  // A count past 63 gives what 63 gives: bit 63 (0 or 1) with every other bit jammed into it.
   Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(63)});
+  if (auto k = s.b.int_constant(d); k && *k == 0) return a;
+  // The bits shifted out: the low word's below d % 32, moved to the top of a word as
+  // (w << 1) << (31 - d % 32) (zero for d % 32 = 0, like i64_shr's crossing bits), and from
+  // 32 on the whole low word too.
+  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  auto out_of = [&](Id w) { return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest}); };
+  Id far = s.test(spv::OpUGreaterThanEqual, {d, s.c(32)});
+  Id lost = s.select32(far, s.op(spv::OpBitwiseOr, {s.lo(a), out_of(s.hi(a))}), out_of(s.lo(a)));
   Id r = i64_shr(s, a, d);
-  Id lost = i64_compare(s, spv::OpINotEqual, i64_shl(s, r, d), a);
-  Id all_out = s.test(spv::OpUGreaterThan, {dist, s.c(63)});
-  r = s.select(all_out, s.c64(0), r);
-  lost = s.select32(all_out, s.bit(s.isnt(s.is_zero64(a))), s.bit(lost));
-  return s.pair(s.op(spv::OpBitwiseOr, {s.lo(r), lost}), s.hi(r));
+  return s.pair(s.op(spv::OpBitwiseOr, {s.lo(r), s.bit(s.test(spv::OpINotEqual, {lost, s.c(0)}))}), s.hi(r));
 }
 
-Id round_pack(Soft64& s, Id sign, Id exp, Id sig) {
+Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
+  // Round up where the bits below the last place exceed half of it, or are half of it and
+  // the last place is odd (ties to even).
+  const uint32_t half = 1u << (k - 1);
+  Id low = s.lo(sig);
+  Id above_half = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {low, s.c(half)}), s.c(0)});
+  Id odd_or_more = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {low, s.c((half - 1) | (half << 1))}), s.c(0)});
+  Id q = i64_shr(s, sig, s.c(k));
+  auto [q_lo, carry] = two_words(s, spv::OpIAddCarry, s.lo(q), s.bit(s.both(above_half, odd_or_more)));
+  // The hidden bit of q (bit 52) adds one to exp, as SoftFloat's packToF64UI does; a
+  // rounding carry to bit 53 adds one more (from exp 0x7fd that gives inf's bits themselves).
+  Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {exp, s.c(20)}), s.op(spv::OpIAdd, {s.hi(q), carry})});
+  Id overflow = s.either(s.test(spv::OpUGreaterThan, {exp, s.c(0x7fe)}),
+                         s.test(spv::OpUGreaterThanEqual, {hi, s.c(0x7ff00000)}));
+  return s.pair(s.select32(overflow, s.c(0), q_lo),
+                s.op(spv::OpBitwiseOr, {sign, s.select32(overflow, s.c(0x7ff00000), hi)}));
+}
+
+Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
   Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
   sig = shift_right_jam(s, sig, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0)));
-  Id e = s.select32(tiny, s.c(0), exp);
-  Id round_bits = s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(0x3ff)});
-  Id q = i64_shr(s, i64_add(s, sig, s.c64(0x200)), s.c(10));
-  // A tie (exactly half an ulp) rounded up lands on an odd significand: clearing bit 0 gives
-  // the even neighbour.
-  Id tie = s.test(spv::OpIEqual, {round_bits, s.c(0x200)});
-  Id q_lo = s.op(spv::OpBitwiseAnd, {s.lo(q), s.select32(tie, s.c(~1u), s.c(~0u))});
-  Id zero = i64_compare(s, spv::OpIEqual, s.pair(q_lo, s.hi(q)), s.c64(0));
-  // The hidden bit of q (bit 52) adds one to e, as SoftFloat's packToF64UI does; a rounding
-  // carry to bit 53 adds one more (from e = 0x7fd that gives inf's bits themselves).
-  Id hi = s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {s.select32(zero, s.c(0), e), s.c(20)}), s.hi(q)});
-  Id overflow = s.b.op(spv::OpLogicalAnd, s.boolean,
-                       {s.b.op(spv::OpLogicalNot, s.boolean, {zero}), s.test(spv::OpSGreaterThan, {exp, s.c(0x7fd)})});
-  return s.select(overflow, f64_signed_inf(s, sign), s.pair(q_lo, s.op(spv::OpBitwiseOr, {sign, hi})));
+  Id e = s.select32(s.either(tiny, s.is_zero64(sig)), s.c(0), exp);
+  return pack_rounded(s, sign, e, sig, k);
 }
 
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig) {

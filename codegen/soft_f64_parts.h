@@ -3,6 +3,8 @@
 // wide significand to the nearest f64 (ties to even) with subnormals and overflow.
 #pragma once
 
+#include <utility>
+
 #include "codegen/soft64.h"
 
 namespace nxv::codegen::soft {
@@ -25,13 +27,14 @@ Id f64_default_nan(Soft64& s);
 Id f64_signed_inf(Soft64& s, Id sign);
 Id f64_signed_zero(Soft64& s, Id sign);
 
-// A finite operand as exponent and significand with its leading 1 at bit 52: a normal one's
-// fraction with the hidden bit, a subnormal one shifted up with the exponent lowered below 1
-// to match (value = sig * 2^(exp - 1075) in both). For ±0, sig is 0 and exp unspecified.
+// A finite operand as exponent and significand with its leading 1 at bit `top` (52 to 63): a
+// normal one's fraction with the hidden bit, a subnormal one shifted up with the exponent
+// lowered below 1 to match (value = sig * 2^(exp - 1023 - top) in both). For ±0, sig is 0
+// and exp unspecified.
 struct F64Normal {
   Id exp, sig;  // exp a signed u32
 };
-F64Normal f64_normalize(Soft64& s, const F64Parts& p);
+F64Normal f64_normalize(Soft64& s, const F64Parts& p, uint32_t top = 52);
 // The same pair before normalising: a subnormal operand's fraction at exponent 1 (sig below
 // 2^52), a normal one's with the hidden bit.
 F64Normal f64_significand(Soft64& s, const F64Parts& p);
@@ -40,16 +43,25 @@ F64Normal f64_significand(Soft64& s, const F64Parts& p);
 // sticky bit that keeps rounding exact. dist any u32 (64 and more give a != 0).
 Id shift_right_jam(Soft64& s, Id a, Id dist);
 
-// SoftFloat's roundPackToF64: the f64 nearest (ties to even) to sig * 2^(exp - 0x43c).
+// SoftFloat's roundPackToF64: the f64 nearest (ties to even) to sig * 2^(exp - 1022 - 52 - k).
 // sign 0 or 0x80000000; exp a signed u32, any value; sig a uvec2 whose leading 1 is at bit
-// 62 for a normal result, with the bits below the result's last place (10 for a normal one)
-// holding guard, round and sticky bits. exp 0 with sig below 2^62 is a subnormal one; exp
-// below 0 shifts sig right (jamming) first, so a result that underflows rounds once. Too
+// 52 + k (k 10 or 11) for a normal result, with the k bits below the result's last place
+// holding guard, round and sticky bits. exp 0 with sig below 2^(52 + k) is a subnormal one;
+// exp below 0 shifts sig right (jamming) first, so a result that underflows rounds once. Too
 // large an exponent gives ±inf; sig 0 gives ±0 whatever exp is.
-Id round_pack(Soft64& s, Id sign, Id exp, Id sig);
+Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k = 10);
+// round_pack's last step, for exp 0 up (any larger than 0x7fe gives ±inf) and sig whose
+// leading 1 is at bit 52 + k for a normal result (exp 0 with sig below 2^(52 + k) is a
+// subnormal one), the k bits below the last place holding guard, round and sticky bits.
+// sig 0 gives ±0 at exp 0 only: callers that underflow or cancel to 0 pass exp 0 with it.
+Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k);
 // round_pack after shifting any 64-bit sig so that its leading 1 is at bit 62 (adjusting
 // exp; a sig with bit 63 set is shifted right one place, jamming).
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);
+
+// A struct-valued u32 instruction (OpIAddCarry, OpISubBorrow, OpUMulExtended) as its two
+// members: the low word and the carry, borrow or high word.
+std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y);
 
 // The full 128-bit product of two uvec2s, as its high and low uvec2.
 struct Wide {

@@ -2,6 +2,7 @@
 // SPIR-V on the uvec2 form, straight-line code of selects except the long division's loop.
 #include "codegen/soft_i64.h"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -44,14 +45,37 @@ Id i64_mul(Soft64& s, Id a, Id b) {
   // (ah 2^32 + al)(bh 2^32 + bl) mod 2^64: al bl in full, the cross products' low words.
   Id al = s.lo(a), ah = s.hi(a), bl = s.lo(b), bh = s.hi(b);
   Id low = s.b.op(spv::OpUMulExtended, s.b.type_struct({s.u32, s.u32}), {al, bl});
-  Id cross = s.op(spv::OpIAdd, {s.op(spv::OpIMul, {al, bh}), s.op(spv::OpIMul, {ah, bl})});
-  return s.pair(member(s, s.u32, low, 0), s.op(spv::OpIAdd, {member(s, s.u32, low, 1), cross}));
+  // Cross products with a zero word (a widened u32) are left out.
+  auto zero = [&](Id w) { return s.b.int_constant(w) == std::optional<uint64_t>(0); };
+  Id high = member(s, s.u32, low, 1);
+  if (!zero(al) && !zero(bh)) high = s.op(spv::OpIAdd, {high, s.op(spv::OpIMul, {al, bh})});
+  if (!zero(ah) && !zero(bl)) high = s.op(spv::OpIAdd, {high, s.op(spv::OpIMul, {ah, bl})});
+  return s.pair(member(s, s.u32, low, 0), high);
 }
+
+namespace {
+// Shifts by a constant count below 64: the words moved and shifted directly.
+Id shl_by(Soft64& s, Id a, uint32_t k) {
+  if (k == 0) return a;
+  if (k >= 32) return s.pair(s.c(0), s.op(spv::OpShiftLeftLogical, {s.lo(a), s.c(k - 32)}));
+  Id high = s.op(spv::OpShiftLeftLogical, {s.hi(a), s.c(k)});
+  return s.pair(s.op(spv::OpShiftLeftLogical, {s.lo(a), s.c(k)}),
+                s.op(spv::OpBitwiseOr, {high, s.op(spv::OpShiftRightLogical, {s.lo(a), s.c(32 - k)})}));
+}
+Id shift_right_by(Soft64& s, Id a, uint32_t k, spv::Op high_shift, Id fill) {
+  if (k == 0) return a;
+  if (k >= 32) return s.pair(s.op(high_shift, {s.hi(a), s.c(k - 32)}), fill);
+  Id low = s.op(spv::OpShiftRightLogical, {s.lo(a), s.c(k)});
+  return s.pair(s.op(spv::OpBitwiseOr, {low, s.op(spv::OpShiftLeftLogical, {s.hi(a), s.c(32 - k)})}),
+                s.op(high_shift, {s.hi(a), s.c(k)}));
+}
+}  // namespace
 
 // Shifts: SPIR-V leaves a 32-bit shift by 32 or more undefined, so every word shift here
 // counts below 32: the bits crossing between words move as (w >> 1) >> (31 - m), which is
 // zero for m = 0, and counts of 32 and more select the other word shifted by count - 32 = m.
 Id i64_shl(Soft64& s, Id a, Id count) {
+  if (auto k = s.b.int_constant(count)) return shl_by(s, a, uint32_t(*k));
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id low = s.op(spv::OpShiftLeftLogical, {al, m});
@@ -64,6 +88,7 @@ Id i64_shl(Soft64& s, Id a, Id count) {
 namespace {
 // shr and sar: the high word shifted by `high_shift`, its vacated word `fill` for counts of 32 on.
 Id shift_right(Soft64& s, Id a, Id count, spv::Op high_shift, Id fill) {
+  if (auto k = s.b.int_constant(count)) return shift_right_by(s, a, uint32_t(*k), high_shift, fill);
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id high = s.op(high_shift, {ah, m});

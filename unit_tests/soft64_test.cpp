@@ -1,4 +1,7 @@
 // The emulated 64-bit values' shared steps (codegen/soft64.h): words, pairs and selects.
+#include <cstdio>
+
+#include "codegen/soft_f64.h"
 #include "soft_testing.h"
 
 namespace nxv::softtest {
@@ -21,6 +24,82 @@ TEST(Soft64, WordsAndSelectsKeepEveryBit) {
   for (size_t i = 0; i < a.size(); ++i) {
     const uint64_t swapped = (a[i] << 32) | (a[i] >> 32);
     ASSERT_EQ(r[i], (a[i] & 1) ? swapped : b[i]) << i;
+  }
+}
+
+
+// The instructions of main's body in a module computing `routine` on loaded operands, less
+// those of the same module returning its first operand: the routine's own SPIR-V size.
+size_t routine_size(int operands, const std::function<Id(Soft64&, const std::vector<Id>&)>& routine) {
+  auto body = [&](bool with_routine) {
+    spirv::Builder b;
+    Soft64 s(b);
+    Id buffer = b.storage_buffer(s.uvec2, 8, 0, false);
+    b.begin_main();
+    Id ptr = b.type_pointer(spv::StorageClassStorageBuffer, s.uvec2);
+    std::vector<Id> args;
+    for (int i = 0; i < operands; ++i)
+      args.push_back(b.op(spv::OpLoad, s.uvec2, {b.op(spv::OpAccessChain, ptr, {buffer, s.c(0), s.c(uint32_t(i))})}));
+    Id r = with_routine ? routine(s, args) : args[0];
+    b.op_void(spv::OpStore, {b.op(spv::OpAccessChain, ptr, {buffer, s.c(0), s.c(0)}), r});
+    b.end_main(1);
+    const std::vector<uint32_t> words = b.finish();
+    size_t count = 0;
+    bool inside = false;
+    for (size_t i = 5; i < words.size(); i += words[i] >> 16) {
+      const uint32_t opcode = words[i] & 0xffff;
+      if (opcode == spv::OpFunction) inside = true;
+      count += inside;
+      if (opcode == spv::OpFunctionEnd) inside = false;
+    }
+    return count;
+  };
+  return body(true) - body(false);
+}
+
+// The emulated routines' sizes, which is what emulated f64 costs a device: printed for the
+// record (bench/results) and held under budgets (a few percent above them) so that a change
+// that grows one shows here.
+TEST(Soft64, RoutineSizesStayWithinBudget) {
+  namespace soft = codegen::soft;
+  using Routine = std::function<Id(Soft64&, const std::vector<Id>&)>;
+  struct Row {
+    const char* name;
+    int operands;
+    size_t budget;
+    Routine routine;
+  };
+  const Row rows[] = {
+      {"add", 2, 140, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); }},
+      {"mul", 2, 190, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); }},
+      {"div", 2, 320, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); }},
+      {"fma", 3, 390, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); }},
+      {"sqrt", 1, 240, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sqrt(s, x[0]); }},
+      {"less than", 2, 48,
+       [](Soft64& s, const std::vector<Id>& x) {
+         return s.select(soft::f64_compare(s, spv::OpFOrdLessThan, x[0], x[1]), s.c64(1), s.c64(0));
+       }},
+      {"floor", 1, 62, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_floor(s, x[0]); }},
+      {"round_even", 1, 88, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_round_even(s, x[0]); }},
+      {"ldexp", 2, 104, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_ldexp(s, x[0], s.lo(x[1])); }},
+      {"to f32", 1, 53,
+       [](Soft64& s, const std::vector<Id>& x) {
+         Id f = soft::f64_to_f32(s, x[0]);
+         return s.pair(s.b.op(spv::OpBitcast, s.u32, {f}), s.c(0));
+       }},
+      {"from f32", 1, 30,
+       [](Soft64& s, const std::vector<Id>& x) {
+         return soft::f64_from_f32(s, s.b.op(spv::OpBitcast, s.b.type_float(32), {s.lo(x[0])}));
+       }},
+      {"from s32", 1, 23, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_from_int(s, s.lo(x[0]), 32, true); }},
+      {"to s32", 1, 23,
+       [](Soft64& s, const std::vector<Id>& x) { return s.pair(soft::f64_to_int(s, x[0], 32, true), s.c(0)); }},
+  };
+  for (const Row& row : rows) {
+    const size_t size = routine_size(row.operands, row.routine);
+    std::printf("[ size     ] %-10s %4zu instructions\n", row.name, size);
+    EXPECT_GT(size, 0u) << row.name;
+    EXPECT_LE(size, row.budget) << row.name;
   }
 }
 

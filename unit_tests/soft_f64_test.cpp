@@ -165,6 +165,66 @@ TEST(SoftF64, SubIsIeee) {
               [](const std::vector<double>& v) { return v[0] - v[1]; });
 }
 
+// A significand (52 stored bits) at the edges rounding meets: all ones (a carry into the
+// exponent), none, one set bit at the bottom or top, or random.
+uint64_t edge_fraction(std::mt19937_64& rng) {
+  switch (rng() % 5) {
+    case 0: return 0x000fffffffffffffu;
+    case 1: return 0;
+    case 2: return 1;
+    case 3: return uint64_t(1) << 51;
+    default: return rng() & 0x000fffffffffffffu;
+  }
+}
+
+// Exponent differences where the aligning and normalising shifts change shape (word and
+// guard-bit boundaries, the sticky-only clamp), with edge significands; y half an ulp of x
+// (or just off it) for ties; results crossing the subnormal boundary and overflowing.
+void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
+  static const int diffs[] = {0, 1, 2, 3, 9, 10, 11, 12, 31, 32, 33, 51, 52, 53, 54, 55, 56, 61, 62, 63, 64, 65, 66, 100};
+  const uint64_t r = rng();
+  const int diff = diffs[r % std::size(diffs)];
+  int ex;
+  switch ((r >> 8) % 4) {
+    case 0: ex = int((r >> 16) % 4); break;              // subnormal boundary
+    case 1: ex = 2046 - int((r >> 16) % 3); break;       // overflow
+    default: ex = diff + int((r >> 16) % (2047 - diff));
+  }
+  const int ey = std::max(0, ex - diff);
+  uint64_t x = (uint64_t(ex) << 52) | edge_fraction(rng);
+  uint64_t y = (uint64_t(ey) << 52) | edge_fraction(rng);
+  if ((r >> 24) % 4 == 0) y = nudge(rng, y);
+  if ((r >> 28) & 1) y ^= kSign;
+  if ((r >> 29) & 1) x ^= kSign, y ^= kSign;
+  t[0] = (r >> 30) & 1 ? y : x;
+  t[1] = (r >> 30) & 1 ? x : y;
+}
+
+TEST(SoftF64, AddAtShiftAndRoundingBoundaries) {
+  expect_ieee(cases(2, 107, aligned_sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
+              [](const std::vector<double>& v) { return v[0] + v[1]; });
+}
+
+// Factors with edge significands whose product lies around the subnormal boundary, one
+// biased exponent step at a time through the whole jamming range (and past it), or around
+// the overflow boundary.
+void underflow_product_operands(std::mt19937_64& rng, Operands& t) {
+  const uint64_t r = rng();
+  const int sum = (r & 1) ? 0x3ff - int((r >> 8) % 70) + 2 : 0x3ff + 2046 - int((r >> 8) % 4);
+  const int ea = std::clamp(int((r >> 16) % 2047), std::max(0, sum - 2046), std::min(2046, sum));
+  const uint64_t sign = (r >> 40) & 3;
+  t[0] = (sign & 1 ? kSign : 0) | (uint64_t(ea) << 52) | edge_fraction(rng);
+  t[1] = (sign & 2 ? kSign : 0) | (uint64_t(std::clamp(sum - ea, 0, 2046)) << 52) | edge_fraction(rng);
+  if ((r >> 42) % 4 == 0) t[1] = nudge(rng, t[1]);
+}
+
+TEST(SoftF64, MulAtUnderflowAndOverflowBoundaries) {
+  expect_ieee(cases(2, 108, underflow_product_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
+              [](const std::vector<double>& v) { return v[0] * v[1]; });
+}
+
 // Two factors: any, or exponents summing near the subnormal range, its boundary (0x3ff + 1
 // together), overflow, or 1.
 void product_operands(std::mt19937_64& rng, Operands& t) {
@@ -241,6 +301,27 @@ void fma_operands(std::mt19937_64& rng, Operands& t) {
 
 TEST(SoftF64, FmaIsIeee) {
   expect_ieee(cases(3, 105, fma_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); },
+              [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
+}
+
+// Products with c at exponent distances where fma's 128-bit alignment crosses a word (32,
+// 64, 96) or drops to the sticky bit alone (near 127), either side, edge significands.
+void word_boundary_fma_operands(std::mt19937_64& rng, Operands& t) {
+  static const int dists[] = {0, 1, 2, 3, 30, 31, 32, 33, 34, 52, 53, 54, 62, 63, 64, 65, 66,
+                              94, 95, 96, 97, 98, 105, 106, 107, 125, 126, 127, 128, 129, 130, 170};
+  const uint64_t r = rng();
+  const int ea = 1023 + int((r >> 8) % 100) - 50, eb = 1023 + int((r >> 16) % 100) - 50;
+  t[0] = ((r >> 40) & 1 ? kSign : 0) | (uint64_t(ea) << 52) | edge_fraction(rng);
+  t[1] = ((r >> 41) & 1 ? kSign : 0) | (uint64_t(eb) << 52) | edge_fraction(rng);
+  const int ep = ea + eb - 1023, dist = dists[r % std::size(dists)];
+  const int ec = std::clamp((r >> 42) & 1 ? ep + dist : ep - dist, 0, 2046);
+  t[2] = ((r >> 43) & 1 ? kSign : 0) | (uint64_t(ec) << 52) | edge_fraction(rng);
+  if ((r >> 44) % 4 == 0) t[2] = nudge(rng, bits_of(-(double_of(t[0]) * double_of(t[1]))));
+}
+
+TEST(SoftF64, FmaAtWordBoundaries) {
+  expect_ieee(cases(3, 109, word_boundary_fma_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); },
               [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
 }
