@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -62,13 +63,9 @@ std::optional<json> constant_in(const Node& c, DType t) {
 // The offset c with mask[..., i, j] != 0 exactly where j <= i + c, the same at every
 // position of the mask's leading axes (each of its two last axes [sq, sk] or 1, broadcast).
 // The closest to 0 where several are (a row all kept or all masked allows a range).
-std::optional<int64_t> causal_offset(const ir::Literal& mask, int64_t sq, int64_t sk) {
-  const Shape& s = mask.type.shape;
-  const int64_t dq = s.size() >= 2 ? s[s.size() - 2] : 1, dk = s.empty() ? 1 : s.back();
-  const int64_t slices = mask.type.num_elements() / std::max<int64_t>(dq * dk, 1);
-  auto kept = [&](int64_t b, int64_t i, int64_t j) {
-    return ir::get_i64(mask, (b * dq + (dq == 1 ? 0 : i)) * dk + (dk == 1 ? 0 : j)) != 0;
-  };
+// kept(b, i, j): whether slice b of the mask keeps key j for query i.
+std::optional<int64_t> causal_offset(const std::function<bool(int64_t, int64_t, int64_t)>& kept, int64_t slices,
+                                     int64_t sq, int64_t sk) {
   int64_t lo = -sq, hi = sk;  // every offset outside keeps all keys or none
   for (int64_t i = 0; i < sq; ++i) {
     int64_t c = 0;
@@ -84,6 +81,15 @@ std::optional<int64_t> causal_offset(const ir::Literal& mask, int64_t sq, int64_
       for (int64_t j = 0; j < sk; ++j)
         if (kept(b, i, j) != kept(0, i, j)) return std::nullopt;
   return std::clamp<int64_t>(0, lo, hi);
+}
+
+std::optional<int64_t> causal_offset(const ir::Literal& mask, int64_t sq, int64_t sk) {
+  const Shape& s = mask.type.shape;
+  const int64_t dq = s.size() >= 2 ? s[s.size() - 2] : 1, dk = s.empty() ? 1 : s.back();
+  const int64_t slices = mask.type.num_elements() / std::max<int64_t>(dq * dk, 1);
+  return causal_offset(
+      [&](int64_t b, int64_t i, int64_t j) { return ir::get_i64(mask, (b * dq + (dq == 1 ? 0 : i)) * dk + (dk == 1 ? 0 : j)) != 0; },
+      slices, sq, sk);
 }
 
 // What one match rewrites into: the canonical operands and the attention's attrs.
@@ -269,9 +275,11 @@ class Matcher {
     if (!fill || mask.is_tuple() || mask.type().dtype != DType::U8) return false;
     m.attrs["masked"] = *fill;
     const NodeId source = aligned_source(mask.id);
-    auto value = compile_time_value(source);
     const int64_t sq = scores_[nb()], sk = scores_[nb() + 1];
-    if (auto offset = value ? causal_offset(*value, sq, sk) : std::nullopt) {
+    auto offset = comparison_causal_offset(source, sq, sk);
+    if (!offset)
+      if (auto value = compile_time_value(source)) offset = causal_offset(*value, sq, sk);
+    if (offset) {
       m.attrs["causal"] = *offset;
     } else {
       m.mask = source;
@@ -297,6 +305,37 @@ class Matcher {
       }
       id = n.args[0];
     }
+  }
+
+  // A mask compare(row [.., sq, 1], column [.., 1, sk]) whose operands are computed at compile
+  // time (iotas and constants): its causal offset, from the operands alone, however long
+  // the sequences (the mask itself is not evaluated; at 4096 queries it has 2^24 elements).
+  std::optional<int64_t> comparison_causal_offset(NodeId id, int64_t sq, int64_t sk) const {
+    static const std::set<std::string> compares = {"greater_equal", "greater", "less_equal", "less"};
+    const Node& n = node(id);
+    if (!compares.count(n.op) || n.args.size() != 2) return std::nullopt;
+    auto vector_of = [&](NodeId a, int64_t along) -> std::optional<std::pair<ir::Literal, bool>> {
+      const Shape& s = node(a).type().shape;  // [1.., sq, 1] (rows) or [1.., 1, sk] (keys)
+      if (s.size() < 2 || std::any_of(s.begin(), s.end() - 2, [](int64_t d) { return d != 1; })) return std::nullopt;
+      const bool rows = s[s.size() - 2] == along && s.back() == 1;
+      if (!rows && !(s[s.size() - 2] == 1 && s.back() == along)) return std::nullopt;
+      auto v = compile_time_value(a);
+      if (!v) return std::nullopt;
+      return std::pair{*v, rows};
+    };
+    auto x = vector_of(n.args[0], sq), y = vector_of(n.args[1], sk);
+    if (!x || !y || !x->second || y->second) {
+      x = vector_of(n.args[0], sk), y = vector_of(n.args[1], sq);
+      if (!x || !y || x->second || !y->second) return std::nullopt;
+    }
+    const bool first_rows = x->second;
+    auto at = [](const ir::Literal& l, int64_t k) { return ir::is_float(l.type.dtype) ? ir::get_f64(l, k) : double(ir::get_i64(l, k)); };
+    return causal_offset(
+        [&](int64_t, int64_t i, int64_t j) {
+          const double a = at(x->first, first_rows ? i : j), b = at(y->first, first_rows ? j : i);
+          return n.op == "greater_equal" ? a >= b : n.op == "greater" ? a > b : n.op == "less_equal" ? a <= b : a < b;
+        },
+        1, sq, sk);
   }
 
   // A value computed from literals and iotas alone, evaluated; nothing for anything else.
