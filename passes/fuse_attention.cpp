@@ -107,7 +107,7 @@ struct Match {
 
 class Matcher {
  public:
-  Matcher(const Graph& g, int64_t row_bytes) : g_(g), row_bytes_(row_bytes) {
+  Matcher(const Graph& g, const KernelBounds& bounds) : g_(g), bounds_(bounds) {
     for (const auto& n : g.nodes)
       for (NodeId a : n.args) users_[a].insert(n.id);
     outputs_.insert(g.outputs.begin(), g.outputs.end());
@@ -126,7 +126,7 @@ class Matcher {
 
  private:
   const Graph& g_;
-  const int64_t row_bytes_;
+  const KernelBounds& bounds_;
   std::map<NodeId, std::set<NodeId>> users_;
   std::set<NodeId> outputs_;
   DType t_ = DType::F32;
@@ -369,11 +369,16 @@ class Matcher {
     return ir::interpret(sub, {}).at(0);
   }
 
-  // Rows of q, k and v that the target's kernel holds, in the type it computes in.
+  // Rows of q, k and v that the target's kernel holds, in the type it computes in; its
+  // operands and result within the buffers a kernel may bind (4 on Mali and the
+  // `vulkan-minimum` profile, where mask and bias together leave it unfused); f64 computed
+  // natively (emulated, the unfused kernels' smaller modules).
   bool fits(const Match& m) const {
     const int64_t d = m.q.head_dim(), dv = m.v.head_dim();
     const int64_t bytes = t_ == DType::F64 ? 8 : 4;
-    return ir::num_elements(scores_) > 0 && d > 0 && dv > 0 && std::max(d, dv) * bytes <= row_bytes_;
+    const size_t buffers = 4 + m.mask.has_value() + m.bias.has_value();
+    return ir::num_elements(scores_) > 0 && d > 0 && dv > 0 && std::max(d, dv) * bytes <= bounds_.attention_row_bytes &&
+           buffers <= bounds_.max_bindings && !(t_ == DType::F64 && bounds_.emulated_f64_code > 1);
   }
 
   // No intermediate is read outside the pattern, nor is an operand one of them.
@@ -394,7 +399,7 @@ class FuseAttention : public Pass {
   void run(Graph& g) override {
     if (bounds_.attention_row_bytes <= 0) return;
     std::map<NodeId, Match> matches;
-    Matcher matcher(g, bounds_.attention_row_bytes);
+    Matcher matcher(g, bounds_);
     for (const auto& n : g.nodes)
       if (auto m = matcher.match(n)) matches[n.id] = std::move(*m);
     if (matches.empty()) return;
