@@ -63,7 +63,6 @@ void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) 
   bounds.attention_row_bytes = d * 8;
 }
 
-
 namespace {
 
 using Values = spirv::Builder::Values;
@@ -252,8 +251,8 @@ class AttentionKernel : public matmul::U32Ops {
   }
 
   // Row i's value combined (by `op`) over its invocations' parts: by shuffles within the
-  // subgroup, or through shared memory between two barriers (the second before the array
-  // is written again: `after` runs between them, the partial results' loads done).
+  // subgroup, or through shared memory after a barrier (the kernel's next barrier comes
+  // before the array is written again).
   Values across_lanes(const Values& parts, const std::function<Id(Id, Id)>& op) {
     Values r = parts;
     if (t.shuffles) {
