@@ -14,26 +14,26 @@ constexpr uint32_t kRowStep = 4;
 }  // namespace
 
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes) {
-  // q's rows; k's slice transposed ([d][keys + vector], a row padded by a vector against
-  // bank conflicts) and v's ([keys][dv]), in one array or two; the probabilities
-  // [rows][keys + vector]; without shuffles, the rows' partial maxima and sums [rows][lanes].
+  // q's rows [rows][d + vector]; k's slice transposed ([d][keys + vector]) and v's
+  // ([keys][dv]), in one array or two; the probabilities [rows][keys + vector]; without
+  // shuffles, the rows' partial maxima and sums [rows][lanes]. Rows padded by a vector keep
+  // the invocations that read different rows at once off the same banks.
   const uint64_t pitch = t.keys + t.vector, k_slice = d * pitch, v_slice = uint64_t(t.keys) * dv;
-  const uint64_t elements = uint64_t(t.rows) * d + (t.own_v ? k_slice + v_slice : std::max(k_slice, v_slice)) +
+  const uint64_t elements = uint64_t(t.rows) * (d + t.vector) + (t.own_v ? k_slice + v_slice : std::max(k_slice, v_slice)) +
                             t.rows * pitch + (t.shuffles ? 0 : uint64_t(t.rows) * t.lanes);
   return elements * bytes;
 }
 
 AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t dv, int bytes) {
-  // Rows, keys per step, and invocations across the keys, largest first. On an H200
-  // (2026-11-29, docs/tuning.md), f32 q·kᵀ·v at head dim 64: 64 rows by 32 keys over 8 lanes
-  // 0.437 ms, 32 by 64 over 16 lanes 0.589, 32 by 32 over 16 lanes 0.521 (bert-base, batch 8,
-  // sequence 512); at head dim 128, 32 by 32 over 16 lanes fits 48 KiB and was the fastest.
+  // Rows, keys per step, invocations across the keys and rows per invocation, largest tiles
+  // first: the first that fits the device's shared memory is the fastest of those measured
+  // for its head dim (docs/tuning.md, "Fused attention").
   struct Shape {
-    uint32_t rows, keys, lanes;
+    uint32_t rows, keys, lanes, row_step;
   };
   const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
-  for (auto [rows, keys, lanes] : {Shape{64, 32, 8}, {32, 32, 16}, {16, 32, 16}, {16, 16, 16}}) {
-    AttentionTiles t{rows, keys, lanes, kRowStep, vector};
+  for (auto [rows, keys, lanes, row_step] : {Shape{64, 32, 8, 4}, {32, 32, 8, 2}, {32, 32, 16, 4}, {16, 32, 16, 4}, {16, 16, 16, 4}}) {
+    AttentionTiles t{rows, keys, lanes, row_step, vector};
     // A row's invocations are consecutive in a subgroup (the kernel numbers them by
     // SubgroupId and SubgroupLocalInvocationId) where subgroups hold whole rows and the
     // workgroup whole subgroups; shuffles of 4-byte values, or wider where the device has them.
@@ -69,8 +69,9 @@ using Values = spirv::Builder::Values;
 
 // One workgroup's rows of one batch element at a time. The k slice is staged transposed,
 // [d][key], and v's as [key][dv] in the same array once the scores are taken; invocation
-// (ty, tx) holds rows ty + i * (rows / row_step), and a run of keys (and of v's columns)
-// from tx times their count: neighbours read neighbouring vectors of shared memory.
+// (ty, tx) holds rows ty + i * (rows / row_step), a run of keys from tx times their count,
+// and v's columns a vector at a time, lanes vectors apart (col()): neighbours read
+// neighbouring vectors of shared memory.
 class AttentionKernel : public matmul::U32Ops {
  public:
   AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
@@ -100,7 +101,9 @@ class AttentionKernel : public matmul::U32Ops {
                 b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId));
     }
     tx = u(spv::OpUMod, place, c(t.lanes)), ty = u(spv::OpUDiv, place, c(t.lanes));
-    qs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.rows * D / V, 1)));
+    qp = uint32_t(D) + V;
+    interleave = V > 1 && OJ % V == 0 && int64_t(OJ) * t.lanes == Dv;
+    qs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.rows * qp / V, 1)));
     if (t.own_v) {
       kv_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(D * pitch / V, 1)));
       vs_ = b.workgroup_array(vec, uint32_t(std::max<int64_t>(t.keys * Dv / V, 1)));
@@ -121,7 +124,7 @@ class AttentionKernel : public matmul::U32Ops {
     const Values rows = fetch(t.rows * D, [&](Id i) {
       return read(q, bd, clamp(u(spv::OpIAdd, q0, u(spv::OpUDiv, i, c(D))), Sq), u(spv::OpUMod, i, c(D)));
     });
-    stage(t.rows * D, rows, [&](Id i, Id x) { store(qs_, i, x); });
+    stage(t.rows * D, rows, [&](Id i, Id x) { store(qs_, at(u(spv::OpUMod, i, c(D)), qp, u(spv::OpUDiv, i, c(D)), c(0)), x); });
     finish(bt, q0, key_loop(bd, q0), output);
   }
 
@@ -131,7 +134,12 @@ class AttentionKernel : public matmul::U32Ops {
   Id row(uint32_t i) const { return u(spv::OpIAdd, ty, c(int64_t(i) * TY)); }
   // This invocation's first key of a slice, and first column of the output.
   Id first_key() const { return u(spv::OpIMul, tx, c(SJ)); }
-  Id first_col() const { return u(spv::OpIMul, tx, c(OJ)); }
+  // Column j of the invocation's OJ: vectors lanes apart where they tile dv exactly, else a
+  // run from tx times OJ.
+  Id col(uint32_t j) const {
+    if (interleave) return u(spv::OpIAdd, u(spv::OpIMul, tx, c(V)), c(int64_t(j / V) * t.lanes * V + j % V));
+    return u(spv::OpIAdd, u(spv::OpIMul, tx, c(OJ)), c(j));
+  }
   Id at(Id base, uint32_t row_pitch, Id r, Id col) const { return u(spv::OpIAdd, u(spv::OpIAdd, base, u(spv::OpIMul, r, c(row_pitch))), col); }
   Id clamp(Id x, int64_t extent) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(std::max<int64_t>(extent - 1, 0))}); }
   Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
@@ -185,8 +193,8 @@ class AttentionKernel : public matmul::U32Ops {
 
   // Element i of [0, count) per trip over the workgroup, straight-line, i clamped into range:
   // read(i) for each, all loads in flight together; then write(i, value) where i < count.
-  // Reading well before writing hides the loads' latency behind the work between (k's next
-  // slice is read while the probabilities multiply v's, v's while the scores are taken).
+  // Reading well before writing hides the loads' latency behind the work between (v's slice
+  // is read while the scores are taken).
   Values fetch(int64_t count, const std::function<Id(Id)>& read) {
     Values x;
     for (int64_t s = 0; s < count; s += t.invocations()) {
@@ -285,7 +293,8 @@ class AttentionKernel : public matmul::U32Ops {
   uint32_t V = 1;
   std::vector<int64_t> batch;
   int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
-  uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0;
+  uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0, qp = 0;
+  bool interleave = false;
   Id local = 0, tx = 0, ty = 0, qs_ = 0, kv_ = 0, vs_ = 0, ps_ = 0, red_ = 0;
 };
 
@@ -295,7 +304,7 @@ Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
   const uint32_t R = t.row_step, n = R * SJ;
   Values acc = steps(std::vector<Id>(n, vt), Values(n, e.constant(ct, 0)), D, V, [&](Values s, Id d0) {
     std::vector<std::vector<Id>> x;
-    for (uint32_t i = 0; i < R; ++i) x.push_back(load_run(qs_, at(d0, uint32_t(D), row(i), c(0)), V));
+    for (uint32_t i = 0; i < R; ++i) x.push_back(load_run(qs_, at(d0, qp, row(i), c(0)), V));
     for (uint32_t l = 0; l < V; ++l) {
       const std::vector<Id> y = load_run(kv_, at(first_key(), pitch, u(spv::OpIAdd, d0, c(l)), c(0)), SJ);
       for (uint32_t i = 0; i < R; ++i)
@@ -326,17 +335,22 @@ Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
 // o + the probabilities staged in shared memory times v's staged slice.
 Values AttentionKernel::add_products(Values o) {
   const uint32_t R = t.row_step;
-  const bool whole = int64_t(OJ) * t.lanes == Dv;  // else the last runs overhang v's columns
+  const bool whole = int64_t(OJ) * t.lanes == Dv;  // else the last columns overhang v's
   return steps(std::vector<Id>(o.size(), vt), o, t.keys, V, [&](Values s, Id key0) {
     std::vector<std::vector<Id>> p;
     for (uint32_t i = 0; i < R; ++i) p.push_back(load_run(ps_, at(key0, pitch, row(i), c(0)), V));
     for (uint32_t l = 0; l < V; ++l) {
       const Id key = u(spv::OpIAdd, key0, c(l));
       std::vector<Id> w;
-      if (whole) {
-        w = load_run(vs_, at(first_col(), uint32_t(Dv), key, c(0)), OJ);
+      if (interleave) {
+        for (uint32_t j = 0; j < OJ; j += V) {
+          const std::vector<Id> x = load_run(vs_, at(col(j), uint32_t(Dv), key, c(0)), V);
+          w.insert(w.end(), x.begin(), x.end());
+        }
+      } else if (whole) {
+        w = load_run(vs_, at(col(0), uint32_t(Dv), key, c(0)), OJ);
       } else {
-        for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(vs_, at(clamp(u(spv::OpIAdd, first_col(), c(j)), Dv), uint32_t(Dv), key, c(0))));
+        for (uint32_t j = 0; j < OJ; ++j) w.push_back(load(vs_, at(clamp(col(j), Dv), uint32_t(Dv), key, c(0))));
       }
       for (uint32_t i = 0; i < R; ++i)
         for (uint32_t j = 0; j < OJ; ++j) s[i * OJ + j] = fma(p[i][l], w[j], s[i * OJ + j]);
@@ -354,11 +368,8 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   Values init(R, e.float_literal(ct, -INFINITY));
   init.resize(2 * R + O, e.constant(ct, 0));
   if (Sk == 0) return init;
-  // Carried besides: k's slice for the step, read during the previous one; k0.
-  const Values k_first = fetch_k(bd, c(0));
-  const size_t K = k_first.size();
-  types.resize(types.size() + K, vt);
-  init.insert(init.end(), k_first.begin(), k_first.end());
+  // Carried besides: k0. k's slice is read at the start of its step (reading it a step
+  // ahead, as v's is, held enough registers more to run slower: docs/tuning.md).
   types.push_back(e.u32());
   init.push_back(c(0));
   const Id end = key_end(q0);
@@ -366,7 +377,7 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
       types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
       [&](const Values& s) {
         const Id k0 = s.back();
-        stage_k(Values(s.end() - 1 - K, s.end() - 1));
+        stage_k(fetch_k(bd, k0));
         b.workgroup_barrier();
         const Values v_slice = fetch_v(bd, k0);
         const Values sc = scores(bd, q0, k0);
@@ -399,11 +410,9 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
         }
         b.workgroup_barrier();
         const Id k_next = u(spv::OpIAdd, k0, c(t.keys));
-        const Values k_slice = fetch_k(bd, k_next);  // past the end: read, never used
         const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
         std::copy(o.begin(), o.end(), next.begin() + 2 * R);
         b.workgroup_barrier();  // the slices are restaged next
-        next.insert(next.end(), k_slice.begin(), k_slice.end());
         next.push_back(k_next);
         return next;
       },
@@ -423,7 +432,7 @@ void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef&
     const Id dead = is(spv::OpFOrdEqual, state[i], e.float_literal(ct, -INFINITY));
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < OJ; ++j) {
-      const Id col = u(spv::OpIAdd, first_col(), c(j));
+      const Id col = this->col(j);
       Id out = Sk == 0 ? e.constant(ct, 0) : e.b_select(vt, dead, e.float_literal(ct, NAN), flt(spv::OpFDiv, state[2 * R + i * OJ + j], l));
       out = e.convert(out, ct, T);
       Id in = less(r, Sq);
