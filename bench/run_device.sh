@@ -210,7 +210,10 @@ case $what in
     # The GPU at its boost clock before the first row (rows warm up for 0.2 s each only).
     .gl/bin/nxv_bench --sweep --dtypes f32 --filter mlp_train_b1024 --runs 30 --warmup-ms 1500 >/dev/null
     sweep_args=(--sweep --dtypes "${SWEEP_DTYPES:-f32,bf16,f16}" --runs "${RUNS:-20}" ${BENCH_FILTER:+--filter "$BENCH_FILTER"})
-    timeout "${SWEEP_TIMEOUT:-230}" .gl/bin/nxv_bench "${sweep_args[@]}" --warmup-ms 200 --json "$out/sweep_nxv.json" \
+    # A second of warm-up per row: NVIDIA's cold compile of a cooperative-matrix kernel takes
+    # 1-4 s with the GPU idle, and 0.2 s of calls after it left the H200 below its boost clock
+    # (bf16 rows up to 4x slower than the same binary after a warm compile, 2026-11-29).
+    timeout "${SWEEP_TIMEOUT:-230}" .gl/bin/nxv_bench "${sweep_args[@]}" --warmup-ms 1000 --json "$out/sweep_nxv.json" \
       >"$out/sweep_nxv.log" 2>&1
     echo "nxv_bench: exit $?, $(grep -c TFLOP "$out/sweep_nxv.log") rows, $((SECONDS - start)) s"
     timeout $((${SWEEP_BUDGET:-560} - (SECONDS - start))) python3 bench/jax_bench.py "${sweep_args[@]}" --warmup-s 0.2 \
