@@ -36,7 +36,9 @@ AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t
     AttentionTiles t{rows, keys, lanes, row_step, vector};
     // A row's invocations are consecutive in a subgroup (the kernel numbers them by
     // SubgroupId and SubgroupLocalInvocationId) where subgroups hold whole rows and the
-    // workgroup whole subgroups; shuffles of 4-byte values, or wider where the device has them.
+    // workgroup whole subgroups, each full (the runtime requires that of the pipeline where
+    // the device offers it: runtime/pipeline_cache.h, full_subgroups); shuffles of 4-byte
+    // values, or wider where the device has them.
     const uint32_t sg = caps.subgroup_size;
     t.shuffles = caps.subgroup_shuffle && sg >= lanes && sg % lanes == 0 && t.invocations() % sg == 0 &&
                  (bytes == 4 || caps.subgroup_extended_types);

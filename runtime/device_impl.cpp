@@ -132,6 +132,21 @@ DeviceImpl::DeviceImpl(VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions op
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     chain(executables);
   }
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sizes{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  if (has_device_extension(phys_, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+    VkPhysicalDeviceFeatures2 query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &sizes};
+    vkGetPhysicalDeviceFeatures2(phys_, &query);
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT range{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &range};
+    vkGetPhysicalDeviceProperties2(phys_, &p2);
+    if (sizes.computeFullSubgroups && range.maxSubgroupSize) {
+      sizes = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+      sizes.computeFullSubgroups = VK_TRUE;
+      extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+      chain(sizes);
+      features.full_subgroups = std::max(range.maxSubgroupSize, c.subgroup_size);
+    }
+  }
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qci.queueFamilyIndex = queue_family;

@@ -202,6 +202,9 @@ Pipeline PipelineCache::create(const codegen::KernelBinary& k, const PipelineOpt
   checked.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_ROBUST_BUFFER_ACCESS_EXT;
   if (o.bounds_checked && features_.robustness == PipelineFeatures::Robustness::PerPipeline) cp.pNext = &checked;
   if (features_.capture_statistics) cp.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (features_.full_subgroups && k.workgroup_size[0] % features_.full_subgroups == 0 && k.workgroup_size[1] == 1 &&
+      k.workgroup_size[2] == 1)
+    cp.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
   VkResult r = store_->create(cp, &p.pipeline);
   vkDestroyShaderModule(device_, module, nullptr);
   vk_check(r, ("vkCreateComputePipelines for " + k.name).c_str());

@@ -45,6 +45,12 @@ struct PipelineFeatures {
   // VK_KHR_push_descriptor, with the most bindings one push may write (0 without it).
   uint32_t max_push_descriptors = 0;
   bool capture_statistics = false;  // VK_KHR_pipeline_executable_properties enabled for them
+  // Kernels number their invocations by SubgroupId x SubgroupSize + lane (attention's and the
+  // reductions' shuffles), which holds only where every subgroup is full. Where
+  // VK_EXT_subgroup_size_control's computeFullSubgroups is enabled, pipelines whose workgroup
+  // is a multiple of this many invocations (the device's largest subgroup) are created
+  // requiring full subgroups; 0 without it, where drivers fill them in practice.
+  uint32_t full_subgroups = 0;
 };
 
 class PipelineCache {
