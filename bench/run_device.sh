@@ -31,6 +31,11 @@
 #              it ("1.14:eager 1.18:device"); extra arguments go to `mix test`
 #     suites   Nx 0.7.2's own test files (scripts/nx_suite.sh) and Axon's and Scholar's suites
 #              (scripts/ext_suite.sh, checkouts in .gl/ext, packed from $NXV_EXT), concurrently
+#     serve    Nx.Serving on devices 0 and 1 (nvidia-h200-x2): nxv_bench --serve (C++) on one
+#              device and on both, bench/serving_bench.exs with one partition and with two,
+#              then bench/serving_distributed.exs (one BEAM node per device); $SERVE_BATCH
+#              (64), $SERVE_CALLERS (128), $SERVE_SECONDS (10), and $SERVE_RATE (rows/s
+#              offered, for latency at a fixed load) set them; RESULT lines in the logs
 #     exmc     bench/exmc_two_normals.exs and bench/exmc_large_data.exs in an eXMC checkout made
 #              by scripts/exmc_setup.sh (Elixir 1.18, .gl/nx-0.13), one fresh VM per model and
 #              EXMC_MODE, one after another, each under $EXMC_TIMEOUT (default 200) seconds;
@@ -180,6 +185,27 @@ exmc_runs() {
   cat "$out/exmc_results.txt"
 }
 
+# The serving benchmarks (mode serve) in a private copy of elixir/, Nx 0.7.2 and the NIF.
+serve_runs() {
+  local dir
+  dir=$(mktemp -d)
+  cp -r elixir "$dir/elixir" && cp -r .gl/nx-0.7.2 "$dir/nx" && cp bench/serving_*.exs "$dir/"
+  mkdir -p "$dir/elixir/priv" && cp .gl/bin/nxv_nif.so "$dir/elixir/priv/"
+  local env=(env PATH=/opt/nxv-otp/elixir-1.14/bin:$PATH HOME=$dir MIX_HOME=$dir/mix NXV_SKIP_NATIVE=1
+    NX_PATH=$dir/nx/nx NXV_CACHE_DIR=$dir/cache MIX_ENV=test)
+  local seconds=${SERVE_SECONDS:-10} batch=${SERVE_BATCH:-64}
+  local args=(--batch-size "$batch" --callers "${SERVE_CALLERS:-128}" --seconds "$seconds" ${SERVE_RATE:+--rate "$SERVE_RATE"})
+  (cd "$dir/elixir" && "${env[@]}" timeout 300 mix compile) >"$out/serve_setup.log" 2>&1
+  for devices in 0 0,1; do
+    timeout 120 .gl/bin/nxv_bench --serve "$seconds" --devices "$devices" --batch "$batch" >"$out/serve_cpp_${devices/,/_}.log" 2>&1
+    (cd "$dir/elixir" && "${env[@]}" timeout 200 mix run ../serving_bench.exs --devices "$devices" "${args[@]}") \
+      >"$out/serve_partitions_${devices/,/_}.log" 2>&1
+  done
+  (cd "$dir/elixir" && "${env[@]}" timeout 300 mix run ../serving_distributed.exs --devices 0,1 "${args[@]}") \
+    >"$out/serve_distributed.log" 2>&1
+  grep -h -E '^(RESULT|serve |scaling|nodes)' "$out"/serve_*.log
+}
+
 # ExUnit's last count line and the exit status of each PREFIX_*.log.
 summarise() {
   for f in "$out/$1"_*.log; do
@@ -258,6 +284,9 @@ case $what in
   exmc)
     otp_install
     exmc_runs ;;
+  serve)
+    otp_install
+    serve_runs ;;
 esac
 # At most eight files come back from $OUT: each mode's logs travel as one archive (modes
 # may run side by side).
