@@ -9,8 +9,13 @@
 namespace nxv::codegen {
 
 namespace {
-// Query rows each invocation holds (of the scores and of the output).
-constexpr uint32_t kRowStep = 4;
+// Rows, keys per step, invocations across the keys and query rows per invocation, largest
+// tiles first: the first that fits the device's shared memory is the fastest of those
+// measured for its head dim (docs/tuning.md, "Fused attention tiles").
+struct TileShape {
+  uint32_t rows, keys, lanes, row_step;
+};
+constexpr TileShape kTileShapes[] = {{64, 32, 8, 4}, {32, 32, 8, 2}, {32, 32, 16, 4}, {16, 32, 16, 4}, {16, 16, 16, 4}};
 }  // namespace
 
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes) {
@@ -25,14 +30,8 @@ uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, 
 }
 
 AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t dv, int bytes) {
-  // Rows, keys per step, invocations across the keys and rows per invocation, largest tiles
-  // first: the first that fits the device's shared memory is the fastest of those measured
-  // for its head dim (docs/tuning.md, "Fused attention").
-  struct Shape {
-    uint32_t rows, keys, lanes, row_step;
-  };
   const uint32_t vector = d % 4 == 0 && dv % 4 == 0 ? 4 : d % 2 == 0 && dv % 2 == 0 ? 2 : 1;
-  for (auto [rows, keys, lanes, row_step] : {Shape{64, 32, 8, 4}, {32, 32, 8, 2}, {32, 32, 16, 4}, {16, 32, 16, 4}, {16, 16, 16, 4}}) {
+  for (auto [rows, keys, lanes, row_step] : kTileShapes) {
     AttentionTiles t{rows, keys, lanes, row_step, vector};
     // A row's invocations are consecutive in a subgroup (the kernel numbers them by
     // SubgroupId and SubgroupLocalInvocationId) where subgroups hold whole rows and the
@@ -59,7 +58,8 @@ void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) 
   if (caps.vendor() == Vendor::Lavapipe) return;
   // The widest head dim whose smallest tiles fit in f64, as row bytes: f32 rows of twice
   // that dim fit too (the tiles' fixed part is the same number of elements).
-  const AttentionTiles smallest{16, 16, 16, kRowStep, 4};
+  const TileShape& last = std::end(kTileShapes)[-1];
+  const AttentionTiles smallest{last.rows, last.keys, last.lanes, last.row_step, 4};
   int64_t d = 0;
   while (attention_shared_bytes(smallest, d + 1, d + 1, 8) <= caps.max_shared_memory_bytes) ++d;
   bounds.attention_row_bytes = d * 8;
