@@ -2,7 +2,7 @@
 //
 //   nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] [--warmup-ms MS]
 //             [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR]
-//             [--precision highest,high,default] [--error] [--pipeline-stats]
+//             [--precision highest,high,default] [--error] [--pipeline-stats] [--dispatch-times]
 //   nxv_bench --sweep|--sweep-small|--sweep-tiny [--dtypes f32,bf16,f16] [--filter SUBSTR,...] [...]
 //   nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]
 //
@@ -12,6 +12,8 @@
 // may compute on bf16 cooperative matrices; runtime::CompileOptions::precision). --error adds,
 // for the square dots (dotN), the largest error against a float64 product of the same
 // inputs, relative to its largest element (as bench/jax_bench.py --error).
+// --pipeline-stats prints the driver's statistics of each kernel (registers, shared memory),
+// --dispatch-times each dispatch's GPU time in the last run (RuntimeOptions::dispatch_times).
 // --pipeline-stats prints, under each workload, what the driver reports of each kernel's
 // compiled pipeline (VK_KHR_pipeline_executable_properties: registers, spills, ...; nothing
 // where the device lacks it): how a kernel's tiles fit the device's registers.
@@ -77,6 +79,7 @@ struct Options {
   std::vector<codegen::Precision> precisions = {codegen::Precision::Highest};
   bool error = false;
   bool pipeline_stats = false;
+  bool dispatch_times = false;
   std::string dump_dir;
   double serve_seconds = 0;
   std::vector<std::string> devices = {""};
@@ -150,6 +153,8 @@ Options parse(int argc, char** argv) {
       o.error = true;
     } else if (a == "--pipeline-stats") {
       o.pipeline_stats = true;
+    } else if (a == "--dispatch-times") {
+      o.dispatch_times = true;
     } else if (a == "--graph") {
       o.graphs.push_back(value());
     } else if (a == "--json") {
@@ -157,7 +162,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--help" || a == "-h") {
       std::puts("usage: nxv_bench [--size small|full] [--dtypes f32,f64] [--runs N] [--warmup N] "
                 "[--warmup-ms MS] [--filter SUBSTR,...] [--device SEL] [--profile NAME] [--json FILE] [--graph FILE.json ...] [--dump DIR] "
-                "[--precision highest,high,default] [--error] [--pipeline-stats]\n"
+                "[--precision highest,high,default] [--error] [--pipeline-stats] [--dispatch-times]\n"
                 "       nxv_bench --sweep|--sweep-small|--sweep-tiny [--dtypes f32,bf16,f16] [--filter SUBSTR,...] [...]\n"
                 "       nxv_bench --serve SECONDS [--devices SEL,SEL...] [--batch N] [--json FILE]");
       std::exit(0);
@@ -177,6 +182,14 @@ bool selected(const Options& o, const std::string& name) {
   for (std::string part; std::getline(list, part, ',');)
     if (name.find(part) != std::string::npos) return true;
   return false;
+}
+
+// --dispatch-times: the last run's time per dispatch, named by kernel where the run
+// dispatched each kernel once, in order (no loops the host drives).
+void print_dispatch_times(const runtime::Executable& exe, const std::vector<double>& ms) {
+  const auto& kernels = exe.kernels();
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("  dispatch %zu %s: %.4f ms\n", i, ms.size() == kernels.size() ? kernels[i].name.c_str() : "", ms[i]);
 }
 
 ir::Literal random_input(const ir::TensorType& t, std::mt19937_64& rng) {
@@ -348,6 +361,7 @@ int main(int argc, char** argv) try {
   ro.device = o.device;
   ro.profile = o.profile;
   ro.pipeline_statistics = o.pipeline_stats;
+  ro.dispatch_times = o.dispatch_times;
   auto dev = runtime::Device::open(ro);
   std::printf("device: %s (%s)%s\n", dev->info().name.c_str(), dev->info().type.c_str(),
               dev->info().profile.empty() ? "" : (" as profile " + dev->info().profile).c_str());
@@ -429,6 +443,7 @@ int main(int argc, char** argv) try {
     if (r.error >= 0) std::printf("  error %.3g", r.error);
     if (precision != codegen::Precision::Highest) std::printf("  precision %s", r.precision.c_str());
     std::printf("\n");
+    if (o.dispatch_times) print_dispatch_times(*exe, st.dispatch_ms);
     if (o.pipeline_stats)
       for (const auto& k : exe->kernels()) {
         std::printf("  %s:", k.name.c_str());

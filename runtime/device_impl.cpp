@@ -12,6 +12,9 @@
 namespace nxv::runtime {
 
 namespace {
+// RuntimeOptions::dispatch_times: the dispatches of a submission timed one by one.
+constexpr uint32_t kDispatchStamps = 4096;
+
 bool has_device_extension(VkPhysicalDevice phys, const char* name) {
   uint32_t n = 0;
   vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
@@ -166,7 +169,7 @@ DeviceImpl::DeviceImpl(VkPhysicalDevice phys, DeviceInfo info, RuntimeOptions op
   memory_ = std::make_unique<MemoryPool>(device_, phys_, info_);
   pipelines_ = std::make_unique<PipelineCache>(device_, info_, props, cache_path(), opts_.pipeline_cache_size, features);
   submitter_ = std::make_unique<Submitter>(device_, queue_family, timestamps ? props.limits.timestampPeriod : 0.0f,
-                                           opts_.timeout_ms, info_.name, lost_);
+                                           opts_.timeout_ms, info_.name, lost_, opts_.dispatch_times ? kDispatchStamps : 0);
 }
 
 DeviceImpl::~DeviceImpl() {
@@ -337,6 +340,7 @@ void DeviceImpl::record_dispatch(VkCommandBuffer cb, SubmitContext& ctx, const P
     vkCmdDispatchIndirect(cb, static_cast<const BufferImpl&>(*indirect).alloc().buffer, indirect_offset);
   else
     vkCmdDispatch(cb, group_count[0], group_count[1], group_count[2]);
+  ctx.stamp(cb);
   check_validation("recording the dispatch of kernel " + p.kernel);
 }
 
@@ -367,9 +371,9 @@ void DeviceImpl::record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer
                   1, &region);
 }
 
-double DeviceImpl::submit(const Recording& record, std::chrono::microseconds spin) {
+double DeviceImpl::submit(const Recording& record, std::chrono::microseconds spin, std::vector<double>* dispatch_ms) {
   check_alive();
-  return submitter_->submit(record, spin);
+  return submitter_->submit(record, spin, dispatch_ms);
 }
 
 std::shared_ptr<SubmitContext> DeviceImpl::record_kept(const Recording& record) {
@@ -377,9 +381,9 @@ std::shared_ptr<SubmitContext> DeviceImpl::record_kept(const Recording& record) 
   return submitter_->record_kept(record);
 }
 
-double DeviceImpl::submit_kept(SubmitContext& ctx, std::chrono::microseconds spin) {
+double DeviceImpl::submit_kept(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms) {
   check_alive();
-  return submitter_->submit_kept(ctx, spin);
+  return submitter_->submit_kept(ctx, spin, dispatch_ms);
 }
 
 }  // namespace nxv::runtime

@@ -89,9 +89,10 @@ class DeviceImpl : public Device {
   static void record_barrier(VkCommandBuffer cb);
 
   // Submitter::submit, record_kept and submit_kept, on a device not lost.
-  double submit(const Recording& record, std::chrono::microseconds spin = std::chrono::microseconds(200));
+  double submit(const Recording& record, std::chrono::microseconds spin = std::chrono::microseconds(200),
+                std::vector<double>* dispatch_ms = nullptr);
   std::shared_ptr<SubmitContext> record_kept(const Recording& record);
-  double submit_kept(SubmitContext& ctx, std::chrono::microseconds spin);
+  double submit_kept(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms = nullptr);
   uint64_t buffers_destroyed() const { return memory_->buffers_destroyed(); }
   int64_t texel_views() const { return memory_->texel_views(); }
 

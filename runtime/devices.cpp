@@ -402,7 +402,8 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   static std::map<std::string, std::shared_ptr<Device>> open_devices;
   std::string key = resolved.device + "|" + resolved.cache_dir + "|" + std::to_string(resolved.timeout_ms) +
                     (resolved.robust_buffer_access ? "|robust" : "") + (resolved.push_descriptors ? "" : "|sets") +
-                    (resolved.pipeline_statistics ? "|statistics" : "") + "|" + resolved.profile + "|" + resolved.emulate + "|" +
+                    (resolved.pipeline_statistics ? "|statistics" : "") + (resolved.dispatch_times ? "|dispatch-times" : "") + "|" +
+                    resolved.profile + "|" + resolved.emulate + "|" +
                     std::to_string(resolved.executable_cache_size) + "|" + std::to_string(resolved.pipeline_cache_size);
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;

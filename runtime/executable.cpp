@@ -153,6 +153,7 @@ void add_stats(RunStats* into, const RunStats& s) {
   into->submits += s.submits;
   into->recorded += s.recorded;
   into->device_ms += s.device_ms;
+  into->dispatch_ms.insert(into->dispatch_ms.end(), s.dispatch_ms.begin(), s.dispatch_ms.end());
 }
 
 // Records the pending kernels and writes into `cb`, with barriers only where a command
@@ -336,7 +337,7 @@ class ExecutableImpl : public Executable {
     if (batch.empty()) return;
     const auto t0 = Clock::now();
     stats.device_ms += dev_->submit([&](VkCommandBuffer cb, SubmitContext& ctx) { record_batch(*dev_, batch, cb, ctx); },
-                                    spin());
+                                    spin(), &stats.dispatch_ms);
     stats.recorded += 1;
     finish_batch(batch, stats, t0);
   }
@@ -359,7 +360,7 @@ class ExecutableImpl : public Executable {
       stats.recorded += 1;
     }
     try {
-      stats.device_ms += dev_->submit_kept(*kept_.ctx, spin());
+      stats.device_ms += dev_->submit_kept(*kept_.ctx, spin(), &stats.dispatch_ms);
     } catch (...) {
       kept_.ctx.reset();
       throw;

@@ -65,6 +65,10 @@ struct RuntimeOptions {
   // (`nxv_bench --pipeline-stats`). Off by default: a driver may bypass its pipeline cache
   // for pipelines that capture them.
   bool pipeline_statistics = false;
+  // Time each dispatch of a submission on the GPU (RunStats::dispatch_ms), for tuning:
+  // `nxv_bench --dispatch-times`. A timestamp after every dispatch, the first 4096 of a
+  // submission; off by default, as each one waits for the compute work before it.
+  bool dispatch_times = false;
   // "" → $NXV_PROFILE → none ("none": none, whatever $NXV_PROFILE says). A device profile (runtime/profile.h: a shipped name, FILE.json
   // or FILE.json#PROFILE): the device enables, and codegen assumes, only what both the device
   // and the profile have.
@@ -180,6 +184,9 @@ struct RunStats {
   int dispatches = 0;
   int submits = 0;
   int recorded = 0;        // command buffers recorded: below `submits` where a recording was submitted again
+  // With RuntimeOptions::dispatch_times: each dispatch's GPU time in the order recorded,
+  // from the end of the one before (Submitter::submit).
+  std::vector<double> dispatch_ms;
 };
 
 class Executable {

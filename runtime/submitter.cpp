@@ -6,14 +6,18 @@
 namespace nxv::runtime {
 
 Submitter::Submitter(VkDevice device, uint32_t queue_family, float timestamp_period_ns, uint64_t timeout_ms,
-                     std::string device_name, std::atomic<bool>& lost)
+                     std::string device_name, std::atomic<bool>& lost, uint32_t dispatch_stamps)
     : device_(device), queue_family_(queue_family), timestamp_period_ns_(timestamp_period_ns), timeout_ms_(timeout_ms),
-      device_name_(std::move(device_name)), lost_(lost) {
+      dispatch_stamps_(timestamp_period_ns > 0 ? dispatch_stamps : 0), device_name_(std::move(device_name)), lost_(lost) {
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 }
 
 Submitter::~Submitter() {
   for (auto& c : idle_contexts_) destroy_context(*c);
+}
+
+void SubmitContext::stamp(VkCommandBuffer cb) {
+  if (stamps < stamp_capacity) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 + stamps++);
 }
 
 VkDescriptorSet SubmitContext::allocate_set(VkDescriptorSetLayout layout) {
@@ -73,8 +77,9 @@ std::unique_ptr<SubmitContext> Submitter::acquire_context() {
   if (timestamp_period_ns_ > 0) {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2;
+    qi.queryCount = 2 + dispatch_stamps_;
     vk_check(vkCreateQueryPool(device_, &qi, nullptr, &c->queries), "vkCreateQueryPool");
+    c->stamp_capacity = dispatch_stamps_;
   }
   guard.c = nullptr;
   return c;
@@ -91,11 +96,12 @@ void Submitter::record_into(SubmitContext& ctx, const Recording& record) {
   vk_check(vkResetCommandPool(device_, ctx.pool, 0), "vkResetCommandPool");
   for (auto p : ctx.descriptor_pools) vk_check(vkResetDescriptorPool(device_, p, 0), "vkResetDescriptorPool");
   ctx.current_pool = 0;
+  ctx.stamps = 0;
   VkCommandBuffer cb = ctx.cb;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   vk_check(vkBeginCommandBuffer(cb, &bi), "vkBeginCommandBuffer");
   if (ctx.queries) {
-    vkCmdResetQueryPool(cb, ctx.queries, 0, 2);
+    vkCmdResetQueryPool(cb, ctx.queries, 0, 2 + ctx.stamp_capacity);
     vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, ctx.queries, 0);
   }
   record(cb, ctx);
@@ -103,7 +109,7 @@ void Submitter::record_into(SubmitContext& ctx, const Recording& record) {
   vk_check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
 }
 
-double Submitter::execute(SubmitContext& ctx, std::chrono::microseconds spin) {
+double Submitter::execute(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms) {
   vk_check(vkResetFences(device_, 1, &ctx.fence), "vkResetFences");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
@@ -126,17 +132,22 @@ double Submitter::execute(SubmitContext& ctx, std::chrono::microseconds spin) {
   if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
   vk_check(r, "vkWaitForFences");
   if (!ctx.queries) return 0;
-  uint64_t ts[2] = {0, 0};
-  if (vkGetQueryPoolResults(device_, ctx.queries, 0, 2, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT) != VK_SUCCESS) return 0;
-  return double(ts[1] - ts[0]) * timestamp_period_ns_ / 1e6;
+  std::vector<uint64_t> ts(2 + ctx.stamps);
+  if (vkGetQueryPoolResults(device_, ctx.queries, 0, uint32_t(ts.size()), ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT) !=
+      VK_SUCCESS)
+    return 0;
+  const auto ms = [&](uint64_t from, uint64_t to) { return double(to - from) * timestamp_period_ns_ / 1e6; };
+  if (dispatch_ms)
+    for (uint32_t i = 0; i < ctx.stamps; ++i) dispatch_ms->push_back(ms(i ? ts[2 + i - 1] : ts[0], ts[2 + i]));
+  return ms(ts[0], ts[1]);
 }
 
-double Submitter::submit(const Recording& record, std::chrono::microseconds spin) {
+double Submitter::submit(const Recording& record, std::chrono::microseconds spin, std::vector<double>* dispatch_ms) {
   // One context per submission in flight: recording needs no lock, so many threads record at once.
   auto ctx = acquire_context();
   try {
     record_into(*ctx, record);
-    const double ms = execute(*ctx, spin);
+    const double ms = execute(*ctx, spin, dispatch_ms);
     std::lock_guard<std::mutex> lock(contexts_mutex_);
     idle_contexts_.push_back(std::move(ctx));
     return ms;
@@ -160,9 +171,9 @@ std::shared_ptr<SubmitContext> Submitter::record_kept(const Recording& record) {
   });
 }
 
-double Submitter::submit_kept(SubmitContext& ctx, std::chrono::microseconds spin) {
+double Submitter::submit_kept(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms) {
   try {
-    return execute(ctx, spin);
+    return execute(ctx, spin, dispatch_ms);
   } catch (...) {
     wait_idle();  // the GPU must not still run it when it is reused
     throw;

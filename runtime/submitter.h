@@ -20,6 +20,10 @@ class SubmitContext {
  public:
   // A descriptor set for `layout`, valid until the submission finishes.
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+  // Where the submitter times dispatches one by one: a timestamp once the work recorded so
+  // far has left the compute stage (call it after each dispatch). A no-op without them, or
+  // past their number.
+  void stamp(VkCommandBuffer cb);
 
  private:
   friend class Submitter;
@@ -28,6 +32,7 @@ class SubmitContext {
   VkCommandBuffer cb = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
   VkQueryPool queries = VK_NULL_HANDLE;
+  uint32_t stamp_capacity = 0, stamps = 0;  // per-dispatch timestamps after the two of the whole
   std::vector<VkDescriptorPool> descriptor_pools;  // grows when a graph needs more sets
   size_t current_pool = 0;
 };
@@ -37,9 +42,10 @@ using Recording = std::function<void(VkCommandBuffer, SubmitContext&)>;
 class Submitter {
  public:
   // `timestamp_period_ns` 0: the queue has no timestamps. `lost` is set when the device is
-  // lost; `device_name` names the device in timeout errors.
+  // lost; `device_name` names the device in timeout errors. `dispatch_stamps`: how many
+  // dispatches of a submission are timed one by one (SubmitContext::stamp; 0: none).
   Submitter(VkDevice device, uint32_t queue_family, float timestamp_period_ns, uint64_t timeout_ms,
-            std::string device_name, std::atomic<bool>& lost);
+            std::string device_name, std::atomic<bool>& lost, uint32_t dispatch_stamps = 0);
   ~Submitter();  // the device must be idle
   Submitter(const Submitter&) = delete;
   Submitter& operator=(const Submitter&) = delete;
@@ -47,15 +53,17 @@ class Submitter {
   // Records with `record`, submits once under the queue mutex, waits with the timeout.
   // The wait polls for up to `spin` before it sleeps on the fence: waking from that sleep
   // takes tens of microseconds, as much as a small graph's whole run.
-  // Returns device time in ms (0 when the queue has no timestamps).
-  double submit(const Recording& record, std::chrono::microseconds spin);
+  // Returns device time in ms (0 when the queue has no timestamps); appends each timed
+  // dispatch's device time to `dispatch_ms`, where given: from the end of the one before
+  // (or the start), so that transfers between count with it and overlapping kernels share.
+  double submit(const Recording& record, std::chrono::microseconds spin, std::vector<double>* dispatch_ms = nullptr);
   // A recording kept to be submitted again with submit_kept, for as long as every buffer
   // it binds stays alive: recording costs the host about a microsecond and a half per
   // dispatch on an H100, a tenth of a small training step. Dropping it gives its
   // context back.
   std::shared_ptr<SubmitContext> record_kept(const Recording& record);
   // As submit, for a kept recording; one thread at a time per recording.
-  double submit_kept(SubmitContext& ctx, std::chrono::microseconds spin);
+  double submit_kept(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms = nullptr);
 
  private:
   std::unique_ptr<SubmitContext> acquire_context();
@@ -64,7 +72,7 @@ class Submitter {
   void record_into(SubmitContext& ctx, const Recording& record);
   // Submits a recorded context under the queue mutex (the queue is externally
   // synchronised) and waits for it; device time in ms.
-  double execute(SubmitContext& ctx, std::chrono::microseconds spin);
+  double execute(SubmitContext& ctx, std::chrono::microseconds spin, std::vector<double>* dispatch_ms);
   // A context whose submission failed: destroyed once the queue is idle, so that the GPU
   // is not still reading what is freed.
   void abandon(std::unique_ptr<SubmitContext> ctx);
@@ -76,6 +84,7 @@ class Submitter {
   uint32_t queue_family_;
   float timestamp_period_ns_;
   uint64_t timeout_ms_;
+  uint32_t dispatch_stamps_;
   std::string device_name_;
   std::atomic<bool>& lost_;
   std::mutex queue_mutex_;  // vkQueueSubmit needs external synchronisation

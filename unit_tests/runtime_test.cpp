@@ -203,6 +203,41 @@ TEST(Runtime, PipelineStatisticsAreKeptOnlyWhereAskedFor) {
   for (const auto& k : again->kernels()) EXPECT_TRUE(plain->pipeline_statistics(k).empty()) << k.name;
 }
 
+// RuntimeOptions::dispatch_times: a time per dispatch of the run, in order, that together
+// make up the run's device time (the timestamps bracket the same work); none where not asked.
+TEST(Runtime, DispatchTimesAddUpToTheRunsDeviceTime) {
+  const ir::Graph softmax = ir::parse_graph(R"({"version": 1, "name": "norm", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": [1000], "attrs": {"index": 0}},
+    {"id": 1, "op": "exp", "args": [0], "type": "f32", "shape": [1000]},
+    {"id": 2, "op": "sum", "args": [1], "type": "f32", "shape": [], "attrs": {"axes": [0]}},
+    {"id": 3, "op": "broadcast", "args": [2], "type": "f32", "shape": [1000], "attrs": {"axes": [], "shape": [1000]}},
+    {"id": 4, "op": "divide", "args": [1, 3], "type": "f32", "shape": [1000]}], "outputs": [4]})");
+  const auto x = random_floats(1000, 3);
+  double total = 0;
+  for (float v : x) total += std::exp(double(v));
+  RuntimeOptions asked;
+  asked.dispatch_times = true;
+  auto dev = Device::open(asked);
+  auto exe = Executable::compile(dev, softmax);
+  ASSERT_EQ(exe->kernels().size(), 2u);  // the sum, then the division reading it
+  for (int run = 0; run < 3; ++run) {  // recorded, then the kept recording submitted again
+    RunStats st;
+    const auto out = floats(exe->run_host({f32_tensor(x)}, &st).at(0));
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(out[i], std::exp(double(x[i])) / total, 1e-6) << i;
+    ASSERT_EQ(st.dispatch_ms.size(), size_t(st.dispatches)) << "run " << run;
+    if (st.device_ms == 0) continue;  // a queue without timestamps
+    double sum = 0;
+    for (double ms : st.dispatch_ms) {
+      EXPECT_GE(ms, 0);
+      sum += ms;
+    }
+    EXPECT_LE(sum, st.device_ms + 1e-9) << "run " << run;
+  }
+  RunStats plain;
+  Executable::compile(Device::open(), softmax)->run_host({f32_tensor(x)}, &plain);
+  EXPECT_TRUE(plain.dispatch_ms.empty());
+}
+
 // lavapipe ends all loops of an invocation after 65535 steps in total (its loop limiter,
 // DeviceCaps::max_loop_steps): on its usual launch a 1024x256 . 256x1024 dot left most
 // elements unwritten or partial, and a 32x100000 row sum (one row beyond the limit) was cut
