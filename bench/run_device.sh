@@ -133,7 +133,7 @@ elixir_run() {
   [ -d ".gl/$nx" ] || { echo "no .gl/$nx: skipped" >"$log"; return; }
   local dir
   dir=$(mktemp -d)
-  cp -r elixir "$dir/elixir" && cp -r ".gl/$nx" "$dir/nx" && cp -r unit_tests "$dir/unit_tests"
+  cp -r elixir "$dir/elixir" && cp -r ".gl/$nx" "$dir/nx" && cp -r unit_tests lit_tests "$dir/"
   mkdir -p "$dir/elixir/priv" && cp .gl/bin/nxv_nif.so "$dir/elixir/priv/"
   local lazy=""
   case $mode in lazy) lazy=1 ;; device) lazy=device ;; esac
