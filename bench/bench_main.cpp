@@ -12,8 +12,8 @@
 // may compute on bf16 cooperative matrices; runtime::CompileOptions::precision). --error adds,
 // for the square dots (dotN), the largest error against a float64 product of the same
 // inputs, relative to its largest element (as bench/jax_bench.py --error).
-// --pipeline-stats prints the driver's statistics of each kernel (registers, shared memory),
-// --dispatch-times each dispatch's GPU time in the last run (RuntimeOptions::dispatch_times).
+// --dispatch-times prints, under each workload, each dispatch's GPU time in the last run
+// (RuntimeOptions::dispatch_times).
 // --pipeline-stats prints, under each workload, what the driver reports of each kernel's
 // compiled pipeline (VK_KHR_pipeline_executable_properties: registers, spills, ...; nothing
 // where the device lacks it): how a kernel's tiles fit the device's registers.

@@ -233,7 +233,7 @@ case $what in
     # Both sides within $SWEEP_BUDGET seconds (a call's limit is 600): nxv_bench stops after
     # $SWEEP_TIMEOUT, jax_bench.py (XLA compiles, autotunes, and times twice) gets the rest.
     start=$SECONDS
-    # The GPU at its boost clock before the first row (rows warm up for 0.2 s each only).
+    # The GPU at its boost clock before the first row.
     .gl/bin/nxv_bench --sweep --dtypes f32 --filter mlp_train_b1024 --runs 30 --warmup-ms 1500 >/dev/null
     sweep_args=(--sweep --dtypes "${SWEEP_DTYPES:-f32,bf16,f16}" --runs "${RUNS:-20}" ${BENCH_FILTER:+--filter "$BENCH_FILTER"})
     # A second of warm-up per row: NVIDIA's cold compile of a cooperative-matrix kernel takes

@@ -134,7 +134,7 @@ class AttentionKernel : public matmul::U32Ops {
   const ir::Node& arg(size_t i) const { return g.node(node.args.at(i)); }
   int64_t row_tiles() const { return (Sq + t.rows - 1) / t.rows; }
   Id row(uint32_t i) const { return u(spv::OpIAdd, ty, c(int64_t(i) * TY)); }
-  // This invocation's first key of a slice, and first column of the output.
+  // This invocation's first key of a slice.
   Id first_key() const { return u(spv::OpIMul, tx, c(SJ)); }
   // Column j of the invocation's OJ: vectors lanes apart where they tile dv exactly, else a
   // run from tx times OJ.
