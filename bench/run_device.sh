@@ -35,7 +35,9 @@
 #              device and on both, bench/serving_bench.exs with one partition and with two,
 #              then bench/serving_distributed.exs (one BEAM node per device); $SERVE_BATCH
 #              (64), $SERVE_CALLERS (128), $SERVE_SECONDS (10), and $SERVE_RATE (rows/s
-#              offered, for latency at a fixed load) set them; RESULT lines in the logs
+#              offered, for latency at a fixed load; several, space-separated) set them;
+#              $SERVE_PARTS ("cpp partitions null distributed"; null: serving_bench.exs
+#              --output null, Nx.Serving's ceiling) narrows it; RESULT lines in the logs
 #     exmc     bench/exmc_two_normals.exs and bench/exmc_large_data.exs in an eXMC checkout made
 #              by scripts/exmc_setup.sh (Elixir 1.18, .gl/nx-0.13), one fresh VM per model and
 #              EXMC_MODE, one after another, each under $EXMC_TIMEOUT (default 200) seconds;
@@ -194,15 +196,23 @@ serve_runs() {
   local env=(env PATH=/opt/nxv-otp/elixir-1.14/bin:$PATH HOME=$dir MIX_HOME=$dir/mix NXV_SKIP_NATIVE=1
     NX_PATH=$dir/nx/nx NXV_CACHE_DIR=$dir/cache MIX_ENV=test)
   local seconds=${SERVE_SECONDS:-10} batch=${SERVE_BATCH:-64}
-  local args=(--batch-size "$batch" --callers "${SERVE_CALLERS:-128}" --seconds "$seconds" ${SERVE_RATE:+--rate "$SERVE_RATE"})
+  local args=(--batch-size "$batch" --callers "${SERVE_CALLERS:-128}" --seconds "$seconds")
+  for rate in ${SERVE_RATE:-}; do args+=(--rate "$rate"); done
+  local parts=" ${SERVE_PARTS:-cpp partitions null distributed} "
   (cd "$dir/elixir" && "${env[@]}" timeout 300 mix compile) >"$out/serve_setup.log" 2>&1
   for devices in 0 0,1; do
-    timeout 120 .gl/bin/nxv_bench --serve "$seconds" --devices "$devices" --batch "$batch" >"$out/serve_cpp_${devices/,/_}.log" 2>&1
-    (cd "$dir/elixir" && "${env[@]}" timeout 200 mix run ../serving_bench.exs --devices "$devices" "${args[@]}") \
-      >"$out/serve_partitions_${devices/,/_}.log" 2>&1
+    [[ $parts != *" cpp "* ]] ||
+      timeout 120 .gl/bin/nxv_bench --serve "$seconds" --devices "$devices" --batch "$batch" >"$out/serve_cpp_${devices/,/_}.log" 2>&1
+    [[ $parts != *" partitions "* ]] ||
+      (cd "$dir/elixir" && "${env[@]}" timeout 200 mix run ../serving_bench.exs --devices "$devices" "${args[@]}") \
+        >"$out/serve_partitions_${devices/,/_}.log" 2>&1
+    [[ $parts != *" null "* ]] ||
+      (cd "$dir/elixir" && "${env[@]}" timeout 200 mix run ../serving_bench.exs --devices "$devices" --output null "${args[@]}") \
+        >"$out/serve_null_${devices/,/_}.log" 2>&1
   done
-  (cd "$dir/elixir" && "${env[@]}" timeout 300 mix run ../serving_distributed.exs --devices 0,1 "${args[@]}") \
-    >"$out/serve_distributed.log" 2>&1
+  [[ $parts != *" distributed "* ]] ||
+    (cd "$dir/elixir" && "${env[@]}" timeout 300 mix run ../serving_distributed.exs --devices 0,1 "${args[@]}") \
+      >"$out/serve_distributed.log" 2>&1
   grep -h -E '^(RESULT|serve |scaling|nodes)' "$out"/serve_*.log
 }
 

@@ -10,8 +10,8 @@
 # opened with another :timeout).
 #
 #   cd elixir && NX_PATH=... mix run ../bench/serving_bench.exs \
-#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--rate ROWS_PER_S]
-#     [--output host|device] [--json FILE]
+#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--rate ROWS_PER_S ...]
+#     [--output host|device|null] [--json FILE]
 Code.require_file("serving_model.exs", __DIR__)
 
 defmodule ServingBench do
@@ -23,12 +23,13 @@ defmodule ServingBench do
     names = Enum.map(partitions, &ServingModel.device_name(&1[:device]))
 
     results =
-      for rate <- [nil | List.wrap(opts[:rate])] do
+      for rate <- [nil | Keyword.get_values(opts, :rate)] do
         {latencies, seconds} = ServingModel.load(__MODULE__, opts[:callers], opts[:seconds], rate)
 
         result = %{
           device: names,
           partitions: length(partitions),
+          output: output,
           batch_size: batch_size,
           callers: opts[:callers],
           rate: rate,
@@ -40,7 +41,7 @@ defmodule ServingBench do
         }
 
         IO.puts(
-          "RESULT partitions=#{result.partitions} (#{Enum.join(names, ", ")}) offered=#{rate || "closed-loop"} " <>
+          "RESULT partitions=#{result.partitions} (#{Enum.join(names, ", ")}) output=#{output} offered=#{rate || "closed-loop"} " <>
             "batch_size=#{batch_size} callers=#{result.callers}: #{result.rows_per_s} rows/s, " <>
             "~#{Float.round(result.rows_per_s / batch_size, 1)} batches/s, p50 #{result.p50_ms} ms, p99 #{result.p99_ms} ms"
         )
@@ -61,7 +62,7 @@ end
       batch_size: :integer,
       callers: :integer,
       seconds: :integer,
-      rate: :integer,
+      rate: [:integer, :keep],
       json: :string,
       output: :string
     ]

@@ -2,10 +2,10 @@
 # that device and serving serving_model.exs's MLP under one name; this node serves nothing
 # and sends requests with `batched_run({:distributed, name}, ...)`, which Nx spreads over the
 # nodes. Rows/s and p50/p99 latency with the first node alone, then with all of them
-# (closed loop, and at --rate rows/s offered when given); the ratio is the scaling.
+# (closed loop, and at each --rate rows/s offered); the ratio is the scaling.
 #
 #   cd elixir && NX_PATH=... mix run ../bench/serving_distributed.exs \
-#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--rate ROWS_PER_S] [--json FILE]
+#     [--devices 0,1] [--batch-size 64] [--callers 128] [--seconds 10] [--rate ROWS_PER_S ...] [--json FILE]
 Code.require_file("serving_model.exs", __DIR__)
 
 defmodule ServingDistributed do
@@ -67,7 +67,7 @@ defmodule ServingDistributed do
   end
 
   defp measure(nodes, opts) do
-    for rate <- [nil | List.wrap(opts[:rate])] do
+    for rate <- [nil | Keyword.get_values(opts, :rate)] do
       {latencies, seconds} = ServingModel.load({:distributed, @name}, opts[:callers], opts[:seconds], rate)
 
       result = %{
@@ -92,7 +92,7 @@ end
 
 {opts, _, _} =
   OptionParser.parse(System.argv(),
-    strict: [devices: :string, batch_size: :integer, callers: :integer, seconds: :integer, rate: :integer, json: :string]
+    strict: [devices: :string, batch_size: :integer, callers: :integer, seconds: :integer, rate: [:integer, :keep], json: :string]
   )
 
 ServingDistributed.run(Keyword.merge([devices: "0,1", batch_size: 64, callers: 128, seconds: 10], opts))
