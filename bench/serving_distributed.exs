@@ -22,7 +22,10 @@ defmodule ServingDistributed do
       |> Enum.with_index()
       |> Enum.map_reduce([], fn {device, i}, results ->
         node = start_node(i, device, model, opts[:batch_size])
-        if i == 0 or i == length(devices) - 1, do: {node, results ++ measure(i + 1, opts)}, else: {node, results}
+
+        if i == 0 or i == length(devices) - 1,
+          do: {node, results ++ measure(i + 1, opts)},
+          else: {node, results}
       end)
 
     IO.puts("nodes: #{Enum.map_join(Enum.zip(nodes, devices), ", ", fn {n, d} -> "#{n} (device #{d})" end)}")
@@ -92,7 +95,14 @@ end
 
 {opts, _, _} =
   OptionParser.parse(System.argv(),
-    strict: [devices: :string, batch_size: :integer, callers: :integer, seconds: :integer, rate: [:integer, :keep], json: :string]
+    strict: [
+      devices: :string,
+      batch_size: :integer,
+      callers: :integer,
+      seconds: :integer,
+      rate: [:integer, :keep],
+      json: :string
+    ]
   )
 
 ServingDistributed.run(Keyword.merge([devices: "0,1", batch_size: 64, callers: 128, seconds: 10], opts))

@@ -37,8 +37,9 @@ defmodule ServingModel do
   # nothing and answers zeros: the same partitions and callers measure Nx.Serving's own
   # ceiling, the rows/s that no compiler can raise.
   def serving(params, batch_size, devices, output) do
-    defn_opts = [compiler: Nx.Vulkan, output: if(output == :null, do: :host, else: output)] ++
-      if(devices, do: [devices: devices], else: [])
+    defn_opts =
+      [compiler: Nx.Vulkan, output: if(output == :null, do: :host, else: output)] ++
+        if(devices, do: [devices: devices], else: [])
 
     Nx.Serving.new(
       fn
@@ -47,13 +48,13 @@ defmodule ServingModel do
           fn _batch -> zeros end
 
         opts ->
-        device_opts = Keyword.take(opts, [:device, :cache_dir, :timeout])
-        params = Nx.backend_copy(params, {Nx.Vulkan.Backend, device_opts})
-        predict = Nx.Defn.jit(&predict/2, opts)
+          device_opts = Keyword.take(opts, [:device, :cache_dir, :timeout])
+          params = Nx.backend_copy(params, {Nx.Vulkan.Backend, device_opts})
+          predict = Nx.Defn.jit(&predict/2, opts)
 
-        fn batch ->
-          predict.(params, pad(batch, batch_size))
-        end
+          fn batch ->
+            predict.(params, pad(batch, batch_size))
+          end
       end,
       defn_opts
     )
@@ -85,7 +86,10 @@ defmodule ServingModel do
       )
 
     Process.unlink(sup)
-    partitions = Nx.Vulkan.__partitions_options__([compiler: Nx.Vulkan] ++ if(devices, do: [devices: devices], else: []))
+
+    partitions =
+      Nx.Vulkan.__partitions_options__([compiler: Nx.Vulkan] ++ if(devices, do: [devices: devices], else: []))
+
     for _ <- partitions, do: Nx.Serving.batched_run({:local, name}, Nx.Batch.concatenate([row()]))
     partitions
   end
@@ -106,7 +110,9 @@ defmodule ServingModel do
     latencies =
       1..callers
       |> Task.async_stream(
-        fn i -> loop(target, row, start + div((interval || 0) * (i - 1), callers), interval, deadline, []) end,
+        fn i ->
+          loop(target, row, start + div((interval || 0) * (i - 1), callers), interval, deadline, [])
+        end,
         max_concurrency: callers,
         timeout: :infinity
       )
