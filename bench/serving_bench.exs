@@ -55,17 +55,4 @@ defmodule ServingBench do
   end
 end
 
-{opts, _, _} =
-  OptionParser.parse(System.argv(),
-    strict: [
-      devices: :string,
-      batch_size: :integer,
-      callers: :integer,
-      seconds: :integer,
-      rate: [:integer, :keep],
-      json: :string,
-      output: :string
-    ]
-  )
-
-ServingBench.run(Keyword.merge([batch_size: 64, callers: 128, seconds: 10], opts))
+ServingBench.run(ServingModel.options(System.argv(), output: :string))

@@ -93,16 +93,4 @@ defmodule ServingDistributed do
   end
 end
 
-{opts, _, _} =
-  OptionParser.parse(System.argv(),
-    strict: [
-      devices: :string,
-      batch_size: :integer,
-      callers: :integer,
-      seconds: :integer,
-      rate: [:integer, :keep],
-      json: :string
-    ]
-  )
-
-ServingDistributed.run(Keyword.merge([devices: "0,1", batch_size: 64, callers: 128, seconds: 10], opts))
+ServingDistributed.run(ServingModel.options(System.argv(), [], devices: "0,1"))

@@ -141,6 +141,22 @@ defmodule ServingModel do
     end
   end
 
+  # The benches' command line: the options both take, and `extra` (OptionParser's strict
+  # form), over the defaults and `defaults`. --rate may be given several times.
+  def options(argv, extra, defaults \\ []) do
+    strict = [
+      devices: :string,
+      batch_size: :integer,
+      callers: :integer,
+      seconds: :integer,
+      rate: [:integer, :keep],
+      json: :string
+    ]
+
+    {opts, _, _} = OptionParser.parse(argv, strict: strict ++ extra)
+    Keyword.merge([batch_size: 64, callers: 128, seconds: 10] ++ defaults, opts)
+  end
+
   # The p-th percentile (0..1) of sorted microsecond latencies, in ms.
   def percentile([], _p), do: nil
   def percentile(sorted, p), do: Enum.at(sorted, min(length(sorted) - 1, trunc(p * length(sorted)))) / 1000
