@@ -10,9 +10,11 @@
 #                                      NXV_EXMC and NXV_JASON (eXMC and Jason source trees),
 #                                      their sources in .gl/exmc
 #   bash bench/run_device.sh MODE [gtest filter]   there:
-#     tests    the unit suite (optionally filtered)
+#     tests    the unit suite (optionally filtered), in $NXV_TEST_SHARDS (4) processes
 #     bench    nxv_bench and jax_bench.py, full size
-#     compare  .gl/base/nxv_bench against .gl/bin/nxv_bench, alternating, $ROUNDS (default 2) rounds
+#     compare  .gl/base/nxv_bench against .gl/bin/nxv_bench, alternating, $ROUNDS (default 2) rounds,
+#              each with $COMPARE_ARGS (default "--size full --runs 10"), then jax_bench.py's
+#              full rows unless $COMPARE_JAX is 0
 #     scan     the cumsum rows (and copy, sum) against jnp.cumsum
 #     sweep    the dense sweep (bench/sweep.cpp, 59 shapes of BERT, GPT-2, ViT-B/16, ResNet-50
 #              and MLPs) in nxv_bench and jax_bench.py, then bench/sweep_report.py's table
@@ -226,16 +228,25 @@ summarise() {
 
 case $what in
   tests | all)
-    NXV_TEST_DATA=$PWD/unit_tests .gl/bin/nxv_unit_tests --gtest_brief=1 ${1:+--gtest_filter=$1} 2>&1 | tail -25 ;;&
+    # In $NXV_TEST_SHARDS (default 4) processes side by side, each with its own pipeline cache:
+    # the suite is bound by shader compiles on the CPU (one process took 361 s on the H200).
+    shards=${NXV_TEST_SHARDS:-4}
+    for i in $(seq 0 $((shards - 1))); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i NXV_CACHE_DIR=$(mktemp -d) NXV_TEST_DATA=$PWD/unit_tests \
+        .gl/bin/nxv_unit_tests --gtest_brief=1 ${1:+--gtest_filter=$1} >"$out/unit_$i.log" 2>&1 &
+    done
+    wait
+    grep -h -v '^Running main' "$out"/unit_*.log | tail -60 ;;&
   bench | all)
     .gl/bin/nxv_bench --size full --runs 30 --json "$out/nxv.json"
     python3 bench/jax_bench.py --size full --runs 30 --json "$out/jax.json" ;;
   compare)
+    read -ra compare_args <<<"${COMPARE_ARGS:---size full --runs 10}"
     for round in $(seq "${ROUNDS:-2}"); do
-      .gl/base/nxv_bench --size full --runs 10 --json "$out/base_$round.json" >/dev/null
-      .gl/bin/nxv_bench --size full --runs 10 --json "$out/new_$round.json" >/dev/null
+      .gl/base/nxv_bench "${compare_args[@]}" --json "$out/base_$round.json" >/dev/null
+      .gl/bin/nxv_bench "${compare_args[@]}" --json "$out/new_$round.json" >/dev/null
     done
-    python3 bench/jax_bench.py --size full --runs 30 --json "$out/jax.json" ;;
+    [ "${COMPARE_JAX:-1}" = 0 ] || python3 bench/jax_bench.py --size full --runs 30 --json "$out/jax.json" ;;
   scan)
     .gl/bin/nxv_bench --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/nxv_scan.json"
     python3 bench/jax_bench.py --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/jax_scan.json"
