@@ -1,9 +1,9 @@
 // Register and storage types, loads/stores, normalisation and conversions.
 //
-// f16 and bf16 are stored as 16-bit integers and converted with integer code:
-// that needs only 16-bit storage (no Float16 arithmetic) and makes the
-// rounding exact and device-independent. bf16 rounding follows Nx, which
-// writes the high half of the f32 value (truncation), NaN as 0x7FC0.
+// f16 and bf16 are stored as 16-bit integers. f16 converts with the hardware's
+// conversions where the device rounds f16 results to nearest even and keeps Inf and NaN,
+// else with integer code, which needs only 16-bit storage; both are exact. bf16 rounding
+// follows Nx, which writes the high half of the f32 value (truncation), NaN as 0x7FC0.
 // Without 8/16-bit storage, narrow tensors keep their host layout in buffers declared as
 // 32-bit words (Emitter::packed): loads extract an element, stores replace it with two
 // atomics, since neighbours in a word may be written by other invocations.
@@ -99,6 +99,45 @@ Id f16_bits_to_f32(Emitter& e, Id h) {
   return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {sign, mag})});
 }
 
+// The hardware's conversions (Emitter::hardware_f16), of magnitudes only: the sign goes on
+// and off as a bit, and NaN is told on the bits, so that no rounding mode or float rule of
+// the driver's can touch a zero's sign. f16's subnormal range is done in f32 arithmetic: the
+// device may flush f16 subnormals (few promise shaderDenormPreserveFloat16, lavapipe
+// included); the bits of |f| below 2^-14 are |f| 2^24 rounded to even, 0x0400 (2^-14
+// itself) included. Halves travel as a 2-vector bitcast to and from a 32-bit word, so that
+// no 16-bit integer register is needed.
+Id f32_to_f16_bits_hw(Emitter& e, Id f) {
+  auto& b = e.b;
+  b.note_f16_conversion();
+  Id u = e.u32(), f32 = b.type_float(32), pair = b.type_vector(b.type_float(16), 2);
+  Id bits = b.op(spv::OpBitcast, u, {f});
+  Id mag = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x7FFFFFFF)});
+  Id a = b.op(spv::OpBitcast, f32, {mag});
+  Id half = b.op(spv::OpFConvert, b.type_float(16), {a});
+  Id word = b.op(spv::OpBitcast, u, {b.op(spv::OpCompositeConstruct, pair, {half, half})});
+  Id hw = b.op(spv::OpBitwiseAnd, u, {word, e.u32c(0xFFFF)});
+  Id m = b.op(spv::OpConvertFToU, u, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {a, b.const_f32(16777216.0f)})})});
+  Id sign = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {bits, e.u32c(16)}), e.u32c(0x8000)});
+  Id tiny = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x38800000)});  // below 2^-14
+  Id h = b.op(spv::OpBitwiseOr, u, {e.b_select(u, tiny, m, hw), sign});
+  return e.b_select(u, b.op(spv::OpUGreaterThan, e.boolean(), {mag, e.u32c(0x7F800000)}), e.u32c(0x7E00), h);
+}
+
+Id f16_bits_to_f32_hw(Emitter& e, Id h) {
+  auto& b = e.b;
+  b.note_f16_conversion();
+  Id u = e.u32(), f32 = b.type_float(32), f16 = b.type_float(16);
+  Id mag = b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x7FFF)});
+  Id half = b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, b.type_vector(f16, 2), {mag})}, {0});
+  Id hw = b.op(spv::OpFConvert, f32, {half});
+  Id sub = b.op(spv::OpFMul, f32, {b.op(spv::OpConvertUToF, f32, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x3FF)})}),
+                                   b.const_f32(1.0f / 16777216.0f)});
+  Id subnormal = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x0400)});
+  Id r = b.op(spv::OpBitcast, u, {e.b_select(f32, subnormal, sub, hw)});
+  Id sign = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x8000)}), e.u32c(16)});
+  return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {r, sign})});
+}
+
 Id f32_to_bf16_bits(Emitter& e, Id f) {
   auto& b = e.b;
   Id u = e.u32();
@@ -132,7 +171,8 @@ Id Emitter::to_bits(Id v, DType t) {
   switch (t) {
     case DType::F16: {
       auto known = f16_bits_.find(v);
-      return known != f16_bits_.end() ? known->second : f32_to_f16_bits(*this, v);
+      if (known != f16_bits_.end()) return known->second;
+      return hardware_f16() ? f32_to_f16_bits_hw(*this, v) : f32_to_f16_bits(*this, v);
     }
     case DType::BF16: return f32_to_bf16_bits(*this, v);
     case DType::F32:
@@ -143,7 +183,7 @@ Id Emitter::to_bits(Id v, DType t) {
 
 Id Emitter::from_bits(Id bits, DType t) {
   switch (t) {
-    case DType::F16: return f16_bits_to_f32(*this, bits);
+    case DType::F16: return hardware_f16() ? f16_bits_to_f32_hw(*this, bits) : f16_bits_to_f32(*this, bits);
     case DType::BF16: return bf16_bits_to_f32(*this, bits);
     case DType::F32:
     case DType::F64: return b.op(spv::OpBitcast, reg_type(t), {bits});
@@ -231,8 +271,8 @@ Id Emitter::normalize(Id v, DType t) {
     case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
     case DType::F16: {
       if (f16_bits_.count(v)) return v;
-      Id bits = f32_to_f16_bits(*this, v);
-      Id r = f16_bits_to_f32(*this, bits);
+      Id bits = to_bits(v, t);
+      Id r = from_bits(bits, t);
       f16_bits_[r] = bits;
       return r;
     }
@@ -364,9 +404,20 @@ Id Emitter::to_bool(Id v, DType t) {
   return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
 }
 
+bool Emitter::hardware_f16() const { return converts_f16_in_hardware(caps); }
+
 // Asks the driver to keep Nx's float semantics: no fast-math folding of -0.0/Inf/NaN,
-// no flushing of denormals, where the device can promise it for a width the module uses.
+// no flushing of denormals, where the device can promise it for a width the module uses;
+// f16 conversions round to nearest even (the hardware path is taken only where the device
+// promises both).
 void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps) {
+  if (b.converts_f16()) {
+    b.extension("SPV_KHR_float_controls");
+    b.capability(spv::CapabilitySignedZeroInfNanPreserve);
+    b.execution_mode(spv::ExecutionModeSignedZeroInfNanPreserve, {16u});
+    b.capability(spv::CapabilityRoundingModeRTE);
+    b.execution_mode(spv::ExecutionModeRoundingModeRTE, {16u});
+  }
   for (int bits : {32, 64}) {
     if (!b.uses_float(bits)) continue;
     bool nan = bits == 32 ? caps.preserve_signed_zero_inf_nan_f32 : caps.preserve_signed_zero_inf_nan_f64;

@@ -140,6 +140,8 @@ class Emitter {
   void store_vector(const BufferRef& buf, Id at, Id vector);
   // The value's bit pattern in an integer register of its register width, and back.
   Id to_bits(Id v, ir::DType t);
+  // f16 converts with OpFConvert rather than integer code (emit_types.cpp says when).
+  bool hardware_f16() const;
   Id from_bits(Id bits, ir::DType t);
   // Restores the register invariant after an op whose raw result may leave it.
   Id normalize(Id v, ir::DType t);

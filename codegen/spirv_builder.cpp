@@ -89,6 +89,7 @@ Id Builder::type_float(int bits) {
     return emulated_f64_;
   }
   if (bits == 64) capability(spv::CapabilityFloat64);
+  if (bits == 16) capability(spv::CapabilityFloat16);
   Id id = declare_type(spv::OpTypeFloat, {uint32_t(bits)});
   scalar_bytes_[id] = bits / 8;
   return id;

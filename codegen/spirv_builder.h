@@ -87,6 +87,10 @@ class Builder {
   // Size of a scalar int/float type declared through this builder.
   int type_bytes(Id scalar_type) const { return scalar_bytes_.at(scalar_type); }
   bool uses_float(int bits) const { return types_.count({uint32_t(spv::OpTypeFloat), uint32_t(bits)}) > 0; }
+  // Whether the module converts to f16 in hardware (declare_float_controls asks the device
+  // for round-to-nearest-even f16 results then); a kernel's f16 fragments alone do not.
+  void note_f16_conversion() { converts_f16_ = true; }
+  bool converts_f16() const { return converts_f16_; }
   Id type_vector(Id elem, uint32_t n);
   Id type_pointer(spv::StorageClass sc, Id pointee);
   Id type_function(Id ret, const std::vector<Id>& params);
@@ -226,6 +230,7 @@ class Builder {
   Words finish();
 
  private:
+  bool converts_f16_ = false;
   struct Block;
   struct Phi {
     Id result, type;  // type: as declared (an emulated type's uvec2)

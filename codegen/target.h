@@ -84,6 +84,10 @@ struct DeviceCaps {
   bool preserve_signed_zero_inf_nan_f64 = false;
   bool preserve_denorms_f32 = false;
   bool preserve_denorms_f64 = false;
+  // f16 results of conversions rounded to nearest even (shaderRoundingModeRTEFloat16) and its
+  // Inf and NaN kept (shaderSignedZeroInfNanPreserveFloat16): f16 then converts in hardware.
+  bool round_to_even_f16 = false;
+  bool preserve_signed_zero_inf_nan_f16 = false;
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders

@@ -906,6 +906,93 @@ TEST(SpecialValues, Casts) {
 // just beyond a tie between two halves became the tie and went to the even one (1 + 2^-11 +
 // 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
 // device converts and as literals the compiler folds.
+// f16 through the hardware's conversions (codegen::converts_f16_in_hardware), run on this
+// device under NVIDIA's code path: every f16 bit pattern to f32, and f32 values on, beside
+// and halfway between halves (ties, the subnormal range, overflow) to f16, bit for bit
+// against the host's conversions (NaN as NaN).
+TEST(SpecialValues, F16HardwareConversionsAreExact) {
+  codegen::DeviceCaps caps = device()->info().caps;
+  caps.vendor_id = codegen::pci_vendor_id(codegen::Vendor::Nvidia);
+  if (!codegen::converts_f16_in_hardware(caps))
+    GTEST_SKIP() << device()->info().name << " lacks shaderFloat16, shaderRoundingModeRTEFloat16 or "
+                                           "shaderSignedZeroInfNanPreserveFloat16";
+  std::vector<float> xs;
+  for (uint32_t h = 0; h < 0x7C00; ++h) {
+    const float v = ir::f16_to_f32(uint16_t(h)), next = ir::f16_to_f32(uint16_t(h + 1));
+    const float mid = v + (next - v) / 2;  // exact: halves are 11 bits, f32 24
+    for (float m : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1.0f), std::nextafter(v, 1.0f)}) {
+      xs.push_back(m);
+      xs.push_back(-m);
+    }
+  }
+  for (float m : {65504.0f, 65519.996f, 65520.0f, 1e30f, INFINITY, NAN, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, 1e-30f, 1e-45f})
+    for (float sgn : {1.0f, -1.0f}) xs.push_back(sgn * m);
+  const int64_t n = int64_t(xs.size());
+  GraphText gt;
+  const int halves = gt.param(DType::F16, {65536}, 0), floats = gt.param(DType::F32, {n}, 1);
+  const ir::Graph g = gt.graph("f16_hardware", {gt.add("as_type", std::to_string(halves), DType::F32, {65536}),
+                                                gt.add("as_type", std::to_string(floats), DType::F16, {n})});
+  Literal in_h{ir::TensorType{DType::F16, {65536}}, {}}, in_f{ir::TensorType{DType::F32, {n}}, {}};
+  in_h.data.resize(65536 * 2);
+  for (uint32_t h = 0; h < 65536; ++h) std::memcpy(&in_h.data[h * 2], &h, 2);
+  in_f.data.resize(size_t(n) * 4);
+  std::memcpy(in_f.data.data(), xs.data(), in_f.data.size());
+  runtime::CompileOptions opts;
+  opts.as_vendor = caps.vendor_id;
+  const auto got = runtime::Executable::compile(device(), g, opts)->run_host({in_h, in_f});
+  ASSERT_EQ(got.size(), 2u);
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536 && bad < 8; ++h) {
+    float w = ir::f16_to_f32(uint16_t(h)), v;
+    std::memcpy(&v, &got[0].data[h * 4], 4);
+    if (std::isnan(w) ? !std::isnan(v) : std::memcmp(&w, &v, 4) != 0)
+      ++bad, ADD_FAILURE() << "f16 0x" << std::hex << h << " to f32: " << v << ", want " << w;
+  }
+  for (int64_t i = 0; i < n && bad < 16; ++i) {
+    uint16_t w = ir::f32_to_f16(xs[size_t(i)]), v;
+    std::memcpy(&v, &got[1].data[size_t(i) * 2], 2);
+    const bool nan = (w & 0x7FFF) > 0x7C00;
+    if (nan ? (v & 0x7FFF) <= 0x7C00 : v != w)
+      ++bad, ADD_FAILURE() << "f32 " << std::hexfloat << xs[size_t(i)] << " to f16: 0x" << std::hex << v << ", want 0x" << w;
+  }
+}
+
+// The same path with literal operands the device computes: -s s and s s of the smallest
+// half, each stacked beside a pad of +1 and -1 made of literals, keep their zero's sign. The
+// conversions must leave literal-derived values marked foldable (spirv::Builder::unfoldable):
+// where an index went in as an operand id, Mesa folded select(c, -0.0, 1.0) into +0.0, and
+// NVIDIA's compiler did the same.
+TEST(SpecialValues, F16HardwareConversionsKeepLiteralZeroSigns) {
+  codegen::DeviceCaps caps = device()->info().caps;
+  caps.vendor_id = codegen::pci_vendor_id(codegen::Vendor::Nvidia);
+  if (!codegen::converts_f16_in_hardware(caps))
+    GTEST_SKIP() << device()->info().name << " lacks shaderFloat16, shaderRoundingModeRTEFloat16 or "
+                                           "shaderSignedZeroInfNanPreserveFloat16";
+  const DType t = DType::F16;
+  const double s = 0x1p-24;
+  GraphText gt;
+  const auto binary = [&](const char* op, double x, double y) {
+    return gt.add(op, std::to_string(gt.constant(t, x)) + "," + std::to_string(gt.constant(t, y)), t, {});
+  };
+  std::vector<int> outs;
+  std::vector<std::pair<double, double>> want;
+  for (auto [product, value] : {std::pair{binary("multiply", -s, s), -0.0}, std::pair{binary("multiply", s, s), 0.0}}) {
+    for (auto [pad, pad_value] : {std::pair{binary("pow", 1, 2), 1.0}, std::pair{binary("multiply", -1, 1), -1.0}}) {
+      outs.push_back(gt.stack({product, pad}, t, {}));
+      want.emplace_back(value, pad_value);
+    }
+  }
+  runtime::CompileOptions opts = device_computes_literals();
+  opts.as_vendor = caps.vendor_id;
+  const auto got = runtime::Executable::compile(device(), gt.graph("f16_literal_zeros", outs), opts)->run_host({});
+  ASSERT_EQ(got.size(), outs.size());
+  for (size_t o = 0; o < outs.size(); ++o) {
+    EXPECT_TRUE(bit_equal(want[o].first, ir::get_f64(got[o], 0)))
+        << "output " << o << ": " << describe(ir::get_f64(got[o], 0)) << ", want " << describe(want[o].first);
+    EXPECT_TRUE(bit_equal(want[o].second, ir::get_f64(got[o], 1))) << "output " << o << "'s pad";
+  }
+}
+
 TEST(SpecialValues, F64ToF16RoundsOnce) {
   NXV_SKIP_WITHOUT(DType::F64);
   const std::vector<std::pair<double, double>> cases = {

@@ -52,6 +52,11 @@ bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor() == Vendo
 
 bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
+bool converts_f16_in_hardware(const DeviceCaps& caps) {
+  return caps.vendor() != Vendor::Lavapipe && caps.float16 && caps.round_to_even_f16 &&
+         caps.preserve_signed_zero_inf_nan_f16;
+}
+
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   switch (caps.vendor()) {
     case Vendor::Lavapipe: return launch_lavapipe(caps, k);

@@ -152,6 +152,11 @@ bool computes_f32_in_f64(const DeviceCaps& caps);
 // correctly rounded, and whose Fma need not be fused.
 bool corrects_f32_division(const DeviceCaps& caps);
 
+// Whether f16 converts with the hardware's conversions (OpFConvert) rather than integer code:
+// where the device rounds f16 results to nearest even and keeps Inf and NaN, except on
+// lavapipe, where integer code is faster (docs/tuning.md, "f16 conversions").
+bool converts_f16_in_hardware(const DeviceCaps& caps);
+
 // The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup (a warp,
 // a wave, a SIMD row of lavapipe's lanes).
 uint32_t serial_workgroup_size(const DeviceCaps& caps);
