@@ -8,7 +8,8 @@
 #                                      the loader debs, .gl/otp.tar.xz (Erlang/OTP and Elixir),
 #                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13; given
 #                                      NXV_EXMC and NXV_JASON (eXMC and Jason source trees),
-#                                      their sources in .gl/exmc
+#                                      their sources in .gl/exmc; given NXV_BASE_BUILD (a
+#                                      build directory), its nxv_bench as .gl/base, for compare
 #   bash bench/run_device.sh MODE [gtest filter]   there:
 #     tests    the unit suite (optionally filtered), in $NXV_TEST_SHARDS (4) processes
 #     bench    nxv_bench and jax_bench.py, full size
@@ -67,6 +68,10 @@ pack() {
     strip -o ".gl/bin/$(basename $b)" "$build/$b"
   done
   cp -L /lib/x86_64-linux-gnu/libspirv-cross-c-shared.so.0 "$(command -v spirv-as)" .gl/bin/
+  # The baseline of `compare`: another build's nxv_bench (a build of main beside a branch's).
+  if [ -n "${NXV_BASE_BUILD:-}" ]; then
+    mkdir -p .gl/base && strip -o .gl/base/nxv_bench "$NXV_BASE_BUILD/bench/nxv_bench"
+  fi
   # Erlang/OTP and Elixir as built here (Debian's), relocatable under one prefix: run-time
   # applications only, with the two libraries beyond glibc that the VM and crypto load.
   local stage
