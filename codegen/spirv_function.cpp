@@ -93,6 +93,10 @@ void Builder::memo_put(const Words& key, Id value, int lvl) {
 }
 
 Id Builder::emit_pure(spv::Op opcode, Id type, const Words& operands, const std::vector<Id>& placement_ids) {
+  // No SPIR-V id is 0: a literal among the ids (an index written as {x, 0}) encodes the same
+  // word but leaves the result out of the foldable set, and literal special values with it.
+  if (std::find(placement_ids.begin(), placement_ids.end(), Id{0}) != placement_ids.end())
+    throw std::logic_error("spirv::Builder: operand id 0 (a literal passed as an id?)");
   int lvl = level_of(placement_ids);
   Words key{uint32_t(opcode), type};
   key.insert(key.end(), operands.begin(), operands.end());
@@ -127,10 +131,6 @@ std::optional<uint64_t> fold(spv::Op opcode, uint64_t a, uint64_t b, int bits) {
 }  // namespace
 
 Id Builder::op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals) {
-  // No SPIR-V id is 0: a literal among the ids (an index written as {x, 0}) encodes the same
-  // word but leaves the result out of the foldable set, and literal special values with it.
-  if (std::find(ids.begin(), ids.end(), Id{0}) != ids.end())
-    throw std::logic_error("spirv::Builder::op: operand id 0 (a literal passed as an id?)");
   if (ids.size() == 2 && literals.empty()) {
     auto a = int_constants_.find(ids[0]), b = int_constants_.find(ids[1]);
     if (a != int_constants_.end() && b != int_constants_.end() && a->second.first == b->second.first &&
