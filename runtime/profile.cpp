@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/targets/launch.h"
 #include "runtime/runtime.h"
 
 #ifndef NXV_PROFILE_DIR
@@ -513,8 +514,7 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
   lost(&DeviceCaps::subgroup_ballot, "no subgroup ballot: lavapipe-tuned dots use plain 8x8 register tiles");
   lost(&DeviceCaps::preserve_denorms_f32, "f32 denormals may be flushed to zero");
   lost(&DeviceCaps::preserve_denorms_f64, "f64 denormals may be flushed to zero");
-  if (d.float16 && d.round_to_even_f16 && d.preserve_signed_zero_inf_nan_f16 &&
-      !(r.float16 && r.round_to_even_f16 && r.preserve_signed_zero_inf_nan_f16))
+  if (codegen::converts_f16_in_hardware(d) && !codegen::converts_f16_in_hardware(r))
     out.push_back("f16 rounds in integer arithmetic, not the hardware's conversions (no shaderFloat16, "
                   "shaderRoundingModeRTEFloat16 or shaderSignedZeroInfNanPreserveFloat16): f16 kernels "
                   "slower (up to 1.45x on an H200)");
