@@ -902,20 +902,23 @@ TEST(SpecialValues, Casts) {
   }
 }
 
-// f64 to f16 rounds once, as the interpreter does: through f32 rounded to nearest, a value
-// just beyond a tie between two halves became the tie and went to the even one (1 + 2^-11 +
-// 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
-// device converts and as literals the compiler folds.
+// NVIDIA's vendor id where this device, compiled for through NVIDIA's code path, converts f16
+// in hardware there (codegen::converts_f16_in_hardware); 0 where it lacks what that takes.
+uint32_t nvidia_with_hardware_f16() {
+  codegen::DeviceCaps caps = device()->info().caps;
+  caps.vendor_id = codegen::pci_vendor_id(codegen::Vendor::Nvidia);
+  return codegen::converts_f16_in_hardware(caps) ? caps.vendor_id : 0;
+}
+constexpr const char* kLacksHardwareF16 =
+    " lacks shaderFloat16, shaderRoundingModeRTEFloat16 or shaderSignedZeroInfNanPreserveFloat16";
+
 // f16 through the hardware's conversions (codegen::converts_f16_in_hardware), run on this
 // device under NVIDIA's code path: every f16 bit pattern to f32, and f32 values on, beside
 // and halfway between halves (ties, the subnormal range, overflow) to f16, bit for bit
 // against the host's conversions (NaN as NaN).
 TEST(SpecialValues, F16HardwareConversionsAreExact) {
-  codegen::DeviceCaps caps = device()->info().caps;
-  caps.vendor_id = codegen::pci_vendor_id(codegen::Vendor::Nvidia);
-  if (!codegen::converts_f16_in_hardware(caps))
-    GTEST_SKIP() << device()->info().name << " lacks shaderFloat16, shaderRoundingModeRTEFloat16 or "
-                                           "shaderSignedZeroInfNanPreserveFloat16";
+  const uint32_t nvidia = nvidia_with_hardware_f16();
+  if (!nvidia) GTEST_SKIP() << device()->info().name << kLacksHardwareF16;
   std::vector<float> xs;
   for (uint32_t h = 0; h < 0x7C00; ++h) {
     const float v = ir::f16_to_f32(uint16_t(h)), next = ir::f16_to_f32(uint16_t(h + 1));
@@ -938,7 +941,7 @@ TEST(SpecialValues, F16HardwareConversionsAreExact) {
   in_f.data.resize(size_t(n) * 4);
   std::memcpy(in_f.data.data(), xs.data(), in_f.data.size());
   runtime::CompileOptions opts;
-  opts.as_vendor = caps.vendor_id;
+  opts.as_vendor = nvidia;
   const auto got = runtime::Executable::compile(device(), g, opts)->run_host({in_h, in_f});
   ASSERT_EQ(got.size(), 2u);
   int bad = 0;
@@ -963,11 +966,8 @@ TEST(SpecialValues, F16HardwareConversionsAreExact) {
 // where an index went in as an operand id, Mesa folded select(c, -0.0, 1.0) into +0.0, and
 // NVIDIA's compiler did the same.
 TEST(SpecialValues, F16HardwareConversionsKeepLiteralZeroSigns) {
-  codegen::DeviceCaps caps = device()->info().caps;
-  caps.vendor_id = codegen::pci_vendor_id(codegen::Vendor::Nvidia);
-  if (!codegen::converts_f16_in_hardware(caps))
-    GTEST_SKIP() << device()->info().name << " lacks shaderFloat16, shaderRoundingModeRTEFloat16 or "
-                                           "shaderSignedZeroInfNanPreserveFloat16";
+  const uint32_t nvidia = nvidia_with_hardware_f16();
+  if (!nvidia) GTEST_SKIP() << device()->info().name << kLacksHardwareF16;
   const DType t = DType::F16;
   const double s = 0x1p-24;
   GraphText gt;
@@ -983,7 +983,7 @@ TEST(SpecialValues, F16HardwareConversionsKeepLiteralZeroSigns) {
     }
   }
   runtime::CompileOptions opts = device_computes_literals();
-  opts.as_vendor = caps.vendor_id;
+  opts.as_vendor = nvidia;
   const auto got = runtime::Executable::compile(device(), gt.graph("f16_literal_zeros", outs), opts)->run_host({});
   ASSERT_EQ(got.size(), outs.size());
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -993,6 +993,10 @@ TEST(SpecialValues, F16HardwareConversionsKeepLiteralZeroSigns) {
   }
 }
 
+// f64 to f16 rounds once, as the interpreter does: through f32 rounded to nearest, a value
+// just beyond a tie between two halves became the tie and went to the even one (1 + 2^-11 +
+// 2^-40 gave 1), and 65519.99999 became 65520 and so inf. As a tensor, as literals the
+// device converts and as literals the compiler folds.
 TEST(SpecialValues, F64ToF16RoundsOnce) {
   NXV_SKIP_WITHOUT(DType::F64);
   const std::vector<std::pair<double, double>> cases = {
