@@ -3,8 +3,7 @@
 #include <cmath>
 
 #include "codegen/attention.h"
-#include "codegen/matmul_product.h"
-#include "ir/attention.h"
+#include "codegen/attention_rows.h"
 
 namespace nxv::codegen {
 
@@ -74,22 +73,13 @@ using Values = spirv::Builder::Values;
 // (ty, tx) holds rows ty + i * (rows / row_step), a run of keys from tx times their count,
 // and v's columns a vector at a time, lanes vectors apart (col()): neighbours read
 // neighbouring vectors of shared memory.
-class AttentionKernel : public matmul::U32Ops {
+class AttentionKernel : public AttentionRows {
  public:
   AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
                   uint64_t* shared_bytes)
-      : U32Ops{em, em.b}, g(body), node(attn), a(ir::attention_attrs(attn)), t(tiles), q(arg(0)), k(arg(1)), v(arg(2)) {
-    if (a.mask) mask = &arg(a.mask_operand());
-    if (a.bias) bias = &arg(a.bias_operand());
-    T = attn.type().dtype;
-    ct = attention_compute_type(T);
-    vt = e.reg_type(ct);
+      : AttentionRows(body, attn, em), t(tiles) {
     V = t.vector;
     vec = V > 1 ? b.type_vector(vt, V) : vt;
-    const ir::Shape& qs = q.type().shape;
-    const size_t r = qs.size();
-    batch.assign(qs.begin(), qs.end() - 2);
-    Sq = qs[r - 2], D = qs[r - 1], Sk = k.type().shape[r - 2], Dv = v.type().shape[r - 1];
     TY = t.rows / t.row_step;
     SJ = t.keys / t.lanes;
     OJ = uint32_t((Dv + t.lanes - 1) / t.lanes);
@@ -117,12 +107,8 @@ class AttentionKernel : public matmul::U32Ops {
     *shared_bytes += attention_shared_bytes(t, D, Dv, b.type_bytes(vt));
   }
 
-  int64_t tiles() const { return ir::num_elements(batch) * row_tiles(); }
-
   void emit_tile(Id p, const BufferRef& output) {
-    const Id bt = u(spv::OpUDiv, p, c(row_tiles()));
-    const Id q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles())), c(t.rows));
-    const std::vector<Id> bd = e.split(bt, batch);
+    const auto [bt, q0, bd] = row_tile(p, t.rows);
     const Values rows = fetch(t.rows * D, [&](Id i) {
       return read(q, bd, clamp(u(spv::OpIAdd, q0, u(spv::OpUDiv, i, c(D))), Sq), u(spv::OpUMod, i, c(D)));
     });
@@ -131,8 +117,6 @@ class AttentionKernel : public matmul::U32Ops {
   }
 
  private:
-  const ir::Node& arg(size_t i) const { return g.node(node.args.at(i)); }
-  int64_t row_tiles() const { return (Sq + t.rows - 1) / t.rows; }
   Id row(uint32_t i) const { return u(spv::OpIAdd, ty, c(int64_t(i) * TY)); }
   // This invocation's first key of a slice.
   Id first_key() const { return u(spv::OpIMul, tx, c(SJ)); }
@@ -143,13 +127,6 @@ class AttentionKernel : public matmul::U32Ops {
     return u(spv::OpIAdd, u(spv::OpIMul, tx, c(OJ)), c(j));
   }
   Id at(Id base, uint32_t row_pitch, Id r, Id col) const { return u(spv::OpIAdd, u(spv::OpIAdd, base, u(spv::OpIMul, r, c(row_pitch))), col); }
-  Id clamp(Id x, int64_t extent) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(std::max<int64_t>(extent - 1, 0))}); }
-  Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
-  Id fma(Id x, Id y, Id acc) { return b.ext(GLSLstd450Fma, vt, {x, y, acc}); }
-  Id is(spv::Op op, Id x, Id y) { return b.op(op, e.boolean(), {x, y}); }
-  Id max(Id m, Id x) { return e.reduce_step("reduce_max", ct, ct, m, x); }
-  Id exp(Id x) { return e.math(node, "exp", x, ct); }
-
   // Shared memory by element: vector arrays address an element as (entry, component).
   Id ptr(Id array, Id element) {
     if (array == red_ || V == 1) return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vt), {array, element});
@@ -173,24 +150,6 @@ class AttentionKernel : public matmul::U32Ops {
     }
     for (uint32_t l = 0; l < n; ++l) x.push_back(load(array, u(spv::OpIAdd, first, c(l))));
     return x;
-  }
-
-  // Element (r, col) of a [B..., rows, cols] operand, in the compute type.
-  Id read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col) {
-    std::vector<Id> d = bd;
-    d.push_back(r);
-    d.push_back(col);
-    return e.convert(e.value(n, e.index_from_dims(n.type().shape, d)), n.type().dtype, ct);
-  }
-  // Element (r, key) of a mask or bias broadcast, by Nx's rules, to [B..., Sq, Sk].
-  Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key) {
-    std::vector<Id> full = bd;
-    full.push_back(r);
-    full.push_back(key);
-    const ir::Shape& s = n.type().shape;
-    std::vector<Id> d;
-    for (size_t x = 0; x < s.size(); ++x) d.push_back(s[x] == 1 ? c(0) : full[full.size() - s.size() + x]);
-    return e.value(n, e.index_from_dims(s, d));
   }
 
   // Element i of [0, count) per trip over the workgroup, straight-line, i clamped into range:
@@ -233,17 +192,6 @@ class AttentionKernel : public matmul::U32Ops {
     stage(int64_t(t.keys) * Dv, x, [&](Id i, Id value) { store(vs_, i, value); });
   }
 
-  // The end of the keys any row of the tile at q0 keeps: all of them, or for a causal
-  // offset, q0 + rows + offset clamped into [0, Sk].
-  Id key_end(Id q0) {
-    if (!a.causal) return c(Sk);
-    const int64_t last = t.rows + *a.causal;
-    if (last >= Sk) return c(Sk);
-    Id end = b.op(spv::OpIAdd, e.u32(), {q0, e.u32c(uint64_t(last))});  // wraps below 0 for last < 0
-    end = b.op(spv::OpSelect, e.u32(), {is(spv::OpSLessThan, end, c(0)), c(0), end});
-    return b.ext(GLSLstd450UMin, e.u32(), {end, c(Sk)});
-  }
-
   // A loop over x0 = 0, step, 2 step, ... below n; body(carried, x0) gives the next carried.
   Values steps(std::vector<Id> types, Values init, int64_t n, uint32_t step, const std::function<Values(Values, Id)>& body) {
     types.push_back(e.u32());
@@ -284,17 +232,9 @@ class AttentionKernel : public matmul::U32Ops {
   Values add_products(Values o);
   void finish(Id bt, Id q0, const Values& state, const BufferRef& output);
 
-  const ir::Graph& g;
-  const ir::Node& node;
-  const ir::AttentionAttrs a;
   const AttentionTiles t;
-  const ir::Node &q, &k, &v;
-  const ir::Node *mask = nullptr, *bias = nullptr;
-  ir::DType T = ir::DType::F32, ct = ir::DType::F32;
-  Id vt = 0, vec = 0;
+  Id vec = 0;
   uint32_t V = 1;
-  std::vector<int64_t> batch;
-  int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
   uint32_t TY = 0, SJ = 0, OJ = 0, pitch = 0, qp = 0;
   bool interleave = false;
   Id local = 0, tx = 0, ty = 0, qs_ = 0, kv_ = 0, vs_ = 0, ps_ = 0, red_ = 0;
@@ -314,23 +254,9 @@ Values AttentionKernel::scores(const std::vector<Id>& bd, Id q0, Id k0) {
     }
     return s;
   });
-  const Id scale = a.scale ? e.convert(e.constant_attr(node, *a.scale, T), T, ct) : 0;
-  const Id masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
-  for (uint32_t i = 0; i < R; ++i) {
-    const Id r = u(spv::OpIAdd, q0, row(i));
-    for (uint32_t j = 0; j < SJ; ++j) {
-      const Id key = u(spv::OpIAdd, k0, u(spv::OpIAdd, first_key(), c(j)));
-      Id& s = acc[i * SJ + j];
-      if (scale) s = flt(a.divide ? spv::OpFDiv : spv::OpFMul, s, scale);
-      if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
-      if (mask) s = e.b_select(vt, e.to_bool(read_broadcast(*mask, bd, clamp(r, Sq), clamp(key, Sk)), mask->type().dtype), s, masked);
-      if (a.causal) {
-        Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(*a.causal))}));
-        s = e.b_select(vt, kept, s, masked);
-      }
-      s = e.b_select(vt, less(key, Sk), s, e.float_literal(ct, -INFINITY));
-    }
-  }
+  for (uint32_t i = 0; i < R; ++i)
+    for (uint32_t j = 0; j < SJ; ++j)
+      acc[i * SJ + j] = score(acc[i * SJ + j], bd, u(spv::OpIAdd, q0, row(i)), u(spv::OpIAdd, k0, u(spv::OpIAdd, first_key(), c(j))));
   return acc;
 }
 
@@ -374,7 +300,7 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   // ahead, as v's is, held enough registers more to run slower: docs/tuning.md).
   types.push_back(e.u32());
   init.push_back(c(0));
-  const Id end = key_end(q0);
+  const Id end = key_end(q0, t.rows);
   Values out = b.loop(
       types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
       [&](const Values& s) {
@@ -394,15 +320,12 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
         if (!t.own_v && t.shuffles) b.workgroup_barrier();
         stage_v(v_slice);
         Values next(s.begin(), s.begin() + 2 * R + O);
-        const Id minus_inf = e.float_literal(ct, -INFINITY);
         for (uint32_t i = 0; i < R; ++i) {
           const Id m = max(s[i], tile_max[i]);
-          // Nothing kept yet (all -inf): the row's terms so far are zero, and so are this slice's.
-          const Id dead = is(spv::OpFOrdEqual, m, minus_inf);
-          const Id alpha = e.b_select(vt, is(spv::OpFOrdEqual, s[i], minus_inf), e.constant(ct, 0), exp(flt(spv::OpFSub, s[i], m)));
+          const Id alpha = rescale(s[i], m);
           Id sum = e.constant(ct, 0);
           for (uint32_t j = 0; j < SJ; ++j) {
-            Id p = e.b_select(vt, dead, e.constant(ct, 0), exp(flt(spv::OpFSub, sc[i * SJ + j], m)));
+            Id p = probability(sc[i * SJ + j], m);
             store(ps_, at(u(spv::OpIAdd, first_key(), c(j)), pitch, row(i), c(0)), p);
             sum = flt(spv::OpFAdd, sum, p);
           }
@@ -423,20 +346,15 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   return out;
 }
 
-// Each row's sum from its invocations' partial sums, then its outputs: NaN for a row with
-// nothing kept (all its scores -inf: Nx's softmax is 0/0 there), zeros where there are no
-// keys at all (an empty contraction).
+// Each row's sum from its invocations' partial sums, then its outputs (row_output).
 void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef& output) {
   const uint32_t R = t.row_step;
   const Values sums = across_lanes(Values(state.begin() + R, state.begin() + 2 * R), [&](Id x, Id y) { return flt(spv::OpFAdd, x, y); });
   for (uint32_t i = 0; i < R; ++i) {
-    const Id l = sums[i];
-    const Id dead = is(spv::OpFOrdEqual, state[i], e.float_literal(ct, -INFINITY));
     const Id r = u(spv::OpIAdd, q0, row(i));
     for (uint32_t j = 0; j < OJ; ++j) {
       const Id col = this->col(j);
-      Id out = Sk == 0 ? e.constant(ct, 0) : e.b_select(vt, dead, e.float_literal(ct, NAN), flt(spv::OpFDiv, state[2 * R + i * OJ + j], l));
-      out = e.convert(out, ct, T);
+      const Id out = e.convert(row_output(state[2 * R + i * OJ + j], sums[i], state[i]), ct, T);
       Id in = less(r, Sq);
       if (int64_t(OJ) * t.lanes != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
       b.if_then(in, [&] { e.store(output, at(col, uint32_t(Dv), u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(0)), out); });
@@ -474,7 +392,7 @@ LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const
 void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
                     const LaunchConfig& launch, uint64_t* shared_bytes) {
   AttentionKernel k(body, attn, e, launch.attention, shared_bytes);
-  const int64_t tiles = k.tiles();
+  const int64_t tiles = k.tiles(launch.attention.rows);
   e.b.position_loop(
       {e.u32()}, {e.b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return k.less(p[0], tiles); },
       [&](const Values& p) {

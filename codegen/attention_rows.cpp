@@ -1,0 +1,83 @@
+// What both attention kernels share (attention_rows.h): operands, score rules, online softmax.
+#include "codegen/attention_rows.h"
+
+#include <cmath>
+
+#include "codegen/attention.h"
+
+namespace nxv::codegen {
+
+AttentionRows::AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitter& em)
+    : U32Ops{em, em.b}, g(body), node(attn), a(ir::attention_attrs(attn)), q(arg(0)), k(arg(1)), v(arg(2)) {
+  if (a.mask) mask = &arg(a.mask_operand());
+  if (a.bias) bias = &arg(a.bias_operand());
+  T = attn.type().dtype;
+  ct = attention_compute_type(T);
+  vt = e.reg_type(ct);
+  const ir::Shape& qs = q.type().shape;
+  const size_t r = qs.size();
+  batch.assign(qs.begin(), qs.end() - 2);
+  Sq = qs[r - 2], D = qs[r - 1], Sk = k.type().shape[r - 2], Dv = v.type().shape[r - 1];
+  if (a.scale) scale = e.convert(e.constant_attr(node, *a.scale, T), T, ct);
+  masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
+}
+
+AttentionRows::RowTile AttentionRows::row_tile(Id p, uint32_t rows) {
+  RowTile t;
+  t.bt = u(spv::OpUDiv, p, c(row_tiles(rows)));
+  t.q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles(rows))), c(rows));
+  t.bd = e.split(t.bt, batch);
+  return t;
+}
+
+Id AttentionRows::read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col) {
+  std::vector<Id> d = bd;
+  d.push_back(r);
+  d.push_back(col);
+  return e.convert(e.value(n, e.index_from_dims(n.type().shape, d)), n.type().dtype, ct);
+}
+
+Id AttentionRows::read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key) {
+  std::vector<Id> full = bd;
+  full.push_back(r);
+  full.push_back(key);
+  const ir::Shape& s = n.type().shape;
+  std::vector<Id> d;
+  for (size_t x = 0; x < s.size(); ++x) d.push_back(s[x] == 1 ? c(0) : full[full.size() - s.size() + x]);
+  return e.value(n, e.index_from_dims(s, d));
+}
+
+Id AttentionRows::score(Id s, const std::vector<Id>& bd, Id r, Id key) {
+  if (scale) s = flt(a.divide ? spv::OpFDiv : spv::OpFMul, s, scale);
+  if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
+  if (mask) s = e.b_select(vt, e.to_bool(read_broadcast(*mask, bd, clamp(r, Sq), clamp(key, Sk)), mask->type().dtype), s, masked);
+  if (a.causal) {
+    Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(*a.causal))}));
+    s = e.b_select(vt, kept, s, masked);
+  }
+  return e.b_select(vt, less(key, Sk), s, minus_inf());
+}
+
+Id AttentionRows::key_end(Id q0, uint32_t rows) {
+  if (!a.causal) return c(Sk);
+  const int64_t last = rows + *a.causal;
+  if (last >= Sk) return c(Sk);
+  Id end = b.op(spv::OpIAdd, e.u32(), {q0, e.u32c(uint64_t(last))});  // wraps below 0 for last < 0
+  end = b.op(spv::OpSelect, e.u32(), {is(spv::OpSLessThan, end, c(0)), c(0), end});
+  return b.ext(GLSLstd450UMin, e.u32(), {end, c(Sk)});
+}
+
+Id AttentionRows::rescale(Id m_old, Id m) {
+  return e.b_select(vt, is(spv::OpFOrdEqual, m_old, minus_inf()), e.constant(ct, 0), e.math(node, "exp", flt(spv::OpFSub, m_old, m), ct));
+}
+
+Id AttentionRows::probability(Id s, Id m) {
+  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.constant(ct, 0), e.math(node, "exp", flt(spv::OpFSub, s, m), ct));
+}
+
+Id AttentionRows::row_output(Id o, Id l, Id m) {
+  if (Sk == 0) return e.constant(ct, 0);
+  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.float_literal(ct, NAN), flt(spv::OpFDiv, o, l));
+}
+
+}  // namespace nxv::codegen

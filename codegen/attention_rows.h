@@ -1,0 +1,73 @@
+// What both fused attention kernels (emit_attention.cpp on SIMT, emit_attention_cooperative.cpp
+// on cooperative matrices) share: q, k and v as rows of [batch..., S, D], Nx's rules for one
+// score, and the steps of the online softmax over a row's keys.
+#pragma once
+
+#include <vector>
+
+#include "codegen/matmul_product.h"
+#include "ir/attention.h"
+
+namespace nxv::codegen {
+
+class AttentionRows : public matmul::U32Ops {
+ public:
+  AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitter& em);
+
+  // Tiles of `rows` query rows over all batch elements; tile p's batch element (flat and as
+  // dims) and first row.
+  int64_t tiles(uint32_t rows) const { return ir::num_elements(batch) * row_tiles(rows); }
+  struct RowTile {
+    Id bt, q0;
+    std::vector<Id> bd;
+  };
+  RowTile row_tile(Id p, uint32_t rows);
+
+ protected:
+  using Values = spirv::Builder::Values;
+
+  const ir::Node& arg(size_t i) const { return g.node(node.args.at(i)); }
+  int64_t row_tiles(uint32_t rows) const { return (Sq + rows - 1) / rows; }
+  Id clamp(Id x, int64_t extent) { return b.ext(GLSLstd450UMin, e.u32(), {x, c(std::max<int64_t>(extent - 1, 0))}); }
+  Id flt(spv::Op op, Id x, Id y) { return b.op(op, vt, {x, y}); }
+  Id fma(Id x, Id y, Id acc) { return b.ext(GLSLstd450Fma, vt, {x, y, acc}); }
+  Id is(spv::Op op, Id x, Id y) { return b.op(op, e.boolean(), {x, y}); }
+  Id max(Id m, Id x) { return e.reduce_step("reduce_max", ct, ct, m, x); }
+  Id minus_inf() { return e.float_literal(ct, -INFINITY); }
+
+  // Element (r, col) of a [B..., rows, cols] operand, in the compute type.
+  Id read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col);
+  // q·k of query row r and `key` as Nx computes the score from it: scaled, biased, masked
+  // (the causal mask too); -inf past the last key, which no row's softmax includes.
+  Id score(Id qk, const std::vector<Id>& bd, Id r, Id key);
+  // The end of the keys any row of the tile of `rows` rows at q0 keeps: all of them, or for
+  // a causal offset, q0 + rows + offset clamped into [0, Sk].
+  Id key_end(Id q0, uint32_t rows);
+  // The online softmax of a row whose running maximum m_old grows to m: the factor its sum
+  // and outputs so far take (0 where nothing was kept before), and a score's term (0 while
+  // nothing is kept: all -inf).
+  Id rescale(Id m_old, Id m);
+  Id probability(Id s, Id m);
+  // A row's output from its sum o of probability-weighted values, its sum l of
+  // probabilities and its maximum m: o / l; NaN where nothing was kept (all its scores -inf:
+  // Nx's softmax is 0/0 there); 0 where there are no keys at all (an empty contraction).
+  Id row_output(Id o, Id l, Id m);
+
+  const ir::Graph& g;
+  const ir::Node& node;
+  const ir::AttentionAttrs a;
+  const ir::Node &q, &k, &v;
+  const ir::Node *mask = nullptr, *bias = nullptr;
+  ir::DType T = ir::DType::F32, ct = ir::DType::F32;  // the result's type, the compute type
+  Id vt = 0;                                          // the compute type's register
+  std::vector<int64_t> batch;
+  int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
+
+ private:
+  // Element (r, key) of a mask or bias broadcast, by Nx's rules, to [B..., Sq, Sk].
+  Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key);
+
+  Id scale = 0, masked = 0;
+};
+
+}  // namespace nxv::codegen
