@@ -66,10 +66,9 @@ struct CooperativeKernel : U32Ops {
   void declare_fragment_types();
   Id chunk_ptr(Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {smem, at}); }
   Id chunk_view(const Operand& o, const ChunkSlice& sl, const std::vector<BufferRef>& inputs);
-  Id bf16_high(Id x);
   Id chunk(const std::vector<Id>& halves);
   Values pack_bf16(const std::vector<Id>& xs);
-  Id load_chunk(Id view, Id at);
+  Id load_chunk(Id view, Id at) { return matmul::load_chunk(e, view, at); }
   Values fetch(const Operand& o, const ChunkSlice& sl, Id view, Id batch, Id free0, Id k0, Id ch);
   Values fetch_view(const Operand& o, const ChunkSlice& sl, Id view, Id batch, Id free, Id k);
   Values fetch_elements(const Operand& o, const ChunkSlice& sl, Id batch, Id free, Id k);
@@ -120,31 +119,12 @@ void CooperativeKernel::declare_fragment_types() {
 
 // A parameter whose innermost axis is the slice's one inner axis, of a multiple of 8
 // elements, is read a chunk at a time (two 16-byte vectors where it is f32) through a view
-// of its binding as 16-byte vectors (bindings are numbered by argument, as the
-// parameter's index); else element by element.
+// of its binding as 16-byte vectors; else element by element.
 Id CooperativeKernel::chunk_view(const Operand& o, const ChunkSlice& sl, const std::vector<BufferRef>& inputs) {
   const ir::Shape& shape = o.node.type().shape;
   const auto& inner_axes = sl.k_inner ? o.contract_axes : o.free_axes;
-  if (o.node.op != "parameter" || inner_axes.size() != 1 || inner_axes[0] != int64_t(shape.size()) - 1 || shape.back() % 8)
-    return 0;
-  const int64_t index = o.node.attrs.value("index", int64_t(-1));
-  if (index < 0 || size_t(index) >= inputs.size()) return 0;
-  Id view = b.storage_buffer(vec, 16, uint32_t(index), true);
-  b.name(view, "arg" + std::to_string(index) + "_chunks");
-  return view;
-}
-
-// The bf16 bits of f32 `x` in the high half of a u32: rounded to nearest even (where Nx's
-// bf16 truncates: here each rounding is an error of the product, which nearest halves), a
-// NaN kept a NaN. In integer arithmetic: the device's conversion (OpFConvert to
-// SPV_KHR_bfloat16's type) ran faster on an H100 (4096^2: default 175 TFLOP/s against 127,
-// high 86 against 59) but truncated, under the RoundingModeRTE execution mode too, its
-// errors 2.5 times these (2026-11-26).
-Id CooperativeKernel::bf16_high(Id x) {
-  Id bits = b.op(spv::OpBitcast, e.u32(), {x});
-  Id odd = u(spv::OpBitwiseAnd, u(spv::OpShiftRightLogical, bits, c(16)), c(1));
-  Id r = u(spv::OpBitwiseAnd, u(spv::OpIAdd, bits, u(spv::OpIAdd, odd, c(0x7FFF))), c(0xFFFF0000));
-  return e.b_select(e.u32(), b.op(spv::OpIsNan, e.boolean(), {x}), c(0x7FC00000), r);
+  if (inner_axes.size() != 1 || inner_axes[0] != int64_t(shape.size()) - 1 || shape.back() % 8) return 0;
+  return matmul::chunk_view(e, o.node, inputs.size());
 }
 
 // 8 bf16 values, each in the high half of a u32, as one chunk.
@@ -161,20 +141,16 @@ Id CooperativeKernel::chunk(const std::vector<Id>& halves) {
 Values CooperativeKernel::pack_bf16(const std::vector<Id>& xs) {
   std::vector<Id> his, los;
   for (Id x : xs) {
-    Id hi = bf16_high(x);
+    Id hi = bf16_high(e, x);
     his.push_back(hi);
     if (!t.split) continue;
-    Id rest = bf16_high(b.op(spv::OpFSub, b.type_float(32), {x, b.op(spv::OpBitcast, b.type_float(32), {hi})}));
+    Id rest = bf16_high(e, b.op(spv::OpFSub, b.type_float(32), {x, b.op(spv::OpBitcast, b.type_float(32), {hi})}));
     Id finite = b.op(spv::OpINotEqual, e.boolean(), {u(spv::OpBitwiseAnd, hi, c(0x7F800000)), c(0x7F800000)});
     los.push_back(e.b_select(e.u32(), finite, rest, c(0)));
   }
   Values v{chunk(his)};
   if (t.split) v.push_back(chunk(los));
   return v;
-}
-
-Id CooperativeKernel::load_chunk(Id view, Id at) {
-  return b.op(spv::OpLoad, vec, {b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, c(0), at})});
 }
 
 // Chunk `ch` of an operand's slice at (free0, k0): the 8 elements along its row, packed in
@@ -235,14 +211,7 @@ Values CooperativeKernel::fetch_elements(const Operand& o, const ChunkSlice& sl,
       x[h] = operand_element(e, o, pr.batch_extents, pr.k_extents, t.k, batch, sl.k_inner ? free : u(spv::OpIAdd, free, step),
                              sl.k_inner ? u(spv::OpIAdd, k, step) : k);
     }
-    if (f.operands == MatrixComponent::F16) {
-      // The values are f16 already: the conversion is exact.
-      words.push_back(b.ext(GLSLstd450PackHalf2x16, e.u32(), {b.op(spv::OpCompositeConstruct, b.type_vector(b.type_float(32), 2), {x[0], x[1]})}));
-    } else {  // bf16 values in f32 registers: their high halves
-      Id lo = u(spv::OpShiftRightLogical, b.op(spv::OpBitcast, e.u32(), {x[0]}), c(16));
-      Id hi = u(spv::OpBitwiseAnd, b.op(spv::OpBitcast, e.u32(), {x[1]}), c(0xFFFF0000));
-      words.push_back(u(spv::OpBitwiseOr, lo, hi));
-    }
+    words.push_back(pack_exact_pair(e, f.operands, x[0], x[1]));
   }
   return Values{b.op(spv::OpCompositeConstruct, vec, words)};
 }

@@ -116,6 +116,42 @@ Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& bat
   return e.select(ot, in_range, v, ir::is_float(ot) ? e.float_literal(ot, 0.0) : e.constant(ot, 0));
 }
 
+// Rounded to nearest even (where Nx's bf16 truncates: in a product each rounding is an
+// error, which nearest halves). In integer arithmetic: the device's conversion (OpFConvert to
+// SPV_KHR_bfloat16's type) ran faster on an H100 (4096^2: default 175 TFLOP/s against 127,
+// high 86 against 59) but truncated, under the RoundingModeRTE execution mode too, its
+// errors 2.5 times these (2026-11-26).
+Id bf16_high(Emitter& e, Id x) {
+  U32Ops o{e, e.b};
+  Id bits = e.b.op(spv::OpBitcast, e.u32(), {x});
+  Id odd = o.u(spv::OpBitwiseAnd, o.u(spv::OpShiftRightLogical, bits, o.c(16)), o.c(1));
+  Id r = o.u(spv::OpBitwiseAnd, o.u(spv::OpIAdd, bits, o.u(spv::OpIAdd, odd, o.c(0x7FFF))), o.c(0xFFFF0000));
+  return e.b_select(e.u32(), e.b.op(spv::OpIsNan, e.boolean(), {x}), o.c(0x7FC00000), r);
+}
+
+Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
+  U32Ops o{e, e.b};
+  if (c == MatrixComponent::F16)  // exact: the values are f16 already
+    return e.b.ext(GLSLstd450PackHalf2x16, e.u32(), {e.b.op(spv::OpCompositeConstruct, e.b.type_vector(e.b.type_float(32), 2), {x0, x1})});
+  Id lo = o.u(spv::OpShiftRightLogical, e.b.op(spv::OpBitcast, e.u32(), {x0}), o.c(16));
+  Id hi = o.u(spv::OpBitwiseAnd, e.b.op(spv::OpBitcast, e.u32(), {x1}), o.c(0xFFFF0000));
+  return o.u(spv::OpBitwiseOr, lo, hi);
+}
+
+// Bindings are numbered by argument, as the parameter's index.
+Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs) {
+  const int64_t index = node.attrs.value("index", int64_t(-1));
+  if (node.op != "parameter" || index < 0 || size_t(index) >= inputs) return 0;
+  Id view = e.b.storage_buffer(e.b.type_vector(e.u32(), 4), 16, uint32_t(index), true);
+  e.b.name(view, "arg" + std::to_string(index) + "_chunks");
+  return view;
+}
+
+Id load_chunk(Emitter& e, Id view, Id at) {
+  Id vec = e.b.type_vector(e.u32(), 4);
+  return e.b.op(spv::OpLoad, vec, {e.b.op(spv::OpAccessChain, e.b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, e.u32c(0), at})});
+}
+
 Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps) {
   const uint64_t last = (std::max<uint64_t>(steps, 1) - 1) * k;
   return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}), e.u32c(last)});

@@ -57,6 +57,20 @@ TexelLayout texel_layout(const Operand& A, const Operand& B);
 Id operand_element(Emitter& e, const Operand& o, const std::vector<int64_t>& batch_extents,
                    const std::vector<int64_t>& k_extents, uint32_t k_step, Id batch, Id free, Id k);
 
+// 16-bit operands as the cooperative kernels stage them: 16-byte chunks of 8 elements,
+// a pair per u32, the first in its low half.
+//
+// The bf16 bits of f32 `x` in the high half of a u32: rounded to nearest even, a NaN kept a
+// NaN.
+Id bf16_high(Emitter& e, Id x);
+// Two f16 or bf16 values (`c`) that f32 registers hold exactly, as one u32 of their bits.
+Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1);
+// The binding of `node`, a parameter of the kernel (one of its `inputs` bindings), as an
+// array of 16-byte chunks; else 0.
+Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs);
+// Chunk `at` of a chunk view.
+Id load_chunk(Emitter& e, Id view, Id at);
+
 // k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
 // last of `steps` steps (whose slices are read again for a step that does not come, within
 // the operands, rather than past their ends).
