@@ -16,6 +16,14 @@ namespace nxv::codegen {
 // and dv (v); rows == 0 where none does.
 AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t dv, int bytes);
 
+// The cooperative kernel's tiles (emit_attention_cooperative.cpp) for attention of type
+// `type` at head dims d and dv: where `type` is f16 or bf16, the device lists fragments of
+// it with f32 accumulators whose n and k are multiples of 8 and which its subgroups divide,
+// and has subgroup shuffles; the largest that fit its workgroups and shared memory. Else
+// rows == 0 (the SIMT kernel runs it).
+AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DType type, int64_t d, int64_t dv);
+uint64_t cooperative_attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv);
+
 // Bytes of shared memory `t` takes.
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes);
 
@@ -35,6 +43,10 @@ const ir::Node* attention_of(const ir::Graph& body);
 LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const DeviceCaps& caps);
 
 // Emits main's body for launch.attention: workgroup g takes tiles of rows g, g + groups, ...
+// (emit_cooperative_attention where launch.attention.fragment.m > 0; `inputs`, the
+// kernel's input bindings, are read a chunk at a time where q, k or v is one).
+void emit_cooperative_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const std::vector<BufferRef>& inputs,
+                                const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes);
 void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
                     const LaunchConfig& launch, uint64_t* shared_bytes);
 

@@ -377,7 +377,8 @@ LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const
   const ir::Shape& q = body.node(attn.args.at(0)).type().shape;
   const ir::Shape& v = body.node(attn.args.at(2)).type().shape;
   const ir::DType ct = attention_compute_type(attn.type().dtype);
-  const AttentionTiles t = choose_attention_tiles(caps, q.back(), v.back(), ir::dtype_bits(ct) / 8);
+  AttentionTiles t = choose_cooperative_attention_tiles(caps, attn.type().dtype, q.back(), v.back());
+  if (!t.rows) t = choose_attention_tiles(caps, q.back(), v.back(), ir::dtype_bits(ct) / 8);
   if (!t.rows)
     throw ir::IrError(attn, "head dims " + std::to_string(q.back()) + " and " + std::to_string(v.back()) +
                                 " leave no attention tiles within " + caps.name + "'s " +

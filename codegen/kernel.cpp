@@ -545,6 +545,8 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
     emit_scan_kernel(body, *scan, e, outputs.at(0), launch, &m.shared_bytes);
   } else if (const ir::Node* sort = sort_of(kernel)) {
     emit_sort_kernel(body, *sort, e, outputs.at(0), launch, &m.shared_bytes);
+  } else if (launch.attention.fragment.m) {
+    emit_cooperative_attention(body, *attention_of(body), e, inputs, outputs.at(0), launch, &m.shared_bytes);
   } else if (launch.attention.rows) {
     emit_attention(body, *attention_of(body), e, outputs.at(0), launch, &m.shared_bytes);
   } else if (auto rs = row_split(kernel); rs && items > 0) {
@@ -618,7 +620,11 @@ std::optional<LaunchConfig> fit_loop_steps(const ir::Node& kernel, const std::st
 
 std::string describe(const LaunchConfig& launch, bool rows) {
   std::string s;
-  if (const AttentionTiles& a = launch.attention; a.rows) {
+  if (const AttentionTiles& a = launch.attention; a.fragment.m) {
+    s = "cooperative attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
+        std::to_string(a.rows / a.fragment.m) + " subgroups of " + to_string(a.fragment) + " fragments, " +
+        std::to_string(a.lanes) + " invocations per row";
+  } else if (a.rows) {
     s = "attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
         std::to_string(a.row_step) + " rows x " + std::to_string(a.keys / a.lanes) + " keys per invocation" +
         (a.shuffles ? ", rows combined by subgroup shuffles" : "") + (a.own_v ? ", k and v slices apart" : "");

@@ -9,12 +9,15 @@
 #include <random>
 #include <string>
 
+#include "codegen/kernel.h"
 #include "codegen/target.h"
 #include "device_testing.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
+#include "spirv_testing.h"
 
 namespace nxv::runtime {
 namespace {
@@ -198,12 +201,9 @@ TEST(Attention, Causal) {
   check(wide);
 }
 
-TEST(Attention, MaskBiasAndDivide) {
-  Case c{{2}, 45, 77, 16, 24};
-  c.mask = c.bias = c.divide = true;
-  check(c);
-  // A row the mask blanks is NaN; an inf in v behind a masked key is 0 * inf = NaN in the
-  // rows that mask it, inf in the others.
+// A row the mask blanks is NaN; an inf in v behind a masked key is 0 * inf = NaN in the
+// rows that mask it, inf in the others.
+void check_blank_row_and_inf(const Case& c) {
   check(c, [&](std::vector<ir::Literal>& in) {
     ir::Scalar zero{0, 0, true}, one{0, 1, true}, inf{INFINITY, 0, false};
     for (int64_t j = 0; j < c.sk; ++j) ir::set_element(in[3], 4 * c.sk + j, zero);
@@ -212,19 +212,79 @@ TEST(Attention, MaskBiasAndDivide) {
   });
 }
 
+TEST(Attention, MaskBiasAndDivide) {
+  Case c{{2}, 45, 77, 16, 24};
+  c.mask = c.bias = c.divide = true;
+  check(c);
+  check_blank_row_and_inf(c);
+}
+
 TEST(Attention, TransposedKey) {
   Case c{{2, 2}, 50, 50, 32, 32};
   c.k_transposed = true;
   check(c);
 }
 
+// f16 and bf16: on a device with cooperative matrices (the H100's KHR fragments) the
+// cooperative kernel, elsewhere the SIMT one, over the edge shapes: head dims the fragments
+// do not divide (padded with zeros), rows past the last tile's, masks, bias, causal
+// offsets, k read transposed, many slices of keys.
+std::vector<Case> half_cases(DType t) {
+  std::vector<Case> cs{{{}, 1, 1, 8, 8, t},       {{2}, 7, 13, 8, 8, t},     {{1, 3}, 67, 67, 64, 64, t},
+                       {{2}, 33, 50, 24, 40, t},   {{3}, 5, 130, 16, 9, t},   {{1}, 97, 31, 128, 128, t},
+                       {{1}, 40, 1000, 64, 64, t}};
+  Case causal{{2}, 37, 70, 32, 32, t};
+  causal.causal = true;
+  cs.push_back(causal);
+  causal.offset = -2;  // rows 0 and 1 keep nothing: NaN
+  cs.push_back(causal);
+  Case masked{{2}, 45, 77, 16, 24, t};
+  masked.mask = masked.bias = masked.divide = true;
+  cs.push_back(masked);
+  Case transposed{{2, 2}, 50, 50, 32, 32, t};
+  transposed.k_transposed = true;
+  cs.push_back(transposed);
+  return cs;
+}
+
 TEST(Attention, HalfTypes) {
   for (DType t : {DType::F16, DType::BF16}) {
     if (!devtest::missing_feature(t).empty()) continue;
-    Case c{{2}, 37, 70, 32, 32, t};
-    c.causal = true;
-    check(c);
+    for (const Case& c : half_cases(t)) {
+      check(c);
+      if (c.mask) check_blank_row_and_inf(c);
+    }
   }
+}
+
+// On any device: the cooperative kernels an H100 would run (its canned caps: SPV_KHR
+// opcodes, which only a driver that has them validates), and the same kernels for a device
+// whose fragments only VK_NV_cooperative_matrix lists: SPV_NV opcodes, validated here (bf16
+// read as f16). f32 keeps the SIMT kernel.
+TEST(Attention, CooperativeKernelsForNvidiaValidate) {
+  const codegen::DeviceCaps khr = codegen::target_caps("nvidia");
+  codegen::DeviceCaps nv_only = khr;
+  for (auto& s : nv_only.cooperative_matrix_shapes) s.khr = false, s.nv = true;
+  for (DType t : {DType::F16, DType::BF16, DType::F32})
+    for (const Case& c : half_cases(t)) {
+      SCOPED_TRACE("sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) + " d " + std::to_string(c.d) + " dv " +
+                   std::to_string(c.dv) + " " + ir::dtype_name(t));
+      ir::Graph low = attention_graph(c);
+      passes::PassManager(passes::default_pipeline(), codegen::kernel_bounds(khr)).run(low);
+      const ir::Node* kernel = nullptr;
+      for (const auto& n : low.nodes)
+        if (n.op == "kernel" && n.regions.count("body"))
+          for (const auto& b : n.regions.at("body")->nodes)
+            if (b.op == "attention") kernel = &n;
+      ASSERT_NE(kernel, nullptr);
+      for (bool nv : {false, true}) {
+        const auto kb = codegen::compile_kernel(*kernel, low, nv ? nv_only : khr);
+        const std::string want = t == DType::F32 ? "attention " : std::string("cooperative attention ");
+        EXPECT_EQ(kb.launch.rfind(want, 0), 0u) << kb.launch;
+        EXPECT_EQ(kb.launch.find(" nv fragments") != std::string::npos, nv && t != DType::F32) << kb.launch;
+        if (nv) EXPECT_EQ(codegen::validate(t == DType::BF16 ? spirvtest::bf16_as_f16(kb.spirv) : kb.spirv, khr.api_version), "");
+      }
+    }
 }
 
 }  // namespace

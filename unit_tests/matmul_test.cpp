@@ -26,6 +26,7 @@
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
+#include "spirv_testing.h"
 #include "test_graphs.h"
 
 namespace nxv {
@@ -345,25 +346,6 @@ TEST(Matmul, CooperativeProductsMatchTheReference) {
 
 // f32 operands on bf16 cooperative matrices (the compile option `precision`, issue 16).
 
-// The module with its bf16 type declared as f16: Debian 12's spirv-val (2023.1) cannot read
-// SPV_KHR_bfloat16, so what it validates of a bf16 kernel is everything but that one type.
-std::vector<uint32_t> bf16_as_f16(const std::vector<uint32_t>& in) {
-  std::vector<uint32_t> out(in.begin(), in.begin() + 5);
-  bool float16 = false;
-  for (size_t at = 5; at < in.size();) {
-    const uint32_t words = in[at] >> 16, op = in[at] & 0xFFFF;
-    std::vector<uint32_t> inst(in.begin() + at, in.begin() + at + words);
-    at += words;
-    if (op == spv::OpCapability && (inst[1] == 5116 || inst[1] == 5118)) continue;  // BFloat16TypeKHR, ...CooperativeMatrixKHR
-    if (op == spv::OpExtension && std::string(reinterpret_cast<const char*>(&inst[1])) == "SPV_KHR_bfloat16") continue;
-    float16 = float16 || (op == spv::OpCapability && inst[1] == spv::CapabilityFloat16);
-    if (op == spv::OpTypeFloat && words == 4) inst = {(3u << 16) | spv::OpTypeFloat, inst[1], inst[2]};
-    out.insert(out.end(), inst.begin(), inst.end());
-  }
-  if (!float16) out.insert(out.begin() + 5, {(2u << 16) | spv::OpCapability, spv::CapabilityFloat16});
-  return out;
-}
-
 std::string launch_at(const Case& c, const codegen::DeviceCaps& caps, codegen::Precision p) {
   codegen::DeviceCaps with = caps;
   with.f32_products = p;
@@ -396,7 +378,7 @@ TEST(Matmul, F32PrecisionKernelsForNvidiaValidate) {
       auto [low, kernel] = lowered(product(c));
       auto kb = codegen::compile_kernel(*kernel, low, caps);
       EXPECT_NE(kb.launch.find("bf16>f32 nv fragments, " + suffix + ";"), std::string::npos) << name(c) << ": " << kb.launch;
-      EXPECT_EQ(codegen::validate(bf16_as_f16(kb.spirv), caps.api_version), "") << name(c) << " " << to_string(p);
+      EXPECT_EQ(codegen::validate(spirvtest::bf16_as_f16(kb.spirv), caps.api_version), "") << name(c) << " " << to_string(p);
       for (const std::string target : {"lavapipe", "generic", "amd"})
         EXPECT_EQ(launch_at(c, codegen::target_caps(target), p), launch_at(c, codegen::target_caps(target), Precision::Highest))
             << target << " " << name(c);

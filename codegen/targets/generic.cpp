@@ -29,6 +29,7 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_shared_memory_bytes = 49152;
     c.max_workgroup_count_x = 2147483647u;
     using enum MatrixComponent;
+    c.subgroup_shuffle = true;
     c.cooperative_matrix_shapes = {{16, 16, 16, F16, F16, true, true},  {16, 8, 16, F16, F16, true, true},
                                    {16, 8, 8, F16, F16, true, true},    {16, 16, 16, F16, F32, true, true},
                                    {16, 8, 16, F16, F32, true, true},   {16, 8, 8, F16, F32, true, true},

@@ -84,9 +84,14 @@ struct MatmulShape {
 // that a run of them is one read. shuffles: a row's invocations, within one subgroup,
 // combine their maxima and sums by subgroup shuffles, else through shared memory; own_v:
 // v's slice has an array of its own, else it takes k's once the scores are taken.
+//
+// On cooperative matrices (fragment.m > 0: f16 and bf16, emit_attention_cooperative.cpp)
+// each of rows / fragment.m subgroups takes fragment.m rows, `lanes` invocations to a row
+// (row_step 1) in its softmax; `keys` is a multiple of the fragments' n and k.
 struct AttentionTiles {
   uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0, vector = 1;
   bool shuffles = false, own_v = false;
+  CooperativeMatrixShape fragment;
   uint32_t invocations() const { return rows / row_step * lanes; }
 };
 
