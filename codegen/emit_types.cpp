@@ -223,7 +223,17 @@ Id Emitter::load(const BufferRef& buf, Id linear) {
   Id raw = buf.written_in_kernel ? b.op_in_place(spv::OpLoad, storage_type(buf.dtype), {ptr})
                                  : b.op(spv::OpLoad, storage_type(buf.dtype), {ptr});
   if (ir::dtype_bits(buf.dtype) >= 32) return raw;
-  return from_bits(b.op(spv::OpUConvert, u32(), {raw}), buf.dtype);
+  Id bits = b.op(spv::OpUConvert, u32(), {raw});
+  Id v = from_bits(bits, buf.dtype);
+  if (buf.dtype == DType::F16) f16_bits_.emplace(v, bits);
+  return v;
+}
+
+Id Emitter::select(DType t, Id cond, Id x, Id y) {
+  Id r = b_select(reg_type(t), cond, x, y);
+  if (t == DType::F16)
+    if (Id bx = known_f16_bits(x), by = known_f16_bits(y); bx && by) f16_bits_.emplace(r, b_select(u32(), cond, bx, by));
+  return r;
 }
 
 void Emitter::store(const BufferRef& buf, Id linear, Id value) {

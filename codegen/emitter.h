@@ -154,7 +154,13 @@ class Emitter {
   Id float_literal(ir::DType t, double v);
   Id from_bool(Id cond, ir::DType t);  // bool → 1/0 of type t
   Id to_bool(Id v, ir::DType t);       // nonzero test
-  Id select(ir::DType t, Id cond, Id x, Id y) { return b_select(reg_type(t), cond, x, y); }
+  // The f16 bits (in a u32's low half, the rest zero) of f16 value v where they are known
+  // without a conversion (f16_bits_), else 0.
+  Id known_f16_bits(Id v) const {
+    auto it = f16_bits_.find(v);
+    return it == f16_bits_.end() ? 0 : it->second;
+  }
+  Id select(ir::DType t, Id cond, Id x, Id y);
   Id b_select(Id type, Id cond, Id x, Id y) { return b.op(spv::OpSelect, type, {cond, x, y}); }
 
   // ---- index arithmetic (emit_index.cpp) ----
@@ -254,11 +260,11 @@ class Emitter {
   std::optional<Cooperation> coop_;
   std::map<std::pair<Id, size_t>, Id> shared_;
   uint64_t shared_bytes_ = 0;
-  // normalize's f16 values and the bits they came from (the same block defines both): a
-  // value normalized again, or stored, reuses them instead of converting once more in
-  // integer arithmetic. A dot's epilogue would otherwise convert each result three times,
-  // which made the H100's f16 cooperative kernels 2.8-3.5 times the size of the bf16 ones and
-  // up to 1.6 times slower.
+  // f16 values whose bits are known (the bits dominate the value): normalize's, those loaded
+  // from 16-bit storage, and selects of two such. A value normalized again, stored or packed
+  // reuses them instead of converting once more. A dot's epilogue would otherwise convert
+  // each result three times, which made the H100's f16 cooperative kernels 2.8-3.5 times the
+  // size of the bf16 ones and up to 1.6 times slower.
   std::map<Id, Id> f16_bits_;
 };
 

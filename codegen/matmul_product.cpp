@@ -131,8 +131,12 @@ Id bf16_high(Emitter& e, Id x) {
 
 Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
   U32Ops o{e, e.b};
-  if (c == MatrixComponent::F16)  // exact: the values are f16 already
+  if (c == MatrixComponent::F16) {
+    // The bits as loaded where known (no conversion back and forth), else a conversion:
+    // exact, the values are f16 already.
+    if (Id b0 = e.known_f16_bits(x0), b1 = e.known_f16_bits(x1); b0 && b1) return o.u(spv::OpBitwiseOr, b0, o.u(spv::OpShiftLeftLogical, b1, o.c(16)));
     return e.b.ext(GLSLstd450PackHalf2x16, e.u32(), {e.b.op(spv::OpCompositeConstruct, e.b.type_vector(e.b.type_float(32), 2), {x0, x1})});
+  }
   Id lo = o.u(spv::OpShiftRightLogical, e.b.op(spv::OpBitcast, e.u32(), {x0}), o.c(16));
   Id hi = o.u(spv::OpBitwiseAnd, e.b.op(spv::OpBitcast, e.u32(), {x1}), o.c(0xFFFF0000));
   return o.u(spv::OpBitwiseOr, lo, hi);
