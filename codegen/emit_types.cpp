@@ -385,7 +385,10 @@ Id Emitter::float_literal(DType t, double v) {
     std::memcpy(&w, &f, 4);
     pattern = w;
   }
-  return b.op(spv::OpBitcast, reg_type(t), {b.opaque(b.const_int(bits, pattern), b.type_int(bits))});
+  Id value = b.op(spv::OpBitcast, reg_type(t), {b.opaque(b.const_int(bits, pattern), b.type_int(bits))});
+  // Integer bits, which no driver's float rules touch (a padded f16 operand packs them).
+  if (t == DType::F16) f16_bits_.emplace(value, u32c(ir::f32_to_f16(float(r))));
+  return value;
 }
 
 Id Emitter::constant_attr(const ir::Node& node, const nlohmann::json& v, DType t) {
