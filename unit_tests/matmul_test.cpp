@@ -325,6 +325,23 @@ TEST(Matmul, CooperativeKernelsForNvidiaValidate) {
       }
 }
 
+// f16 operands read element by element (transposed, padded past the contraction, fused
+// with a cast) are packed into fragments from the bits they were loaded with: no
+// conversion to f32 and back (PackHalf2x16) in the NV kernels above.
+TEST(Matmul, F16CooperativeOperandsPackFromTheirBits) {
+  codegen::DeviceCaps caps = codegen::target_caps("nvidia");
+  for (auto& s : caps.cooperative_matrix_shapes) s.khr = false, s.nv = true;
+  int packed = 0;
+  for (const Case& c : cooperative_cases(DType::F16)) {
+    auto [low, kernel] = lowered(product(c));
+    const auto kb = codegen::compile_kernel(*kernel, low, caps);
+    if (kb.launch.rfind("cooperative matmul", 0) != 0) continue;
+    ++packed;
+    EXPECT_EQ(codegen::disassemble(kb.spirv).find("PackHalf2x16"), std::string::npos) << name(c);
+  }
+  EXPECT_GT(packed, 0);
+}
+
 // On a device with cooperative matrices (the H100), through the runtime: each product
 // against the reference interpreter. Operands are small multiples of 1/8, exact in f16 and
 // bf16 and in every f32 partial sum, so only the result's one rounding differs.
