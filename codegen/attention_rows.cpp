@@ -30,6 +30,16 @@ AttentionRows::RowTile AttentionRows::row_tile(Id p, uint32_t rows) {
   return t;
 }
 
+void AttentionRows::each_tile(const LaunchConfig& launch, const std::function<void(Id p)>& tile) {
+  const int64_t count = tiles(launch.attention.rows);
+  b.position_loop(
+      {e.u32()}, {b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return less(p[0], count); },
+      [&](const Values& p) {
+        tile(p[0]);
+        return Values{u(spv::OpIAdd, p[0], c(launch.group_count))};
+      });
+}
+
 Id AttentionRows::read(const ir::Node& n, const std::vector<Id>& bd, Id r, Id col) {
   std::vector<Id> d = bd;
   d.push_back(r);

@@ -3,9 +3,11 @@
 // score, and the steps of the online softmax over a row's keys.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "codegen/matmul_product.h"
+#include "codegen/targets/launch.h"
 #include "ir/attention.h"
 
 namespace nxv::codegen {
@@ -22,6 +24,9 @@ class AttentionRows : public matmul::U32Ops {
     std::vector<Id> bd;
   };
   RowTile row_tile(Id p, uint32_t rows);
+  // The kernel's loop over its tiles of `launch.attention.rows` rows: workgroup g takes
+  // tiles g, g + groups, ...; `tile` emits one.
+  void each_tile(const LaunchConfig& launch, const std::function<void(Id p)>& tile);
 
  protected:
   using Values = spirv::Builder::Values;

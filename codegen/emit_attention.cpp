@@ -393,13 +393,7 @@ LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const
 void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
                     const LaunchConfig& launch, uint64_t* shared_bytes) {
   AttentionKernel k(body, attn, e, launch.attention, shared_bytes);
-  const int64_t tiles = k.tiles(launch.attention.rows);
-  e.b.position_loop(
-      {e.u32()}, {e.b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return k.less(p[0], tiles); },
-      [&](const Values& p) {
-        k.emit_tile(p[0], output);
-        return Values{k.u(spv::OpIAdd, p[0], k.c(launch.group_count))};
-      });
+  k.each_tile(launch, [&](Id p) { k.emit_tile(p, output); });
 }
 
 }  // namespace nxv::codegen

@@ -98,17 +98,8 @@ CooperativeAttention::CooperativeAttention(const ir::Graph& body, const ir::Node
   s_base = u(spv::OpIAdd, c(lay.qkv), u(spv::OpIMul, subgroup, c(lay.per_subgroup)));
   p_base = u(spv::OpIAdd, s_base, c(f.m * lay.s_pitch));
   a_base = u(spv::OpIAdd, p_base, c(f.m * lay.p_pitch));
-  Id component;
-  if (f.operands == MatrixComponent::F16) {
-    b.capability(spv::CapabilityFloat16);
-    component = b.type_float(16);
-  } else {
-    component = b.type_bfloat16();
-  }
-  type_a = b.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
-  type_b = b.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
-  type_c = b.type_cooperative_matrix(nv, b.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
-  zero_c = b.op(spv::OpCompositeConstruct, type_c, {b.const_f32(0.0f)});
+  const matmul::FragmentTypes types = matmul::fragment_types(e, f, nv);
+  type_a = types.a, type_b = types.b, type_c = types.c, zero_c = types.zero_c;
   auto view = [&](const ir::Node& n, int64_t width) { return width % 8 ? 0 : matmul::chunk_view(e, n, inputs.size()); };
   view_q = view(q, D), view_k = view(k, D), view_v = view(v, Dv);
 }
@@ -385,13 +376,7 @@ uint64_t cooperative_attention_shared_bytes(const AttentionTiles& t, int64_t d, 
 void emit_cooperative_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const std::vector<BufferRef>& inputs,
                                 const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes) {
   CooperativeAttention k(body, attn, e, inputs, launch.attention, shared_bytes);
-  const int64_t tiles = k.tiles(launch.attention.rows);
-  e.b.position_loop(
-      {e.u32()}, {e.b.builtin_x(spv::BuiltInWorkgroupId)}, [&](const Values& p) { return k.less(p[0], tiles); },
-      [&](const Values& p) {
-        k.emit_tile(p[0], output);
-        return Values{k.u(spv::OpIAdd, p[0], k.c(launch.group_count))};
-      });
+  k.each_tile(launch, [&](Id p) { k.emit_tile(p, output); });
 }
 
 }  // namespace nxv::codegen

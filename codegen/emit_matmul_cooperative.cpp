@@ -63,7 +63,6 @@ struct CooperativeKernel : U32Ops {
 
   CooperativeKernel(const ir::Graph& body, const ir::Node& dot, Emitter& e, const std::vector<BufferRef>& inputs,
                     const MatmulTiles& tiles, uint64_t* shared_bytes);
-  void declare_fragment_types();
   Id chunk_ptr(Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {smem, at}); }
   Id chunk_view(const Operand& o, const ChunkSlice& sl, const std::vector<BufferRef>& inputs);
   Id chunk(const std::vector<Id>& halves);
@@ -100,21 +99,8 @@ CooperativeKernel::CooperativeKernel(const ir::Graph& body, const ir::Node& dot,
   *shared_bytes += uint64_t(chunks) * 16;
   view_a = chunk_view(A, sa, inputs), view_b = chunk_view(B, sb, inputs);
   bvec = b.type_vector(e.boolean(), 4);
-  declare_fragment_types();
-}
-
-void CooperativeKernel::declare_fragment_types() {
-  Id component;
-  if (f.operands == MatrixComponent::F16) {
-    b.capability(spv::CapabilityFloat16);
-    component = b.type_float(16);
-  } else {
-    component = b.type_bfloat16();
-  }
-  type_a = b.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
-  type_b = b.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
-  type_c = b.type_cooperative_matrix(nv, b.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
-  zero_c = b.op(spv::OpCompositeConstruct, type_c, {b.const_f32(0.0f)});
+  const FragmentTypes types = fragment_types(e, f, nv);
+  type_a = types.a, type_b = types.b, type_c = types.c, zero_c = types.zero_c;
 }
 
 // A parameter whose innermost axis is the slice's one inner axis, of a multiple of 8

@@ -142,6 +142,23 @@ Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
   return o.u(spv::OpBitwiseOr, lo, hi);
 }
 
+FragmentTypes fragment_types(Emitter& e, const CooperativeMatrixShape& f, bool nv) {
+  spirv::Builder& b = e.b;
+  Id component;
+  if (f.operands == MatrixComponent::F16) {
+    b.capability(spv::CapabilityFloat16);
+    component = b.type_float(16);
+  } else {
+    component = b.type_bfloat16();
+  }
+  FragmentTypes t;
+  t.a = b.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
+  t.b = b.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
+  t.c = b.type_cooperative_matrix(nv, b.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
+  t.zero_c = b.op(spv::OpCompositeConstruct, t.c, {b.const_f32(0.0f)});
+  return t;
+}
+
 // Bindings are numbered by argument, as the parameter's index.
 Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs) {
   const int64_t index = node.attrs.value("index", int64_t(-1));

@@ -71,6 +71,13 @@ Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs);
 // Chunk `at` of a chunk view.
 Id load_chunk(Emitter& e, Id view, Id at);
 
+// The fragment types of shape f (nv: SPV_NV_cooperative_matrix's), declared with the
+// capabilities they need, and an accumulator of zeros.
+struct FragmentTypes {
+  Id a = 0, b = 0, c = 0, zero_c = 0;
+};
+FragmentTypes fragment_types(Emitter& e, const CooperativeMatrixShape& f, bool nv);
+
 // k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
 // last of `steps` steps (whose slices are read again for a step that does not come, within
 // the operands, rather than past their ends).
