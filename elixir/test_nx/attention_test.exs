@@ -102,6 +102,23 @@ defmodule Nx.Vulkan.AttentionTest do
     end
   end
 
+  # f16 and bf16: on GPUs that list cooperative matrices of the type the fused kernel runs
+  # on them (q, k, v read a chunk at a time in the plain layout, element by element through
+  # Bumblebee's transposes), elsewhere on the f32 SIMT kernel or unfused. The evaluator
+  # rounds the scores, exponentials, sums and probabilities to the type (2^-11 relative for
+  # f16, 2^-8 for bf16), where the kernels keep f32 or round the probabilities alone: the
+  # outputs, convex combinations of |v| <= 1, differ by a few of the type's ulp near 1.
+  for {type, tol} <- [f16: 4.0e-3, bf16: 3.0e-2] do
+    test "plain and Bumblebee-layout attention in #{type} match the evaluator at 64 positions, head dim 64" do
+      {q, k, v} = qkv(:heads_first, 64, 64)
+      half = fn t -> Nx.as_type(t, unquote(type)) end
+      assert_matches_evaluator(&plain/3, Enum.map([q, k, v], half), rtol: unquote(tol), atol: unquote(tol))
+      {q, k, v} = qkv(:seq_first, 64, 64)
+      mask = padding(elem(q.shape, 0), 64)
+      assert_matches_evaluator(&bumblebee/4, Enum.map([q, k, v], half) ++ [mask], rtol: unquote(tol), atol: unquote(tol))
+    end
+  end
+
   test "a row whose keys are all masked is NaN, the others as the evaluator's" do
     {q, k, v} = qkv(:heads_first, 7, 8)
     # Query 3 of every head keeps no key; the others keep the keys up to their own.
