@@ -108,7 +108,10 @@ class AttentionKernel : public AttentionRows {
   }
 
   void emit_tile(Id p, const BufferRef& output) {
-    const auto [bt, q0, bd] = row_tile(p, t.rows);
+    // Not a structured binding: clang 14 (the fuzzers' compiler) lets no lambda capture one.
+    const RowTile tile = row_tile(p, t.rows);
+    const Id bt = tile.bt, q0 = tile.q0;
+    const std::vector<Id>& bd = tile.bd;
     const Values rows = fetch(t.rows * D, [&](Id i) {
       return read(q, bd, clamp(u(spv::OpIAdd, q0, u(spv::OpUDiv, i, c(D))), Sq), u(spv::OpUMod, i, c(D)));
     });
