@@ -22,7 +22,6 @@ AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t
 // and has subgroup shuffles; the largest that fit its workgroups and shared memory. Else
 // rows == 0 (the SIMT kernel runs it).
 AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DType type, int64_t d, int64_t dv);
-uint64_t cooperative_attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv);
 
 // Bytes of shared memory `t` takes.
 uint64_t attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv, int bytes);

@@ -369,10 +369,6 @@ AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DT
   return {};
 }
 
-uint64_t cooperative_attention_shared_bytes(const AttentionTiles& t, int64_t d, int64_t dv) {
-  return uint64_t(Layout(t, d, dv).chunks(t)) * 16;
-}
-
 void emit_cooperative_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const std::vector<BufferRef>& inputs,
                                 const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes) {
   CooperativeAttention k(body, attn, e, inputs, launch.attention, shared_bytes);
