@@ -48,11 +48,8 @@ class CooperativeAttention : public AttentionRows {
   Id word_ptr(Id chunk, Id word) {
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, e.u32()), {smem, chunk, word});
   }
-  Id load(Id type, Id chunk, uint32_t stride, bool row_major);
-  void store(Id matrix, Id chunk, uint32_t stride);
-  Id mul_add(Id x, Id y, Id acc) {
-    return b.op(nv ? spv::OpCooperativeMatrixMulAddNV : spirv::OpCooperativeMatrixMulAddKHR, type_c, {x, y, acc});
-  }
+  Id load(Id type, Id chunk, uint32_t stride, bool row_major) { return fr.load(type, chunk_ptr(chunk), stride, row_major); }
+  void store(Id matrix, Id chunk, uint32_t stride) { fr.store(chunk_ptr(chunk), matrix, stride); }
   Id across_row(Id x, bool sum);  // else the maximum
   Id pack_rounded_pair(Id x0, Id x1);
 
@@ -72,10 +69,9 @@ class CooperativeAttention : public AttentionRows {
   const CooperativeMatrixShape& f;
   const Layout lay;
   const uint32_t wg, lanes, per_lane, frags_o;
-  const bool nv;
+  const matmul::Fragments fr;
   Id vec = 0, bvec = 0, zero_vec = 0, smem = 0, local = 0, subgroup = 0, lane = 0, r = 0, x = 0;
   Id s_base = 0, p_base = 0, a_base = 0;
-  Id type_a = 0, type_b = 0, type_c = 0, zero_c = 0;
   Id view_q = 0, view_k = 0, view_v = 0;
 };
 
@@ -83,7 +79,8 @@ CooperativeAttention::CooperativeAttention(const ir::Graph& body, const ir::Node
                                            const std::vector<BufferRef>& inputs, const AttentionTiles& tiles,
                                            uint64_t* shared_bytes)
     : AttentionRows(body, attn, em), t(tiles), f(t.fragment), lay(t, D, Dv), wg(t.invocations()), lanes(t.lanes),
-      per_lane(t.keys / t.lanes), frags_o(lay.dv / t.fragment.n), nv(!t.fragment.khr) {
+      per_lane(t.keys / t.lanes), frags_o(lay.dv / t.fragment.n),
+      fr(em, t.fragment, !t.fragment.khr) {
   vec = b.type_vector(e.u32(), 4);
   bvec = b.type_vector(e.boolean(), 4);
   zero_vec = b.op(spv::OpCompositeConstruct, vec, {c(0), c(0), c(0), c(0)});
@@ -98,23 +95,8 @@ CooperativeAttention::CooperativeAttention(const ir::Graph& body, const ir::Node
   s_base = u(spv::OpIAdd, c(lay.qkv), u(spv::OpIMul, subgroup, c(lay.per_subgroup)));
   p_base = u(spv::OpIAdd, s_base, c(f.m * lay.s_pitch));
   a_base = u(spv::OpIAdd, p_base, c(f.m * lay.p_pitch));
-  const matmul::FragmentTypes types = matmul::fragment_types(e, f, nv);
-  type_a = types.a, type_b = types.b, type_c = types.c, zero_c = types.zero_c;
   auto view = [&](const ir::Node& n, int64_t width) { return width % 8 ? 0 : matmul::chunk_view(e, n, inputs.size()); };
   view_q = view(q, D), view_k = view(k, D), view_v = view(v, Dv);
-}
-
-Id CooperativeAttention::load(Id type, Id chunk, uint32_t stride, bool row_major) {
-  Id ptr = chunk_ptr(chunk);
-  if (nv) return b.op_in_place(spv::OpCooperativeMatrixLoadNV, type, {ptr, c(stride), b.const_bool(!row_major)});
-  return b.op_in_place(spirv::OpCooperativeMatrixLoadKHR, type, {ptr, c(row_major ? spirv::kRowMajor : spirv::kColumnMajor), c(stride)});
-}
-
-void CooperativeAttention::store(Id matrix, Id chunk, uint32_t stride) {
-  if (nv)
-    b.op_void(spv::OpCooperativeMatrixStoreNV, {chunk_ptr(chunk), matrix, c(stride), b.const_bool(false)});
-  else
-    b.op_void(spirv::OpCooperativeMatrixStoreKHR, {chunk_ptr(chunk), matrix, c(spirv::kRowMajor), c(stride)});
 }
 
 // A row's value combined over its invocations, consecutive lanes of one subgroup.
@@ -197,7 +179,7 @@ Values CooperativeAttention::q_fragments(const RowTile& at) {
   b.workgroup_barrier();
   Values qf;
   const Id first = u(spv::OpIMul, u(spv::OpIMul, subgroup, c(f.m)), c(lay.qk_pitch));
-  for (uint32_t kk = 0; kk < lay.d; kk += f.k) qf.push_back(load(type_a, u(spv::OpIAdd, first, c(kk / 8)), lay.qk_pitch, true));
+  for (uint32_t kk = 0; kk < lay.d; kk += f.k) qf.push_back(load(fr.a, u(spv::OpIAdd, first, c(kk / 8)), lay.qk_pitch, true));
   b.workgroup_barrier();  // k's slice takes q's place
   return qf;
 }
@@ -206,9 +188,9 @@ Values CooperativeAttention::q_fragments(const RowTile& at) {
 // slice, [key][d], is kᵀ column-major.
 void CooperativeAttention::scores(const Values& qf) {
   for (uint32_t j = 0; j < t.keys; j += f.n) {
-    Id acc = zero_c;
+    Id acc = fr.zero_c;
     for (uint32_t kk = 0; kk < lay.d; kk += f.k)
-      acc = mul_add(qf[kk / f.k], load(type_b, c(int64_t(j) * lay.qk_pitch + kk / 8), lay.qk_pitch, false), acc);
+      acc = fr.mul_add(qf[kk / f.k], load(fr.b, c(int64_t(j) * lay.qk_pitch + kk / 8), lay.qk_pitch, false), acc);
     store(acc, u(spv::OpIAdd, s_base, c(j / 4)), lay.s_pitch);
   }
   b.storage_barrier(spv::ScopeSubgroup);
@@ -247,7 +229,7 @@ Values CooperativeAttention::softmax(const RowTile& at, Id k0, Id m, Id l) {
   }
   // Accumulators multiply element by element (SPV_KHR_cooperative_matrix's OpFMul); the NV
   // extension divides only, by the factor's reciprocal (+inf for 0: 0 / inf is 0).
-  const Id factor = nv ? flt(spv::OpFDiv, e.constant(ct, 1), alpha) : alpha;
+  const Id factor = fr.nv ? flt(spv::OpFDiv, e.constant(ct, 1), alpha) : alpha;
   const Id bits = b.op(spv::OpBitcast, e.u32(), {factor});
   for (uint32_t i = 0; i < f.n; i += lanes) {
     const Id word = u(spv::OpIAdd, u(spv::OpIMul, r, c(f.n)), u(spv::OpIAdd, x, c(i)));
@@ -259,13 +241,13 @@ Values CooperativeAttention::softmax(const RowTile& at, Id k0, Id m, Id l) {
 // The outputs so far rescaled by the staged factors, plus the staged probabilities times v's
 // staged slice.
 Values CooperativeAttention::add_products(Values o) {
-  const Id factors = load(type_c, a_base, f.n / 4, true);
-  for (Id& acc : o) acc = b.op(nv ? spv::OpFDiv : spv::OpFMul, type_c, {acc, factors});
+  const Id factors = load(fr.c, a_base, f.n / 4, true);
+  for (Id& acc : o) acc = b.op(fr.nv ? spv::OpFDiv : spv::OpFMul, fr.c, {acc, factors});
   const uint32_t v_base = t.keys * lay.qk_pitch;
   for (uint32_t kk = 0; kk < t.keys; kk += f.k) {
-    const Id pf = load(type_a, u(spv::OpIAdd, p_base, c(kk / 8)), lay.p_pitch, true);
+    const Id pf = load(fr.a, u(spv::OpIAdd, p_base, c(kk / 8)), lay.p_pitch, true);
     for (uint32_t j = 0; j < frags_o; ++j)
-      o[j] = mul_add(pf, load(type_b, c(v_base + int64_t(kk) * lay.v_pitch + j * f.n / 8), lay.v_pitch, true), o[j]);
+      o[j] = fr.mul_add(pf, load(fr.b, c(v_base + int64_t(kk) * lay.v_pitch + j * f.n / 8), lay.v_pitch, true), o[j]);
   }
   return o;
 }
@@ -275,8 +257,8 @@ Values CooperativeAttention::add_products(Values o) {
 Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
   std::vector<Id> types{vt, vt};
   Values init{minus_inf(), e.constant(ct, 0)};
-  types.insert(types.end(), frags_o, type_c);
-  init.insert(init.end(), frags_o, zero_c);
+  types.insert(types.end(), frags_o, fr.c);
+  init.insert(init.end(), frags_o, fr.zero_c);
   if (Sk == 0) return init;
   types.push_back(e.u32());
   init.push_back(c(0));

@@ -142,21 +142,36 @@ Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
   return o.u(spv::OpBitwiseOr, lo, hi);
 }
 
-FragmentTypes fragment_types(Emitter& e, const CooperativeMatrixShape& f, bool nv) {
-  spirv::Builder& b = e.b;
+Fragments::Fragments(Emitter& em, const CooperativeMatrixShape& f, bool nv_opcodes) : e(em), nv(nv_opcodes) {
+  spirv::Builder& bld = e.b;
   Id component;
   if (f.operands == MatrixComponent::F16) {
-    b.capability(spv::CapabilityFloat16);
-    component = b.type_float(16);
+    bld.capability(spv::CapabilityFloat16);
+    component = bld.type_float(16);
   } else {
-    component = b.type_bfloat16();
+    component = bld.type_bfloat16();
   }
-  FragmentTypes t;
-  t.a = b.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
-  t.b = b.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
-  t.c = b.type_cooperative_matrix(nv, b.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
-  t.zero_c = b.op(spv::OpCompositeConstruct, t.c, {b.const_f32(0.0f)});
-  return t;
+  a = bld.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
+  b = bld.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
+  c = bld.type_cooperative_matrix(nv, bld.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);
+  zero_c = bld.op(spv::OpCompositeConstruct, c, {bld.const_f32(0.0f)});
+}
+
+Id Fragments::load(Id type, Id ptr, uint32_t stride, bool row_major) const {
+  if (nv) return e.b.op_in_place(spv::OpCooperativeMatrixLoadNV, type, {ptr, e.u32c(stride), e.b.const_bool(!row_major)});
+  return e.b.op_in_place(spirv::OpCooperativeMatrixLoadKHR, type,
+                         {ptr, e.u32c(row_major ? spirv::kRowMajor : spirv::kColumnMajor), e.u32c(stride)});
+}
+
+void Fragments::store(Id ptr, Id matrix, uint32_t stride) const {
+  if (nv)
+    e.b.op_void(spv::OpCooperativeMatrixStoreNV, {ptr, matrix, e.u32c(stride), e.b.const_bool(false)});
+  else
+    e.b.op_void(spirv::OpCooperativeMatrixStoreKHR, {ptr, matrix, e.u32c(spirv::kRowMajor), e.u32c(stride)});
+}
+
+Id Fragments::mul_add(Id x, Id y, Id acc) const {
+  return e.b.op(nv ? spv::OpCooperativeMatrixMulAddNV : spirv::OpCooperativeMatrixMulAddKHR, c, {x, y, acc});
 }
 
 // Bindings are numbered by argument, as the parameter's index.

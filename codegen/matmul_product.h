@@ -71,12 +71,20 @@ Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs);
 // Chunk `at` of a chunk view.
 Id load_chunk(Emitter& e, Id view, Id at);
 
-// The fragment types of shape f (nv: SPV_NV_cooperative_matrix's), declared with the
-// capabilities they need, and an accumulator of zeros.
-struct FragmentTypes {
+// Cooperative matrices of shape f as both cooperative kernels use them: the fragment types
+// (declared with the capabilities they need), an accumulator of zeros, and the loads, stores
+// and products in SPV_NV_cooperative_matrix's opcodes where `nv`, else SPV_KHR's (pointers
+// to 16-byte chunks, strides in chunks).
+struct Fragments {
+  Fragments(Emitter& e, const CooperativeMatrixShape& f, bool nv);
+  Id load(Id type, Id ptr, uint32_t stride, bool row_major) const;
+  void store(Id ptr, Id matrix, uint32_t stride) const;  // row-major
+  Id mul_add(Id x, Id y, Id acc) const;
+
+  Emitter& e;
+  const bool nv;
   Id a = 0, b = 0, c = 0, zero_c = 0;
 };
-FragmentTypes fragment_types(Emitter& e, const CooperativeMatrixShape& f, bool nv);
 
 // k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
 // last of `steps` steps (whose slices are read again for a step that does not come, within

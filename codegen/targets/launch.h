@@ -43,7 +43,7 @@ struct MatmulTiles {
   // (Binding::texels); each lane reads the runs of its own rows and columns.
   bool texels = false;
   int64_t tiles = 0;  // output tiles in all (set by launch_matmul)
-  CooperativeMatrixShape fragment;
+  CooperativeMatrixShape fragment{};
   uint32_t subgroups_m = 0, subgroups_n = 0, subgroup_size = 0;
   // Cooperative with f32 operands rounded to bf16 as they are staged (MatmulShape's flags);
   // split: each k-slice staged twice, as the bf16 parts hi and lo of its elements, and each
@@ -91,7 +91,7 @@ struct MatmulShape {
 struct AttentionTiles {
   uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0, vector = 1;
   bool shuffles = false, own_v = false;
-  CooperativeMatrixShape fragment;
+  CooperativeMatrixShape fragment{};
   uint32_t invocations() const { return rows / row_step * lanes; }
 };
 
