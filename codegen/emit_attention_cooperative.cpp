@@ -287,26 +287,35 @@ Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
 
 // Each output fragment through the subgroup's scores' memory, its elements then written by
 // consecutive invocations at consecutive columns; each row's maximum and sum come from its
-// first invocation.
+// first invocation, fetched once for all the fragments.
 void CooperativeAttention::finish(const RowTile& at, const Values& state, const BufferRef& output) {
   const Id l = across_row(state[1], true);
+  struct Place {
+    Id rr, cc, m, l, row, in_rows;
+  };
+  std::vector<Place> places;
+  for (uint32_t i = 0; i < f.m * f.n; i += f.m * lanes) {  // a subgroup's invocations
+    Place p;
+    const Id pos = u(spv::OpIAdd, lane, c(i));
+    p.rr = u(spv::OpUDiv, pos, c(f.n)), p.cc = u(spv::OpUMod, pos, c(f.n));
+    const Id from = u(spv::OpIMul, p.rr, c(lanes));
+    p.m = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), state[0], from});
+    p.l = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), l, from});
+    p.row = u(spv::OpIAdd, at.q0, u(spv::OpIAdd, u(spv::OpIMul, subgroup, c(f.m)), p.rr));
+    p.in_rows = less(p.row, Sq);
+    places.push_back(p);
+  }
   for (uint32_t j = 0; j < frags_o; ++j) {
     store(state[2 + j], s_base, lay.s_pitch);
     b.storage_barrier(spv::ScopeSubgroup);
-    for (uint32_t i = 0; i < f.m * f.n; i += f.m * lanes) {  // a subgroup's invocations
-      const Id pos = u(spv::OpIAdd, lane, c(i));
-      const Id rr = u(spv::OpUDiv, pos, c(f.n)), cc = u(spv::OpUMod, pos, c(f.n));
-      const Id from = u(spv::OpIMul, rr, c(lanes));
-      const Id m_r = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), state[0], from});
-      const Id l_r = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), l, from});
-      const Id word = u(spv::OpIAdd, u(spv::OpIMul, rr, c(lay.s_pitch * 4)), cc);
+    for (const Place& p : places) {
+      const Id word = u(spv::OpIAdd, u(spv::OpIMul, p.rr, c(lay.s_pitch * 4)), p.cc);
       const Id o = b.op(spv::OpBitcast, vt, {b.op_in_place(spv::OpLoad, e.u32(), {word_ptr(u(spv::OpIAdd, s_base, u(spv::OpUDiv, word, c(4))), u(spv::OpUMod, word, c(4)))})});
-      const Id out = e.convert(row_output(o, l_r, m_r), ct, T);
-      const Id row = u(spv::OpIAdd, at.q0, u(spv::OpIAdd, u(spv::OpIMul, subgroup, c(f.m)), rr));
-      const Id col = u(spv::OpIAdd, c(int64_t(j) * f.n), cc);
-      Id in = less(row, Sq);
+      const Id out = e.convert(row_output(o, p.l, p.m), ct, T);
+      const Id col = u(spv::OpIAdd, c(int64_t(j) * f.n), p.cc);
+      Id in = p.in_rows;
       if (lay.dv != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
-      b.if_then(in, [&] { e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), row), c(Dv)), col), out); });
+      b.if_then(in, [&] { e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), p.row), c(Dv)), col), out); });
     }
     b.storage_barrier(spv::ScopeSubgroup);  // the next fragment takes the same memory
   }
