@@ -508,7 +508,7 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
   lost(&DeviceCaps::subgroup_arithmetic, "no subgroup arithmetic: integer scans combine their runs' totals through "
                                          "shared memory");
   lost(&DeviceCaps::subgroup_shuffle, "no subgroup shuffle: workgroup reductions halve through shared memory, one "
-                                      "barrier per halving");
+                                      "barrier per halving; f16 and bf16 attention not on cooperative matrices");
   lost(&DeviceCaps::subgroup_extended_types, "no shaderSubgroupExtendedTypes: reductions and integer scans of 64-bit "
                                              "values combine through shared memory");
   lost(&DeviceCaps::subgroup_ballot, "no subgroup ballot: lavapipe-tuned dots use plain 8x8 register tiles");
@@ -519,7 +519,7 @@ std::vector<std::string> profile_costs(const DeviceCaps& r, const DeviceCaps& d)
                   "shaderRoundingModeRTEFloat16 or shaderSignedZeroInfNanPreserveFloat16): f16 kernels "
                   "slower (up to 1.45x on an H200)");
   if (!d.cooperative_matrix_shapes.empty() && r.cooperative_matrix_shapes.empty())
-    out.push_back("no cooperative matrices: dots run on scalar tiles (slower on tensor cores)");
+    out.push_back("no cooperative matrices: dots and f16/bf16 attention run on scalar tiles (slower on tensor cores)");
   if (r.max_shared_memory_bytes < d.max_shared_memory_bytes || r.max_workgroup_invocations < d.max_workgroup_invocations)
     out.push_back("smaller shared memory or workgroups: smaller tiles and workgroups (slower)");
   return out;
