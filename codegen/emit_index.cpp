@@ -56,28 +56,67 @@ Index Emitter::index_from_dims(const ir::Shape& shape, std::vector<Id> d) {
   return idx;
 }
 
-std::vector<Id> Emitter::dims(Index& idx) {
-  if (idx.has_dims()) return idx.dims;
-  auto st = strides_of(idx.shape);
-  for (size_t i = 0; i < idx.shape.size(); ++i) {
-    if (idx.shape[i] == 1) {
-      idx.dims.push_back(u32c(0));
-      continue;
-    }
-    Id q = st[i] == 1 ? idx.linear : b.op(spv::OpUDiv, u32(), {idx.linear, u32c(st[i])});
-    idx.dims.push_back(i == 0 ? q : b.op(spv::OpUMod, u32(), {q, u32c(idx.shape[i])}));
+Id Emitter::digit(Id source, int64_t stride, int64_t extent, bool leading) {
+  if (extent == 1) return u32c(0);
+  Id q = stride == 1 ? source : b.op(spv::OpUDiv, u32(), {source, u32c(uint64_t(stride))});
+  if (leading) {
+    if (stride != 1) digits_[q] = {source, stride, 0};
+    return q;
   }
+  Id d = b.op(spv::OpUMod, u32(), {q, u32c(uint64_t(extent))});
+  digits_[d] = {source, stride, extent};
+  return d;
+}
+
+std::vector<Id> Emitter::split(Id r, const std::vector<int64_t>& extents) {
+  std::vector<Id> out(extents.size());
+  int64_t stride = 1;
+  for (size_t i = extents.size(); i-- > 0;) {
+    out[i] = digit(r, stride, extents[i], i == 0);
+    stride *= extents[i];
+  }
+  return out;
+}
+
+std::vector<Id> Emitter::dims(Index& idx) {
+  if (!idx.has_dims()) idx.dims = split(idx.linear, idx.shape);
   return idx.dims;
 }
 
+// Consecutive terms that are consecutive digits of one source, weighted as that source's
+// radix weighs them, add up to one digit of it: sum (s / w_k % e_k) * (w_k / w) * m =
+// (s / w % (w_0 * e_0 / w)) * m, w and m the last term's stride and multiplier, and no
+// modulo where the first is the leading digit. Exact in unsigned arithmetic, for any s.
 Id Emitter::linear(Index& idx) {
   if (idx.linear) return idx.linear;
   auto st = strides_of(idx.shape);
+  std::vector<std::pair<Id, int64_t>> terms;
+  for (size_t i = 0; i < idx.shape.size(); ++i)
+    if (idx.shape[i] != 1) terms.push_back({idx.dims[i], st[i]});
   Id acc = 0;
-  for (size_t i = 0; i < idx.shape.size(); ++i) {
-    if (idx.shape[i] == 1) continue;
-    Id term = st[i] == 1 ? idx.dims[i] : b.op(spv::OpIMul, u32(), {idx.dims[i], u32c(st[i])});
+  for (size_t i = 0; i < terms.size();) {
+    auto [v, multiplier] = terms[i];
+    size_t j = i + 1;
+    if (auto first = digits_.find(v); first != digits_.end()) {
+      Digit run = first->second;
+      for (; j < terms.size(); ++j) {
+        auto next = digits_.find(terms[j].first);
+        if (next == digits_.end()) break;
+        const Digit& d = next->second;
+        if (d.source != run.source || d.extent == 0 || run.stride != d.stride * d.extent ||
+            multiplier != terms[j].second * d.extent)
+          break;
+        run.stride = d.stride;
+        multiplier = terms[j].second;
+      }
+      if (j > i + 1) {
+        const Digit& lead = first->second;
+        v = digit(run.source, run.stride, lead.extent ? lead.stride * lead.extent / run.stride : 0, lead.extent == 0);
+      }
+    }
+    Id term = multiplier == 1 ? v : b.op(spv::OpIMul, u32(), {v, u32c(uint64_t(multiplier))});
     acc = acc ? b.op(spv::OpIAdd, u32(), {acc, term}) : term;
+    i = j;
   }
   idx.linear = acc ? acc : u32c(0);
   return idx.linear;

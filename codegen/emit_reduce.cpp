@@ -178,17 +178,6 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
   return convert(r[1], DType::U32, t);
 }
 
-std::vector<Id> Emitter::split(Id r, const std::vector<int64_t>& extents) {
-  std::vector<Id> out(extents.size());
-  int64_t stride = 1;
-  for (size_t i = extents.size(); i-- > 0;) {
-    Id q = stride == 1 ? r : b.op(spv::OpUDiv, u32(), {r, u32c(stride)});
-    out[i] = i == 0 ? q : b.op(spv::OpUMod, u32(), {q, u32c(extents[i])});
-    stride *= extents[i];
-  }
-  return out;
-}
-
 DotAxes DotAxes::of(const ir::Node& node, const ir::Shape& as, const ir::Shape& bs) {
   auto list = [&](const char* k) {
     return node.attrs.contains(k) ? node.attrs[k].get<std::vector<int64_t>>() : std::vector<int64_t>{};

@@ -266,6 +266,17 @@ class Emitter {
   // each result three times, which made the H100's f16 cooperative kernels 2.8-3.5 times the
   // size of the bf16 ones and up to 1.6 times slower.
   std::map<Id, Id> f16_bits_;
+  // u32 values that are one digit of a flat position in a mixed radix: (source / stride) %
+  // extent, or source / stride for the leading digit (extent 0). An index split into digits
+  // and recombined with matching strides (a contraction read through a broadcast, a reshape
+  // of contiguous axes) is then one division and modulo of the source, not one per axis
+  // (linear()): a 3x3 convolution's kernel operand took 8 integer operations per element.
+  struct Digit {
+    Id source;
+    int64_t stride, extent;
+  };
+  std::map<Id, Digit> digits_;
+  Id digit(Id source, int64_t stride, int64_t extent, bool leading);
 };
 
 }  // namespace nxv::codegen
