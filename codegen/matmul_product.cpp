@@ -312,7 +312,9 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   s.integer = !ir::is_float(t);
   const DType at = an.type().dtype, bt = bn.type().dtype;
   s.f32_operands = at == DType::F32 && bt == DType::F32;
-  const TexelLayout l = texel_layout(operand_of(body, an, d.b1, d.free1, d.c1, 0, true), operand_of(body, bn, d.b2, d.free2, d.c2, 0, true));
+  const Operand A = operand_of(body, an, d.b1, d.free1, d.c1, 0, true), B = operand_of(body, bn, d.b2, d.free2, d.c2, 0, true);
+  const TexelLayout l = texel_layout(A, B);
+  s.computed_operands = A.node.op != "parameter" || B.node.op != "parameter";
   // Emulated 64-bit values are uvec2s: read one at a time, never as texels or vectors.
   s.scalar_reads = caps.emulated(at) || caps.emulated(bt) || caps.emulated(acc);
   if (at == bt && l.a && l.b && !s.scalar_reads) s.texel_run = texel_run(an);

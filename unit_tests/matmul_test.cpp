@@ -51,13 +51,14 @@ struct Case {
   // The transposed operands as transposes of parameters (Nx.transpose(w), which the dot's
   // kernel fuses), the dot contracting them as it does the others.
   bool transpose_nodes = false;
+  bool computed_a = false;  // a read reversed: an operand gathered per element, as a convolution's windows
 };
 
 std::string name(const Case& c) {
   return std::string(ir::dtype_name(c.t)) + " " + std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" +
          std::to_string(c.k) + "x" + std::to_string(c.n) + (c.transpose_a ? " aT" : "") + (c.transpose_b ? " bT" : "") +
          (c.epilogue ? " fused" : "") + (c.cast ? std::string(" as ") + ir::dtype_name(*c.cast) : "") +
-         (c.transpose_nodes ? " transpose nodes" : "");
+         (c.transpose_nodes ? " transpose nodes" : "") + (c.computed_a ? " computed a" : "");
 }
 
 // dot of a [batch?, m, k] (or [batch?, k, m] read transposed) and b [batch?, k, n] (or
@@ -80,7 +81,8 @@ ir::Graph product(const Case& c) {
                       R"(, "attrs": {"index": 0}},
     {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(bs) + R"(, "attrs": {"index": 1}},
     {"id": 2, "op": "parameter", "type": ")" + t + R"(", "shape": [)" + std::to_string(c.n) + R"(], "attrs": {"index": 2}},
-    {"id": 3, "op": "as_type", "args": [0], "type": ")" + t + R"(", "shape": )" + shape_json(as) + R"(},)";
+    {"id": 3, "op": ")" + (c.computed_a ? "reverse" : "as_type") + R"(", "args": [0], "type": ")" + t + R"(", "shape": )" +
+                      shape_json(as) + (c.computed_a ? R"(, "attrs": {"axes": [0]})" : "") + R"(},)";
   // Transposes 10 of a and 11 of b where transpose_nodes asks for them.
   auto transposed = [&](int id, int arg, bool transpose, ir::Shape& s) {
     if (!c.transpose_nodes || !transpose) return arg;
@@ -168,6 +170,11 @@ std::vector<Case> cases() {
   cs.push_back({1, 64, 0, 64, DType::F32});     // an empty contraction: zeros
   cs.push_back({1, 2048, 12, 2049, DType::F32});  // enough tiles for NVIDIA's largest
   cs.push_back({1, 2047, 9, 2048, DType::F64});
+  // Mid-size products on NVIDIA (at least a 128x128 tile per SM, fewer than 2048² outputs):
+  // 128x64 and 64x128 tiles of graph inputs, 128x128 of an operand gathered per element.
+  cs.push_back({1, 1540, 20, 1540, DType::F32});
+  cs.push_back({1, 1030, 20, 2100, DType::F32, false, false, true});
+  cs.push_back({1, 1540, 20, 1540, DType::F32, false, false, false, std::nullopt, false, true});
   // Operands read as vectors (rows multiples of 4 or 2) whose tiles and k-steps overrun them.
   cs.push_back({1, 128, 36, 132, DType::F32});
   cs.push_back({1, 130, 34, 66, DType::F64});
@@ -237,6 +244,7 @@ TEST(Matmul, EveryTargetsTilesRunCorrectlyOnThisDevice) {
     // kernels run above).
     codegen::DeviceCaps caps = own;
     caps.vendor_id = codegen::target_caps(target.substr(0, target.find('-'))).vendor_id;
+    caps.compute_units = codegen::target_caps(target.substr(0, target.find('-'))).compute_units;
     caps.max_texel_buffer_elements = 0;
     if (target == "nvidia-12k") caps.max_shared_memory_bytes = 12 * 1024;
     for (const Case& c : cases()) {
@@ -573,6 +581,15 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 2", 0), 0u);
+  // Mid-size: as many 128x128 tiles as the SMs (132) and fewer than 2048² outputs. Graph
+  // inputs take 128x64 tiles over 128 invocations (the longer side 128); an operand gathered
+  // per element (a convolution's windows) 128x128, which reload its slices half as often.
+  EXPECT_EQ(launch_of({1, 1540, 64, 1540, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations", 0), 0u);
+  EXPECT_EQ(launch_of({1, 1030, 64, 2100, DType::F32}, "nvidia").rfind("matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations", 0), 0u);
+  EXPECT_EQ(launch_of({1, 1540, 64, 1540, DType::F32, false, false, false, std::nullopt, false, true}, "nvidia")
+                .rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 256 invocations", 0),
+            0u);
+  EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles", 0), 0u);
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);

@@ -62,6 +62,10 @@ struct MatmulShape {
   bool integer = false;
   bool f32_operands = false;  // both operands f32 (which a kernel may read as vectors)
   bool scalar_reads = false;  // an operand or the accumulator emulated (DeviceCaps::emulated): no vectors
+  // An operand computed or gathered per element (the dot's prologue: a convolution's windows
+  // from its padded input, a cast) rather than a graph input read in place through
+  // transposes: each reload of its slices costs that work again, not only a load.
+  bool computed_operands = false;
   // Where both operands are f32 or both f64 graph inputs (read in place, through transposes)
   // laid out for runs of a texel's elements, as texels may read them: the elements per
   // texel; else 0. The first operand's runs may lie along the contraction (A = [M][K]) or

@@ -52,7 +52,9 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
 // of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 where there are enough
 // tiles for the SMs, 64x64 of 4x4 below that, and 32x32 of 2x2 in k-steps of 32 for f32
-// products of fewer than 256 64x64 tiles (an MLP's layers); f64 keeps 64x64 there. f16 and
+// products of fewer than 256 64x64 tiles (an MLP's layers); f64 keeps 64x64 there. Between
+// (as many 128x128 tiles as SMs, short of 2048² outputs), 128x128 where an operand is
+// computed per element (half the reloads of its slices), else 128x64 over 128 invocations. f16 and
 // bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two would
 // pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split into
 // bf16 hi + lo (precision :high) only where the product is large, since its three products
@@ -74,6 +76,10 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
+  if (!many_tiles && caps.compute_units && s.batch * ((s.m + 127) / 128) * ((s.n + 127) / 128) >= caps.compute_units) {
+    if (s.computed_operands) return staged_tiles(caps, s, 128, 128, 8, 8);
+    return s.m >= s.n ? staged_tiles(caps, s, 128, 64, 8, 8) : staged_tiles(caps, s, 64, 128, 8, 8);
+  }
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
 }
 
