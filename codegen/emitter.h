@@ -54,6 +54,10 @@ struct Cooperation {
   Id local_id;    // LocalInvocationId.x
   uint32_t size;  // the workgroup size, a power of two
   int level;      // builder level of the per-output code (uniform control flow)
+  // Consecutive outputs the workgroup computes at once (a power of two dividing size):
+  // invocation i takes output i % outputs, and folds every (size / outputs)-th position
+  // from i / outputs.
+  uint32_t outputs = 1;
 };
 
 // A loop over r in [begin, count) folding step(acc, r) into the accumulators.

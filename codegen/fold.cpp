@@ -50,30 +50,33 @@ Id Emitter::shared_array(Id type, size_t slot, int bytes) {
   return shared_[key] = b.workgroup_array(type, coop_->size);
 }
 
-// Each invocation folds every size-th r, then a tree over shared memory
-// combines the partials; every invocation gets the result. Runs in uniform
-// control flow (the level of the per-output code), as barriers require.
 Id Emitter::lane(uint64_t offset) { return offset == 0 ? coop_->local_id : b.op(spv::OpIAdd, u32(), {coop_->local_id, u32c(offset)}); }
 
+// Each invocation folds every reducers-th r from its reducer index, then a tree over
+// shared memory combines the partials of each output; every invocation gets its output's
+// result. Runs in uniform control flow (the level of the per-output code), as barriers
+// require.
 Values Emitter::fold_cooperative(const Fold& f) {
+  const uint32_t size = coop_->size, outputs = coop_->outputs, reducers = size / outputs;
   const Id lid = coop_->local_id;
-  const uint32_t size = coop_->size;
+  const Id reducer = outputs == 1 ? lid : b.op(spv::OpUDiv, u32(), {lid, u32c(outputs)});
+  auto position = [&](int64_t offset) { return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(uint64_t(offset))}); };
   Values partial;
-  if (f.count - f.begin <= int64_t(size) * kMaxUnrolledPositions) {
+  if (f.count - f.begin <= int64_t(reducers) * kMaxUnrolledPositions) {
     partial = f.init;
-    for (int64_t first = f.begin; first < f.count; first += size) {
-      if (first + size <= f.count) {
-        partial = f.step(partial, lane(uint64_t(first)));
+    for (int64_t first = f.begin; first < f.count; first += reducers) {
+      if (first + reducers <= f.count) {
+        partial = f.step(partial, position(first));
         continue;
       }
       // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
-      Id r = lane(uint64_t(first));
+      Id r = position(first);
       Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
       Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
       for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);
     }
   } else {
-    partial = strided_loop(*this, f, b.op(spv::OpIAdd, u32(), {lid, u32c(f.begin)}), size);
+    partial = strided_loop(*this, f, position(f.begin), reducers);
   }
   auto slot_ptr = [&](size_t i, Id index) {
     return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, f.types[i]),
@@ -90,7 +93,9 @@ Values Emitter::fold_cooperative(const Fold& f) {
   const uint32_t sg = caps.subgroup_size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
-  if (caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0) {
+  // (With several outputs the invocations of one output need not share a subgroup's lanes
+  // in any known pattern: the tree below.)
+  if (outputs == 1 && caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0) {
     // Butterflies within each subgroup leave its total in every lane; lane 0 of each
     // subgroup publishes it, and every invocation combines the few totals: two barriers
     // instead of one per halving.
@@ -110,17 +115,19 @@ Values Emitter::fold_cooperative(const Fold& f) {
     b.workgroup_barrier();  // the arrays are reused by the next fold
     return result;
   }
+  // Slot lid = reducer * outputs + output: halving the reducers pairs each slot with the one
+  // half * outputs above it, of the same output.
   store_all(lid, partial);
   b.workgroup_barrier();
-  for (uint32_t half = size / 2; half > 0; half /= 2) {
-    b.if_then(b.op(spv::OpULessThan, boolean(), {lid, u32c(half)}), [&] {
+  for (uint32_t half = reducers / 2; half > 0; half /= 2) {
+    b.if_then(b.op(spv::OpULessThan, boolean(), {lid, u32c(uint64_t(half) * outputs)}), [&] {
       Values a = load_all(lid);
-      Values c = load_all(b.op(spv::OpIAdd, u32(), {lid, u32c(half)}));
+      Values c = load_all(b.op(spv::OpIAdd, u32(), {lid, u32c(uint64_t(half) * outputs)}));
       store_all(lid, f.combine(a, c));
     });
     b.workgroup_barrier();
   }
-  Values result = load_all(u32c(0));
+  Values result = load_all(outputs == 1 ? u32c(0) : b.op(spv::OpUMod, u32(), {lid, u32c(outputs)}));
   b.workgroup_barrier();  // the arrays are reused by the next fold
   return result;
 }

@@ -58,6 +58,33 @@ int64_t longest_reduction(const ir::Graph& body) {
   return longest;
 }
 
+// KernelShape::strided_reduction_bytes: 0 where a reduction or contraction runs along its
+// operand's innermost axis (its elements lie next to each other) or the body reduces nothing.
+int64_t strided_reduction_bytes(const ir::Graph& body) {
+  int64_t bytes = 0;
+  for (const auto& n : body.nodes) {
+    if (n.args.empty() || n.is_tuple()) continue;
+    const auto f = ir::op_family(n.op);
+    if (f == ir::OpFamily::Scatter) return 0;
+    if (f != ir::OpFamily::Reduction && f != ir::OpFamily::ArgReduction && f != ir::OpFamily::Dot) continue;
+    auto along_innermost = [&](size_t arg, const char* key) {
+      const ir::Node& x = body.node(n.args.at(arg));
+      const int64_t last = int64_t(x.type().shape.size()) - 1;
+      if (last < 0) return true;
+      if (!n.attrs.contains(key) || n.attrs[key].is_null()) return true;  // every axis
+      const auto axes = n.attrs[key].is_array() ? n.attrs[key].get<std::vector<int64_t>>()
+                                                : std::vector<int64_t>{n.attrs[key].get<int64_t>()};
+      return std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return a == last || a == -1; });
+    };
+    const bool contiguous = f == ir::OpFamily::Dot ? along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2")
+                            : f == ir::OpFamily::ArgReduction ? along_innermost(0, "axis")
+                                                              : along_innermost(0, "axes");
+    if (contiguous) return 0;
+    for (ir::NodeId a : n.args) bytes = std::max<int64_t>(bytes, ir::dtype_bytes(body.node(a).type().dtype));
+  }
+  return bytes;
+}
+
 std::string kernel_name(const ir::Node& kernel, const ir::Graph& body) {
   std::string op = kernel.attrs.value("kind", std::string("kernel"));
   if (!body.outputs.empty() && body.has_node(body.outputs[0])) op = body.node(body.outputs[0]).op;
@@ -103,7 +130,8 @@ struct PositionLoop {
 
 // Invocations that take positions of their own (a cooperative workgroup takes them together).
 uint64_t position_takers(const LaunchConfig& launch) {
-  return launch.cooperative ? launch.group_count : uint64_t(launch.workgroup_size) * launch.group_count;
+  return launch.cooperative ? uint64_t(launch.group_count) * launch.outputs_per_group
+                            : uint64_t(launch.workgroup_size) * launch.group_count;
 }
 
 uint32_t unroll_of(const LaunchConfig& launch) { return launch.cooperative ? 1 : std::max<uint32_t>(1, launch.unroll); }
@@ -449,20 +477,26 @@ Id vector_at(Emitter& e, const ir::Node& node, Id at, uint32_t lanes, const std:
 }
 
 // Plain: invocation i computes positions i, i + stride, ...  Cooperative: workgroup g
-// computes positions g, g + groups, ... together and invocation 0 stores them. A position
-// is an element, or in a vectorised loop `lanes` consecutive ones.
+// computes positions g, g + groups, ... together and invocation 0 stores them; with
+// several outputs per group, positions g * outputs + o, o = i % outputs (the loop runs over
+// the groups' first positions, uniform across the workgroup as its barriers require), and
+// invocation o stores position o. A position is an element, or in a vectorised loop
+// `lanes` consecutive ones.
 void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
                    const LaunchConfig& launch, const PositionLoop& positions, const std::vector<VectorRead>& vector_reads,
                    bool tiles) {
   spirv::Builder& b = e.b;
-  const uint32_t lanes = launch.vector_width;
+  const uint32_t lanes = launch.vector_width, group_outputs = launch.cooperative ? launch.outputs_per_group : 1;
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
+  if (group_outputs > 1) start = b.op(spv::OpIMul, e.u32(), {start, e.u32c(group_outputs)});
   const uint64_t stride = position_takers(launch);
   Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
+  Id output_lane = group_outputs > 1 ? b.op(spv::OpUMod, e.u32(), {local, e.u32c(group_outputs)}) : 0;
   b.position_loop(
       {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(positions.count)}); },
       [&](const spirv::Builder::Values& s) {
-        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
+        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level(), group_outputs});
+        const Id first = output_lane ? b.op(spv::OpIAdd, e.u32(), {s[0], output_lane}) : s[0];
         // With unrolling, an invocation computes positions s, s + stride, ... in one
         // iteration: every load is issued before the first store, so more memory requests
         // are in flight per invocation. Positions past the end are computed at a clamped
@@ -474,12 +508,12 @@ void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, co
         };
         std::vector<Pending> pending;
         for (uint32_t j = 0; j < unroll; ++j) {
-          Id pos = j == 0 ? s[0] : b.op(spv::OpIAdd, e.u32(), {s[0], e.u32c(uint64_t(j) * stride)});
+          Id pos = j == 0 ? first : b.op(spv::OpIAdd, e.u32(), {first, e.u32c(uint64_t(j) * stride)});
           for (size_t k = 0; k < kernel.results.size(); ++k) {
             const int64_t n = kernel.results[k].num_elements() / lanes;
             if (n == 0) continue;
             const ir::Node& out = body.node(body.outputs[k]);
-            Id at = n == positions.count && j == 0 ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
+            Id at = n == positions.count && pos == s[0] ? pos : b.ext(GLSLstd450UMin, e.u32(), {pos, e.u32c(n - 1)});
             if (lanes > 1) {
               pending.push_back({k, pos, at, vector_at(e, out, at, lanes, vector_reads)});
               continue;
@@ -494,7 +528,9 @@ void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, co
           const int64_t n = kernel.results[p.k].num_elements() / lanes;
           std::vector<Id> guards;
           if (n != positions.count || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
-          if (launch.cooperative) guards.push_back(b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
+          if (launch.cooperative)
+            guards.push_back(group_outputs > 1 ? b.op(spv::OpULessThan, e.boolean(), {local, e.u32c(group_outputs)})
+                                               : b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
           auto store = [&] {
             if (lanes > 1) e.store_vector(outputs[p.k], p.linear, p.v);
             else e.store(outputs[p.k], p.linear, p.v);
@@ -641,6 +677,7 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";
+    if (launch.cooperative && launch.outputs_per_group > 1) s += " in runs of " + std::to_string(launch.outputs_per_group) + " outputs";
     if (launch.vector_width > 1) s += ", vectors of " + std::to_string(launch.vector_width);
   }
   return s + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";
@@ -691,7 +728,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
-                                             computes_int64(body)};
+                                             computes_int64(body), strided_reduction_bytes(body)};
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
   const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
   const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;

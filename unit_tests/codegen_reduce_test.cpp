@@ -1,7 +1,14 @@
-// Reductions, argmax/argmin and dot.
+// Reductions, argmax/argmin and dot; on the device, reductions across rows under each
+// vendor's launch against the interpreter.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "codegen_testing.h"
+#include "device_testing.h"
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "runtime/runtime.h"
 
 namespace nxv::codegen {
 namespace {
@@ -149,6 +156,104 @@ TEST(CodegenReduce, WithoutEnoughSharedMemoryEachInvocationReducesAlone) {
   EXPECT_NE(disassemble(shared.spirv).find("OpControlBarrier"), std::string::npos);
   EXPECT_EQ(disassemble(alone.spirv).find("OpControlBarrier"), std::string::npos);
   EXPECT_EQ(validate(alone.spirv, caps.api_version), "");
+}
+
+// A reduction of x (one op) into `out`, as a plain graph for the runtime.
+ir::Graph reduction_graph(const std::string& op, DType t, const ir::Shape& shape, DType result, const ir::Shape& out,
+                          const json& attrs) {
+  json g = {{"version", 1},
+            {"outputs", {1}},
+            {"nodes",
+             {{{"id", 0}, {"op", "parameter"}, {"type", ir::dtype_name(t)}, {"shape", shape}, {"attrs", {{"index", 0}}}},
+              {{"id", 1}, {"op", op}, {"type", ir::dtype_name(result)}, {"shape", out}, {"args", {0}}, {"attrs", attrs}}}}};
+  return ir::parse_graph(g.dump());
+}
+
+// Small multiples of 1/8 (and small integers), with ties: every partial sum is exact in
+// f32 accumulators, so any order of summation gives the interpreter's bits.
+ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
+  ir::Literal lit{t, std::vector<uint8_t>(size_t(t.byte_size()))};
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    ir::Scalar v;
+    if (ir::is_float(t.dtype)) v.f = double(int64_t(rng() % 17) - 8) / 8;
+    else v.i = int64_t(rng() % 7) - (ir::is_signed_int(t.dtype) ? 3 : 0), v.is_integer = true;
+    ir::set_element(lit, i, v);
+  }
+  return lit;
+}
+
+// Reductions across rows (the reduced axes are not the innermost: column sums, a weight
+// gradient's product over the batch) take workgroups of runs of consecutive outputs on GPUs:
+// 8 f32 or 4 f64 outputs to a workgroup, each reduced by a share of its invocations and
+// combined through shared memory. Under NVIDIA's, AMD's and the generic launch, on this
+// device: output counts that are not whole runs, several reduced axes, argmax ties, f16,
+// integers, and a dot of two operands over their first axis, bit for bit.
+TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
+  struct Case {
+    std::string op;
+    DType t, result;
+    ir::Shape shape, out;
+    json attrs;
+  };
+  const json none = json::array();
+  const std::vector<Case> cases = {
+      {"sum", DType::F32, DType::F32, {1024, 1000}, {1000}, {{"axes", {0}}}},
+      {"reduce_max", DType::F32, DType::F32, {300, 37}, {37}, {{"axes", {0}}}},
+      {"sum", DType::F32, DType::F32, {16, 20, 5}, {1, 1, 5}, {{"axes", {0, 1}}, {"keep_axes", true}}},
+      {"argmax", DType::F32, DType::S32, {513, 20}, {20}, {{"axis", 0}, {"tie_break", "low"}}},
+      {"argmin", DType::S32, DType::S32, {600, 9}, {9}, {{"axis", 0}, {"tie_break", "high"}}},
+      {"sum", DType::F64, DType::F64, {260, 9}, {9}, {{"axes", {0}}}},
+      {"sum", DType::F16, DType::F16, {512, 33}, {33}, {{"axes", {0}}}},
+      {"sum", DType::S32, DType::S64, {1000, 3}, {3}, {{"axes", {0}}}},
+  };
+  auto check = [&](const ir::Graph& g, const std::string& what, uint32_t vendor) {
+    std::vector<ir::Literal> in;
+    unsigned seed = 1;
+    for (const auto* p : g.parameters()) in.push_back(eighths(p->type(), seed++));
+    const auto want = ir::interpret(g, in);
+    runtime::CompileOptions opts;
+    opts.as_vendor = vendor;
+    std::vector<ir::Literal> got;
+    try {
+      got = runtime::Executable::compile(devtest::device(), g, opts)->run_host(in);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << ": " << e.what();
+      return;
+    }
+    ASSERT_EQ(got.size(), 1u) << what;
+    EXPECT_TRUE(got[0].type == want[0].type && got[0].data == want[0].data) << what;
+  };
+  for (uint32_t vendor : {0x10DEu, 0x1002u, 0x8086u}) {
+    for (const Case& c : cases) {
+      if (!devtest::missing_feature(c.t).empty() || !devtest::missing_feature(c.result).empty()) continue;
+      check(reduction_graph(c.op, c.t, c.shape, c.result, c.out, c.attrs), c.op + " " + ir::dtype_name(c.t) + " " +
+                                                                               c.attrs.dump() + " as vendor " + std::to_string(vendor), vendor);
+    }
+    // The weight gradient of a layer of 10 units: xᵀ · dy over a batch of 600.
+    json g = {{"version", 1},
+              {"outputs", {2}},
+              {"nodes",
+               {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {600, 70}}, {"attrs", {{"index", 0}}}},
+                {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", {600, 10}}, {"attrs", {{"index", 1}}}},
+                {{"id", 2},
+                 {"op", "dot"},
+                 {"type", "f32"},
+                 {"shape", {70, 10}},
+                 {"args", {0, 1}},
+                 {"attrs", {{"contract_axes1", {0}}, {"contract_axes2", {0}}, {"batch_axes1", none}, {"batch_axes2", none}}}}}}};
+    check(ir::parse_graph(g.dump()), "dot as vendor " + std::to_string(vendor), vendor);
+  }
+  // The launch: runs of 32 bytes of outputs on NVIDIA; a workgroup per output where the
+  // reduction runs along the innermost axis.
+  KernelBuilder k;
+  auto x = k.param(DType::F32, {1024, 1000});
+  auto columns = cgtest::compile(k.finish({k.add("sum", {x}, DType::F32, {1000}, {{"axes", {0}}})}, "reduce"), target_caps("nvidia"));
+  EXPECT_EQ(columns.launch, "elements, cooperative in runs of 8 outputs; 256 invocations x 125 groups");
+  KernelBuilder r;
+  auto y = r.param(DType::F32, {1000, 1024});
+  auto rows = cgtest::compile(r.finish({r.add("sum", {y}, DType::F32, {1000}, {{"axes", {1}}})}, "reduce"), target_caps("nvidia"));
+  EXPECT_EQ(rows.launch, "elements, cooperative; 256 invocations x 1000 groups");
 }
 
 }  // namespace

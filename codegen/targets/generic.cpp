@@ -83,7 +83,7 @@ Precision parse_precision(const std::string& name) {
 
 LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   // Fewer outputs than a GPU has lanes, each with a long reduction: let a workgroup share each one.
-  if (k.items < 8192 && k.reduction >= 256) return cooperate(caps, k.items, 128, 65535);
+  if (k.items < 8192 && k.reduction >= 256) return cooperate_reductions(caps, k, 128);
   return cover(caps, k.items, 64, 65535);
 }
 

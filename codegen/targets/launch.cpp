@@ -33,6 +33,21 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
   return {wg, uint32_t(groups), true};
 }
 
+// Reductions across rows, a workgroup per output: each lane of a warp reads a different
+// row, a 32-byte sector per element (an MLP step's weight gradient for 10 classes took
+// 0.083 ms on an H200, its bias gradient's column sums 0.013, both at about 0.3 TB/s).
+// Outputs in runs of 32 bytes make each reduced row's read one whole sector, shared by the
+// run's invocations.
+LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size) {
+  LaunchConfig c = cooperate(caps, k.items, workgroup_size, 65535);
+  if (k.strided_reduction_bytes <= 0 || k.strided_reduction_bytes >= 32 || c.workgroup_size < 4) return c;
+  uint32_t run = 1;
+  while (run * 2 * uint64_t(k.strided_reduction_bytes) <= 32 && run * 2 <= c.workgroup_size / 2) run *= 2;
+  c.outputs_per_group = run;
+  c.group_count = uint32_t(std::min<int64_t>({(std::max<int64_t>(k.items, 1) + run - 1) / run, 65535, caps.max_workgroup_count_x}));
+  return c;
+}
+
 LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
   uint32_t wg = 256;  // 4 elements of a 32x32 tile per invocation
   while (wg > caps.max_workgroup_invocations) wg /= 2;

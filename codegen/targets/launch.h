@@ -105,6 +105,9 @@ struct LaunchConfig {
   // One output element per workgroup at a time, its reductions split over the
   // invocations (for few outputs with long reductions). workgroup_size is then a power of two.
   bool cooperative = false;
+  // Cooperative launches: consecutive output elements a workgroup takes together, each
+  // reduced by workgroup_size / outputs_per_group of its invocations (a power of two).
+  uint32_t outputs_per_group = 1;
   // Plain launches: positions each invocation computes per loop iteration (see kernel.cpp).
   uint32_t unroll = 1;
   // Plain launches: consecutive elements per position, read and written as one vector
@@ -132,6 +135,11 @@ struct KernelShape {
   // The body computes with 64-bit integers (not only moves them): a vendor whose driver
   // miscompiles such vectors keeps these kernels scalar (targets/nvidia.cpp).
   bool int64_arithmetic = false;
+  // Where every reduction and contraction in the body runs along axes other than its
+  // operands' innermost (a bias gradient's column sums, a weight gradient's product over the
+  // batch), so that consecutive outputs read consecutive elements: their widest element's
+  // bytes; else 0.
+  int64_t strided_reduction_bytes = 0;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
@@ -227,5 +235,9 @@ LaunchConfig cover(const DeviceCaps& caps, int64_t items, uint32_t workgroup_siz
 uint32_t vector_lanes(const KernelShape& k, uint32_t bytes);
 // One workgroup per item: the largest power of two <= workgroup_size the device allows.
 LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup_size, uint32_t max_groups);
+// The cooperative launch of a kernel with few outputs and long reductions (KernelShape), a
+// workgroup of up to workgroup_size per output; where its reductions run across rows, per
+// 32 bytes of consecutive outputs instead.
+LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size);
 
 }  // namespace nxv::codegen
