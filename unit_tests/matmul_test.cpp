@@ -590,6 +590,10 @@ TEST(Matmul, TargetsSelectTilesBySize) {
                 .rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 256 invocations", 0),
             0u);
   EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles", 0), 0u);
+  // Fewer than 256 64x64 tiles: 32x32, unless the contraction is 1024 terms or more and the
+  // 64x64 tiles are at least one per SM (an MLP's first weight gradient at batch 1024).
+  EXPECT_EQ(launch_of({1, 784, 1024, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation", 0), 0u);
+  EXPECT_EQ(launch_of({1, 784, 512, 1024, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);

@@ -52,7 +52,9 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
 // of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 where there are enough
 // tiles for the SMs, 64x64 of 4x4 below that, and 32x32 of 2x2 in k-steps of 32 for f32
-// products of fewer than 256 64x64 tiles (an MLP's layers); f64 keeps 64x64 there. Between
+// products of fewer than 256 64x64 tiles (an MLP's layers) unless they contract 1024 terms
+// or more with a 64x64 tile per SM (an MLP's first weight gradient at batch 1024); f64
+// keeps 64x64 there. Between
 // (as many 128x128 tiles as SMs, short of 2048² outputs), 128x128 where an operand is
 // computed per element (half the reloads of its slices), else 128x64 over 128 invocations. f16 and
 // bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two would
@@ -71,7 +73,9 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
                                     : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
     if (t.m) return t;
   }
-  if (s.bytes == 4 && s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64) < 256) return staged_tiles(caps, s, 32, 32, 2, 32);
+  const int64_t tiles64 = s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64);
+  const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
+  if (s.bytes == 4 && tiles64 < 256 && !long_and_filling) return staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
