@@ -235,6 +235,13 @@ class Emitter {
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);
+  std::vector<Id> fold_share(const Fold& f, Id reducer, uint32_t reducers);
+  std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);
+  std::vector<Id> combine_in_tree(const Fold& f, const std::vector<Id>& partial);
+  // Slot `slot` (one array per type and slot) of shared memory at index.
+  Id slot_pointer(Id type, size_t slot, Id index);
+  std::vector<Id> load_slots(const std::vector<Id>& types, Id index);
+  void store_slots(const std::vector<Id>& types, Id index, const std::vector<Id>& values);
   Id shared_array(Id type, size_t slot, int bytes);
 
   Id float_unary(const ir::Node& node, const std::string& op, Id x, ir::DType t);

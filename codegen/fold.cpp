@@ -52,82 +52,96 @@ Id Emitter::shared_array(Id type, size_t slot, int bytes) {
 
 Id Emitter::lane(uint64_t offset) { return offset == 0 ? coop_->local_id : b.op(spv::OpIAdd, u32(), {coop_->local_id, u32c(offset)}); }
 
-// Each invocation folds every reducers-th r from its reducer index, then a tree over
-// shared memory combines the partials of each output; every invocation gets its output's
-// result. Runs in uniform control flow (the level of the per-output code), as barriers
-// require.
+// Each invocation folds every reducers-th r from its reducer index, then its output's
+// partials are combined (by subgroup butterflies, or a tree over shared memory); every
+// invocation gets its output's result. Runs in uniform control flow (the level of the
+// per-output code), as barriers require.
 Values Emitter::fold_cooperative(const Fold& f) {
-  const uint32_t size = coop_->size, outputs = coop_->outputs, reducers = size / outputs;
-  const Id lid = coop_->local_id;
-  const Id reducer = outputs == 1 ? lid : b.op(spv::OpUDiv, u32(), {lid, u32c(outputs)});
-  auto position = [&](int64_t offset) { return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(uint64_t(offset))}); };
-  Values partial;
-  if (f.count - f.begin <= int64_t(reducers) * kMaxUnrolledPositions) {
-    partial = f.init;
-    for (int64_t first = f.begin; first < f.count; first += reducers) {
-      if (first + reducers <= f.count) {
-        partial = f.step(partial, position(first));
-        continue;
-      }
-      // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
-      Id r = position(first);
-      Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
-      Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
-      for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);
-    }
-  } else {
-    partial = strided_loop(*this, f, position(f.begin), reducers);
-  }
-  auto slot_ptr = [&](size_t i, Id index) {
-    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, f.types[i]),
-                {shared_array(f.types[i], i, b.type_bytes(f.types[i])), index});
-  };
-  auto load_all = [&](Id index) {
-    Values v;
-    for (size_t i = 0; i < f.types.size(); ++i) v.push_back(b.op_in_place(spv::OpLoad, f.types[i], {slot_ptr(i, index)}));
-    return v;
-  };
-  auto store_all = [&](Id index, const Values& v) {
-    for (size_t i = 0; i < v.size(); ++i) b.op_void(spv::OpStore, {slot_ptr(i, index), v[i]});
-  };
-  const uint32_t sg = caps.subgroup_size;
+  const uint32_t outputs = coop_->outputs, reducers = coop_->size / outputs;
+  const Id reducer = outputs == 1 ? coop_->local_id : b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(outputs)});
+  Values partial = fold_share(f, reducer, reducers);
+  const uint32_t sg = caps.subgroup_size, size = coop_->size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
-  // (With several outputs the invocations of one output need not share a subgroup's lanes
-  // in any known pattern: the tree below.)
-  if (outputs == 1 && caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0) {
-    // Butterflies within each subgroup leave its total in every lane; lane 0 of each
-    // subgroup publishes it, and every invocation combines the few totals: two barriers
-    // instead of one per halving.
-    b.capability(spv::CapabilityGroupNonUniform);
-    b.capability(spv::CapabilityGroupNonUniformShuffle);
-    for (uint32_t off = sg / 2; off > 0; off /= 2) {
-      Values other;
-      for (size_t i = 0; i < partial.size(); ++i)
-        other.push_back(b.op_in_place(spv::OpGroupNonUniformShuffleXor, f.types[i], {u32c(spv::ScopeSubgroup), partial[i], u32c(off)}));
-      partial = f.combine(partial, other);
+  // With several outputs the invocations of one output need not share a subgroup's lanes in
+  // any known pattern: the tree.
+  if (outputs == 1 && caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0)
+    return combine_in_subgroups(f, partial);
+  return combine_in_tree(f, partial);
+}
+
+// This invocation's share of the fold: positions reducer + begin, + reducers, ...;
+// straight-line where they are few.
+Values Emitter::fold_share(const Fold& f, Id reducer, uint32_t reducers) {
+  auto position = [&](int64_t offset) { return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(uint64_t(offset))}); };
+  if (f.count - f.begin > int64_t(reducers) * kMaxUnrolledPositions) return strided_loop(*this, f, position(f.begin), reducers);
+  Values partial = f.init;
+  for (int64_t first = f.begin; first < f.count; first += reducers) {
+    if (first + reducers <= f.count) {
+      partial = f.step(partial, position(first));
+      continue;
     }
-    Id lane0 = b.op(spv::OpIEqual, boolean(), {b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId), u32c(0)});
-    b.if_then(lane0, [&] { store_all(b.builtin_u32(spv::BuiltInSubgroupId), partial); });
-    b.workgroup_barrier();
-    Values result = load_all(u32c(0));
-    for (uint32_t k = 1; k < size / sg; ++k) result = f.combine(result, load_all(u32c(k)));
-    b.workgroup_barrier();  // the arrays are reused by the next fold
-    return result;
+    // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
+    Id r = position(first);
+    Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
+    Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
+    for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);
   }
-  // Slot lid = reducer * outputs + output: halving the reducers pairs each slot with the one
-  // half * outputs above it, of the same output.
-  store_all(lid, partial);
+  return partial;
+}
+
+Values Emitter::load_slots(const std::vector<Id>& types, Id index) {
+  Values v;
+  for (size_t i = 0; i < types.size(); ++i) v.push_back(b.op_in_place(spv::OpLoad, types[i], {slot_pointer(types[i], i, index)}));
+  return v;
+}
+
+void Emitter::store_slots(const std::vector<Id>& types, Id index, const Values& v) {
+  for (size_t i = 0; i < v.size(); ++i) b.op_void(spv::OpStore, {slot_pointer(types[i], i, index), v[i]});
+}
+
+Id Emitter::slot_pointer(Id type, size_t slot, Id index) {
+  return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, type), {shared_array(type, slot, b.type_bytes(type)), index});
+}
+
+// One output per workgroup: butterflies within each subgroup leave its total in every lane;
+// lane 0 of each subgroup publishes it, and every invocation combines the few totals: two
+// barriers instead of one per halving.
+Values Emitter::combine_in_subgroups(const Fold& f, Values partial) {
+  const uint32_t sg = caps.subgroup_size;
+  b.capability(spv::CapabilityGroupNonUniform);
+  b.capability(spv::CapabilityGroupNonUniformShuffle);
+  for (uint32_t off = sg / 2; off > 0; off /= 2) {
+    Values other;
+    for (size_t i = 0; i < partial.size(); ++i)
+      other.push_back(b.op_in_place(spv::OpGroupNonUniformShuffleXor, f.types[i], {u32c(spv::ScopeSubgroup), partial[i], u32c(off)}));
+    partial = f.combine(partial, other);
+  }
+  Id lane0 = b.op(spv::OpIEqual, boolean(), {b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId), u32c(0)});
+  b.if_then(lane0, [&] { store_slots(f.types, b.builtin_u32(spv::BuiltInSubgroupId), partial); });
   b.workgroup_barrier();
-  for (uint32_t half = reducers / 2; half > 0; half /= 2) {
+  Values result = load_slots(f.types, u32c(0));
+  for (uint32_t k = 1; k < coop_->size / sg; ++k) result = f.combine(result, load_slots(f.types, u32c(k)));
+  b.workgroup_barrier();  // the arrays are reused by the next fold
+  return result;
+}
+
+// Slot lid = reducer * outputs + output: halving the reducers pairs each slot with the one
+// half * outputs above it, of the same output.
+Values Emitter::combine_in_tree(const Fold& f, const Values& partial) {
+  const Id lid = coop_->local_id;
+  const uint32_t outputs = coop_->outputs;
+  store_slots(f.types, lid, partial);
+  b.workgroup_barrier();
+  for (uint32_t half = coop_->size / outputs / 2; half > 0; half /= 2) {
     b.if_then(b.op(spv::OpULessThan, boolean(), {lid, u32c(uint64_t(half) * outputs)}), [&] {
-      Values a = load_all(lid);
-      Values c = load_all(b.op(spv::OpIAdd, u32(), {lid, u32c(uint64_t(half) * outputs)}));
-      store_all(lid, f.combine(a, c));
+      Values a = load_slots(f.types, lid);
+      Values c = load_slots(f.types, b.op(spv::OpIAdd, u32(), {lid, u32c(uint64_t(half) * outputs)}));
+      store_slots(f.types, lid, f.combine(a, c));
     });
     b.workgroup_barrier();
   }
-  Values result = load_all(outputs == 1 ? u32c(0) : b.op(spv::OpUMod, u32(), {lid, u32c(outputs)}));
+  Values result = load_slots(f.types, outputs == 1 ? u32c(0) : b.op(spv::OpUMod, u32(), {lid, u32c(outputs)}));
   b.workgroup_barrier();  // the arrays are reused by the next fold
   return result;
 }

@@ -75,7 +75,8 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   }
   const int64_t tiles64 = s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64);
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
-  if (s.bytes == 4 && tiles64 < 256 && !long_and_filling) return staged_tiles(caps, s, 32, 32, 2, 32);
+  if (s.bytes == 4 && tiles64 < 256)
+    return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
   if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
