@@ -50,17 +50,16 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
 }
 
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
-// of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 where there are enough
-// tiles for the SMs, 64x64 of 4x4 below that, and 32x32 of 2x2 in k-steps of 32 for f32
-// products of fewer than 256 64x64 tiles (an MLP's layers) unless they contract 1024 terms
-// or more with a 64x64 tile per SM (an MLP's first weight gradient at batch 1024); f64
-// keeps 64x64 there. Between
-// (as many 128x128 tiles as SMs, short of 2048² outputs), 128x128 where an operand is
-// computed per element (half the reloads of its slices), else 128x64 over 128 invocations. f16 and
-// bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two would
-// pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split into
-// bf16 hi + lo (precision :high) only where the product is large, since its three products
-// lose to exact SIMT tiles on small ones. A product with few rows or columns (a
+// of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 from 2048² outputs; below
+// that, with at least as many 128x128 tiles as SMs, 128x128 where an operand is computed per
+// element (half the reloads of its slices) and 128x64 over 128 invocations otherwise; 64x64
+// of 4x4 below that; 32x32 of 2x2 in k-steps of 32 for f32 products of fewer than 256 64x64
+// tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
+// (an MLP's first weight gradient at batch 1024). f64 keeps 64x64 where f32 takes 32x32. f16
+// and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
+// would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
+// into bf16 hi + lo (precision :high) only where the product is large, since its three
+// products lose to exact SIMT tiles on small ones. A product with few rows or columns (a
 // convolution's output channels) takes tiles that narrow, 128 long. Each choice's
 // measurements: docs/tuning.md, "NVIDIA".
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
