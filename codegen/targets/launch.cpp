@@ -34,10 +34,9 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
 }
 
 // Reductions across rows, a workgroup per output: each lane of a warp reads a different
-// row, a 32-byte sector per element (an MLP step's weight gradient for 10 classes took
-// 0.083 ms on an H200, its bias gradient's column sums 0.013, both at about 0.3 TB/s).
-// Outputs in runs of 32 bytes make each reduced row's read one whole sector, shared by the
-// run's invocations.
+// row, a 32-byte sector per element. Outputs in runs of 32 bytes make each reduced row's
+// read one whole sector, shared by the run's invocations (docs/tuning.md, "Reductions across
+// rows").
 LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size) {
   LaunchConfig c = cooperate(caps, k.items, workgroup_size, 65535);
   if (k.strided_reduction_bytes <= 0 || k.strided_reduction_bytes >= 32 || c.workgroup_size < 4) return c;
