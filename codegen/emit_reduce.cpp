@@ -16,7 +16,6 @@ namespace nxv::codegen {
 using ir::DType;
 using Values = spirv::Builder::Values;
 
-namespace {
 std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
   std::vector<int64_t> axes;
   if (!node.attrs.contains(key) || node.attrs[key].is_null()) {
@@ -33,6 +32,8 @@ std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t r
   std::sort(axes.begin(), axes.end());
   return axes;
 }
+
+namespace {
 
 // Output dims → the operand's kept-axis dims (reduced axes left as 0 for the caller to fill).
 std::vector<Id> kept_dims(Emitter& e, const ir::Node& node, const std::vector<Id>& out, const ir::Shape& in,

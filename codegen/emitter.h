@@ -70,6 +70,10 @@ struct Fold {
   std::function<std::vector<Id>(const std::vector<Id>& a, const std::vector<Id>& b)> combine;
 };
 
+// A reduction's axes under attrs[key] (a list, one axis, or null for all of them), each in
+// [0, rank), sorted; an IrError naming the node for one out of range.
+std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank);
+
 // A dot's axes: the contracted and batch pairs, and each operand's free axes in the order
 // they appear in the result (batch axes, a's free axes, b's free axes).
 struct DotAxes {
@@ -93,7 +97,8 @@ class Emitter {
   void set_texel_inputs(std::map<int64_t, BufferRef> views) { texel_inputs_ = std::move(views); }
   const BufferRef* texel_input(const ir::Node& param) const;
   void set_cooperation(const Cooperation& c) { coop_ = c; }
-  // In cooperative code, the position `offset` past this invocation's first: every
+  // In cooperative code, the position `offset` past this invocation's first (its index
+  // among the invocations of its output, Cooperation::outputs): every
   // straight-line fold and element loop names position k the same (value-numbered) id, so
   // what one loaded or computed there the next reuses.
   Id lane(uint64_t offset);
@@ -235,7 +240,7 @@ class Emitter {
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);
-  std::vector<Id> fold_share(const Fold& f, Id reducer, uint32_t reducers);
+  std::vector<Id> fold_share(const Fold& f, uint32_t reducers);
   std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);
   std::vector<Id> combine_in_tree(const Fold& f, const std::vector<Id>& partial);
   // Slot `slot` (one array per type and slot) of shared memory at index.

@@ -50,16 +50,18 @@ Id Emitter::shared_array(Id type, size_t slot, int bytes) {
   return shared_[key] = b.workgroup_array(type, coop_->size);
 }
 
-Id Emitter::lane(uint64_t offset) { return offset == 0 ? coop_->local_id : b.op(spv::OpIAdd, u32(), {coop_->local_id, u32c(offset)}); }
+Id Emitter::lane(uint64_t offset) {
+  const Id reducer = coop_->outputs == 1 ? coop_->local_id : b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(coop_->outputs)});
+  return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(offset)});
+}
 
 // Each invocation folds every reducers-th r from its reducer index, then its output's
 // partials are combined (by subgroup butterflies, or a tree over shared memory); every
 // invocation gets its output's result. Runs in uniform control flow (the level of the
 // per-output code), as barriers require.
 Values Emitter::fold_cooperative(const Fold& f) {
-  const uint32_t outputs = coop_->outputs, reducers = coop_->size / outputs;
-  const Id reducer = outputs == 1 ? coop_->local_id : b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(outputs)});
-  Values partial = fold_share(f, reducer, reducers);
+  const uint32_t outputs = coop_->outputs;
+  Values partial = fold_share(f, coop_->size / outputs);
   const uint32_t sg = caps.subgroup_size, size = coop_->size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
@@ -70,19 +72,18 @@ Values Emitter::fold_cooperative(const Fold& f) {
   return combine_in_tree(f, partial);
 }
 
-// This invocation's share of the fold: positions reducer + begin, + reducers, ...;
-// straight-line where they are few.
-Values Emitter::fold_share(const Fold& f, Id reducer, uint32_t reducers) {
-  auto position = [&](int64_t offset) { return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(uint64_t(offset))}); };
-  if (f.count - f.begin > int64_t(reducers) * kMaxUnrolledPositions) return strided_loop(*this, f, position(f.begin), reducers);
+// This invocation's share of the fold: positions lane(begin), + reducers, ...; straight-line
+// where they are few.
+Values Emitter::fold_share(const Fold& f, uint32_t reducers) {
+  if (f.count - f.begin > int64_t(reducers) * kMaxUnrolledPositions) return strided_loop(*this, f, lane(uint64_t(f.begin)), reducers);
   Values partial = f.init;
   for (int64_t first = f.begin; first < f.count; first += reducers) {
     if (first + reducers <= f.count) {
-      partial = f.step(partial, position(first));
+      partial = f.step(partial, lane(uint64_t(first)));
       continue;
     }
     // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
-    Id r = position(first);
+    Id r = lane(uint64_t(first));
     Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
     Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
     for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);

@@ -68,13 +68,10 @@ int64_t strided_reduction_bytes(const ir::Graph& body) {
     if (f == ir::OpFamily::Scatter) return 0;
     if (f != ir::OpFamily::Reduction && f != ir::OpFamily::ArgReduction && f != ir::OpFamily::Dot) continue;
     auto along_innermost = [&](size_t arg, const char* key) {
-      const ir::Node& x = body.node(n.args.at(arg));
-      const int64_t last = int64_t(x.type().shape.size()) - 1;
-      if (last < 0) return true;
-      if (!n.attrs.contains(key) || n.attrs[key].is_null()) return true;  // every axis
-      const auto axes = n.attrs[key].is_array() ? n.attrs[key].get<std::vector<int64_t>>()
-                                                : std::vector<int64_t>{n.attrs[key].get<int64_t>()};
-      return std::any_of(axes.begin(), axes.end(), [&](int64_t a) { return a == last || a == -1; });
+      const size_t rank = body.node(n.args.at(arg)).type().shape.size();
+      if (rank == 0) return true;
+      const std::vector<int64_t> axes = reduce_axes(n, key, rank);
+      return !axes.empty() && axes.back() == int64_t(rank) - 1;
     };
     const bool contiguous = f == ir::OpFamily::Dot ? along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2")
                             : f == ir::OpFamily::ArgReduction ? along_innermost(0, "axis")

@@ -72,7 +72,8 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
                                     : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
     if (t.m) return t;
   }
-  const int64_t tiles64 = s.batch * ((s.m + 63) / 64) * ((s.n + 63) / 64);
+  auto tiles = [&](int64_t side) { return s.batch * ((s.m + side - 1) / side) * ((s.n + side - 1) / side); };
+  const int64_t tiles64 = tiles(64);
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
   if (s.bytes == 4 && tiles64 < 256)
     return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
@@ -80,7 +81,7 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
-  if (!many_tiles && caps.compute_units && s.batch * ((s.m + 127) / 128) * ((s.n + 127) / 128) >= caps.compute_units) {
+  if (!many_tiles && caps.compute_units && tiles(128) >= caps.compute_units) {
     if (s.computed_operands) return staged_tiles(caps, s, 128, 128, 8, 8);
     return s.m >= s.n ? staged_tiles(caps, s, 128, 64, 8, 8) : staged_tiles(caps, s, 64, 128, 8, 8);
   }
