@@ -188,7 +188,8 @@ ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
 // 8 f32 or 4 f64 outputs to a workgroup, each reduced by a share of its invocations and
 // combined through shared memory. Under NVIDIA's, AMD's and the generic launch, on this
 // device: output counts that are not whole runs, several reduced axes, argmax ties, f16,
-// integers, and a dot of two operands over their first axis, bit for bit.
+// integers, columns of 256 to 25600 rows, and a dot of two operands over their first axis,
+// bit for bit.
 TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
   struct Case {
     std::string op;
@@ -206,6 +207,10 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
       {"sum", DType::F64, DType::F64, {260, 9}, {9}, {{"axes", {0}}}},
       {"sum", DType::F16, DType::F16, {512, 33}, {33}, {{"axes", {0}}}},
       {"sum", DType::S32, DType::S64, {1000, 3}, {3}, {{"axes", {0}}}},
+      // Columns of n, 10n and 100n rows: each invocation's share of a column grows with them.
+      {"sum", DType::F32, DType::F32, {256, 1000}, {1000}, {{"axes", {0}}}},
+      {"sum", DType::F32, DType::F32, {2560, 1000}, {1000}, {{"axes", {0}}}},
+      {"sum", DType::F32, DType::F32, {25600, 1000}, {1000}, {{"axes", {0}}}},
   };
   auto check = [&](const ir::Graph& g, const std::string& what, uint32_t vendor) {
     std::vector<ir::Literal> in;
