@@ -64,9 +64,13 @@ struct KernelBounds {
   // than its compute units leave some idle) is computed as parts of its contraction, which a
   // sum then adds: enough parts for dot_fill_tiles tiles (the compute units times the
   // workgroups of such tiles each runs at once), each contracting dot_min_part or more terms.
+  // The count is chosen by the waves of dot_wave_tiles tiles (those the device runs at once)
+  // its parts take, each wave costing its terms per part plus dot_part_overhead terms, among
+  // counts that bring the tiles to dot_min_tiles.
   // dot_tile 0: dots stay whole (targets without the count of their compute units). Per
   // target (codegen/targets: kernel_bounds).
   int64_t dot_tile = 0, dot_min_tiles = 0, dot_fill_tiles = 0, dot_min_part = 256;
+  int64_t dot_wave_tiles = 1, dot_part_overhead = 0;
   std::set<ir::DType> dot_split_types;
 
   // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64

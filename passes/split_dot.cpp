@@ -4,10 +4,11 @@
 // split instead (split-K): the first contracted axis of the first operand and its pair (a
 // convolution's input channels, ahead of its taps) are cut into S parts, a new batch axis of
 // the dot, and a sum over that axis adds the partial products; the epilogue (bias,
-// activation) fuses into the sum. S is the smallest count from the one that brings the
-// tiles to the target's fill, up to twice that, that divides the axis; failing that, that
-// count with the axis padded with zeros. Each part keeps the target's minimum of terms, else
-// the dot stays whole. The bounds (tile, tile counts, types) are the target's
+// activation) fuses into the sum. A dot is split where the count that brings its tiles to
+// the target's fill leaves each part the target's minimum of terms. S is then the count up
+// to twice that whose parts take the fewest waves of tiles times terms per part (plus a
+// part's fixed cost), among those with the target's minimum of tiles: a count that leaves
+// the last wave nearly empty loses to a smaller one with longer parts. Where S does not divide the axis, the axis is padded with zeros. The bounds (tile, tile counts, types) are the target's
 // (KernelBounds::dot_tile and the rest); targets that do not know their compute units split
 // nothing. The sum adds the parts in a different order than one accumulator would, as any
 // tiling may (docs/numerics.md); integer sums wrap as the dot does, exactly.
@@ -22,6 +23,8 @@ namespace {
 
 using ir::Graph;
 using ir::Node;
+
+int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 class SplitDot : public Pass {
  public:
@@ -61,9 +64,17 @@ class SplitDot : public Pass {
     const int64_t want = int64_t(std::ceil(double(bounds_.dot_fill_tiles) / tiles));
     const int64_t extent = a.at(ax.c1[0]);
     if (want < 2 || want > extent || contraction / want < bounds_.dot_min_part) return 1;
-    for (int64_t s = want; s <= 2 * want && s <= extent && contraction / s >= bounds_.dot_min_part; ++s)
-      if (extent % s == 0) return s;
-    return want;  // split_contraction pads the axis
+    // Whole tiles, as the parts launch them, in waves of dot_wave_tiles: a part count whose
+    // tiles spill a few past a wave pays for the whole wave.
+    const int64_t whole_tiles = batch * ceil_div(rows, bounds_.dot_tile) * ceil_div(cols, bounds_.dot_tile);
+    auto cost = [&](int64_t s) {
+      const int64_t part = ceil_div(extent, s) * (contraction / extent);  // padded where s does not divide
+      return ceil_div(s * whole_tiles, bounds_.dot_wave_tiles) * (part + bounds_.dot_part_overhead);
+    };
+    int64_t best = 1;
+    for (int64_t s = 2; s <= 2 * want && s <= extent && contraction / s >= bounds_.dot_min_part; ++s)
+      if (double(s) * tiles >= double(bounds_.dot_min_tiles) && (best == 1 || cost(s) < cost(best))) best = s;
+    return best;
   }
 };
 

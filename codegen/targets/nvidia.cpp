@@ -24,16 +24,14 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 //
 // Split-K (passes/split-dot): a product with fewer 128x128 tiles than the SMs would take
 // smaller tiles below (4 to 16 times as many, each doing less per load) and still leave
-// part of the device idle; its contraction is split instead into enough parts for two such
-// tiles per SM (a 256-invocation workgroup of 8x8 accumulators should leave registers for a
-// second: an estimate, not yet read from the driver's pipeline statistics), which also
-// crosses the 2048² outputs past which 128x128 tiles are chosen. Each part contracts 256 or
-// more terms, so that writing and summing the partial products costs a few percent of the
-// product. f32, f64 and integer results (the SIMT tiles); f16 and bf16 take cooperative
-// matrices, whose parts would each round to 16 bits; f32 at a reduced precision takes them
-// too where the operands are graph inputs, which a split would hide behind reshapes.
-// Without the SM count (a driver without VK_NV_shader_sm_builtins) dots stay whole.
-// docs/tuning.md, "Split-K".
+// part of the device idle. Where the parts that bring it to two such tiles per SM (a
+// 256-invocation workgroup holds 127 registers, so two share an SM) would each contract 256
+// or more terms, its contraction is split instead, the count chosen by waves of one tile per
+// SM, each costing its terms per part plus 32 (what forced counts measured). f32, f64 and
+// integer results (the SIMT tiles); f16 and bf16 take cooperative matrices, whose parts
+// would each round to 16 bits; f32 at a reduced precision takes them too where the
+// operands are graph inputs, which a split would hide behind reshapes. Without the SM count
+// (a driver without VK_NV_shader_sm_builtins) dots stay whole. docs/tuning.md, "Split-K".
 passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   passes::KernelBounds b = kernel_bounds_generic(caps);
   b.max_code = 100000;
@@ -41,6 +39,8 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
     b.dot_tile = 128;
     b.dot_min_tiles = caps.compute_units;
     b.dot_fill_tiles = 2 * int64_t(caps.compute_units);
+    b.dot_wave_tiles = caps.compute_units;
+    b.dot_part_overhead = 32;
     b.dot_min_part = 256;
     using enum ir::DType;
     b.dot_split_types = {S8, S16, S32, S64, U8, U16, U32, U64, F64};
