@@ -10,9 +10,9 @@
 // part's fixed cost), among those with the target's minimum of tiles: a count that leaves
 // the last wave nearly empty loses to a smaller one with longer parts. Where S does not
 // divide the axis, the axis is padded with zeros. The bounds (tile, tile counts, types) are
-// the target's (KernelBounds::dot_tile and the rest); targets that do not know their compute units split
-// nothing. The sum adds the parts in a different order than one accumulator would, as any
-// tiling may (docs/numerics.md); integer sums wrap as the dot does, exactly.
+// the target's (KernelBounds::dot_tile and the rest); targets that do not know their compute
+// units split nothing. The sum adds the parts in a different order than one accumulator
+// would, as any tiling may (docs/numerics.md); integer sums wrap as the dot does, exactly.
 #include <algorithm>
 #include <cmath>
 
