@@ -69,10 +69,10 @@ namespace {
 using Values = spirv::Builder::Values;
 
 // One workgroup's rows of one batch element at a time. The k slice is staged transposed,
-// [d][key], and v's as [key][dv] in the same array once the scores are taken; invocation
-// (ty, tx) holds rows ty + i * (rows / row_step), a run of keys from tx times their count,
-// and v's columns a vector at a time, lanes vectors apart (col()): neighbours read
-// neighbouring vectors of shared memory.
+// [d][key], and v's as [key][dv], in an array of its own or in k's once the scores are
+// taken; invocation (ty, tx) holds rows ty + i * (rows / row_step), a run of keys from tx
+// times their count, and v's columns a vector at a time, lanes vectors apart (col()):
+// neighbours read neighbouring vectors of shared memory.
 class AttentionKernel : public AttentionRows {
  public:
   AttentionKernel(const ir::Graph& body, const ir::Node& attn, Emitter& em, const AttentionTiles& tiles,
@@ -153,6 +153,20 @@ class AttentionKernel : public AttentionRows {
     }
     for (uint32_t l = 0; l < n; ++l) x.push_back(load(array, u(spv::OpIAdd, first, c(l))));
     return x;
+  }
+
+  // The values at consecutive elements from `first`: a vector write per V of them where
+  // `first` is a multiple of V and their count too.
+  void store_run(Id array, Id first, const std::vector<Id>& x) {
+    if (V > 1 && x.size() % V == 0) {
+      const Id entry = u(spv::OpUDiv, first, c(V));
+      for (uint32_t r = 0; r < x.size() / V; ++r) {
+        Id p = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {array, u(spv::OpIAdd, entry, c(r))});
+        b.op_void(spv::OpStore, {p, b.op(spv::OpCompositeConstruct, vec, std::vector<Id>(x.begin() + r * V, x.begin() + (r + 1) * V))});
+      }
+      return;
+    }
+    for (uint32_t l = 0; l < x.size(); ++l) store(array, u(spv::OpIAdd, first, c(l)), x[l]);
   }
 
   // Element i of [0, count) per trip over the workgroup, straight-line, i clamped into range:
@@ -300,7 +314,8 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   init.resize(2 * R + O, e.constant(ct, 0));
   if (Sk == 0) return init;
   // Carried besides: k0. k's slice is read at the start of its step (reading it a step
-  // ahead, as v's is, held enough registers more to run slower: docs/tuning.md).
+  // ahead, as v's is where it takes k's place, held enough registers more to run slower:
+  // docs/tuning.md).
   types.push_back(e.u32());
   init.push_back(c(0));
   const Id end = key_end(q0, t.rows);
@@ -308,9 +323,21 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
       types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
       [&](const Values& s) {
         const Id k0 = s.back();
-        stage_k(fetch_k(bd, k0));
+        // With v's slice in an array of its own and a row's invocations in one subgroup, k's
+        // and v's slices are staged together behind one barrier, and the probabilities, which
+        // only the row's own invocations read, need only the subgroup's.
+        const bool together = t.own_v && t.shuffles;
+        Values v_slice;
+        if (together) {
+          const Values k_slice = fetch_k(bd, k0);
+          v_slice = fetch_v(bd, k0);
+          stage_k(k_slice);
+          stage_v(v_slice);
+        } else {
+          stage_k(fetch_k(bd, k0));
+        }
         b.workgroup_barrier();
-        const Values v_slice = fetch_v(bd, k0);
+        if (!together) v_slice = fetch_v(bd, k0);
         const Values sc = scores(bd, q0, k0);
         Values tile_max(R);
         for (uint32_t i = 0; i < R; ++i) {
@@ -321,22 +348,24 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
         // v's slice in k's place once every invocation has read k's (the maxima's barrier
         // where they went through shared memory).
         if (!t.own_v && t.shuffles) b.workgroup_barrier();
-        stage_v(v_slice);
+        if (!together) stage_v(v_slice);
         Values next(s.begin(), s.begin() + 2 * R + O);
         for (uint32_t i = 0; i < R; ++i) {
           const Id m = max(s[i], tile_max[i]);
           const Id alpha = rescale(s[i], m);
           Id sum = e.constant(ct, 0);
+          std::vector<Id> p(SJ);
           for (uint32_t j = 0; j < SJ; ++j) {
-            Id p = probability(sc[i * SJ + j], m);
-            store(ps_, at(u(spv::OpIAdd, first_key(), c(j)), pitch, row(i), c(0)), p);
-            sum = flt(spv::OpFAdd, sum, p);
+            p[j] = probability(sc[i * SJ + j], m);
+            sum = flt(spv::OpFAdd, sum, p[j]);
           }
+          store_run(ps_, at(first_key(), pitch, row(i), c(0)), p);
           next[i] = m;
           next[R + i] = fma(s[R + i], alpha, sum);
           for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
         }
-        b.workgroup_barrier();
+        if (together) b.storage_barrier(spv::ScopeSubgroup);
+        else b.workgroup_barrier();
         const Id k_next = u(spv::OpIAdd, k0, c(t.keys));
         const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
         std::copy(o.begin(), o.end(), next.begin() + 2 * R);
