@@ -9,7 +9,10 @@
 // f^2/2, the atan or pi/2 of a reduction) are added with error-free sums, products that
 // matter are exact by Dekker's algorithm with Veltkamp's split (never Fma: lavapipe's is not
 // always fused), quotients are corrected by their exact residual, and the polynomial's
-// smaller terms are added to lo, so that the one rounding of consequence is the last. f32
+// smaller terms are added to lo, so that the one rounding of consequence is the last. In
+// emulated f64 (codegen/soft_f64.h), where Fma is the software one, fused by construction
+// and the dearest operation, a product's error is one Fma and polynomials take a multiply
+// and an add per term, as an unfused driver's do. f32
 // keeps the shorter single-rounding forms (a GPU computes it in f32; lavapipe computes f32
 // in f64 through the f64 forms and rounds once).
 //
@@ -131,7 +134,7 @@ struct M {
   // c[0] + x (c[1] + x (c[2] + ...)).
   Id poly(Id x, const std::vector<double>& coeffs) {
     Id acc = c(coeffs.back());
-    for (size_t i = coeffs.size() - 1; i-- > 0;) acc = fma(acc, x, c(coeffs[i]));
+    for (size_t i = coeffs.size() - 1; i-- > 0;) acc = soft_fma() ? add(mul(acc, x), c(coeffs[i])) : fma(acc, x, c(coeffs[i]));
     return acc;
   }
   // 1/n! for n = 0..count-1, the Taylor coefficients of exp.
@@ -735,9 +738,14 @@ struct M {
     Id hi = exact(sub(p, exact(sub(p, v))));
     return {hi, exact(sub(v, hi))};
   }
+  // Emulated f64 (the header comment): a product's error is one Fma instead of Dekker's
+  // dozen emulated operations; a polynomial's term is a multiply and an add (314 emulated
+  // instructions, against 372 for the Fma).
+  bool soft_fma() { return wide() && e.caps.emulate_f64; }
   // The same where the operands are below 2^996 (or the result is discarded beyond).
   std::pair<Id, Id> two_product_finite(Id x, Id y) {
     Id p = exact(mul(x, y));
+    if (soft_fma()) return {p, fma(x, y, neg(p))};
     auto [xh, xl] = halves(x);
     auto [yh, yl] = halves(y);
     Id err = exact(add(exact(add(exact(add(exact(sub(exact(mul(xh, yh)), p)), exact(mul(xh, yl)))), exact(mul(xl, yh)))),
@@ -747,6 +755,7 @@ struct M {
   // x^2 = p + err exactly, one split (x below 2^996, or the result discarded beyond).
   std::pair<Id, Id> two_square(Id x) {
     Id p = exact(mul(x, x));
+    if (soft_fma()) return {p, fma(x, x, neg(p))};
     auto [xh, xl] = halves(x);
     Id cross = exact(mul(xh, xl));
     Id err = exact(add(exact(add(exact(sub(exact(mul(xh, xh)), p)), exact(add(cross, cross)))), exact(mul(xl, xl))));
