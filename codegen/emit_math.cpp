@@ -11,8 +11,9 @@
 // always fused), quotients are corrected by their exact residual, and the polynomial's
 // smaller terms are added to lo, so that the one rounding of consequence is the last. In
 // emulated f64 (codegen/soft_f64.h), where Fma is the software one, fused by construction
-// and the dearest operation, a product's error is one Fma and polynomials take a multiply
-// and an add per term, as an unfused driver's do. f32
+// and the dearest operation, a product's error is one Fma, an error-free sum orders its
+// operands by magnitude for Fast2Sum, and polynomials take a multiply and an add per term,
+// as an unfused driver's do. f32
 // keeps the shorter single-rounding forms (a GPU computes it in f32; lavapipe computes f32
 // in f64 through the f64 forms and rounds once).
 //
@@ -114,6 +115,12 @@ struct M {
     Id hi, lo;
   };
   DW two_sum(Id a, Id x) {
+    // Emulated: the larger magnitude first (a compare and two selects) and Fast2Sum, three
+    // emulated additions instead of six; the error is the same exact one.
+    if (soft_fma()) {
+      Id first = ge(abs(a), abs(x));
+      return fast_two_sum(sel(first, a, x), sel(first, x, a));
+    }
     Id s = exact(add(a, x));
     Id bb = exact(sub(s, a));
     return {s, exact(add(exact(sub(a, exact(sub(s, bb)))), exact(sub(x, bb))))};
