@@ -11,9 +11,9 @@
 // always fused), quotients are corrected by their exact residual, and the polynomial's
 // smaller terms are added to lo, so that the one rounding of consequence is the last. In
 // emulated f64 (codegen/soft_f64.h), where Fma is the software one, fused by construction
-// and the dearest operation, a product's error is one Fma, an error-free sum orders its
-// operands by magnitude for Fast2Sum, and polynomials take a multiply and an add per term,
-// as an unfused driver's do. f32
+// and the dearest operation, a product's error is one Fma and an error-free sum orders its
+// operands by magnitude for Fast2Sum: the same exact errors, so the same bits, in fewer
+// emulated operations. f32
 // keeps the shorter single-rounding forms (a GPU computes it in f32; lavapipe computes f32
 // in f64 through the f64 forms and rounds once).
 //
@@ -141,7 +141,7 @@ struct M {
   // c[0] + x (c[1] + x (c[2] + ...)).
   Id poly(Id x, const std::vector<double>& coeffs) {
     Id acc = c(coeffs.back());
-    for (size_t i = coeffs.size() - 1; i-- > 0;) acc = soft_fma() ? add(mul(acc, x), c(coeffs[i])) : fma(acc, x, c(coeffs[i]));
+    for (size_t i = coeffs.size() - 1; i-- > 0;) acc = fma(acc, x, c(coeffs[i]));
     return acc;
   }
   // 1/n! for n = 0..count-1, the Taylor coefficients of exp.
@@ -746,8 +746,9 @@ struct M {
     return {hi, exact(sub(v, hi))};
   }
   // Emulated f64 (the header comment): a product's error is one Fma instead of Dekker's
-  // dozen emulated operations; a polynomial's term is a multiply and an add (314 emulated
-  // instructions, against 372 for the Fma).
+  // dozen emulated operations. Polynomials keep their Fma: a multiply and an add would be
+  // 314 emulated instructions a term against 372, but would round differently from native
+  // f64 now and then.
   bool soft_fma() { return wide() && e.caps.emulate_f64; }
   // The same where the operands are below 2^996 (or the result is discarded beyond).
   std::pair<Id, Id> two_product_finite(Id x, Id y) {
