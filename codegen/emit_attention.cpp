@@ -138,15 +138,18 @@ class AttentionKernel : public AttentionRows {
   }
   Id load(Id array, Id element) { return b.op_in_place(spv::OpLoad, vt, {ptr(array, element)}); }
   void store(Id array, Id element, Id x) { b.op_void(spv::OpStore, {ptr(array, element), x}); }
+  // The vector r entries past the one holding element `first` (a multiple of V).
+  Id vector_ptr(Id array, Id first, uint32_t r) {
+    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec),
+                {array, u(spv::OpIAdd, u(spv::OpUDiv, first, c(V)), c(r))});
+  }
   // n consecutive elements from `first`: a vector read per V of them where `first` is a
   // multiple of V and n too.
   std::vector<Id> load_run(Id array, Id first, uint32_t n) {
     std::vector<Id> x;
     if (V > 1 && n % V == 0) {
-      const Id entry = u(spv::OpUDiv, first, c(V));
       for (uint32_t r = 0; r < n / V; ++r) {
-        Id p = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {array, u(spv::OpIAdd, entry, c(r))});
-        Id w = b.op_in_place(spv::OpLoad, vec, {p});
+        Id w = b.op_in_place(spv::OpLoad, vec, {vector_ptr(array, first, r)});
         for (uint32_t l = 0; l < V; ++l) x.push_back(b.op(spv::OpCompositeExtract, vt, {w}, {l}));
       }
       return x;
@@ -159,11 +162,9 @@ class AttentionKernel : public AttentionRows {
   // `first` is a multiple of V and their count too.
   void store_run(Id array, Id first, const std::vector<Id>& x) {
     if (V > 1 && x.size() % V == 0) {
-      const Id entry = u(spv::OpUDiv, first, c(V));
-      for (uint32_t r = 0; r < x.size() / V; ++r) {
-        Id p = b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {array, u(spv::OpIAdd, entry, c(r))});
-        b.op_void(spv::OpStore, {p, b.op(spv::OpCompositeConstruct, vec, std::vector<Id>(x.begin() + r * V, x.begin() + (r + 1) * V))});
-      }
+      for (uint32_t r = 0; r < x.size() / V; ++r)
+        b.op_void(spv::OpStore, {vector_ptr(array, first, r),
+                                 b.op(spv::OpCompositeConstruct, vec, std::vector<Id>(x.begin() + r * V, x.begin() + (r + 1) * V))});
       return;
     }
     for (uint32_t l = 0; l < x.size(); ++l) store(array, u(spv::OpIAdd, first, c(l)), x[l]);

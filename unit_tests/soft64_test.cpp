@@ -3,6 +3,7 @@
 
 #include "codegen/soft_f64.h"
 #include "soft_testing.h"
+#include "spirv_testing.h"
 
 namespace nxv::softtest {
 namespace {
@@ -43,16 +44,7 @@ size_t routine_size(int operands, const std::function<Id(Soft64&, const std::vec
     Id r = with_routine ? routine(s, args) : args[0];
     b.op_void(spv::OpStore, {b.op(spv::OpAccessChain, ptr, {buffer, s.c(0), s.c(0)}), r});
     b.end_main(1);
-    const std::vector<uint32_t> words = b.finish();
-    size_t count = 0;
-    bool inside = false;
-    for (size_t i = 5; i < words.size(); i += words[i] >> 16) {
-      const uint32_t opcode = words[i] & 0xffff;
-      if (opcode == spv::OpFunction) inside = true;
-      count += inside;
-      if (opcode == spv::OpFunctionEnd) inside = false;
-    }
-    return count;
+    return spirvtest::function_instructions(b.finish());
   };
   return body(true) - body(false);
 }

@@ -1,6 +1,8 @@
-// Helpers for tests that validate emitted SPIR-V with this machine's spirv-val.
+// Helpers for tests that validate emitted SPIR-V with this machine's spirv-val or count its
+// instructions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +28,20 @@ inline std::vector<uint32_t> bf16_as_f16(const std::vector<uint32_t>& in) {
   }
   if (!float16) out.insert(out.begin() + 5, {(2u << 16) | spv::OpCapability, spv::CapabilityFloat16});
   return out;
+}
+
+// Instructions inside the module's functions (OpFunction to OpFunctionEnd): the code a
+// kernel runs, without its types, constants and decorations.
+inline size_t function_instructions(const std::vector<uint32_t>& words) {
+  size_t count = 0;
+  bool inside = false;
+  for (size_t i = 5; i < words.size(); i += words[i] >> 16) {
+    const uint32_t opcode = words[i] & 0xffff;
+    if (opcode == spv::OpFunction) inside = true;
+    count += inside;
+    if (opcode == spv::OpFunctionEnd) inside = false;
+  }
+  return count;
 }
 
 }  // namespace nxv::spirvtest
