@@ -23,8 +23,10 @@
 // within 2 + |y log x| ulp with exactly rounded products for integer exponents up to 64.
 // sin and cos reduce exactly below 2^20 pi/2 (Cody-Waite with a three-part pi/2); beyond, an
 // exact remainder by 2 pi keeps results in range.
+#include <bit>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "codegen/emitter.h"
@@ -56,6 +58,48 @@ const std::vector<double> kExpm1Q64 = {1.0,
                                        2.0914679376583935e-09};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
+// f64 e^x (M::reduce_exp_table): 2^(j/64) for j = 0..63 as double-words hi + lo
+// (to 2^-105), ln2/64 = hi + lo with hi short enough that k * hi is exact for |k| < 2^17, and
+// (e^r - 1 - r) / r^2 on |r| <= ln2/128 as a cubic (mpmath.chebyfit; r + r^2 Q(r) within
+// 2^-57.6 of e^r - 1, relative to e^r, with these coefficients).
+constexpr double kExp2Table[64][2] = {
+    {0x1.0000000000000p+0, 0x0.0p+0}, {0x1.02c9a3e778061p+0, -0x1.19083535b085dp-56},
+    {0x1.059b0d3158574p+0, 0x1.d73e2a475b465p-55}, {0x1.0874518759bc8p+0, 0x1.186be4bb284ffp-57},
+    {0x1.0b5586cf9890fp+0, 0x1.8a62e4adc610bp-54}, {0x1.0e3ec32d3d1a2p+0, 0x1.03a1727c57b53p-59},
+    {0x1.11301d0125b51p+0, -0x1.6c51039449b3ap-54}, {0x1.1429aaea92de0p+0, -0x1.32fbf9af1369ep-54},
+    {0x1.172b83c7d517bp+0, -0x1.19041b9d78a76p-55}, {0x1.1a35beb6fcb75p+0, 0x1.e5b4c7b4968e4p-55},
+    {0x1.1d4873168b9aap+0, 0x1.e016e00a2643cp-54}, {0x1.2063b88628cd6p+0, 0x1.dc775814a8495p-55},
+    {0x1.2387a6e756238p+0, 0x1.9b07eb6c70573p-54}, {0x1.26b4565e27cddp+0, 0x1.2bd339940e9d9p-55},
+    {0x1.29e9df51fdee1p+0, 0x1.612e8afad1255p-55}, {0x1.2d285a6e4030bp+0, 0x1.0024754db41d5p-54},
+    {0x1.306fe0a31b715p+0, 0x1.6f46ad23182e4p-55}, {0x1.33c08b26416ffp+0, 0x1.32721843659a6p-54},
+    {0x1.371a7373aa9cbp+0, -0x1.63aeabf42eae2p-54}, {0x1.3a7db34e59ff7p+0, -0x1.5e436d661f5e3p-56},
+    {0x1.3dea64c123422p+0, 0x1.ada0911f09ebcp-55}, {0x1.4160a21f72e2ap+0, -0x1.ef3691c309278p-58},
+    {0x1.44e086061892dp+0, 0x1.89b7a04ef80d0p-59}, {0x1.486a2b5c13cd0p+0, 0x1.3c1a3b69062f0p-56},
+    {0x1.4bfdad5362a27p+0, 0x1.d4397afec42e2p-56}, {0x1.4f9b2769d2ca7p+0, -0x1.4b309d25957e3p-54},
+    {0x1.5342b569d4f82p+0, -0x1.07abe1db13cadp-55}, {0x1.56f4736b527dap+0, 0x1.9bb2c011d93adp-54},
+    {0x1.5ab07dd485429p+0, 0x1.6324c054647adp-54}, {0x1.5e76f15ad2148p+0, 0x1.ba6f93080e65ep-54},
+    {0x1.6247eb03a5585p+0, -0x1.383c17e40b497p-54}, {0x1.6623882552225p+0, -0x1.bb60987591c34p-54},
+    {0x1.6a09e667f3bcdp+0, -0x1.bdd3413b26456p-54}, {0x1.6dfb23c651a2fp+0, -0x1.bbe3a683c88abp-57},
+    {0x1.71f75e8ec5f74p+0, -0x1.16e4786887a99p-55}, {0x1.75feb564267c9p+0, -0x1.0245957316dd3p-54},
+    {0x1.7a11473eb0187p+0, -0x1.41577ee04992fp-55}, {0x1.7e2f336cf4e62p+0, 0x1.05d02ba15797ep-56},
+    {0x1.82589994cce13p+0, -0x1.d4c1dd41532d8p-54}, {0x1.868d99b4492edp+0, -0x1.fc6f89bd4f6bap-54},
+    {0x1.8ace5422aa0dbp+0, 0x1.6e9f156864b27p-54}, {0x1.8f1ae99157736p+0, 0x1.5cc13a2e3976cp-55},
+    {0x1.93737b0cdc5e5p+0, -0x1.75fc781b57ebcp-57}, {0x1.97d829fde4e50p+0, -0x1.d185b7c1b85d1p-54},
+    {0x1.9c49182a3f090p+0, 0x1.c7c46b071f2bep-56}, {0x1.a0c667b5de565p+0, -0x1.359495d1cd533p-54},
+    {0x1.a5503b23e255dp+0, -0x1.d2f6edb8d41e1p-54}, {0x1.a9e6b5579fdbfp+0, 0x1.0fac90ef7fd31p-54},
+    {0x1.ae89f995ad3adp+0, 0x1.7a1cd345dcc81p-54}, {0x1.b33a2b84f15fbp+0, -0x1.2805e3084d708p-57},
+    {0x1.b7f76f2fb5e47p+0, -0x1.5584f7e54ac3bp-56}, {0x1.bcc1e904bc1d2p+0, 0x1.23dd07a2d9e84p-55},
+    {0x1.c199bdd85529cp+0, 0x1.11065895048ddp-55}, {0x1.c67f12e57d14bp+0, 0x1.2884dff483cadp-54},
+    {0x1.cb720dcef9069p+0, 0x1.503cbd1e949dbp-56}, {0x1.d072d4a07897cp+0, -0x1.cbc3743797a9cp-54},
+    {0x1.d5818dcfba487p+0, 0x1.2ed02d75b3707p-55}, {0x1.da9e603db3285p+0, 0x1.c2300696db532p-54},
+    {0x1.dfc97337b9b5fp+0, -0x1.1a5cd4f184b5cp-54}, {0x1.e502ee78b3ff6p+0, 0x1.39e8980a9cc8fp-55},
+    {0x1.ea4afa2a490dap+0, -0x1.e9c23179c2893p-54}, {0x1.efa1bee615a27p+0, 0x1.dc7f486a4b6b0p-54},
+    {0x1.f50765b6e4540p+0, 0x1.9d3e12dd8a18bp-54}, {0x1.fa7c1819e90d8p+0, 0x1.74853f3a5931ep-55},
+};
+constexpr double kTableScale = 0x1.71547652b82fep+6, kTableLnHi = 0x1.62e42fefa0000p-7,
+                 kTableLnLo = 0x1.cf79abc9e3b3ap-46;
+const std::vector<double> kTableQ = {0x1.ffffffffff574p-2, 0x1.5555555555252p-3, 0x1.55556b3e385f1p-5,
+                                     0x1.11111d9625013p-7};
 // pi/2 as a double-double.
 constexpr double kPio2Hi = 1.57079632679489655800e+00, kPio2Lo = 6.12323399573676603587e-17;
 constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
@@ -157,24 +201,25 @@ struct M {
 
   // x = k ln2 + r, |r| <= ln2/2, and e^r - 1 kept apart from the 1 so that expm1 does not lose
   // it to cancellation. In f64, r is r + r_lo (the reduction's rounding error carried on) and
-  // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
-  // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
-  // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone.
+  // e^r - 1 = r + tail, tail = r_lo + r^2 P(r) with r^2/2 exact, for expm1 and tanh, whose
+  // results are e^r - 1 itself; e^x alone takes reduce_exp_table's form. In f32, e^r - 1 =
+  // r Q(r) is accurate enough alone.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
     Id tail;  // f64: e^r - 1 - r; f32: 0 (r holds all of e^r - 1)
     Id em;    // e^r - 1, rounded
     Id tail_hi, tail_lo;  // f64: tail = r^2/2 (exact) + tail_lo, for expm1's double-word sums
+    std::optional<DW> table = std::nullopt;  // reduce_exp_table's e^x / 2^k (the other fields unused)
   };
   // x is clamped to a little beyond where e^x overflows or underflows, where 2^k (1 + e^r - 1)
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
   // what limits f64 kernels on GPUs). A NaN comes out of the clamp unspecified: callers
   // restore it.
-  // exact_square: r^2/2 exact (expm1 and tanh, whose results are e^r - 1 itself); otherwise
-  // tail is one double (e^r = 1 + r + tail), within 2^-55 of it.
+  // f64: exact_square for e^r - 1 (the reduction by ln2), otherwise reduce_exp_table.
   Reduced reduce_exp(Id x, bool exact_square = false) {
     x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
+    if (wide() && !exact_square) return reduce_exp_table(x);
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r_hi = fma(kf, c(-ln2_hi()), x);  // exact: k ln2_hi has trailing zeros, and x is near it
     if (!wide()) {
@@ -189,27 +234,55 @@ struct M {
     // (q1 = 1/2 here): r^2/2 exact (Dekker's square) as tail_hi, the rest small (r^3/6 and
     // below) as tail_lo, so that r + tail_hi + tail_lo carries e^r - 1 to about 2^-59.
     std::vector<double> p(kExpm1Q64.begin() + 2, kExpm1Q64.end());
-    Id tail_hi, tail_lo, tail;
-    if (exact_square) {
-      auto [rr, rr_err] = two_square(r);
-      tail_hi = mul(c(0.5), rr);
-      tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
-      tail = exact(add(tail_hi, tail_lo));
-    } else {
-      tail = fma(mul(r, r), fma(r, poly(r, p), c(kExpm1Q64[1])), fma(r_lo, r, r_lo));
-      tail_hi = tail, tail_lo = c(0);
-    }
+    auto [rr, rr_err] = two_square(r);
+    Id tail_hi = mul(c(0.5), rr);
+    Id tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
+    Id tail = exact(add(tail_hi, tail_lo));
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
     return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
-  // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
-  // |r| < 1), the small parts added to err first.
-  Id e_plus_one(const Reduced& red) {
-    if (!wide()) return add(c(1), red.em);
-    Id s = exact(add(c(1), red.r));
-    Id err = exact(add(exact(sub(c(1), s)), red.r));
-    return exact(add(s, exact(add(err, red.tail))));
+  // f64 e^x itself (exp, and the double-words of sigmoid, sinh, cosh and erfc): Tang's
+  // table-driven reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m 2^(j/64)
+  // (1 + u), u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the roundings of r,
+  // of u and of 2^(j/64) u stay below 2^-58 of the result, so no error-free sums are needed
+  // for the one rounding of consequence to be the last (under 0.53 ulp): 8 Fmas, 3 products
+  // and an add where the reduction by ln2 takes 14 Fmas, 4 products and 9 adds. That matters
+  // where f64 is slow or emulated (an emulated exp: 4,000 instructions against 7,100). The
+  // table is 1 KiB of constants (Builder::constant_words); expm1 and tanh keep the reduction
+  // by ln2, whose r^2/2 they need exactly.
+  Reduced reduce_exp_table(Id x) {
+    Id kf = floor(fma(x, c(kTableScale), c(0.5)));
+    Id r = fma(kf, c(-kTableLnLo), fma(kf, c(-kTableLnHi), x));  // the inner one exact, as in reduce_exp
+    Id u = fma(mul(r, r), poly(r, kTableQ), r);
+    Id k = to_i32(kf);
+    Id m = b().op(spv::OpShiftRightArithmetic, e.u32(), {k, e.u32c(6)});
+    Id row = b().op(spv::OpShiftLeftLogical, e.u32(), {b().op(spv::OpBitwiseAnd, e.u32(), {k, e.u32c(63)}), e.u32c(2)});
+    Id table = b().constant_words(exp2_table_words());
+    auto entry = [&](uint32_t word) {
+      Id lo = b().table_word(table, iadd(row, e.u32c(word))), hi = b().table_word(table, iadd(row, e.u32c(word + 1)));
+      return b().op(spv::OpBitcast, rt(), {b().op(spv::OpCompositeConstruct, b().type_vector(e.u32(), 2), {lo, hi})});
+    };
+    Id t_hi = entry(0);
+    Reduced red{m, c(0), c(0), c(0), c(0), c(0)};
+    red.table = DW{t_hi, fma(t_hi, u, entry(2))};  // 2^(j/64) u + its low part; lo times u is below 2^-59
+    return red;
   }
+  // kExp2Table as little-endian words, hi then lo per row.
+  static const std::vector<uint32_t>& exp2_table_words() {
+    static const std::vector<uint32_t> words = [] {
+      std::vector<uint32_t> w;
+      for (const auto& row : kExp2Table)
+        for (double v : row) {
+          uint64_t bits = std::bit_cast<uint64_t>(v);
+          w.push_back(uint32_t(bits));
+          w.push_back(uint32_t(bits >> 32));
+        }
+      return w;
+    }();
+    return words;
+  }
+  // e^x / 2^k rounded: f32's 1 + e^r - 1, f64's table entry times e^r with one rounding.
+  Id e_plus_one(const Reduced& red) { return red.table ? exact(add(red.table->hi, red.table->lo)) : add(c(1), red.em); }
   // 2^n, for n in the normal exponent range: the exponent field alone (no ldexp, which
   // drivers expand into range checks), built in 32-bit words (GPUs emulate 64-bit integers).
   Id pow2(Id n32) {
@@ -347,8 +420,10 @@ struct M {
     return sel(eq(x, c(INFINITY)), x, v);
   }
 
-  // f64 e^x as the double-word 2^k (hi + lo), unscaled: 1 + r + tail as e_plus_one adds it.
+  // f64 e^x as the double-word 2^k (hi + lo), unscaled: the table entry times e^r, or (the
+  // reduction by ln2, expm1's) 1 + r + tail.
   DW exp_parts(const Reduced& red) {
+    if (red.table) return fast_two_sum(red.table->hi, red.table->lo);
     DW s = fast_two_sum(c(1), red.r);
     return fast_two_sum(s.hi, exact(add(s.lo, red.tail)));
   }

@@ -290,6 +290,25 @@ Id Builder::workgroup_array(Id elem, uint32_t length) {
                          spv::StorageClassWorkgroup);
 }
 
+Id Builder::constant_words(const std::vector<uint32_t>& words) {
+  const Id array = type_array(type_int(32), uint32_t(words.size()));
+  Words elems;
+  for (uint32_t w : words) elems.push_back(const_int(32, w));
+  const Id init = declare_constant(spv::OpConstantComposite, array, elems);
+  if (auto it = tables_.find(init); it != tables_.end()) return it->second;
+  const Id var = fresh_id(), pointer = type_pointer(spv::StorageClassPrivate, array);
+  append_inst(globals_, spv::OpVariable, {pointer, var, uint32_t(spv::StorageClassPrivate), init});
+  tables_.emplace(init, var);
+  // A driver folds a load at a constant index to the word: as foldable as a constant.
+  foldable_.emplace(var, std::pair{pointer, false});
+  return var;
+}
+
+Id Builder::table_word(Id table, Id index) {
+  const Id u32 = type_int(32);
+  return op(spv::OpLoad, u32, {op(spv::OpAccessChain, type_pointer(spv::StorageClassPrivate, u32), {table, index})});
+}
+
 Words Builder::finish() {
   if (!finished_main_) throw std::logic_error("spirv::Builder::finish before end_main");
   Words out{spv::MagicNumber, 0x00010300 /* SPIR-V 1.3: core in Vulkan 1.1 */, 0, next_id_, 0};

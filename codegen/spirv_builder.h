@@ -149,6 +149,11 @@ class Builder {
   Id type_array(Id elem, uint32_t length);
   // An array in Workgroup storage (shared memory), one per call.
   Id workgroup_array(Id elem, uint32_t length);
+  // A table of u32 words that kernels read and never write: a Private array with the words
+  // as its initializer (drivers place such arrays in constant memory), one per content.
+  Id constant_words(const std::vector<uint32_t>& words);
+  // The word of a constant_words table at a computed index.
+  Id table_word(Id table, Id index);
 
   // ---- the function ----
   // Opens "main" with its entry block at level 0.
@@ -297,6 +302,7 @@ class Builder {
   // true for instructions on them).
   std::map<Id, std::pair<Id, bool>> foldable_;
   std::map<std::pair<Id, uint32_t>, Id> buffer_pointers_;
+  std::map<Id, Id> tables_;  // initializer -> constant_words variable
   std::map<uint32_t, Id> builtins_;
   Id push_constant_ = 0;  // the variable of the push-constant block
   uint32_t opaque_masks_ = 0;  // the last mask opaque() used
