@@ -100,6 +100,10 @@ constexpr double kTableScale = 0x1.71547652b82fep+6, kTableLnHi = 0x1.62e42fefa0
                  kTableLnLo = 0x1.cf79abc9e3b3ap-46;
 const std::vector<double> kTableQ = {0x1.ffffffffff574p-2, 0x1.5555555555252p-3, 0x1.55556b3e385f1p-5,
                                      0x1.11111d9625013p-7};
+// The same as a quartic, within 2^-69 of e^r - 1 (absolute): for e^y - 1 itself, which may
+// be as small as ln2/128 where the table's terms are near 1.
+const std::vector<double> kTableQ4 = {0x1.0000000000000p-1, 0x1.5555555554dcdp-3, 0x1.5555555555191p-5,
+                                      0x1.111120b76a0aap-7, 0x1.6c16d1126fa59p-10};
 // pi/2 as a double-double.
 constexpr double kPio2Hi = 1.57079632679489655800e+00, kPio2Lo = 6.12323399573676603587e-17;
 constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
@@ -254,18 +258,43 @@ struct M {
     Id kf = floor(fma(x, c(kTableScale), c(0.5)));
     Id r = fma(kf, c(-kTableLnLo), fma(kf, c(-kTableLnHi), x));  // the inner one exact, as in reduce_exp
     Id u = fma(mul(r, r), poly(r, kTableQ), r);
-    Id k = to_i32(kf);
-    Id m = b().op(spv::OpShiftRightArithmetic, e.u32(), {k, e.u32c(6)});
+    TableEntry t = table_entry(to_i32(kf));
+    Reduced red{t.m, c(0), c(0), c(0), c(0), c(0)};
+    red.table = DW{t.hi, fma(t.hi, u, t.lo)};  // 2^(j/64) u + its low part; lo times u is below 2^-59
+    return red;
+  }
+  // k = 64 m + j: m, and 2^(j/64) = hi + lo from the table.
+  struct TableEntry {
+    Id m, hi, lo;
+  };
+  TableEntry table_entry(Id k) {
     Id row = b().op(spv::OpShiftLeftLogical, e.u32(), {b().op(spv::OpBitwiseAnd, e.u32(), {k, e.u32c(63)}), e.u32c(2)});
     Id table = b().constant_words(exp2_table_words());
     auto entry = [&](uint32_t word) {
       Id lo = b().table_word(table, iadd(row, e.u32c(word))), hi = b().table_word(table, iadd(row, e.u32c(word + 1)));
       return b().op(spv::OpBitcast, rt(), {b().op(spv::OpCompositeConstruct, b().type_vector(e.u32(), 2), {lo, hi})});
     };
-    Id t_hi = entry(0);
-    Reduced red{m, c(0), c(0), c(0), c(0), c(0)};
-    red.table = DW{t_hi, fma(t_hi, u, entry(2))};  // 2^(j/64) u + its low part; lo times u is below 2^-59
-    return red;
+    return {b().op(spv::OpShiftRightArithmetic, e.u32(), {k, e.u32c(6)}), entry(0), entry(2)};
+  }
+  // f64 e^y - 1 for y in [0, 64] as the double-word hi + lo (tanh's), by the table: 2^m
+  // 2^(j/64) (1 + u) - 1. The result may be as small as ln2/128 beside terms near 1, so what
+  // reduce_exp_table rounds is exact here: 2^m hi - 1 (Fast2Sum), hi r_hi (the exact
+  // product), and r as r_hi + r_lo; the rest (hi (r_lo + tail), lo (1 + u), from the
+  // quartic) stays below 2^-60 of the result.
+  DW expm1_table(Id y) {
+    Id kf = floor(fma(y, c(kTableScale), c(0.5)));
+    Id r_hi = fma(kf, c(-kTableLnHi), y);  // exact
+    Id r_lo = mul(kf, c(-kTableLnLo));
+    Id r = add(r_hi, r_lo);
+    Id tail = mul(mul(r, r), poly(r, kTableQ4));
+    TableEntry t = table_entry(to_i32(kf));
+    Id scale = pow2(t.m);
+    DW a = fast_two_sum(mul(scale, t.hi), c(-1));  // 2^m hi >= 1
+    auto [p, pe] = two_product_finite(t.hi, r_hi);
+    // a.hi is 0 (k = 0) or larger than 2^m p (2^(1/64) - 1 against 2^(1/64) ln2/128 at k = 1).
+    DW s = fast_two_sum(a.hi, mul(scale, p));
+    Id small = add(pe, add(mul(t.hi, add(r_lo, tail)), fma(t.lo, add(r, tail), t.lo)));
+    return fast_two_sum(s.hi, add(add(a.lo, s.lo), mul(scale, small)));
   }
   // kExp2Table as little-endian words, hi then lo per row.
   static const std::vector<uint32_t>& exp2_table_words() {
@@ -427,13 +456,6 @@ struct M {
     DW s = fast_two_sum(c(1), red.r);
     return fast_two_sum(s.hi, exact(add(s.lo, red.tail)));
   }
-  // f64 e^x - 1 as 2^k (hi + lo), for k in [0, 64]: expm1_near's sum, unrounded.
-  DW expm1_parts(const Reduced& red) {
-    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
-    DW s = two_sum(red.r, sub(c(1), pow2(minus_k)));
-    DW s2 = fast_two_sum(s.hi, red.tail_hi);
-    return fast_two_sum(s2.hi, exact(add(s2.lo, exact(add(s.lo, red.tail_lo)))));
-  }
   // v 2^k for 2^k normal (exact where v's parts stay normal).
   DW dw_scale(const DW& v, Id k32) {
     Id p = pow2(k32);
@@ -484,18 +506,18 @@ struct M {
   Id half_exp(Id a) { return exp(a, -1); }
   Id tanh(Id x) {
     Id a = abs(x);
-    // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
-    // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
-    Reduced red = reduce_exp(add(a, a), true);
     Id v;
     if (wide()) {
-      // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
-      DW em = dw_scale(expm1_parts(red), red.k);
+      // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30 (and
+      // from a NaN, 2a becomes 46: x itself is the result there).
+      DW em = expm1_table(b().ext(GLSLstd450FMin, rt(), {add(a, a), c(46)}));
       DW d = two_sum(em.hi, c(2));
       v = round(dw_div(em.hi, em.lo, d.hi, add(d.lo, em.lo)));
       v = sel(lt(a, c(0x1p-30)), a, v);
     } else {
-      Id em = expm1_near(red);
+      // 2a >= 0, and tanh is 1 beyond a = 9: the k used take expm1's form near 0 alone (past
+      // the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
+      Id em = expm1_near(reduce_exp(add(a, a), true));
       v = div(em, add(em, c(2)));
     }
     return sel(nan(x), x, copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x));

@@ -205,39 +205,46 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
   EXPECT_GT(instructions, 5000u) << instructions;  // the lowering ran: native tanh is a few hundred
 }
 
-// f64 exp reduces by ln2/64 and a table of 2^(j/64) (M::reduce_exp_table): emulated, a
-// function of about 4,000 instructions against 7,100 for the reduction by ln2. Within an ulp
-// of e^x (the sweep's bound, CodegenMath), here at the arguments where the reduced argument
-// is largest, half-way between table entries, and at each table entry, over the whole
-// range: 20,000 of each.
-TEST(EmulationCode, ExpReducesByATableOfPowersOfTwo) {
+// f64 exp and tanh reduce by ln2/64 and a table of 2^(j/64) (M::reduce_exp_table,
+// M::expm1_table): emulated, functions of about 4,000 and 9,300 instructions against 7,100
+// and 11,600 for the reduction by ln2. Within an ulp (the sweep's bound, CodegenMath) at
+// the arguments where the reduced argument is largest, half-way between table entries, and
+// at each table entry: over exp's whole range, and over tanh's up to 22 (where e^2a - 1,
+// as small as ln2/128 at the first entry, is computed from terms near 1).
+void expect_table_function(const std::string& op, double from, double to, double step,
+                           long double (*reference)(long double), size_t max_instructions) {
   const int64_t n = 40000;
-  auto exe = Executable::compile(open_emulating("f64,i64"), op_graph("exp", DType::F64, 1, DType::F64, n));
+  auto exe = Executable::compile(open_emulating("f64,i64"), op_graph(op, DType::F64, 1, DType::F64, n));
   ASSERT_EQ(exe->kernels().size(), 1u);
   const auto& spirv = exe->kernels()[0].spirv;
   const size_t instructions = spirvtest::function_instructions(spirv);
-  EXPECT_LT(instructions, 4600u) << instructions;
-  EXPECT_GT(instructions, 2000u) << instructions;  // the lowering ran
+  EXPECT_LT(instructions, max_instructions) << op;
+  EXPECT_GT(instructions, 2000u) << op;  // the lowering ran
   bool table = false;  // an OpVariable (59) in Private storage (6) with an initializer: 5 words
   for (size_t i = 5; i < spirv.size(); i += spirv[i] >> 16)
     table = table || ((spirv[i] & 0xffff) == 59 && spirv[i] >> 16 == 5 && spirv[i + 3] == 6);
-  EXPECT_TRUE(table);
+  EXPECT_TRUE(table) << op;
   ir::Literal x{{DType::F64, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
-  const long double step = 0.693147180559945309417232121458L / 64;
   for (int64_t i = 0; i < n; ++i) {
-    const long double k = std::floor(-68000 + 133000.0L * double(i / 2) / double(n / 2));
+    const long double k = std::floor(from / step + (to - from) / step * (long double)(i / 2) / double(n / 2));
     ir::set_element(x, i, ir::Scalar{.f = double((k + (i % 2 ? 0.5L : 0)) * step)});
   }
   const auto out = exe->run_host({x})[0];
   int bad = 0;
   for (int64_t i = 0; i < n && bad < 5; ++i) {
     const double v = ir::get_f64(x, i), got = ir::get_f64(out, i);
-    const long double want = std::exp((long double)v);
-    const double ulp = std::nextafter(double(want), INFINITY) - double(want);
-    const bool subnormal = want < 0x1p-1022L;  // rounded twice, by the scaling (docs/math-accuracy.md)
+    const long double want = reference((long double)v);
+    const double ulp = std::nextafter(std::fabs(double(want)), INFINITY) - std::fabs(double(want));
+    const bool subnormal = std::fabs(want) < 0x1p-1022L;  // rounded twice, by the scaling (docs/math-accuracy.md)
     if (std::fabs((long double)got - want) > (subnormal ? 2 : 1) * (long double)ulp)
-      ADD_FAILURE() << "exp(" << v << ") = " << got << ", want " << double(want), ++bad;
+      ADD_FAILURE() << op << "(" << v << ") = " << got << ", want " << double(want), ++bad;
   }
+}
+
+TEST(EmulationCode, ExpAndTanhReduceByATableOfPowersOfTwo) {
+  const long double ln2_64 = 0.693147180559945309417232121458L / 64;
+  expect_table_function("exp", -736, 704, double(ln2_64), [](long double v) { return std::exp(v); }, 4600);
+  expect_table_function("tanh", 0, 22, double(ln2_64 / 2), [](long double v) { return std::tanh(v); }, 10500);
 }
 
 TEST(EmulationOption, BadValuesAreErrorsNamingThem) {
