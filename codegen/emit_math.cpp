@@ -205,9 +205,10 @@ struct M {
 
   // x = k ln2 + r, |r| <= ln2/2, and e^r - 1 kept apart from the 1 so that expm1 does not lose
   // it to cancellation. In f64, r is r + r_lo (the reduction's rounding error carried on) and
-  // e^r - 1 = r + tail, tail = r_lo + r^2 P(r) with r^2/2 exact, for expm1 and tanh, whose
-  // results are e^r - 1 itself; e^x alone takes reduce_exp_table's form. In f32, e^r - 1 =
-  // r Q(r) is accurate enough alone.
+  // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
+  // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
+  // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone. Emulated f64 takes
+  // reduce_exp_table's form for e^x itself.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
@@ -220,10 +221,11 @@ struct M {
   // still overflows or underflows by itself: no tests for those ranges (f64 arithmetic is
   // what limits f64 kernels on GPUs). A NaN comes out of the clamp unspecified: callers
   // restore it.
-  // f64: exact_square for e^r - 1 (the reduction by ln2), otherwise reduce_exp_table.
+  // exact_square: r^2/2 exact (expm1 and tanh, whose results are e^r - 1 itself); otherwise
+  // tail is one double (e^r = 1 + r + tail), within 2^-55 of it.
   Reduced reduce_exp(Id x, bool exact_square = false) {
     x = b().ext(GLSLstd450FClamp, rt(), {x, c(min_log() - 1), c(max_log() + 2)});
-    if (wide() && !exact_square) return reduce_exp_table(x);
+    if (soft_fma() && !exact_square) return reduce_exp_table(x);
     Id kf = floor(fma(x, c(kLog2e), c(0.5)));
     Id r_hi = fma(kf, c(-ln2_hi()), x);  // exact: k ln2_hi has trailing zeros, and x is near it
     if (!wide()) {
@@ -238,22 +240,30 @@ struct M {
     // (q1 = 1/2 here): r^2/2 exact (Dekker's square) as tail_hi, the rest small (r^3/6 and
     // below) as tail_lo, so that r + tail_hi + tail_lo carries e^r - 1 to about 2^-59.
     std::vector<double> p(kExpm1Q64.begin() + 2, kExpm1Q64.end());
-    auto [rr, rr_err] = two_square(r);
-    Id tail_hi = mul(c(0.5), rr);
-    Id tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
-    Id tail = exact(add(tail_hi, tail_lo));
+    Id tail_hi, tail_lo, tail;
+    if (exact_square) {
+      auto [rr, rr_err] = two_square(r);
+      tail_hi = mul(c(0.5), rr);
+      tail_lo = add(fma(r_lo, r, r_lo), fma(rr, fma(r, poly(r, p), c(kExpm1Q64[1] - 0.5)), mul(c(0.5), rr_err)));
+      tail = exact(add(tail_hi, tail_lo));
+    } else {
+      tail = fma(mul(r, r), fma(r, poly(r, p), c(kExpm1Q64[1])), fma(r_lo, r, r_lo));
+      tail_hi = tail, tail_lo = c(0);
+    }
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
     return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
-  // f64 e^x itself (exp, and the double-words of sigmoid, sinh, cosh and erfc): Tang's
-  // table-driven reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m 2^(j/64)
-  // (1 + u), u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the roundings of r,
-  // of u and of 2^(j/64) u stay below 2^-58 of the result, so no error-free sums are needed
-  // for the one rounding of consequence to be the last (under 0.53 ulp): 8 Fmas, 3 products
-  // and an add where the reduction by ln2 takes 14 Fmas, 4 products and 9 adds. That matters
-  // where f64 is slow or emulated (an emulated exp: 4,000 instructions against 7,100). The
-  // table is 1 KiB of constants (Builder::constant_words); expm1 and tanh keep the reduction
-  // by ln2, whose r^2/2 they need exactly.
+  // Emulated f64's e^x itself (exp, and the double-words of sigmoid, sinh, cosh and erfc):
+  // Tang's table-driven reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m
+  // 2^(j/64) (1 + u), u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the
+  // roundings of r, of u and of 2^(j/64) u stay below 2^-58 of the result, so no error-free
+  // sums are needed for the one rounding of consequence to be the last (under 0.53 ulp): 8
+  // Fmas, 3 products and an add where the reduction by ln2 takes 14 Fmas, 4 products and 9
+  // adds (emulated exp: 4,000 instructions against 7,100). The table is 1 KiB of constants
+  // (Builder::constant_words), which native f64 does without: the H200 keeps such an array
+  // per invocation, and took 0.61 ms for the chain that the reduction by ln2 runs in 0.28
+  // (docs/portability.md). Emulated results are within the same bound as native f64's, but
+  // not always its bits.
   Reduced reduce_exp_table(Id x) {
     Id kf = floor(fma(x, c(kTableScale), c(0.5)));
     Id r = fma(kf, c(-kTableLnLo), fma(kf, c(-kTableLnHi), x));  // the inner one exact, as in reduce_exp
@@ -276,7 +286,7 @@ struct M {
     };
     return {b().op(spv::OpShiftRightArithmetic, e.u32(), {k, e.u32c(6)}), entry(0), entry(2)};
   }
-  // f64 e^y - 1 for y in [0, 64] as the double-word hi + lo (tanh's), by the table: 2^m
+  // Emulated f64's e^y - 1 for y in [0, 64] as the double-word hi + lo (tanh's), by the table: 2^m
   // 2^(j/64) (1 + u) - 1. The result may be as small as ln2/128 beside terms near 1, so what
   // reduce_exp_table rounds is exact here: 2^m hi - 1 (Fast2Sum), hi r_hi (the exact
   // product), and r as r_hi + r_lo; the rest (hi (r_lo + tail), lo (1 + u), from the
@@ -310,8 +320,15 @@ struct M {
     }();
     return words;
   }
-  // e^x / 2^k rounded: f32's 1 + e^r - 1, f64's table entry times e^r with one rounding.
-  Id e_plus_one(const Reduced& red) { return red.table ? exact(add(red.table->hi, red.table->lo)) : add(c(1), red.em); }
+  // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
+  // |r| < 1), the small parts added to err first; the table entry times e^r, rounded once.
+  Id e_plus_one(const Reduced& red) {
+    if (!wide()) return add(c(1), red.em);
+    if (red.table) return exact(add(red.table->hi, red.table->lo));
+    Id s = exact(add(c(1), red.r));
+    Id err = exact(add(exact(sub(c(1), s)), red.r));
+    return exact(add(s, exact(add(err, red.tail))));
+  }
   // 2^n, for n in the normal exponent range: the exponent field alone (no ldexp, which
   // drivers expand into range checks), built in 32-bit words (GPUs emulate 64-bit integers).
   Id pow2(Id n32) {
@@ -449,12 +466,19 @@ struct M {
     return sel(eq(x, c(INFINITY)), x, v);
   }
 
-  // f64 e^x as the double-word 2^k (hi + lo), unscaled: the table entry times e^r, or (the
-  // reduction by ln2, expm1's) 1 + r + tail.
+  // f64 e^x as the double-word 2^k (hi + lo), unscaled: the table entry times e^r, or 1 + r +
+  // tail as e_plus_one adds it.
   DW exp_parts(const Reduced& red) {
     if (red.table) return fast_two_sum(red.table->hi, red.table->lo);
     DW s = fast_two_sum(c(1), red.r);
     return fast_two_sum(s.hi, exact(add(s.lo, red.tail)));
+  }
+  // f64 e^x - 1 as 2^k (hi + lo), for k in [0, 64]: expm1_near's sum, unrounded.
+  DW expm1_parts(const Reduced& red) {
+    Id minus_k = b().op(spv::OpSNegate, e.u32(), {red.k});
+    DW s = two_sum(red.r, sub(c(1), pow2(minus_k)));
+    DW s2 = fast_two_sum(s.hi, red.tail_hi);
+    return fast_two_sum(s2.hi, exact(add(s2.lo, exact(add(s.lo, red.tail_lo)))));
   }
   // v 2^k for 2^k normal (exact where v's parts stay normal).
   DW dw_scale(const DW& v, Id k32) {
@@ -506,17 +530,23 @@ struct M {
   Id half_exp(Id a) { return exp(a, -1); }
   Id tanh(Id x) {
     Id a = abs(x);
+    // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
+    // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
     Id v;
     if (wide()) {
-      // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30 (and
-      // from a NaN, 2a becomes 46: x itself is the result there).
-      DW em = expm1_table(b().ext(GLSLstd450FMin, rt(), {add(a, a), c(46)}));
+      // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
+      // Emulated, e^2a - 1 from the table (from a NaN, 2a becomes 46: x is the result there).
+      DW em;
+      if (soft_fma()) {
+        em = expm1_table(b().ext(GLSLstd450FMin, rt(), {add(a, a), c(46)}));
+      } else {
+        Reduced red = reduce_exp(add(a, a), true);
+        em = dw_scale(expm1_parts(red), red.k);
+      }
       DW d = two_sum(em.hi, c(2));
       v = round(dw_div(em.hi, em.lo, d.hi, add(d.lo, em.lo)));
       v = sel(lt(a, c(0x1p-30)), a, v);
     } else {
-      // 2a >= 0, and tanh is 1 beyond a = 9: the k used take expm1's form near 0 alone (past
-      // the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
       Id em = expm1_near(reduce_exp(add(a, a), true));
       v = div(em, add(em, c(2)));
     }

@@ -205,9 +205,9 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
   EXPECT_GT(instructions, 5000u) << instructions;  // the lowering ran: native tanh is a few hundred
 }
 
-// f64 exp and tanh reduce by ln2/64 and a table of 2^(j/64) (M::reduce_exp_table,
-// M::expm1_table): emulated, functions of about 4,000 and 9,300 instructions against 7,100
-// and 11,600 for the reduction by ln2. Within an ulp (the sweep's bound, CodegenMath) at
+// Emulated f64 exp and tanh reduce by ln2/64 and a table of 2^(j/64) (M::reduce_exp_table,
+// M::expm1_table): functions of about 4,000 and 9,300 instructions against 7,100 and 11,600
+// for native f64's reduction by ln2, whose bits they need not match. Within an ulp (the sweep's bound, CodegenMath) at
 // the arguments where the reduced argument is largest, half-way between table entries, and
 // at each table entry: over exp's whole range, and over tanh's up to 22 (where e^2a - 1,
 // as small as ln2/128 at the first entry, is computed from terms near 1).
