@@ -265,6 +265,10 @@ struct M {
   // (docs/portability.md). Emulated results are within the same bound as native f64's, but
   // not always its bits.
   Reduced reduce_exp_table(Id x) {
+    // Below 2^-60, e^x rounds to 1 (and 1/(1 + e^x) to 1/2): x as 0 keeps every step that
+    // follows on zero or normal values, which the shorter emulated routines take.
+    x = sel(lt(abs(x), c(0x1p-60)), c(0), x);
+    NormalRange normal(b(), true);
     Id kf = floor(fma(x, c(kTableScale), c(0.5)));
     Id r = fma(kf, c(-kTableLnLo), fma(kf, c(-kTableLnHi), x));  // the inner one exact, as in reduce_exp
     Id u = fma(mul(r, r), poly(r, kTableQ), r);
@@ -292,6 +296,8 @@ struct M {
   // product), and r as r_hi + r_lo; the rest (hi (r_lo + tail), lo (1 + u), from the
   // quartic) stays below 2^-60 of the result.
   DW expm1_table(Id y) {
+    y = sel(lt(y, c(0x1p-60)), c(0), y);  // as reduce_exp_table's x (tanh takes a itself there)
+    NormalRange normal(b(), true);
     Id kf = floor(fma(y, c(kTableScale), c(0.5)));
     Id r_hi = fma(kf, c(-kTableLnHi), y);  // exact
     Id r_lo = mul(kf, c(-kTableLnLo));
@@ -342,6 +348,7 @@ struct M {
   Id iadd(Id a, Id x) { return b().op(spv::OpIAdd, e.u32(), {a, x}); }
   // v 2^(k + extra) in two steps, each factor normal, so that a subnormal result is rounded once.
   Id scale2(Id v, Id k32, int extra) {
+    NormalRange general(b(), false);
     Id half = b().op(spv::OpShiftRightArithmetic, e.u32(), {k32, e.u32c(1)});
     Id rest = iadd(b().op(spv::OpISub, e.u32(), {k32, half}), i32(extra));
     return mul(mul(v, pow2(half)), pow2(rest));
@@ -537,6 +544,7 @@ struct M {
       // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
       // Emulated, e^2a - 1 from the table (from a NaN, 2a becomes 46: x is the result there).
       DW em;
+      NormalRange normal(b(), soft_fma());  // a below 2^-60 gives 0 (expm1_table): a is the result there
       if (soft_fma()) {
         em = expm1_table(b().ext(GLSLstd450FMin, rt(), {add(a, a), c(46)}));
       } else {
@@ -559,10 +567,15 @@ struct M {
     Id ax = abs(x);
     Reduced red = reduce_exp(neg(ax));
     DW ep = exp_parts(red);
-    DW em = dw_scale(ep, red.k);
-    DW d = fast_two_sum(c(1), em.hi);
     Id negx = sign_bit(x);
-    Id v = round(dw_div(sel(negx, em.hi, c(1)), sel(negx, em.lo, c(0)), d.hi, add(d.lo, em.lo)));
+    Id v;
+    {
+      // Up to |x| = 40 every step is on zero or normal values.
+      NormalRange normal(b(), soft_fma());
+      DW em = dw_scale(ep, red.k);
+      DW d = fast_two_sum(c(1), em.hi);
+      v = round(dw_div(sel(negx, em.hi, c(1)), sel(negx, em.lo, c(0)), d.hi, add(d.lo, em.lo)));
+    }
     v = sel(gt(ax, c(40)), sel(negx, scale2(ep.hi, red.k, 0), c(1)), v);
     return sel(nan(x), x, v);
   }
@@ -877,6 +890,15 @@ struct M {
   // 314 emulated instructions a term against 372, but would round differently from native
   // f64 now and then.
   bool soft_fma() { return wide() && e.caps.emulate_f64; }
+  // A scope in which emulated f64 multiplies, divides and fmas take their shorter forms for
+  // operands and results known zero or normal (Builder::set_normal_range): steps on reduced
+  // arguments, whose callers keep subnormals (a scaling by 2^k) and specials out of them.
+  struct NormalRange {
+    spirv::Builder& b;
+    bool was;
+    NormalRange(spirv::Builder& builder, bool on) : b(builder), was(builder.normal_range()) { b.set_normal_range(on); }
+    ~NormalRange() { b.set_normal_range(was); }
+  };
   // The same where the operands are below 2^996 (or the result is discarded beyond).
   std::pair<Id, Id> two_product_finite(Id x, Id y) {
     Id p = exact(mul(x, y));

@@ -134,8 +134,8 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
     // f64 arithmetic.
     case spv::OpFAdd: return done(f64_add(s, a[0], a[1]));
     case spv::OpFSub: return done(f64_sub(s, a[0], a[1]));
-    case spv::OpFMul: return done(f64_mul(s, a[0], a[1]));
-    case spv::OpFDiv: return done(f64_div(s, a[0], a[1]));
+    case spv::OpFMul: return done(normal_range_ ? f64_mul_normal(s, a[0], a[1]) : f64_mul(s, a[0], a[1]));
+    case spv::OpFDiv: return done(normal_range_ ? f64_div_normal(s, a[0], a[1]) : f64_div(s, a[0], a[1]));
     case spv::OpFNegate: return done(f64_neg(s, a[0]));
     case spv::OpIsNan: return f64_is_nan(s, a[0]);
     case spv::OpIsInf: return f64_is_inf(s, a[0]);
@@ -192,7 +192,7 @@ Id Builder::lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
     case GLSLstd450FAbs: return done(f64_abs(s, a[0]));
     case GLSLstd450Sqrt: return done(f64_sqrt(s, a[0]));
     case GLSLstd450InverseSqrt: return done(f64_div(s, const_f64(1.0), f64_sqrt(s, a[0])));
-    case GLSLstd450Fma: return done(f64_fma(s, a[0], a[1], a[2]));
+    case GLSLstd450Fma: return done(normal_range_ ? f64_fma_normal(s, a[0], a[1], a[2]) : f64_fma(s, a[0], a[1], a[2]));
     case GLSLstd450Floor: return done(f64_floor(s, a[0]));
     case GLSLstd450Ceil: return done(f64_ceil(s, a[0]));
     case GLSLstd450Trunc: return done(f64_trunc(s, a[0]));

@@ -145,8 +145,9 @@ std::pair<Id, Id> normalize4(Soft64& s, Words4 x) {
 }
 
 // a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c);
-// a's and b's significands with their leading 1s at bit 62, c's at bit 61.
-Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id sign_c, Id zero_c) {
+// a's and b's significands with their leading 1s at bit 62, c's at bit 61. `normal`: the
+// result is known zero or normal, so it packs without the underflow shift.
+Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id sign_c, Id zero_c, bool normal) {
   // The exact product and c in 128 bits, leading 1s at bit 124 or 125 and at 125, both worth
   // x 2^(e - 1148) for their exponents e.
   Wide p = mul_wide(s, na.sig, nb.sig);
@@ -174,8 +175,18 @@ Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id
                                                             s.op(spv::OpBitwiseOr, {sum[2], sum[3]})}), zero});
   auto [sig, shift] = normalize4(s, sum);
   // One place further up than round_pack's k = 10 form: the same exponent with k = 11.
-  return round_pack(s, s.select32(zero_sum, zero, sign), s.op(spv::OpISub, {s.op(spv::OpIAdd, {e, s.c(1)}), shift}), sig, 11);
+  Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {e, s.c(1)}), shift});
+  if (normal) return pack_rounded(s, s.select32(zero_sum, zero, sign), s.select32(zero_sum, zero, exp), sig, 11);
+  return round_pack(s, s.select32(zero_sum, zero, sign), exp, sig, 11);
 }
+
+// An operand known zero or normal: its exponent field and its significand (the hidden bit
+// set unless it is zero) with the leading 1 at bit `top`.
+F64Normal normal_operand(Soft64& s, const F64Parts& p, uint32_t top) {
+  F64Normal m = f64_significand(s, p);
+  return {m.exp, i64_shl(s, m.sig, s.c(top - 52))};
+}
+Id is_zero_normal(Soft64& s, const F64Parts& p) { return s.test(spv::OpIEqual, {p.exp, s.c(0)}); }
 
 }  // namespace
 
@@ -283,18 +294,24 @@ std::pair<Id, Id> divide(Soft64& s, Id x, Id b) {
   return {i64_add(s, q, s.pair(low, s.c(0))), rem};
 }
 
-}  // namespace
-
-Id f64_div(Soft64& s, Id a, Id b) {
-  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
-  F64Normal na = f64_normalize(s, pa), nb = f64_normalize(s, pb);
-  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  // The dividend doubled where below the divisor, so that the quotient lies in [1, 2).
+// The quotient of significands (leading 1s at bit 52) as the exponent and significand that
+// round_pack takes (k 10): the dividend doubled where below the divisor, so that the
+// quotient lies in [1, 2).
+std::pair<Id, Id> quotient(Soft64& s, const F64Normal& na, const F64Normal& nb) {
   Id small = i64_compare(s, spv::OpULessThan, na.sig, nb.sig);
   Id x = s.select(small, i64_add(s, na.sig, na.sig), na.sig);
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {na.exp, nb.exp}), s.select32(small, s.c(0x3fd), s.c(0x3fe))});
   auto [q, rem] = divide(s, x, nb.sig);
-  Id result = round_pack(s, sign, exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem)));
+  return {exp, jam(s, i64_shl(s, q, s.c(9)), nonzero(s, rem))};
+}
+
+}  // namespace
+
+Id f64_div(Soft64& s, Id a, Id b) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
+  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  auto [exp, sig] = quotient(s, f64_normalize(s, pa), f64_normalize(s, pb));
+  Id result = round_pack(s, sign, exp, sig);
   // a / b as a times 1 / b, whose zero is b's inf and whose inf is b's zero.
   return product_specials(s, a, b, true, sign, result);
 }
@@ -305,7 +322,7 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
   auto [na, nb] = factors(s, pa, pb, 62);
-  Id r = fma_finite(s, na, nb, f64_normalize(s, pc, 61), sign_p, pc.sign, cc.zero);
+  Id r = fma_finite(s, na, nb, f64_normalize(s, pc, 61), sign_p, pc.sign, cc.zero, false);
   Id zero_p = s.either(ca.zero, cb.zero);
   Id inf_p = s.either(ca.inf_or_nan, cb.inf_or_nan);
   Id nan = s.either(s.either(ca.nan, cb.nan), cc.nan);
@@ -369,6 +386,45 @@ Id f64_sqrt(Soft64& s, Id a) {
   Id negative = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(f64_parts_zero(s, p)));
   return s.select(s.either(f64_parts_nan(s, p), negative), f64_default_nan(s),
                   s.select(s.either(f64_parts_zero(s, p), f64_parts_inf(s, p)), a, r));
+}
+
+// The *_normal forms: every operand zero or normal, and the exact result zero or of a
+// normal magnitude (no subnormal, overflow, inf or NaN anywhere), where they give the
+// routines' results above in fewer instructions: operands need no normalising shift,
+// results no underflow shift, and no special case but zero is tested.
+
+Id f64_mul_normal(Soft64& s, Id a, Id b) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
+  F64Normal na = normal_operand(s, pa, 63), nb = normal_operand(s, pb, 63);
+  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  // As f64_mul: the product's high word in [2^62, 2^64), one place down (jamming) where at 63.
+  Wide p = mul_wide(s, na.sig, nb.sig);
+  Id sig = jam(s, p.hi, nonzero(s, p.lo));
+  Id top = s.test(spv::OpSLessThan, {s.hi(sig), s.c(0)});
+  Id halved = jam(s, i64_shr(s, sig, s.c(1)), s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(1)}), s.c(0)}));
+  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(0x400)}), s.bit(top)});
+  Id r = pack_rounded(s, sign, exp, s.select(top, halved, sig), 10);
+  return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), f64_signed_zero(s, sign), r);
+}
+
+Id f64_div_normal(Soft64& s, Id a, Id b) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
+  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  auto [exp, sig] = quotient(s, f64_significand(s, pa), f64_significand(s, pb));
+  Id r = pack_rounded(s, sign, exp, sig, 10);
+  return s.select(is_zero_normal(s, pa), f64_signed_zero(s, sign), r);
+}
+
+Id f64_fma_normal(Soft64& s, Id a, Id b, Id c) {
+  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b), pc = f64_unpack(s, c);
+  Id sign_p = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
+  Id zero_c = is_zero_normal(s, pc);
+  Id r = fma_finite(s, normal_operand(s, pa, 62), normal_operand(s, pb, 62), normal_operand(s, pc, 61), sign_p,
+                    pc.sign, zero_c, true);
+  // A zero product leaves c, but (+0) + (-0) is +0.
+  Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
+  Id zero_p_result = s.select(s.both(zero_c, subtract), s.c64(0), c);
+  return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), zero_p_result, r);
 }
 
 }  // namespace nxv::codegen::soft

@@ -17,6 +17,14 @@ Id f64_sqrt(Soft64& s, Id a);
 Id f64_neg(Soft64& s, Id a);  // flips the sign bit, NaN included
 Id f64_abs(Soft64& s, Id a);  // clears it
 
+// The same where every operand is zero or normal and the exact result zero or of a normal
+// magnitude (no subnormal, inf or NaN in or out): the math library's steps on reduced
+// arguments (Builder::set_normal_range). Outside those conditions their results are
+// unspecified.
+Id f64_mul_normal(Soft64& s, Id a, Id b);
+Id f64_div_normal(Soft64& s, Id a, Id b);
+Id f64_fma_normal(Soft64& s, Id a, Id b, Id c);
+
 // Comparisons (OpFOrdEqual ... OpFOrdGreaterThanEqual, OpFUnordEqual ... OpFUnordNotEqual:
 // ordered ones false with a NaN, unordered ones true; -0 == +0) and classes, as bools.
 Id f64_compare(Soft64& s, spv::Op op, Id a, Id b);

@@ -149,6 +149,12 @@ class Builder {
   Id type_array(Id elem, uint32_t length);
   // An array in Workgroup storage (shared memory), one per call.
   Id workgroup_array(Id elem, uint32_t length);
+  // While set, emulated f64 multiplies, divides and fmas take soft_f64.h's *_normal forms:
+  // the caller promises every operand zero or normal and every exact result zero or of a
+  // normal magnitude. The math library sets it around steps on reduced arguments. Native
+  // f64 is unaffected.
+  void set_normal_range(bool on) { normal_range_ = on; }
+  bool normal_range() const { return normal_range_; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);
@@ -309,6 +315,7 @@ class Builder {
   std::map<std::pair<Id, Id>, Id> opaque_of_;  // (value, type) -> opaque(value, type) at level 0
   std::vector<Id> interface_;
   bool emulate_f64_ = false, emulate_i64_ = false;
+  bool normal_range_ = false;
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id

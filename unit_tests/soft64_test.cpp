@@ -67,6 +67,9 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
       {"div", 2, 320, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); }},
       {"fma", 3, 390, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); }},
       {"sqrt", 1, 240, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sqrt(s, x[0]); }},
+      {"mul normal", 2, 130, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul_normal(s, x[0], x[1]); }},
+      {"div normal", 2, 230, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div_normal(s, x[0], x[1]); }},
+      {"fma normal", 3, 280, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma_normal(s, x[0], x[1], x[2]); }},
       {"less than", 2, 48,
        [](Soft64& s, const std::vector<Id>& x) {
          return s.select(soft::f64_compare(s, spv::OpFOrdLessThan, x[0], x[1]), s.c64(1), s.c64(0));

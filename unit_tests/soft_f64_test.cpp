@@ -356,5 +356,53 @@ TEST(SoftF64, SqrtIsIeee) {
               [](const std::vector<double>& v) { return std::sqrt(v[0]); });
 }
 
+// The *_normal forms, on the tuples above that keep their contract: every operand zero or
+// normal and the result zero or at least twice the smallest normal (an exact result just
+// below it could round up to it), plus zeros in place of each operand in one tuple in 16.
+std::vector<Operands> normal_cases(size_t operands, uint64_t seed, const std::function<void(std::mt19937_64&, Operands&)>& make,
+                                   const std::function<double(const std::vector<double>&)>& host) {
+  auto zero_or_normal = [](uint64_t b) {
+    const uint64_t e = (b >> 52) & 0x7ff;
+    return (b & ~kSign) == 0 || (e != 0 && e != 0x7ff);
+  };
+  std::mt19937_64 rng(seed);
+  std::vector<Operands> in(operands, Operands(kCases));
+  Operands t(operands);
+  std::vector<double> v(operands);
+  for (size_t i = 0; i < kCases;) {
+    make(rng, t);
+    const uint64_t r = rng();
+    if (r % 16 == 0) t[(r >> 8) % operands] = (r >> 16) & 1 ? kSign : 0;
+    if (!std::all_of(t.begin(), t.end(), zero_or_normal)) continue;
+    for (size_t k = 0; k < operands; ++k) v[k] = double_of(t[k]);
+    const double want = host(v);
+    // A zero result must be exact: a zero product (beside a zero c), or an fma's cancellation
+    // of a c above 2^-900, where a nonzero remainder (a multiple of the product's last place
+    // over 2^53) could not underflow.
+    const bool zero_product = v[0] == 0 || v[1] == 0;
+    const bool exact_zero =
+        want == 0 && (operands == 2 ? zero_product : (zero_product && v[2] == 0) || std::fabs(v[2]) >= 0x1p-900);
+    if (!(exact_zero || (std::isfinite(want) && std::fabs(want) >= 0x1p-1021))) continue;
+    for (size_t k = 0; k < operands; ++k) in[k][i] = t[k];
+    ++i;
+  }
+  return in;
+}
+
+TEST(SoftF64, NormalFormsAreIeeeWithinTheirContract) {
+  auto mul = [](const std::vector<double>& v) { return v[0] * v[1]; };
+  auto div = [](const std::vector<double>& v) { return v[0] / v[1]; };
+  auto fma = [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); };
+  expect_ieee(normal_cases(2, 111, product_operands, mul),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul_normal(s, x[0], x[1]); }, mul);
+  // (A zero divisor breaks the contract: its quotient is not finite.)
+  expect_ieee(normal_cases(2, 112, quotient_operands, div),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div_normal(s, x[0], x[1]); }, div);
+  using Make = void (*)(std::mt19937_64&, Operands&);
+  for (auto [seed, make] : {std::pair<uint64_t, Make>{113, fma_operands}, std::pair<uint64_t, Make>{114, word_boundary_fma_operands}})
+    expect_ieee(normal_cases(3, seed, make, fma),
+                [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma_normal(s, x[0], x[1], x[2]); }, fma);
+}
+
 }  // namespace
 }  // namespace nxv::softtest
