@@ -259,11 +259,12 @@ struct M {
   // roundings of r, of u and of 2^(j/64) u stay below 2^-58 of the result, so no error-free
   // sums are needed for the one rounding of consequence to be the last (under 0.53 ulp): 8
   // Fmas, 3 products and an add where the reduction by ln2 takes 14 Fmas, 4 products and 9
-  // adds (emulated exp: 4,000 instructions against 7,100). The table is 1 KiB of constants
-  // (Builder::constant_words), which native f64 does without: the H200 keeps such an array
-  // per invocation, and took 0.61 ms for the chain that the reduction by ln2 runs in 0.28
-  // (docs/portability.md). Emulated results are within the same bound as native f64's, but
-  // not always its bits.
+  // adds (emulated exp: 3,200 instructions against 7,100, with the shorter routines of
+  // NormalRange). The table is 1 KiB of constants (Builder::constant_words), which native
+  // f64 does without: the H200 keeps such an array per invocation, and took 0.61 ms for the
+  // f64 chain that the reduction by ln2 runs in 0.28
+  // (bench/results/2026-11-30_h200_a31df7d_emulated-f64.md). Emulated results are within the
+  // same bound as native f64's, but not always its bits.
   Reduced reduce_exp_table(Id x) {
     // Below 2^-60, e^x rounds to 1 (and 1/(1 + e^x) to 1/2): x as 0 keeps every step that
     // follows on zero or normal values, which the shorter emulated routines take.
