@@ -180,6 +180,9 @@ Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id
   return round_pack(s, s.select32(zero_sum, zero, sign), exp, sig, 11);
 }
 
+// a b + c where the product is zero: c, but (+0) + (-0) is +0.
+Id zero_product_sum(Soft64& s, Id c, Id zero_c, Id subtract) { return s.select(s.both(zero_c, subtract), s.c64(0), c); }
+
 // An operand known zero or normal: its exponent field and its significand (the hidden bit
 // set unless it is zero) with the leading 1 at bit `top`.
 F64Normal normal_operand(Soft64& s, const F64Parts& p, uint32_t top) {
@@ -327,10 +330,8 @@ Id f64_fma(Soft64& s, Id a, Id b, Id c) {
   Id inf_p = s.either(ca.inf_or_nan, cb.inf_or_nan);
   Id nan = s.either(s.either(ca.nan, cb.nan), cc.nan);
   nan = s.either(nan, s.either(s.both(inf_p, zero_p), s.both(s.both(inf_p, cc.inf_or_nan), subtract)));
-  // A zero product leaves c, but (+0) + (-0) is +0.
-  Id zero_p_result = s.select(s.both(cc.zero, subtract), s.c64(0), c);
   return specials(s, nan, inf_p, f64_signed_inf(s, sign_p), s.either(cc.inf_or_nan, zero_p),
-                  s.select(cc.inf_or_nan, c, zero_p_result), r);
+                  s.select(cc.inf_or_nan, c, zero_product_sum(s, c, cc.zero, subtract)), r);
 }
 
 namespace {
@@ -401,9 +402,8 @@ Id f64_mul_normal(Soft64& s, Id a, Id b) {
   Wide p = mul_wide(s, na.sig, nb.sig);
   Id sig = jam(s, p.hi, nonzero(s, p.lo));
   Id top = s.test(spv::OpSLessThan, {s.hi(sig), s.c(0)});
-  Id halved = jam(s, i64_shr(s, sig, s.c(1)), s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(1)}), s.c(0)}));
   Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(0x400)}), s.bit(top)});
-  Id r = pack_rounded(s, sign, exp, s.select(top, halved, sig), 10);
+  Id r = pack_rounded(s, sign, exp, s.select(top, halve_jam(s, sig), sig), 10);
   return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), f64_signed_zero(s, sign), r);
 }
 
@@ -421,10 +421,8 @@ Id f64_fma_normal(Soft64& s, Id a, Id b, Id c) {
   Id zero_c = is_zero_normal(s, pc);
   Id r = fma_finite(s, normal_operand(s, pa, 62), normal_operand(s, pb, 62), normal_operand(s, pc, 61), sign_p,
                     pc.sign, zero_c, true);
-  // A zero product leaves c, but (+0) + (-0) is +0.
   Id subtract = s.test(spv::OpINotEqual, {sign_p, pc.sign});
-  Id zero_p_result = s.select(s.both(zero_c, subtract), s.c64(0), c);
-  return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), zero_p_result, r);
+  return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), zero_product_sum(s, c, zero_c, subtract), r);
 }
 
 }  // namespace nxv::codegen::soft

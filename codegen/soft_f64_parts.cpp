@@ -46,6 +46,11 @@ F64Normal f64_normalize(Soft64& s, const F64Parts& p, uint32_t top) {
   return {s.op(spv::OpISub, {s.op(spv::OpIAdd, {m.exp, s.c(top - 52)}), shift}), i64_shl(s, m.sig, shift)};
 }
 
+Id halve_jam(Soft64& s, Id a) {
+  Id half = i64_shr(s, a, s.c(1));
+  return s.pair(s.op(spv::OpBitwiseOr, {s.lo(half), s.op(spv::OpBitwiseAnd, {s.lo(a), s.c(1)})}), s.hi(half));
+}
+
 Id shift_right_jam(Soft64& s, Id a, Id dist) {
   // A count past 63 gives what 63 gives: bit 63 (0 or 1) with every other bit jammed into it.
   Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(63)});
@@ -89,12 +94,10 @@ Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig) {
   Id msb = i64_find_msb(s, sig);
   Id top = s.test(spv::OpIEqual, {msb, s.c(63)});
-  Id halved = i64_shr(s, sig, s.c(1));
-  halved = s.pair(s.op(spv::OpBitwiseOr, {s.lo(halved), s.op(spv::OpBitwiseAnd, {s.lo(sig), s.c(1)})}), s.hi(halved));
   // 62 - msb is 63 for sig 0 (msb 0xffffffff): still a valid shift, of zero.
   Id shift = s.select32(top, s.c(0), s.op(spv::OpISub, {s.c(62), msb}));
   Id e = s.select32(top, s.op(spv::OpIAdd, {exp, s.c(1)}), s.op(spv::OpISub, {exp, shift}));
-  return round_pack(s, sign, e, s.select(top, halved, i64_shl(s, sig, shift)));
+  return round_pack(s, sign, e, s.select(top, halve_jam(s, sig), i64_shl(s, sig, shift)));
 }
 
 Wide mul_wide(Soft64& s, Id a, Id b) {

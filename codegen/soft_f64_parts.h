@@ -39,6 +39,9 @@ F64Normal f64_normalize(Soft64& s, const F64Parts& p, uint32_t top = 52);
 // 2^52), a normal one's with the hidden bit.
 F64Normal f64_significand(Soft64& s, const F64Parts& p);
 
+// a >> 1 with the bit shifted out OR'd into bit 0: a significand one place down, its
+// sticky bit kept.
+Id halve_jam(Soft64& s, Id a);
 // a >> dist with every bit shifted out OR'd into bit 0 (SoftFloat's shiftRightJam64): the
 // sticky bit that keeps rounding exact. dist any u32 (64 and more give a != 0).
 Id shift_right_jam(Soft64& s, Id a, Id dist);

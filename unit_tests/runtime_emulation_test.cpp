@@ -208,10 +208,11 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
 // Emulated f64 exp and tanh reduce by ln2/64 and a table of 2^(j/64) (M::reduce_exp_table,
 // M::expm1_table), with the shorter routines for zero or normal values (Builder::
 // set_normal_range): functions of about 3,200 and 7,800 instructions against 7,100 and
-// 11,600 for native f64's reduction by ln2, whose bits they need not match. Within an ulp (the sweep's bound, CodegenMath) at
-// the arguments where the reduced argument is largest, half-way between table entries, and
-// at each table entry: over exp's whole range, and over tanh's up to 22 (where e^2a - 1,
-// as small as ln2/128 at the first entry, is computed from terms near 1).
+// 11,600 for native f64's reduction by ln2, whose bits they need not match. Within an ulp
+// (the sweep's bound, CodegenMath) at the arguments where the reduced argument is largest,
+// half-way between table entries, and at each table entry: over exp's whole range, and over
+// tanh's up to 22 (where e^2a - 1, as small as ln2/128 at the first entry, is computed from
+// terms near 1).
 void expect_table_function(const std::string& op, double from, double to, double step,
                            long double (*reference)(long double), size_t max_instructions) {
   const int64_t n = 40000;
