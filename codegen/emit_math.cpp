@@ -30,6 +30,8 @@
 #include <set>
 
 #include "codegen/emitter.h"
+#include "codegen/exp2_table.h"
+#include "codegen/soft_f64_exp.h"
 
 namespace nxv::codegen {
 
@@ -58,52 +60,14 @@ const std::vector<double> kExpm1Q64 = {1.0,
                                        2.0914679376583935e-09};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
-// f64 e^x (M::reduce_exp_table): 2^(j/64) for j = 0..63 as double-words hi + lo
-// (to 2^-105), ln2/64 = hi + lo with hi short enough that k * hi is exact for |k| < 2^17, and
+// Emulated f64 e^x for sinh, cosh and erfc (M::reduce_exp_table): 2^(j/64) from
+// codegen/exp2_table.h, ln2/64 = hi + lo with hi short enough that k * hi is exact for |k| < 2^17, and
 // (e^r - 1 - r) / r^2 on |r| <= ln2/128 as a cubic (mpmath.chebyfit; r + r^2 Q(r) within
 // 2^-57.6 of e^r - 1, relative to e^r, with these coefficients).
-constexpr double kExp2Table[64][2] = {
-    {0x1.0000000000000p+0, 0x0.0p+0}, {0x1.02c9a3e778061p+0, -0x1.19083535b085dp-56},
-    {0x1.059b0d3158574p+0, 0x1.d73e2a475b465p-55}, {0x1.0874518759bc8p+0, 0x1.186be4bb284ffp-57},
-    {0x1.0b5586cf9890fp+0, 0x1.8a62e4adc610bp-54}, {0x1.0e3ec32d3d1a2p+0, 0x1.03a1727c57b53p-59},
-    {0x1.11301d0125b51p+0, -0x1.6c51039449b3ap-54}, {0x1.1429aaea92de0p+0, -0x1.32fbf9af1369ep-54},
-    {0x1.172b83c7d517bp+0, -0x1.19041b9d78a76p-55}, {0x1.1a35beb6fcb75p+0, 0x1.e5b4c7b4968e4p-55},
-    {0x1.1d4873168b9aap+0, 0x1.e016e00a2643cp-54}, {0x1.2063b88628cd6p+0, 0x1.dc775814a8495p-55},
-    {0x1.2387a6e756238p+0, 0x1.9b07eb6c70573p-54}, {0x1.26b4565e27cddp+0, 0x1.2bd339940e9d9p-55},
-    {0x1.29e9df51fdee1p+0, 0x1.612e8afad1255p-55}, {0x1.2d285a6e4030bp+0, 0x1.0024754db41d5p-54},
-    {0x1.306fe0a31b715p+0, 0x1.6f46ad23182e4p-55}, {0x1.33c08b26416ffp+0, 0x1.32721843659a6p-54},
-    {0x1.371a7373aa9cbp+0, -0x1.63aeabf42eae2p-54}, {0x1.3a7db34e59ff7p+0, -0x1.5e436d661f5e3p-56},
-    {0x1.3dea64c123422p+0, 0x1.ada0911f09ebcp-55}, {0x1.4160a21f72e2ap+0, -0x1.ef3691c309278p-58},
-    {0x1.44e086061892dp+0, 0x1.89b7a04ef80d0p-59}, {0x1.486a2b5c13cd0p+0, 0x1.3c1a3b69062f0p-56},
-    {0x1.4bfdad5362a27p+0, 0x1.d4397afec42e2p-56}, {0x1.4f9b2769d2ca7p+0, -0x1.4b309d25957e3p-54},
-    {0x1.5342b569d4f82p+0, -0x1.07abe1db13cadp-55}, {0x1.56f4736b527dap+0, 0x1.9bb2c011d93adp-54},
-    {0x1.5ab07dd485429p+0, 0x1.6324c054647adp-54}, {0x1.5e76f15ad2148p+0, 0x1.ba6f93080e65ep-54},
-    {0x1.6247eb03a5585p+0, -0x1.383c17e40b497p-54}, {0x1.6623882552225p+0, -0x1.bb60987591c34p-54},
-    {0x1.6a09e667f3bcdp+0, -0x1.bdd3413b26456p-54}, {0x1.6dfb23c651a2fp+0, -0x1.bbe3a683c88abp-57},
-    {0x1.71f75e8ec5f74p+0, -0x1.16e4786887a99p-55}, {0x1.75feb564267c9p+0, -0x1.0245957316dd3p-54},
-    {0x1.7a11473eb0187p+0, -0x1.41577ee04992fp-55}, {0x1.7e2f336cf4e62p+0, 0x1.05d02ba15797ep-56},
-    {0x1.82589994cce13p+0, -0x1.d4c1dd41532d8p-54}, {0x1.868d99b4492edp+0, -0x1.fc6f89bd4f6bap-54},
-    {0x1.8ace5422aa0dbp+0, 0x1.6e9f156864b27p-54}, {0x1.8f1ae99157736p+0, 0x1.5cc13a2e3976cp-55},
-    {0x1.93737b0cdc5e5p+0, -0x1.75fc781b57ebcp-57}, {0x1.97d829fde4e50p+0, -0x1.d185b7c1b85d1p-54},
-    {0x1.9c49182a3f090p+0, 0x1.c7c46b071f2bep-56}, {0x1.a0c667b5de565p+0, -0x1.359495d1cd533p-54},
-    {0x1.a5503b23e255dp+0, -0x1.d2f6edb8d41e1p-54}, {0x1.a9e6b5579fdbfp+0, 0x1.0fac90ef7fd31p-54},
-    {0x1.ae89f995ad3adp+0, 0x1.7a1cd345dcc81p-54}, {0x1.b33a2b84f15fbp+0, -0x1.2805e3084d708p-57},
-    {0x1.b7f76f2fb5e47p+0, -0x1.5584f7e54ac3bp-56}, {0x1.bcc1e904bc1d2p+0, 0x1.23dd07a2d9e84p-55},
-    {0x1.c199bdd85529cp+0, 0x1.11065895048ddp-55}, {0x1.c67f12e57d14bp+0, 0x1.2884dff483cadp-54},
-    {0x1.cb720dcef9069p+0, 0x1.503cbd1e949dbp-56}, {0x1.d072d4a07897cp+0, -0x1.cbc3743797a9cp-54},
-    {0x1.d5818dcfba487p+0, 0x1.2ed02d75b3707p-55}, {0x1.da9e603db3285p+0, 0x1.c2300696db532p-54},
-    {0x1.dfc97337b9b5fp+0, -0x1.1a5cd4f184b5cp-54}, {0x1.e502ee78b3ff6p+0, 0x1.39e8980a9cc8fp-55},
-    {0x1.ea4afa2a490dap+0, -0x1.e9c23179c2893p-54}, {0x1.efa1bee615a27p+0, 0x1.dc7f486a4b6b0p-54},
-    {0x1.f50765b6e4540p+0, 0x1.9d3e12dd8a18bp-54}, {0x1.fa7c1819e90d8p+0, 0x1.74853f3a5931ep-55},
-};
 constexpr double kTableScale = 0x1.71547652b82fep+6, kTableLnHi = 0x1.62e42fefa0000p-7,
                  kTableLnLo = 0x1.cf79abc9e3b3ap-46;
 const std::vector<double> kTableQ = {0x1.ffffffffff574p-2, 0x1.5555555555252p-3, 0x1.55556b3e385f1p-5,
                                      0x1.11111d9625013p-7};
-// The same as a quartic, within 2^-69 of e^r - 1 (absolute): for e^y - 1 itself, which may
-// be as small as ln2/128 where the table's terms are near 1.
-const std::vector<double> kTableQ4 = {0x1.0000000000000p-1, 0x1.5555555554dcdp-3, 0x1.5555555555191p-5,
-                                      0x1.111120b76a0aap-7, 0x1.6c16d1126fa59p-10};
 // pi/2 as a double-double.
 constexpr double kPio2Hi = 1.57079632679489655800e+00, kPio2Lo = 6.12323399573676603587e-17;
 constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
@@ -208,7 +172,8 @@ struct M {
   // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
   // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
   // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone. Emulated f64 takes
-  // reduce_exp_table's form for e^x itself.
+  // reduce_exp_table's form for the double-words of sinh, cosh and erfc; its exp, sigmoid
+  // and tanh are soft_f64_exp.h's.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
@@ -253,18 +218,16 @@ struct M {
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
     return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
-  // Emulated f64's e^x itself (exp, and the double-words of sigmoid, sinh, cosh and erfc):
-  // Tang's table-driven reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m
-  // 2^(j/64) (1 + u), u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the
-  // roundings of r, of u and of 2^(j/64) u stay below 2^-58 of the result, so no error-free
-  // sums are needed for the one rounding of consequence to be the last (under 0.53 ulp): 8
-  // Fmas, 3 products and an add where the reduction by ln2 takes 14 Fmas, 4 products and 9
-  // adds (emulated exp: 3,200 instructions against 7,100, with the shorter routines of
-  // NormalRange). The table is 1 KiB of constants (Builder::constant_words), which native
-  // f64 does without: the H200 keeps such an array per invocation, and took 0.61 ms for the
-  // f64 chain that the reduction by ln2 runs in 0.28
-  // (bench/results/2026-11-30_h200_a31df7d_emulated-f64.md). Emulated results are within the
-  // same bound as native f64's, but not always its bits.
+  // Emulated f64's e^x as a double-word (sinh, cosh and erfc): Tang's table-driven
+  // reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m 2^(j/64) (1 + u),
+  // u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the roundings of r, of u and
+  // of 2^(j/64) u stay below 2^-58 of the result, so no error-free sums are needed for the
+  // one rounding of consequence to be the last (under 0.53 ulp): 8 Fmas, 3 products and an
+  // add where the reduction by ln2 takes 14 Fmas, 4 products and 9 adds. The table is 1 KiB
+  // of constants (Builder::constant_words), which native f64 does without: the H200 keeps
+  // such an array per invocation, and took 0.61 ms for the f64 chain that the reduction by
+  // ln2 runs in 0.28 (bench/results/2026-11-30_h200_a31df7d_emulated-f64.md). Emulated
+  // results are within the same bound as native f64's, but not always its bits.
   Reduced reduce_exp_table(Id x) {
     // Below 2^-60, e^x rounds to 1 (and 1/(1 + e^x) to 1/2): x as 0 keeps every step that
     // follows on zero or normal values, which the shorter emulated routines take.
@@ -291,28 +254,6 @@ struct M {
     };
     return {b().op(spv::OpShiftRightArithmetic, e.u32(), {k, e.u32c(6)}), entry(0), entry(2)};
   }
-  // Emulated f64's e^y - 1 for y in [0, 64] as the double-word hi + lo (tanh's), by the table: 2^m
-  // 2^(j/64) (1 + u) - 1. The result may be as small as ln2/128 beside terms near 1, so what
-  // reduce_exp_table rounds is exact here: 2^m hi - 1 (Fast2Sum), hi r_hi (the exact
-  // product), and r as r_hi + r_lo; the rest (hi (r_lo + tail), lo (1 + u), from the
-  // quartic) stays below 2^-60 of the result.
-  DW expm1_table(Id y) {
-    y = sel(lt(y, c(0x1p-60)), c(0), y);  // as reduce_exp_table's x (tanh takes a itself there)
-    NormalRange normal(b(), true);
-    Id kf = floor(fma(y, c(kTableScale), c(0.5)));
-    Id r_hi = fma(kf, c(-kTableLnHi), y);  // exact
-    Id r_lo = mul(kf, c(-kTableLnLo));
-    Id r = add(r_hi, r_lo);
-    Id tail = mul(mul(r, r), poly(r, kTableQ4));
-    TableEntry t = table_entry(to_i32(kf));
-    Id scale = pow2(t.m);
-    DW a = fast_two_sum(mul(scale, t.hi), c(-1));  // 2^m hi >= 1
-    auto [p, pe] = two_product_finite(t.hi, r_hi);
-    // a.hi is 0 (k = 0) or larger than 2^m p (2^(1/64) - 1 against 2^(1/64) ln2/128 at k = 1).
-    DW s = fast_two_sum(a.hi, mul(scale, p));
-    Id small = add(pe, add(mul(t.hi, add(r_lo, tail)), fma(t.lo, add(r, tail), t.lo)));
-    return fast_two_sum(s.hi, add(add(a.lo, s.lo), mul(scale, small)));
-  }
   // kExp2Table as little-endian words, hi then lo per row.
   static const std::vector<uint32_t>& exp2_table_words() {
     static const std::vector<uint32_t> words = [] {
@@ -328,10 +269,9 @@ struct M {
     return words;
   }
   // 1 + e^r - 1 with one rounding of consequence: 1 + r split exactly into s + err (Fast2Sum,
-  // |r| < 1), the small parts added to err first; the table entry times e^r, rounded once.
+  // |r| < 1), the small parts added to err first.
   Id e_plus_one(const Reduced& red) {
     if (!wide()) return add(c(1), red.em);
-    if (red.table) return exact(add(red.table->hi, red.table->lo));
     Id s = exact(add(c(1), red.r));
     Id err = exact(add(exact(sub(c(1), s)), red.r));
     return exact(add(s, exact(add(err, red.tail))));
@@ -356,6 +296,7 @@ struct M {
   }
   // e^x 2^scale: a negative scale gives e^x / 2^-scale where e^x alone would overflow.
   Id exp(Id x, int scale = 0) {
+    if (soft_fma()) return on_words([scale](Soft64& s, Id w) { return soft::f64_exp(s, w, scale); }, x);
     Reduced red = reduce_exp(x);
     return sel(nan(x), x, scale2(e_plus_one(red), red.k, scale));
   }
@@ -537,21 +478,15 @@ struct M {
   }
   Id half_exp(Id a) { return exp(a, -1); }
   Id tanh(Id x) {
+    if (soft_fma()) return on_words(soft::f64_tanh, x);
     Id a = abs(x);
     // 2a >= 0, and tanh is 1 beyond a = 22: the k <= 64 used take expm1's form near 0 alone
     // (past the significand, 2^-k - 1 rounds to -1, off by 2^-k of a value near 2^k).
     Id v;
     if (wide()) {
       // (e^2a - 1) / (e^2a - 1 + 2) as a quotient of double-words; a itself below 2^-30.
-      // Emulated, e^2a - 1 from the table (from a NaN, 2a becomes 46: x is the result there).
-      DW em;
-      NormalRange normal(b(), soft_fma());  // a below 2^-60 gives 0 (expm1_table): a is the result there
-      if (soft_fma()) {
-        em = expm1_table(b().ext(GLSLstd450FMin, rt(), {add(a, a), c(46)}));
-      } else {
-        Reduced red = reduce_exp(add(a, a), true);
-        em = dw_scale(expm1_parts(red), red.k);
-      }
+      Reduced red = reduce_exp(add(a, a), true);
+      DW em = dw_scale(expm1_parts(red), red.k);
       DW d = two_sum(em.hi, c(2));
       v = round(dw_div(em.hi, em.lo, d.hi, add(d.lo, em.lo)));
       v = sel(lt(a, c(0x1p-30)), a, v);
@@ -563,20 +498,16 @@ struct M {
   }
   Id sigmoid(Id x) {
     if (!wide()) return div(c(1), add(c(1), exp(neg(x))));
+    if (soft_fma()) return on_words(soft::f64_sigmoid, x);
     // 1 / (1 + e^-|x|) or e^-|x| / (1 + e^-|x|) by x's sign, as a quotient of double-words;
     // beyond |x| = 40, 1 or e^x (1 + e^x rounds to 1 there).
     Id ax = abs(x);
     Reduced red = reduce_exp(neg(ax));
     DW ep = exp_parts(red);
     Id negx = sign_bit(x);
-    Id v;
-    {
-      // Up to |x| = 40 every step is on zero or normal values.
-      NormalRange normal(b(), soft_fma());
-      DW em = dw_scale(ep, red.k);
-      DW d = fast_two_sum(c(1), em.hi);
-      v = round(dw_div(sel(negx, em.hi, c(1)), sel(negx, em.lo, c(0)), d.hi, add(d.lo, em.lo)));
-    }
+    DW em = dw_scale(ep, red.k);
+    DW d = fast_two_sum(c(1), em.hi);
+    Id v = round(dw_div(sel(negx, em.hi, c(1)), sel(negx, em.lo, c(0)), d.hi, add(d.lo, em.lo)));
     v = sel(gt(ax, c(40)), sel(negx, scale2(ep.hi, red.k, 0), c(1)), v);
     return sel(nan(x), x, v);
   }
@@ -891,6 +822,12 @@ struct M {
   // 314 emulated instructions a term against 372, but would round differently from native
   // f64 now and then.
   bool soft_fma() { return wide() && e.caps.emulate_f64; }
+  // An emulated f64 function computed on its value's words (soft_f64_exp.h).
+  template <class F>
+  Id on_words(F f, Id x) {
+    Soft64 s(b());
+    return b().op(spv::OpBitcast, rt(), {f(s, b().op(spv::OpBitcast, s.uvec2, {x}))});
+  }
   // A scope in which emulated f64 multiplies, divides and fmas take their shorter forms for
   // operands and results known zero or normal (Builder::set_normal_range): steps on reduced
   // arguments, whose callers keep subnormals (a scaling by 2^k) and specials out of them.
