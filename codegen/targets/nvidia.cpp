@@ -55,7 +55,8 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
 // element (half the reloads of its slices) and 128x64 over 128 invocations otherwise; 64x64
 // of 4x4 below that; 32x32 of 2x2 in k-steps of 32 for f32 products of fewer than 256 64x64
 // tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
-// (an MLP's first weight gradient at batch 1024). f64 keeps 64x64 where f32 takes 32x32. f16
+// (an MLP's first weight gradient at batch 1024). f64 keeps 64x64 where f32 takes 32x32 and
+// 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
 // would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
 // into bf16 hi + lo (precision :high) only where the product is large, since its three
@@ -77,11 +78,14 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
   if (s.bytes == 4 && tiles64 < 256)
     return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
-  if (s.bytes == 8) return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);
+  const bool fills128 = caps.compute_units && tiles(128) >= caps.compute_units;
+  if (s.bytes == 8)
+    return many_tiles || (fills128 && s.computed_operands) ? staged_tiles(caps, s, 128, 128, 8, 8)
+                                                           : staged_tiles(caps, s, 64, 64, 4);
   auto narrow = [](int64_t x) { return x <= 32 ? 32u : 64u; };
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
-  if (!many_tiles && caps.compute_units && tiles(128) >= caps.compute_units) {
+  if (!many_tiles && fills128) {
     if (s.computed_operands) return staged_tiles(caps, s, 128, 128, 8, 8);
     return s.m >= s.n ? staged_tiles(caps, s, 128, 64, 8, 8) : staged_tiles(caps, s, 64, 128, 8, 8);
   }
