@@ -31,7 +31,7 @@
 
 #include "codegen/emitter.h"
 #include "codegen/exp2_table.h"
-#include "codegen/soft_f64_exp.h"
+#include "codegen/soft_f64_fixed.h"
 
 namespace nxv::codegen {
 
@@ -173,7 +173,7 @@ struct M {
   // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
   // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone. Emulated f64 takes
   // reduce_exp_table's form for the double-words of sinh, cosh and erfc; its exp, sigmoid
-  // and tanh are soft_f64_exp.h's.
+  // and tanh are soft_f64_fixed.h's.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
@@ -383,6 +383,7 @@ struct M {
     return sel(nan(x), x, v);
   }
   Id log(Id x) {
+    if (soft_fma()) return on_words(soft::f64_log, x);
     if (wide()) return log_specials(x, round(log_dw(x)));
     auto [m, ef] = log_reduce(x);
     // f32: 2 atanh((m-1)/(m+1)) as a series.
@@ -822,7 +823,7 @@ struct M {
   // 314 emulated instructions a term against 372, but would round differently from native
   // f64 now and then.
   bool soft_fma() { return wide() && e.caps.emulate_f64; }
-  // An emulated f64 function computed on its value's words (soft_f64_exp.h).
+  // An emulated f64 function computed on its value's words (soft_f64_fixed.h).
   template <class F>
   Id on_words(F f, Id x) {
     Soft64 s(b());

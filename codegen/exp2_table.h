@@ -1,5 +1,5 @@
 // 2^(j/64) for j = 0..63 as double-words hi + lo (to 2^-105): Tang's table, which the
-// emulated f64 exponentials take their 2^(j/64) from (emit_math.cpp, soft_f64_exp.cpp).
+// emulated f64 exponentials take their 2^(j/64) from (emit_math.cpp, soft_f64_fixed.cpp).
 #pragma once
 
 namespace nxv::codegen {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -205,14 +206,16 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
   EXPECT_GT(instructions, 5000u) << instructions;  // the lowering ran: native expm1 is a few hundred
 }
 
-// Emulated f64 exp, sigmoid and tanh compute on 64-bit integer significands in fixed point
-// (soft_f64_exp.h): Tang's reduction by ln2/64 with a table of 2^(j/64), Newton's reciprocal
-// for the quotients, one rounding at the end. Functions of about 620, 840 and 1,170
-// instructions, against 3,200, 5,800 and 7,800 on the software f64 operations. Within 0.52
-// ulp of the reference (subnormal results too, rounded once) where the reduced argument is
-// largest, half-way between table entries, and at each table entry: over exp's and sigmoid's
-// whole ranges, and tanh's up to 22 (its series below 1/8, the quotient above).
-void expect_fixed_point_function(const std::string& op, double from, double to, double step,
+// Emulated f64 exp, sigmoid, tanh and log compute on 64-bit integer significands in fixed
+// point (soft_f64_fixed.h): Tang's reduction by ln2/64 with a table of 2^(j/64), Newton's
+// reciprocal for the quotients, log's table of log(1 + j/64), one rounding at the end.
+// Functions of about 620, 840, 1,170 and 1,150 instructions, against 3,200, 5,800, 7,800 and
+// 6,900 on the software f64 operations. Within 0.52 ulp of the reference (subnormal results
+// too, rounded once) at 40,000 arguments each: for exp and sigmoid over their whole ranges
+// and tanh up to 22, where the reduced argument is largest (half-way between table entries)
+// and at each entry; for log over every binade from the subnormals up and within 2^-5 of 1,
+// where its series takes x - 1 itself.
+void expect_fixed_point_function(const std::string& op, const std::function<double(int64_t, int64_t)>& argument,
                                  long double (*reference)(long double), size_t max_instructions) {
   const int64_t n = 40000;
   auto exe = Executable::compile(open_emulating("f64,i64"), op_graph(op, DType::F64, 1, DType::F64, n));
@@ -229,10 +232,7 @@ void expect_fixed_point_function(const std::string& op, double from, double to, 
   }
   EXPECT_TRUE(table && products) << op;
   ir::Literal x{{DType::F64, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
-  for (int64_t i = 0; i < n; ++i) {
-    const long double k = std::floor(from / step + (to - from) / step * (long double)(i / 2) / double(n / 2));
-    ir::set_element(x, i, ir::Scalar{.f = double((k + (i % 2 ? 0.5L : 0)) * step)});
-  }
+  for (int64_t i = 0; i < n; ++i) ir::set_element(x, i, ir::Scalar{.f = argument(i, n)});
   const auto out = exe->run_host({x})[0];
   int bad = 0;
   for (int64_t i = 0; i < n && bad < 5; ++i) {
@@ -244,11 +244,26 @@ void expect_fixed_point_function(const std::string& op, double from, double to, 
   }
 }
 
-TEST(EmulationCode, ExpSigmoidAndTanhComputeInFixedPoint) {
+// Argument i of n: from `from` to `to` in steps of `step`, and half-way between.
+std::function<double(int64_t, int64_t)> steps(double from, double to, double step) {
+  return [=](int64_t i, int64_t n) {
+    const long double k = std::floor(from / step + (to - from) / step * (long double)(i / 2) / double(n / 2));
+    return double((k + (i % 2 ? 0.5L : 0)) * step);
+  };
+}
+
+TEST(EmulationCode, ExpSigmoidTanhAndLogComputeInFixedPoint) {
   const long double ln2_64 = 0.693147180559945309417232121458L / 64;
-  expect_fixed_point_function("exp", -745, 709, double(ln2_64), [](long double v) { return std::exp(v); }, 800);
-  expect_fixed_point_function("sigmoid", -745, 40, double(ln2_64), [](long double v) { return 1 / (1 + std::exp(-v)); }, 1000);
-  expect_fixed_point_function("tanh", 0, 22, double(ln2_64 / 2), [](long double v) { return std::tanh(v); }, 1400);
+  expect_fixed_point_function("exp", steps(-745, 709, double(ln2_64)), [](long double v) { return std::exp(v); }, 800);
+  expect_fixed_point_function("sigmoid", steps(-745, 40, double(ln2_64)), [](long double v) { return 1 / (1 + std::exp(-v)); },
+                              1000);
+  expect_fixed_point_function("tanh", steps(0, 22, double(ln2_64 / 2)), [](long double v) { return std::tanh(v); }, 1400);
+  // Half the arguments 2^u over u in [-1074, 1024), the other half 1 + d over d in [-2^-5, 2^-5).
+  auto log_argument = [](int64_t i, int64_t n) {
+    const double u = double(i / 2) / double(n / 2);
+    return i % 2 ? std::exp2(-1074 + 2098 * u) : 1 + (u - 0.5) * 0x1p-4;
+  };
+  expect_fixed_point_function("log", log_argument, [](long double v) { return std::log(v); }, 1400);
 }
 
 TEST(EmulationOption, BadValuesAreErrorsNamingThem) {

@@ -1,5 +1,6 @@
-// Emulated f64's e^x, sigmoid and tanh in fixed point: where every f64 step costs a hundred
-// or more 32-bit instructions, these work on 64-bit integer significands instead and round once.
+// Emulated f64's e^x, sigmoid, tanh and log in fixed point: where every f64 step costs a
+// hundred or more 32-bit instructions, these work on 64-bit integer significands instead and
+// round once.
 #pragma once
 
 #include "codegen/soft64.h"
@@ -14,5 +15,7 @@ Id f64_exp(Soft64& s, Id x, int scale = 0);
 // 1 / (1 + e^-x).
 Id f64_sigmoid(Soft64& s, Id x);
 Id f64_tanh(Soft64& s, Id x);
+// The natural logarithm: -inf at ±0, NaN below 0.
+Id f64_log(Soft64& s, Id x);
 
 }  // namespace nxv::codegen::soft
