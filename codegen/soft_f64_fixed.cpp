@@ -149,19 +149,28 @@ struct FixedExp {
   Id m;  // a signed u32
   Id sig;
 };
-// For |x| < 747, not NaN.
-FixedExp exp_fixed(Soft64& s, Id x) {
+using Words3 = std::array<Id, 3>;  // a 96-bit value, low word first
+
+// a u32 times a 96-bit constant, modulo 2^96.
+Words3 mul96(Soft64& s, Id a, const uint32_t (&c)[3]) {
+  auto [w0, h0] = two_words(s, spv::OpUMulExtended, a, s.c(c[0]));
+  auto [l1, h1] = two_words(s, spv::OpUMulExtended, a, s.c(c[1]));
+  auto [w1, carry] = two_words(s, spv::OpIAddCarry, h0, l1);
+  return {w0, w1, s.op(spv::OpIAdd, {h1, s.op(spv::OpIAdd, {s.op(spv::OpIMul, {a, s.c(c[2])}), carry})})};
+}
+
+// x = k ln2/64 + r: k a signed u32, r in 2^66 units (|r| <= 0.00565). For |x| < 747, not NaN.
+std::pair<Id, Id> reduce_by_ln2_64(Soft64& s, Id x) {
   Id hi = s.hi(x), lo = s.lo(x);
   Id e = exponent_field(s, hi);
   // Below 2^-60 (exponent field 963), e^x rounds to 1: x is taken as 0.
   Id tiny = s.test(spv::OpULessThan, {e, s.c(963)});
   // k = x 64/ln2 rounded, in f32 from x's leading bits (exponent rebased, fraction truncated):
   // one off where x 64/ln2 is within 0.02 of a half, which keeps |r| <= 0.00565.
-  Id fbits = s.op(spv::OpBitwiseOr,
-                  {s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)}),
-                   s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.op(spv::OpISub, {e, s.c(896)}), s.c(23)}),
-                                           s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}), s.c(3)}),
-                                                                   s.op(spv::OpShiftRightLogical, {lo, s.c(29)})})})});
+  Id fraction = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}), s.c(3)}),
+                                        s.op(spv::OpShiftRightLogical, {lo, s.c(29)})});
+  Id exponent = s.op(spv::OpShiftLeftLogical, {s.op(spv::OpISub, {e, s.c(896)}), s.c(23)});
+  Id fbits = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)}), s.op(spv::OpBitwiseOr, {exponent, fraction})});
   const Id f32 = s.b.type_float(32);
   Id xf = s.b.op(spv::OpBitcast, f32, {s.select32(tiny, s.c(0), fbits)});
   Id kf = s.b.ext(GLSLstd450RoundEven, f32, {s.b.op(spv::OpFMul, f32, {xf, s.b.const_f32(0x1.715476p+6f)})});
@@ -172,12 +181,14 @@ FixedExp exp_fixed(Soft64& s, Id x) {
   // k ln2/64 2^66 = k (ln2 2^92) / 2^32 modulo 2^64, |k| < 2^17.
   Id k_neg = s.test(spv::OpSLessThan, {k, s.c(0)});
   Id ak = s.select32(k_neg, s.op(spv::OpISub, {s.c(0), k}), k);
-  Id h0 = two_words(s, spv::OpUMulExtended, ak, s.c(kLn2Words[0])).second;
-  auto [l1, h1] = two_words(s, spv::OpUMulExtended, ak, s.c(kLn2Words[1]));
-  auto [w1, carry] = two_words(s, spv::OpIAddCarry, h0, l1);
-  Id w2 = s.op(spv::OpIAdd, {h1, s.op(spv::OpIAdd, {s.op(spv::OpIMul, {ak, s.c(kLn2Words[2])}), carry})});
-  Id kl = s.pair(w1, w2);
-  Id r = i64_sub(s, xs, s.select(k_neg, i64_neg(s, kl), kl));  // r 2^66, |r| <= 0.00565
+  Words3 product = mul96(s, ak, kLn2Words);
+  Id kl = s.pair(product[1], product[2]);
+  return {k, i64_sub(s, xs, s.select(k_neg, i64_neg(s, kl), kl))};
+}
+
+// For |x| < 747, not NaN.
+FixedExp exp_fixed(Soft64& s, Id x) {
+  auto [k, r] = reduce_by_ln2_64(s, x);
   Id r_neg = is_negative(s, r);
   Id a66 = magnitude(s, r), a = i64_shr(s, a66, s.c(2));
   Id z = mul_high(s, a, a);  // r^2 2^64
@@ -271,75 +282,89 @@ Id f64_tanh(Soft64& s, Id x) {
 
 namespace {
 
-// The sum of two 96-bit values as three words, low first.
-std::array<Id, 3> add96(Soft64& s, const std::array<Id, 3>& x, const std::array<Id, 3>& y) {
+Words3 add96(Soft64& s, const Words3& x, const Words3& y) {
   auto [w0, c0] = two_words(s, spv::OpIAddCarry, x[0], y[0]);
   auto [t1, c1] = two_words(s, spv::OpIAddCarry, x[1], y[1]);
   auto [w1, c2] = two_words(s, spv::OpIAddCarry, t1, c0);  // c1 and c2 are never both 1
   return {w0, w1, s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {x[2], y[2]}), s.op(spv::OpIAdd, {c1, c2})})};
 }
-// -x (two's complement) where `cond`, as three words.
-std::array<Id, 3> negate96_if(Soft64& s, Id cond, const std::array<Id, 3>& x) {
+// -x (two's complement) where `cond`.
+Words3 negate96_if(Soft64& s, Id cond, const Words3& x) {
   Id mask = s.select32(cond, s.c(~0u), s.c(0));
-  std::array<Id, 3> flipped{s.op(spv::OpBitwiseXor, {x[0], mask}), s.op(spv::OpBitwiseXor, {x[1], mask}),
-                            s.op(spv::OpBitwiseXor, {x[2], mask})};
+  Words3 flipped{s.op(spv::OpBitwiseXor, {x[0], mask}), s.op(spv::OpBitwiseXor, {x[1], mask}),
+                 s.op(spv::OpBitwiseXor, {x[2], mask})};
   return add96(s, flipped, {s.bit(cond), s.c(0), s.c(0)});
+}
+// v 2^15 for a v below 2^64.
+Words3 shifted_up_15(Soft64& s, Id v) {
+  return {s.op(spv::OpShiftLeftLogical, {s.lo(v), s.c(15)}),
+          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.hi(v), s.c(15)}), s.op(spv::OpShiftRightLogical, {s.lo(v), s.c(17)})}),
+          s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(17)})};
+}
+// The leading 64 bits of x, the rest jammed into bit 0, for x's high word in [1, 2^31): as
+// the significand and how far x was moved up for it (x = sig 2^(32 - up)).
+std::pair<Id, Id> leading64(Soft64& s, const Words3& x) {
+  Id up = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(31), s.b.ext(GLSLstd450FindUMsb, s.u32, {x[2]})}), s.c(31)});
+  Id down = s.op(spv::OpISub, {s.c(32), up});
+  auto window = [&](Id high, Id low) {
+    return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {high, up}), s.op(spv::OpShiftRightLogical, {low, down})});
+  };
+  Id lost = s.test(spv::OpINotEqual, {s.op(spv::OpShiftLeftLogical, {x[0], up}), s.c(0)});
+  return {s.pair(s.op(spv::OpBitwiseOr, {window(x[1], x[0]), s.bit(lost)}), window(x[2], x[1])), up};
+}
+
+// log x's argument for the series log1p(t)/t: x = 2^e m (m in [1, 2), subnormals
+// normalised); within 2^-6 of 1 (`near`: e 0 and j 0, or e -1 and j 63), t = x - 1, exact;
+// elsewhere t = (m - c_j) / c_j, c_j = 1 + j/64. t in 2^70 units, negative only near 1 below
+// it; `row`, the index of j's row in kLogTable's words.
+struct LogArgument {
+  Id e, row, near, negative, t;
+};
+LogArgument log_argument(Soft64& s, const F64Normal& n, Id table) {
+  Id e = s.op(spv::OpISub, {n.exp, s.c(1023)});
+  Id j = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(n.sig), s.c(14)}), s.c(63)});
+  Id row = s.op(spv::OpIMul, {j, s.c(5)});
+  Id inverse = s.pair(s.b.table_word(table, row), s.b.table_word(table, s.op(spv::OpIAdd, {row, s.c(1)})));
+  Id at_zero = s.test(spv::OpIEqual, {e, s.c(0)}), below = s.test(spv::OpIEqual, {e, s.c(~0u)});
+  Id near = s.either(s.both(at_zero, s.test(spv::OpIEqual, {j, s.c(0)})), s.both(below, s.test(spv::OpIEqual, {j, s.c(63)})));
+  Id f = s.select(at_zero, i64_shl(s, i64_sub(s, n.sig, s.c64(uint64_t(1) << 52)), s.c(18)),
+                  i64_shl(s, i64_sub(s, s.c64(uint64_t(1) << 53), n.sig), s.c(17)));
+  // m - c_j: sig's low 46 bits.
+  Id d = i64_shl(s, s.pair(s.lo(n.sig), s.op(spv::OpBitwiseAnd, {s.hi(n.sig), s.c(0x3fff)})), s.c(18));
+  Id r = s.select(s.test(spv::OpIEqual, {j, s.c(0)}), d, mul_high(s, d, inverse));
+  return {e, row, near, s.both(near, below), s.select(near, f, r)};
+}
+
+// log1p(t)/t in 2^63 units for |t| < 2^-6 (in 2^70 units), every partial sum positive.
+Id log1p_series(Soft64& s, Id t, Id negative) {
+  Id series = s.c64(kLog1pSeries[10]);
+  for (int k = 9; k >= 0; --k)
+    series = add_or_sub(s, s.isnt(negative), s.c64(kLog1pSeries[k]), i64_shr(s, mul_high(s, t, series), s.c(6)));
+  return series;
 }
 
 }  // namespace
 
 Id f64_log(Soft64& s, Id x) {
   F64Parts p = f64_unpack(s, x);
-  F64Normal n = f64_normalize(s, p, 52);  // x = sig 2^(e - 52), subnormals normalised
-  Id e = s.op(spv::OpISub, {n.exp, s.c(1023)});
-  Id j = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(n.sig), s.c(14)}), s.c(63)});
-  Id at_zero = s.test(spv::OpIEqual, {e, s.c(0)}), below = s.test(spv::OpIEqual, {e, s.c(~0u)});
-  // Within 2^-6 of 1 (j 0 above it, 63 below), log1p(x - 1), x - 1 exact, in 2^70 units.
-  Id near = s.either(s.both(at_zero, s.test(spv::OpIEqual, {j, s.c(0)})), s.both(below, s.test(spv::OpIEqual, {j, s.c(63)})));
-  Id negative_t = s.both(near, below);
-  Id f = s.select(at_zero, i64_shl(s, i64_sub(s, n.sig, s.c64(uint64_t(1) << 52)), s.c(18)),
-                  i64_shl(s, i64_sub(s, s.c64(uint64_t(1) << 53), n.sig), s.c(17)));
-  // Elsewhere r = (m - c_j) / c_j in 2^70 units, m - c_j being sig's low 46 bits.
   Id table = s.b.constant_words(log_table_words());
-  Id row = s.op(spv::OpIMul, {j, s.c(5)});
-  auto word = [&](uint32_t k) { return s.b.table_word(table, s.op(spv::OpIAdd, {row, s.c(k)})); };
-  Id d = i64_shl(s, s.pair(s.lo(n.sig), s.op(spv::OpBitwiseAnd, {s.hi(n.sig), s.c(0x3fff)})), s.c(18));
-  Id r = s.select(s.test(spv::OpIEqual, {j, s.c(0)}), d, mul_high(s, d, s.pair(word(0), word(1))));
-  Id t = s.select(near, f, r);  // |t| < 2^-6 in 2^70 units
-  // log1p(t)/t in 2^63 units, every partial sum positive.
-  Id series = s.c64(kLog1pSeries[10]);
-  for (int k = 9; k >= 0; --k)
-    series = add_or_sub(s, s.isnt(negative_t), s.c64(kLog1pSeries[k]), i64_shr(s, mul_high(s, t, series), s.c(6)));
-  // Near 1: t log1p(t)/t with t normalised, log x in 2^(69 + shift) units.
-  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, t)}), s.c(63)});
-  Id near_sig = mul_high(s, i64_shl(s, t, shift), series);
-  // Elsewhere |e| ln2 + log c_j + log1p(r), or |e| ln2 minus the rest for e < 0, in 2^84 units
-  // (at least 2^76).
-  Id l1p = mul_high(s, t, series);  // 2^69 units
-  std::array<Id, 3> rest = add96(s, {word(2), word(3), word(4)},
-                                 {s.op(spv::OpShiftLeftLogical, {s.lo(l1p), s.c(15)}),
-                                  s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {s.hi(l1p), s.c(15)}),
-                                                          s.op(spv::OpShiftRightLogical, {s.lo(l1p), s.c(17)})}),
-                                  s.op(spv::OpShiftRightLogical, {s.hi(l1p), s.c(17)})});
-  Id e_neg = s.test(spv::OpSLessThan, {e, s.c(0)});
-  Id ae = s.select32(e_neg, s.op(spv::OpISub, {s.c(0), e}), e);
-  auto [m0, h0] = two_words(s, spv::OpUMulExtended, ae, s.c(kLn2Words84[0]));
-  auto [l1, h1] = two_words(s, spv::OpUMulExtended, ae, s.c(kLn2Words84[1]));
-  auto [m1, carry] = two_words(s, spv::OpIAddCarry, h0, l1);
-  Id m2 = s.op(spv::OpIAdd, {h1, s.op(spv::OpIAdd, {s.op(spv::OpIMul, {ae, s.c(kLn2Words84[2])}), carry})});
-  std::array<Id, 3> sum = add96(s, {m0, m1, m2}, negate96_if(s, e_neg, rest));
-  // Its leading 64 bits, the rest jammed: the high word is 2^12 or more, below 2^30.
-  Id up = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(31), s.b.ext(GLSLstd450FindUMsb, s.u32, {sum[2]})}), s.c(31)});
-  Id down = s.op(spv::OpISub, {s.c(32), up});
-  auto window = [&](Id high, Id low) {
-    return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {high, up}), s.op(spv::OpShiftRightLogical, {low, down})});
-  };
-  Id lost = s.test(spv::OpINotEqual, {s.op(spv::OpShiftLeftLogical, {sum[0], up}), s.c(0)});
-  Id far_sig = s.pair(s.op(spv::OpBitwiseOr, {window(sum[1], sum[0]), s.bit(lost)}), window(sum[2], sum[1]));
+  LogArgument a = log_argument(s, f64_normalize(s, p, 52), table);
+  Id series = log1p_series(s, a.t, a.negative);
+  // Near 1: t times the series, t normalised first: log x in 2^(69 + shift) units.
+  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, a.t)}), s.c(63)});
+  Id near_sig = mul_high(s, i64_shl(s, a.t, shift), series);
+  // Elsewhere |e| ln2 + log c_j + log1p(r), or |e| ln2 less the rest where e < 0, in 2^84
+  // units (at least 2^76).
+  auto word = [&](uint32_t k) { return s.b.table_word(table, s.op(spv::OpIAdd, {a.row, s.c(k)})); };
+  Words3 rest = add96(s, {word(2), word(3), word(4)}, shifted_up_15(s, mul_high(s, a.t, series)));
+  Id e_neg = s.test(spv::OpSLessThan, {a.e, s.c(0)});
+  Id ae = s.select32(e_neg, s.op(spv::OpISub, {s.c(0), a.e}), a.e);
+  auto [far_sig, up] = leading64(s, add96(s, mul96(s, ae, kLn2Words84), negate96_if(s, e_neg, rest)));
   // normalize_round_pack's value is sig 2^(exp - 1084).
-  Id result_sign = s.b.op(spv::OpSelect, s.u32, {s.b.op(spv::OpSelect, s.boolean, {near, negative_t, e_neg}), s.c(0x80000000u), s.c(0)});
-  Id r_exp = s.select32(near, s.op(spv::OpISub, {s.c(1015), shift}), s.op(spv::OpISub, {s.c(1032), up}));
-  Id result = normalize_round_pack(s, result_sign, r_exp, s.select(near, near_sig, far_sig));
+  Id negative = s.b.op(spv::OpSelect, s.boolean, {a.near, a.negative, e_neg});
+  Id result = normalize_round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)),
+                                   s.select32(a.near, s.op(spv::OpISub, {s.c(1015), shift}), s.op(spv::OpISub, {s.c(1032), up})),
+                                   s.select(a.near, near_sig, far_sig));
   // log ±0 = -inf, log of x < 0 is NaN, log inf = inf, a NaN is itself.
   Id zero = f64_parts_zero(s, p);
   Id below_zero = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(zero));
