@@ -397,6 +397,7 @@ struct M {
   }
 
   Id log1p(Id x) {
+    if (soft_fma()) return on_words(soft::f64_log1p, x);
     if (wide()) {
       // 1 + x = u + u_lo exactly (TwoSum), log(u) + u_lo / u as fdlibm's s_log1p.
       DW u = two_sum(c(1), x);

@@ -1,10 +1,11 @@
-// Emulated f64's e^x, sigmoid, tanh and log (soft_f64_fixed.h) on 64-bit integers in fixed
-// point: each value below is a u64 "in 2^n units" (the integer is the value times 2^n).
+// Emulated f64's e^x, sigmoid, tanh, log and log1p (soft_f64_fixed.h) on 64-bit integers in
+// fixed point: each value below is a u64 "in 2^n units" (the integer is the value times 2^n).
 // Tang's reduction x = (64 m + j) ln2/64 + r is exact on x's significand modulo 2^64 (only r,
 // which is small, is kept); e^r - 1 is Taylor's series to r^6, within 2^-64.6 on |r| <=
 // 0.00565; 2^(j/64) comes from a table of 64-bit significands; a quotient is a product by
 // 1/d from two Newton steps. log x = e ln2 + log c_j + log1p((m - c_j) / c_j) with c_j = 1 +
-// j/64 from m's leading bits, summed in 96 bits; near 1, log1p(x - 1) with x - 1 exact. The
+// j/64 from m's leading bits, summed in 96 bits; near 1, log1p(x - 1) with x - 1 exact;
+// log1p x the same on 1 + x aligned in 64 bits, or below 2^-6 on x itself. The
 // 64-bit result is within about 2^-61 of the true significand and is rounded once
 // (round_pack), subnormals included. The error analysis was checked against mpmath on a
 // model of these steps, and unit_tests' math sweep measures the emitted code.
@@ -313,24 +314,22 @@ std::pair<Id, Id> leading64(Soft64& s, const Words3& x) {
   return {s.pair(s.op(spv::OpBitwiseOr, {window(x[1], x[0]), s.bit(lost)}), window(x[2], x[1])), up};
 }
 
-// log x's argument for the series log1p(t)/t: x = 2^e m (m in [1, 2), subnormals
-// normalised); within 2^-6 of 1 (`near`: e 0 and j 0, or e -1 and j 63), t = x - 1, exact;
-// elsewhere t = (m - c_j) / c_j, c_j = 1 + j/64. t in 2^70 units, negative only near 1 below
-// it; `row`, the index of j's row in kLogTable's words.
+// log x's argument for the series log1p(t)/t, x = 2^e m with sig = m 2^63 (m in [1, 2)):
+// within 2^-6 of 1 (`near`: e 0 and j 0, or e -1 and j 63), t = x - 1, exact; elsewhere t =
+// (m - c_j) / c_j, c_j = 1 + j/64 from m's leading bits. t in 2^70 units, negative only near
+// 1 below it; `row`, the index of j's row in kLogTable's words.
 struct LogArgument {
   Id e, row, near, negative, t;
 };
-LogArgument log_argument(Soft64& s, const F64Normal& n, Id table) {
-  Id e = s.op(spv::OpISub, {n.exp, s.c(1023)});
-  Id j = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(n.sig), s.c(14)}), s.c(63)});
+LogArgument log_argument(Soft64& s, Id e, Id sig, Id table) {
+  Id j = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(sig), s.c(25)}), s.c(63)});
   Id row = s.op(spv::OpIMul, {j, s.c(5)});
   Id inverse = s.pair(s.b.table_word(table, row), s.b.table_word(table, s.op(spv::OpIAdd, {row, s.c(1)})));
   Id at_zero = s.test(spv::OpIEqual, {e, s.c(0)}), below = s.test(spv::OpIEqual, {e, s.c(~0u)});
   Id near = s.either(s.both(at_zero, s.test(spv::OpIEqual, {j, s.c(0)})), s.both(below, s.test(spv::OpIEqual, {j, s.c(63)})));
-  Id f = s.select(at_zero, i64_shl(s, i64_sub(s, n.sig, s.c64(uint64_t(1) << 52)), s.c(18)),
-                  i64_shl(s, i64_sub(s, s.c64(uint64_t(1) << 53), n.sig), s.c(17)));
-  // m - c_j: sig's low 46 bits.
-  Id d = i64_shl(s, s.pair(s.lo(n.sig), s.op(spv::OpBitwiseAnd, {s.hi(n.sig), s.c(0x3fff)})), s.c(18));
+  Id f = s.select(at_zero, i64_shl(s, i64_sub(s, sig, s.c64(uint64_t(1) << 63)), s.c(7)), i64_shl(s, i64_neg(s, sig), s.c(6)));
+  // m - c_j: sig's low 57 bits.
+  Id d = i64_shl(s, s.pair(s.lo(sig), s.op(spv::OpBitwiseAnd, {s.hi(sig), s.c(0x1ffffff)})), s.c(7));
   Id r = s.select(s.test(spv::OpIEqual, {j, s.c(0)}), d, mul_high(s, d, inverse));
   return {e, row, near, s.both(near, below), s.select(near, f, r)};
 }
@@ -343,34 +342,86 @@ Id log1p_series(Soft64& s, Id t, Id negative) {
   return series;
 }
 
-}  // namespace
-
-Id f64_log(Soft64& s, Id x) {
-  F64Parts p = f64_unpack(s, x);
-  Id table = s.b.constant_words(log_table_words());
-  LogArgument a = log_argument(s, f64_normalize(s, p, 52), table);
-  Id series = log1p_series(s, a.t, a.negative);
-  // Near 1: t times the series, t normalised first: log x in 2^(69 + shift) units.
-  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, a.t)}), s.c(63)});
-  Id near_sig = mul_high(s, i64_shl(s, a.t, shift), series);
-  // Elsewhere |e| ln2 + log c_j + log1p(r), or |e| ln2 less the rest where e < 0, in 2^84
-  // units (at least 2^76).
+// A result as the significand and exponent normalize_round_pack takes (its value is sig
+// 2^(exp - 1084)), and whether it is negative.
+struct Rounding {
+  Id sig, exp, negative;
+};
+// Away from 1 (a.near false): |e| ln2 + log c_j + log1p(r), or |e| ln2 less the rest where e
+// < 0, in 2^84 units (at least 2^76).
+Rounding log_far(Soft64& s, const LogArgument& a, Id series, Id table) {
   auto word = [&](uint32_t k) { return s.b.table_word(table, s.op(spv::OpIAdd, {a.row, s.c(k)})); };
   Words3 rest = add96(s, {word(2), word(3), word(4)}, shifted_up_15(s, mul_high(s, a.t, series)));
   Id e_neg = s.test(spv::OpSLessThan, {a.e, s.c(0)});
   Id ae = s.select32(e_neg, s.op(spv::OpISub, {s.c(0), a.e}), a.e);
-  auto [far_sig, up] = leading64(s, add96(s, mul96(s, ae, kLn2Words84), negate96_if(s, e_neg, rest)));
-  // normalize_round_pack's value is sig 2^(exp - 1084).
-  Id negative = s.b.op(spv::OpSelect, s.boolean, {a.near, a.negative, e_neg});
-  Id result = normalize_round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)),
-                                   s.select32(a.near, s.op(spv::OpISub, {s.c(1015), shift}), s.op(spv::OpISub, {s.c(1032), up})),
-                                   s.select(a.near, near_sig, far_sig));
-  // log ±0 = -inf, log of x < 0 is NaN, log inf = inf, a NaN is itself.
-  Id zero = f64_parts_zero(s, p);
-  Id below_zero = s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(zero));
-  result = s.select(zero, s.c64(0xfff0000000000000ull), s.select(below_zero, f64_default_nan(s), result));
+  auto [sig, up] = leading64(s, add96(s, mul96(s, ae, kLn2Words84), negate96_if(s, e_neg, rest)));
+  return {sig, s.op(spv::OpISub, {s.c(1032), up}), e_neg};
+}
+// t (2^70 units) times its series, t normalised first.
+Rounding times_series(Soft64& s, Id t, Id series, Id negative) {
+  Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, t)}), s.c(63)});
+  return {mul_high(s, i64_shl(s, t, shift), series), s.op(spv::OpISub, {s.c(1015), shift}), negative};
+}
+// n where `near`, else f, rounded.
+Id rounded(Soft64& s, Id near, const Rounding& n, const Rounding& f) {
+  Id negative = s.b.op(spv::OpSelect, s.boolean, {near, n.negative, f.negative});
+  return normalize_round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)), s.select32(near, n.exp, f.exp),
+                              s.select(near, n.sig, f.sig));
+}
+
+// Where `at_minus_inf` (log's ±0, log1p's -1): -inf; where `below` it: NaN; +inf and NaN:
+// themselves; elsewhere r.
+Id log_specials(Soft64& s, Id x, Id at_minus_inf, Id below, Id r) {
+  F64Parts p = f64_unpack(s, x);
+  r = s.select(at_minus_inf, s.c64(0xfff0000000000000ull), s.select(below, f64_default_nan(s), r));
   Id keep = s.either(f64_parts_nan(s, p), s.both(f64_parts_inf(s, p), s.test(spv::OpIEqual, {p.sign, s.c(0)})));
-  return s.select(keep, x, result);
+  return s.select(keep, x, r);
+}
+
+}  // namespace
+
+Id f64_log(Soft64& s, Id x) {
+  F64Parts p = f64_unpack(s, x);
+  F64Normal n = f64_normalize(s, p, 52);  // subnormals normalised
+  Id table = s.b.constant_words(log_table_words());
+  LogArgument a = log_argument(s, s.op(spv::OpISub, {n.exp, s.c(1023)}), i64_shl(s, n.sig, s.c(11)), table);
+  Id series = log1p_series(s, a.t, a.negative);
+  Id r = rounded(s, a.near, times_series(s, a.t, series, a.negative), log_far(s, a, series, table));
+  Id zero = f64_parts_zero(s, p);
+  return log_specials(s, x, zero, s.both(s.test(spv::OpINotEqual, {p.sign, s.c(0)}), s.isnt(zero)), r);
+}
+
+Id f64_log1p(Soft64& s, Id x) {
+  F64Parts p = f64_unpack(s, x);
+  F64Normal n = f64_normalize(s, p, 52);
+  Id negative = s.test(spv::OpINotEqual, {p.sign, s.c(0)});
+  Id ex = s.op(spv::OpISub, {n.exp, s.c(1023)});  // x = sig 2^(ex - 52)
+  // Below 2^-6: x itself as t (2^70 units), and x's significand times the series.
+  Id small = s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)}), s.c(0x3f900000)});
+  Id x_t = scaled_by_exponent(s, n.sig, s.op(spv::OpIAdd, {n.exp, s.c(6)}));
+  // Elsewhere u = 1 + x as 2^e0 sig (sig in 2^63 units), 1 and x's significand aligned to the
+  // larger exponent: exact, but where x is 2^11 or more (then within 2^-63).
+  Id e0 = s.b.ext(GLSLstd450SMax, s.u32, {ex, s.c(0)});
+  Id one = shift_right_any(s, s.c64(uint64_t(1) << 63), e0);
+  Id xs = i64_shr(s, i64_shl(s, n.sig, s.c(11)), s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {e0, ex}), s.c(63)}));
+  Id sum = add_or_sub(s, negative, one, xs);
+  Id carry = s.both(s.isnt(negative), i64_compare(s, spv::OpULessThan, sum, xs));
+  Id halved = halve_jam(s, sum);
+  sum = s.select(carry, s.pair(s.lo(halved), s.op(spv::OpBitwiseOr, {s.hi(halved), s.c(0x80000000u)})), sum);
+  // 1 - |x| below 1: moved up to bit 63.
+  Id up = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, sum)}), s.c(63)});
+  Id e = s.op(spv::OpISub, {s.op(spv::OpIAdd, {e0, s.bit(carry)}), up});
+  Id table = s.b.constant_words(log_table_words());
+  LogArgument a = log_argument(s, e, i64_shl(s, sum, up), table);
+  a.t = s.select(small, x_t, a.t);
+  Id series = log1p_series(s, a.t, s.b.op(spv::OpSelect, s.boolean, {small, negative, a.negative}));
+  // x's significand times the series: x's exponent, one place down (2^(1085 - exp) units).
+  Rounding near{mul_high(s, i64_shl(s, n.sig, s.c(11)), series), s.op(spv::OpISub, {n.exp, s.c(1)}), negative};
+  Id r = rounded(s, small, near, log_far(s, a, series, table));
+  Id magnitude_bits = s.pair(s.lo(x), s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)}));
+  Id minus_one = s.both(negative, i64_compare(s, spv::OpIEqual, magnitude_bits, s.c64(0x3ff0000000000000ull)));
+  Id below = s.both(negative, i64_compare(s, spv::OpUGreaterThan, magnitude_bits, s.c64(0x3ff0000000000000ull)));
+  return log_specials(s, x, minus_one, below, r);
 }
 
 }  // namespace nxv::codegen::soft

@@ -206,15 +206,16 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
   EXPECT_GT(instructions, 5000u) << instructions;  // the lowering ran: native expm1 is a few hundred
 }
 
-// Emulated f64 exp, sigmoid, tanh and log compute on 64-bit integer significands in fixed
-// point (soft_f64_fixed.h): Tang's reduction by ln2/64 with a table of 2^(j/64), Newton's
-// reciprocal for the quotients, log's table of log(1 + j/64), one rounding at the end.
-// Functions of about 620, 840, 1,170 and 1,150 instructions, against 3,200, 5,800, 7,800 and
-// 6,900 on the software f64 operations. Within 0.52 ulp of the reference (subnormal results
-// too, rounded once) at 40,000 arguments each: for exp and sigmoid over their whole ranges
-// and tanh up to 22, where the reduced argument is largest (half-way between table entries)
-// and at each entry; for log over every binade from the subnormals up and within 2^-5 of 1,
-// where its series takes x - 1 itself.
+// Emulated f64 exp, sigmoid, tanh, log and log1p compute on 64-bit integer significands in
+// fixed point (soft_f64_fixed.h): Tang's reduction by ln2/64 with a table of 2^(j/64),
+// Newton's reciprocal for the quotients, log's table of log(1 + j/64), one rounding at the
+// end. Functions of about 620, 840, 1,170, 1,150 and 1,260 instructions, against 3,200,
+// 5,800, 7,800, 6,900 and 8,400 on the software f64 operations. Within 0.52 ulp of the
+// reference (subnormal results too, rounded once) at 40,000 arguments each: for exp and
+// sigmoid over their whole ranges and tanh up to 22, where the reduced argument is largest
+// (half-way between table entries) and at each entry; for log over every binade from the
+// subnormals up and within 2^-5 of 1, where its series takes x - 1 itself; for log1p over
+// the binades, near -1 and near 0.
 void expect_fixed_point_function(const std::string& op, const std::function<double(int64_t, int64_t)>& argument,
                                  long double (*reference)(long double), size_t max_instructions) {
   const int64_t n = 40000;
@@ -252,7 +253,7 @@ std::function<double(int64_t, int64_t)> steps(double from, double to, double ste
   };
 }
 
-TEST(EmulationCode, ExpSigmoidTanhAndLogComputeInFixedPoint) {
+TEST(EmulationCode, ExponentialsAndLogarithmsComputeInFixedPoint) {
   const long double ln2_64 = 0.693147180559945309417232121458L / 64;
   expect_fixed_point_function("exp", steps(-745, 709, double(ln2_64)), [](long double v) { return std::exp(v); }, 800);
   expect_fixed_point_function("sigmoid", steps(-745, 40, double(ln2_64)), [](long double v) { return 1 / (1 + std::exp(-v)); },
@@ -264,6 +265,15 @@ TEST(EmulationCode, ExpSigmoidTanhAndLogComputeInFixedPoint) {
     return i % 2 ? std::exp2(-1074 + 2098 * u) : 1 + (u - 0.5) * 0x1p-4;
   };
   expect_fixed_point_function("log", log_argument, [](long double v) { return std::log(v); }, 1400);
+  // A third near -1 (-1 + 2^-53u), a third 2^u over u in [-1074, 1024) and -2^u below 2^-6, a
+  // third within 2^-5 of 0, where the series takes x itself.
+  auto log1p_argument = [](int64_t i, int64_t n) {
+    const double u = double(i / 3) / double(n / 3);
+    if (i % 3 == 0) return -1 + std::exp2(-53 * u);
+    if (i % 3 == 1) return i % 2 ? -std::exp2(-1074 + 1068 * u) : std::exp2(-1074 + 2098 * u);
+    return (u - 0.5) * 0x1p-4;
+  };
+  expect_fixed_point_function("log1p", log1p_argument, [](long double v) { return std::log1p(v); }, 1400);
 }
 
 TEST(EmulationOption, BadValuesAreErrorsNamingThem) {
