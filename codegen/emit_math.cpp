@@ -318,6 +318,7 @@ struct M {
     return sel(eq(red.r, c(0)), red.r, v);  // ±0 (x = ±0) stays itself
   }
   Id expm1(Id x) {
+    if (soft_fma()) return on_words(soft::f64_expm1, x);
     Reduced red = reduce_exp(x, true);
     Id near = expm1_near(red);
     Id far;

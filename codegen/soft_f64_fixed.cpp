@@ -39,6 +39,13 @@ constexpr uint64_t kTanhSeries[9] = {0x8000000000000000ull, 0x2aaaaaaaaaaaaaabul
                                      0x06e86e86e86e86e8ull, 0x02cc9e9105821f3eull, 0x01226e355e6c23c9ull,
                                      0x0075b4f43855f77full, 0x002fb46c8a56ebc5ull, 0x0013558248036744ull};
 
+// 1/(n + 1)! of expm1(x)/x = sum x^n/(n + 1)! in 2^63 units, to n = 12: the rest is below
+// 2^-68 for |x| < 1/8.
+constexpr uint64_t kExpm1Series[13] = {0x8000000000000000ull, 0x4000000000000000ull, 0x1555555555555555ull,
+                                       0x0555555555555555ull, 0x0111111111111111ull, 0x002d82d82d82d82eull,
+                                       0x0006806806806807ull, 0x0000d00d00d00d01ull, 0x0000171de3a556c7ull,
+                                       0x0000024fc9f6ef14ull, 0x00000035cc8acfebull, 0x000000047bb63bfeull,
+                                       0x000000005849184full};
 // |c_n| of log1p(t)/t = sum (-t)^n / (n + 1) in 2^63 units, to n = 10: the rest is below
 // 2^-66 for |t| < 2^-6.
 constexpr uint64_t kLog1pSeries[11] = {0x8000000000000000ull, 0x4000000000000000ull, 0x2aaaaaaaaaaaaaabull,
@@ -220,6 +227,18 @@ Id reciprocal(Soft64& s, Id d) {
   return add_or_sub(s, is_negative(s, e), y, i64_shr(s, mul_high(s, y, magnitude(s, e)), s.c(29)));
 }
 
+// A result as the significand and exponent normalize_round_pack takes (its value is sig
+// 2^(exp - 1084)), and whether it is negative.
+struct Rounding {
+  Id sig, exp, negative;
+};
+// n where `near`, else f, rounded.
+Id rounded(Soft64& s, Id near, const Rounding& n, const Rounding& f) {
+  Id negative = s.b.op(spv::OpSelect, s.boolean, {near, n.negative, f.negative});
+  return normalize_round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)), s.select32(near, n.exp, f.exp),
+                              s.select(near, n.sig, f.sig));
+}
+
 // x with |x| limited to the f64 whose high word is `limit` (low word 0), sign kept; ±inf and
 // NaN become ±that limit.
 Id clamp_magnitude(Soft64& s, Id x, uint32_t limit) {
@@ -238,6 +257,25 @@ Id f64_exp(Soft64& s, Id x, int scale) {
   // normalize_round_pack's value is sig 2^(exp - 1084).
   Id r = normalize_round_pack(s, s.c(0), s.op(spv::OpIAdd, {f.m, s.c(uint32_t(1021 + scale))}), f.sig);
   return s.select(f64_is_nan(s, x), x, r);
+}
+
+Id f64_expm1(Soft64& s, Id x) {
+  // From |x| = 1/8: 2^m sig - 1 (sig in 2^63 units), 1 subtracted from sig at m's place,
+  // or sig at 1's place subtracted from 1 for m < 0 (x <= -1/8; the result at least 0.11).
+  FixedExp f = exp_fixed(s, clamp_magnitude(s, x, k747));
+  Id negative = is_negative(s, x);
+  Id above = i64_sub(s, f.sig, shift_right_any(s, s.c64(uint64_t(1) << 63), f.m));
+  Id below = i64_sub(s, s.c64(uint64_t(1) << 63), shift_right_any(s, f.sig, s.op(spv::OpISub, {s.c(0), f.m})));
+  Rounding far{s.select(negative, below, above), s.select32(negative, s.c(1021), s.op(spv::OpIAdd, {f.m, s.c(1021)})), negative};
+  // Below: x's significand times expm1(x)/x, whose partial sums stay positive.
+  F64Normal n = f64_normalize(s, f64_unpack(s, x), 52);
+  Id t = scaled_by_exponent(s, n.sig, s.op(spv::OpIAdd, {n.exp, s.c(3)}));  // |x| 2^67
+  Id series = s.c64(kExpm1Series[12]);
+  for (int k = 11; k >= 0; --k)
+    series = add_or_sub(s, negative, s.c64(kExpm1Series[k]), i64_shr(s, mul_high(s, t, series), s.c(3)));
+  Rounding near{mul_high(s, i64_shl(s, n.sig, s.c(11)), series), s.op(spv::OpISub, {n.exp, s.c(1)}), negative};
+  Id small = s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)}), s.c(0x3fc00000)});
+  return s.select(f64_is_nan(s, x), x, rounded(s, small, near, far));
 }
 
 Id f64_sigmoid(Soft64& s, Id x) {
@@ -342,11 +380,6 @@ Id log1p_series(Soft64& s, Id t, Id negative) {
   return series;
 }
 
-// A result as the significand and exponent normalize_round_pack takes (its value is sig
-// 2^(exp - 1084)), and whether it is negative.
-struct Rounding {
-  Id sig, exp, negative;
-};
 // Away from 1 (a.near false): |e| ln2 + log c_j + log1p(r), or |e| ln2 less the rest where e
 // < 0, in 2^84 units (at least 2^76).
 Rounding log_far(Soft64& s, const LogArgument& a, Id series, Id table) {
@@ -361,12 +394,6 @@ Rounding log_far(Soft64& s, const LogArgument& a, Id series, Id table) {
 Rounding times_series(Soft64& s, Id t, Id series, Id negative) {
   Id shift = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(63), i64_find_msb(s, t)}), s.c(63)});
   return {mul_high(s, i64_shl(s, t, shift), series), s.op(spv::OpISub, {s.c(1015), shift}), negative};
-}
-// n where `near`, else f, rounded.
-Id rounded(Soft64& s, Id near, const Rounding& n, const Rounding& f) {
-  Id negative = s.b.op(spv::OpSelect, s.boolean, {near, n.negative, f.negative});
-  return normalize_round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)), s.select32(near, n.exp, f.exp),
-                              s.select(near, n.sig, f.sig));
 }
 
 // Where `at_minus_inf` (log's ±0, log1p's -1): -inf; where `below` it: NaN; +inf and NaN:

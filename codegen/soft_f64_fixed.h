@@ -1,4 +1,4 @@
-// Emulated f64's e^x, sigmoid, tanh, log and log1p in fixed point: where every f64 step costs a
+// Emulated f64's e^x, expm1, sigmoid, tanh, log and log1p in fixed point: where every f64 step costs a
 // hundred or more 32-bit instructions, these work on 64-bit integer significands instead and
 // round once.
 #pragma once
@@ -12,6 +12,8 @@ namespace nxv::codegen::soft {
 // Errors, measured over the f64 math sweep (docs/math-accuracy.md): under 0.52 ulp.
 // e^x 2^scale (scale 0 or -1).
 Id f64_exp(Soft64& s, Id x, int scale = 0);
+// e^x - 1.
+Id f64_expm1(Soft64& s, Id x);
 // 1 / (1 + e^-x).
 Id f64_sigmoid(Soft64& s, Id x);
 Id f64_tanh(Soft64& s, Id x);
