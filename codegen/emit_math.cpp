@@ -172,8 +172,8 @@ struct M {
   // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
   // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
   // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone. Emulated f64 takes
-  // reduce_exp_table's form for the double-words of sinh, cosh and erfc; its exp, sigmoid
-  // and tanh are soft_f64_fixed.h's.
+  // reduce_exp_table's form for the double-words of sinh, cosh and erfc; its exp, expm1,
+  // sigmoid, tanh, log and log1p are soft_f64_fixed.h's.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
