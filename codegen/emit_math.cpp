@@ -60,7 +60,7 @@ const std::vector<double> kExpm1Q64 = {1.0,
                                        2.0914679376583935e-09};
 const std::vector<double> kExpm1Q32 = {1.00000001077804,     0.500000001346581,     0.1666650519575811,
                                        0.041666464925285904, 0.008369155667697397, 0.0013933649996309251};
-// Emulated f64 e^x for sinh, cosh and erfc (M::reduce_exp_table): 2^(j/64) from
+// Emulated f64 e^x for erfc (M::reduce_exp_table): 2^(j/64) from
 // codegen/exp2_table.h, ln2/64 = hi + lo with hi short enough that k * hi is exact for |k| < 2^17, and
 // (e^r - 1 - r) / r^2 on |r| <= ln2/128 as a cubic (mpmath.chebyfit; r + r^2 Q(r) within
 // 2^-57.6 of e^r - 1, relative to e^r, with these coefficients).
@@ -172,8 +172,8 @@ struct M {
   // e^r - 1 = r + tail, tail = r_lo + r^2 P(r): exp adds the 1 compensated (e_plus_one), so
   // its only rounding of consequence is the last one (under 0.51 ulp; exp(1) is e correctly
   // rounded). In f32, e^r - 1 = r Q(r) is accurate enough alone. Emulated f64 takes
-  // reduce_exp_table's form for the double-words of sinh, cosh and erfc; its exp, expm1,
-  // sigmoid, tanh, log and log1p are soft_f64_fixed.h's.
+  // reduce_exp_table's form for erfc's double-words; its exp, expm1, sigmoid, sinh, cosh,
+  // tanh, log and log1p are soft_f64_fixed.h's.
   struct Reduced {
     Id k;  // 32-bit; clamped where x is out of range (its result is replaced there)
     Id r;
@@ -218,7 +218,7 @@ struct M {
     // r = 0 only where x is ±0 (then tail = 0 too): r itself keeps expm1(-0) = -0.
     return {to_i32(kf), r, tail, sel(eq(r, c(0)), r, exact(add(r, tail))), tail_hi, tail_lo};
   }
-  // Emulated f64's e^x as a double-word (sinh, cosh and erfc): Tang's table-driven
+  // Emulated f64's e^x as a double-word (erfc's): Tang's table-driven
   // reduction, x = (64 m + j) ln2/64 + r with |r| <= ln2/128, e^x = 2^m 2^(j/64) (1 + u),
   // u = e^r - 1 = r + r^2 Q(r) of degree 3. With |r| that small the roundings of r, of u and
   // of 2^(j/64) u stay below 2^-58 of the result, so no error-free sums are needed for the
@@ -446,6 +446,7 @@ struct M {
   // f64 sinh and cosh below 22 from e^a and e^-a as double-words (sinh below 1/2 from its
   // Taylor series to a^15: the difference would cancel); beyond, e^a / 2.
   Id sinh(Id x) {
+    if (soft_fma()) return on_words(soft::f64_sinh, x);
     Id a = abs(x);
     if (wide()) {
       Reduced red = reduce_exp(a);
@@ -465,6 +466,7 @@ struct M {
     return copysign(sel(gt(a, c(22)), half_exp(a), near), x);
   }
   Id cosh(Id x) {
+    if (soft_fma()) return on_words(soft::f64_cosh, x);
     Id a = abs(x);
     if (wide()) {
       Reduced red = reduce_exp(a);

@@ -46,6 +46,10 @@ constexpr uint64_t kExpm1Series[13] = {0x8000000000000000ull, 0x4000000000000000
                                        0x0006806806806807ull, 0x0000d00d00d00d01ull, 0x0000171de3a556c7ull,
                                        0x0000024fc9f6ef14ull, 0x00000035cc8acfebull, 0x000000047bb63bfeull,
                                        0x000000005849184full};
+// 1/(2n + 1)! of sinh(a)/a = sum a^2n/(2n + 1)! in 2^63 units, to n = 5: the rest is below
+// 2^-68 for a < 1/8.
+constexpr uint64_t kSinhSeries[6] = {0x8000000000000000ull, 0x1555555555555555ull, 0x0111111111111111ull,
+                                     0x0006806806806807ull, 0x0000171de3a556c7ull, 0x00000035cc8acfebull};
 // |c_n| of log1p(t)/t = sum (-t)^n / (n + 1) in 2^63 units, to n = 10: the rest is below
 // 2^-66 for |t| < 2^-6.
 constexpr uint64_t kLog1pSeries[11] = {0x8000000000000000ull, 0x4000000000000000ull, 0x2aaaaaaaaaaaaaabull,
@@ -276,6 +280,52 @@ Id f64_expm1(Soft64& s, Id x) {
   Rounding near{mul_high(s, i64_shl(s, n.sig, s.c(11)), series), s.op(spv::OpISub, {n.exp, s.c(1)}), negative};
   Id small = s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)}), s.c(0x3fc00000)});
   return s.select(f64_is_nan(s, x), x, rounded(s, small, near, far));
+}
+
+namespace {
+
+// e^a and e^-a for a = |x| up to 747, as 2^m d and 2^-m / d with d and 1/d in 2^62 and 2^63
+// units (d = sig / 2 in [0.98, 2), so that their sum below stays under 2^64).
+struct ExpPair {
+  Id m, d, inverse;
+};
+ExpPair exp_pair(Soft64& s, Id x) {
+  Id a = clamp_magnitude(s, x, k747);
+  FixedExp f = exp_fixed(s, s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {s.hi(a), s.c(0x7fffffff)})));
+  Id d = i64_shr(s, f.sig, s.c(1));
+  return {f.m, d, reciprocal(s, d)};
+}
+// 2^-2m / d in d's units.
+Id inverse_at(Soft64& s, const ExpPair& e) {
+  return shift_right_any(s, e.inverse, s.op(spv::OpIAdd, {s.op(spv::OpShiftLeftLogical, {e.m, s.c(1)}), s.c(1)}));
+}
+
+}  // namespace
+
+Id f64_cosh(Soft64& s, Id x) {
+  // (e^a + e^-a) / 2 = 2^(m - 1) (d + 2^-2m / d).
+  ExpPair e = exp_pair(s, x);
+  Id r = normalize_round_pack(s, s.c(0), s.op(spv::OpIAdd, {e.m, s.c(1021)}), i64_add(s, e.d, inverse_at(s, e)));
+  return s.select(f64_is_nan(s, x), x, r);
+}
+
+Id f64_sinh(Soft64& s, Id x) {
+  Id negative = is_negative(s, x);
+  // From a = 1/8 up: 2^(m - 1) (d - 2^-2m / d), d at least 1.13 and the difference 0.24.
+  ExpPair e = exp_pair(s, x);
+  Rounding far{i64_sub(s, e.d, inverse_at(s, e)), s.op(spv::OpIAdd, {e.m, s.c(1021)}), negative};
+  // Below: a sinh(a)/a from its series in a^2.
+  Id hi = s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)});
+  Id ex = exponent_field(s, hi);
+  Id sig = significand(s, hi, s.lo(x));
+  Id a64 = scaled_by_exponent(s, sig, ex);
+  Id z = mul_high(s, a64, a64);
+  Id series = s.c64(kSinhSeries[5]);
+  for (int n = 4; n >= 0; --n) series = i64_add(s, s.c64(kSinhSeries[n]), mul_high(s, z, series));
+  Rounding near{mul_high(s, i64_shl(s, sig, s.c(11)), series), s.op(spv::OpISub, {ex, s.c(1)}), negative};
+  Id r = rounded(s, s.test(spv::OpULessThan, {hi, s.c(0x3fc00000)}), near, far);
+  // Below 2^-30, sinh x rounds to x (zeros and subnormals included); a NaN is itself.
+  return s.select(s.either(s.test(spv::OpULessThan, {hi, s.c(0x3e100000)}), f64_is_nan(s, x)), x, r);
 }
 
 Id f64_sigmoid(Soft64& s, Id x) {

@@ -1,4 +1,4 @@
-// Emulated f64's e^x, expm1, sigmoid, tanh, log and log1p in fixed point: where every f64 step costs a
+// Emulated f64's e^x, expm1, sigmoid, sinh, cosh, tanh, log and log1p in fixed point: where every f64 step costs a
 // hundred or more 32-bit instructions, these work on 64-bit integer significands instead and
 // round once.
 #pragma once
@@ -16,6 +16,8 @@ Id f64_exp(Soft64& s, Id x, int scale = 0);
 Id f64_expm1(Soft64& s, Id x);
 // 1 / (1 + e^-x).
 Id f64_sigmoid(Soft64& s, Id x);
+Id f64_sinh(Soft64& s, Id x);
+Id f64_cosh(Soft64& s, Id x);
 Id f64_tanh(Soft64& s, Id x);
 // The natural logarithm: -inf at ±0, NaN below 0; and log(1 + x).
 Id f64_log(Soft64& s, Id x);

@@ -206,17 +206,17 @@ TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
   EXPECT_GT(instructions, 5000u) << instructions;  // the lowering ran: native asinh is a few hundred
 }
 
-// Emulated f64 exp, expm1, sigmoid, tanh, log and log1p compute on 64-bit integer
+// Emulated f64 exp, expm1, sigmoid, sinh, cosh, tanh, log and log1p compute on 64-bit integer
 // significands in fixed point (soft_f64_fixed.h): Tang's reduction by ln2/64 with a table of
 // 2^(j/64), Newton's reciprocal for the quotients, log's table of log(1 + j/64), one
-// rounding at the end. Functions of about 620, 1,230, 840, 1,170, 1,150 and 1,260
-// instructions, against 3,200, 11,200, 5,800, 7,800, 6,900 and 8,400 on the software f64
-// operations. Within 0.52 ulp of the reference (subnormal results too, rounded once) at
-// 40,000 arguments each: for exp, expm1 and sigmoid over their whole ranges and tanh up to
-// 22, where the reduced argument is largest (half-way between table entries) and at each
-// entry, expm1 also within 1/4 of 0, where its series takes x itself; for log over every
-// binade from the subnormals up and within 2^-5 of 1, where its series takes x - 1 itself;
-// for log1p over the binades, near -1 and near 0.
+// rounding at the end. Functions of about 620, 1,230, 840, 1,050, 820, 1,170, 1,150 and
+// 1,260 instructions, against 3,200, 11,200, 5,800, 9,200, 6,300, 7,800, 6,900 and 8,400 on
+// the software f64 operations. Within 0.52 ulp of the reference (subnormal results too,
+// rounded once) at 40,000 arguments each: for exp, expm1, sigmoid, sinh and cosh over their
+// ranges and tanh up to 22, where the reduced argument is largest (half-way between table
+// entries) and at each entry, expm1 and sinh also within 1/4 of 0, where their series take
+// x itself; for log over every binade from the subnormals up and within 2^-5 of 1, where its
+// series takes x - 1 itself; for log1p over the binades, near -1 and near 0.
 void expect_fixed_point_function(const std::string& op, const std::function<double(int64_t, int64_t)>& argument,
                                  long double (*reference)(long double), size_t max_instructions) {
   const int64_t n = 40000;
@@ -259,6 +259,9 @@ TEST(EmulationCode, ExponentialsAndLogarithmsComputeInFixedPoint) {
   expect_fixed_point_function("exp", steps(-745, 709, double(ln2_64)), [](long double v) { return std::exp(v); }, 800);
   expect_fixed_point_function("expm1", steps(-745, 709, double(ln2_64)), [](long double v) { return std::expm1(v); }, 1400);
   expect_fixed_point_function("expm1", steps(-0.25, 0.25, 0x1p-15), [](long double v) { return std::expm1(v); }, 1400);
+  expect_fixed_point_function("sinh", steps(-709, 709, double(ln2_64)), [](long double v) { return std::sinh(v); }, 1400);
+  expect_fixed_point_function("sinh", steps(-0.25, 0.25, 0x1p-15), [](long double v) { return std::sinh(v); }, 1400);
+  expect_fixed_point_function("cosh", steps(-709, 709, double(ln2_64)), [](long double v) { return std::cosh(v); }, 1400);
   expect_fixed_point_function("sigmoid", steps(-745, 40, double(ln2_64)), [](long double v) { return 1 / (1 + std::exp(-v)); },
                               1000);
   expect_fixed_point_function("tanh", steps(0, 22, double(ln2_64 / 2)), [](long double v) { return std::tanh(v); }, 1400);
