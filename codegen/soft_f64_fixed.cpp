@@ -1,14 +1,17 @@
-// Emulated f64's e^x, sigmoid, tanh, log and log1p (soft_f64_fixed.h) on 64-bit integers in
-// fixed point: each value below is a u64 "in 2^n units" (the integer is the value times 2^n).
-// Tang's reduction x = (64 m + j) ln2/64 + r is exact on x's significand modulo 2^64 (only r,
-// which is small, is kept); e^r - 1 is Taylor's series to r^6, within 2^-64.6 on |r| <=
-// 0.00565; 2^(j/64) comes from a table of 64-bit significands; a quotient is a product by
-// 1/d from two Newton steps. log x = e ln2 + log c_j + log1p((m - c_j) / c_j) with c_j = 1 +
-// j/64 from m's leading bits, summed in 96 bits; near 1, log1p(x - 1) with x - 1 exact;
-// log1p x the same on 1 + x aligned in 64 bits, or below 2^-6 on x itself. The
-// 64-bit result is within about 2^-61 of the true significand and is rounded once
-// (round_pack), subnormals included. The error analysis was checked against mpmath on a
-// model of these steps, and unit_tests' math sweep measures the emitted code.
+// Emulated f64's exp, expm1, sigmoid, sinh, cosh, tanh, log and log1p (soft_f64_fixed.h) on
+// 64-bit integers in fixed point.
+//
+// Each value below is a u64 "in 2^n units" (the integer is the value times 2^n). Tang's
+// reduction x = (64 m + j) ln2/64 + r is exact on x's significand modulo 2^64 (only r, which
+// is small, is kept); e^r - 1 is Taylor's series to r^6, within 2^-64.6 on |r| <= 0.00565;
+// 2^(j/64) comes from a table of 64-bit significands; a quotient is a product by 1/d from
+// two Newton steps. log x = e ln2 + log c_j + log1p((m - c_j) / c_j) with c_j = 1 + j/64
+// from m's leading bits, summed in 96 bits; near 1, log1p(x - 1) with x - 1 exact; log1p x
+// the same on 1 + x aligned in 64 bits, or below 2^-6 on x itself. Near 0, expm1, sinh and
+// tanh take their series on x itself. The 64-bit result is within about 2^-61 of the true
+// significand and is rounded once (round_pack), subnormals included. The error analysis was
+// checked against mpmath on a model of these steps, and unit_tests' math sweep measures the
+// emitted code.
 #include "codegen/soft_f64_fixed.h"
 
 #include <array>

@@ -1,4 +1,4 @@
-// Emulated f64's e^x, expm1, sigmoid, sinh, cosh, tanh, log and log1p in fixed point: where every f64 step costs a
+// Emulated f64's exponentials and logarithms in fixed point: where every f64 step costs a
 // hundred or more 32-bit instructions, these work on 64-bit integer significands instead and
 // round once.
 #pragma once
