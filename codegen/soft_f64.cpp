@@ -56,41 +56,12 @@ Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
   return s.pair(s.select32(s.either(big, small), s.c(0), s.lo(r)), high);
 }
 
-// A 128-bit value as four u32 words, least significant first, for fma's exact sum.
-using Words4 = std::array<Id, 4>;
+// A 128-bit value, for fma's exact sum.
+using Words4 = Words<4>;
 
 Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {
   return {s.select32(cond, x[0], y[0]), s.select32(cond, x[1], y[1]), s.select32(cond, x[2], y[2]),
           s.select32(cond, x[3], y[3])};
-}
-
-// x + y + carry (carry 0 or 1), a carry chain through OpIAddCarry.
-Words4 add4(Soft64& s, const Words4& x, const Words4& y, Id carry) {
-  Words4 r;
-  for (int i = 0; i < 3; ++i) {
-    auto [sum, out] = two_words(s, spv::OpIAddCarry, x[i], y[i]);
-    auto [with_carry, out2] = two_words(s, spv::OpIAddCarry, sum, carry);
-    r[i] = with_carry;
-    carry = s.op(spv::OpBitwiseOr, {out, out2});  // never both
-  }
-  r[3] = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {x[3], y[3]}), carry});
-  return r;
-}
-
-// x with every word XOR'd with `mask` (0 or ~0), plus `carry`: -x where mask is ~0 and
-// carry 1, x where both are 0.
-Words4 negate4_if(Soft64& s, const Words4& x, Id mask, Id carry) {
-  Words4 r;
-  for (int i = 0; i < 4; ++i) {
-    Id w = s.op(spv::OpBitwiseXor, {x[i], mask});
-    if (i == 3) {
-      r[i] = s.op(spv::OpIAdd, {w, carry});
-    } else {
-      auto [sum, out] = two_words(s, spv::OpIAddCarry, w, carry);
-      r[i] = sum, carry = out;
-    }
-  }
-  return r;
 }
 
 // x >> dist with the bits shifted out jammed into bit 0, dist any u32, for x below 2^127
@@ -163,12 +134,12 @@ Id fma_finite(Soft64& s, F64Normal na, F64Normal nb, F64Normal nc, Id sign_p, Id
   // big - small as big + ~small + 1.
   Id subtract = s.test(spv::OpINotEqual, {sign_p, sign_c});
   Id flip = s.select32(subtract, s.c(~0u), zero);
-  Words4 sum = add4(s, big, {s.op(spv::OpBitwiseXor, {small[0], flip}), s.op(spv::OpBitwiseXor, {small[1], flip}),
+  Words4 sum = add_words(s, big, {s.op(spv::OpBitwiseXor, {small[0], flip}), s.op(spv::OpBitwiseXor, {small[1], flip}),
                             s.op(spv::OpBitwiseXor, {small[2], flip}), s.op(spv::OpBitwiseXor, {small[3], flip})},
                     s.bit(subtract));
   // Negative only where the exponents differ by at most one, so exactly.
   Id negative = s.test(spv::OpSLessThan, {sum[3], zero});
-  sum = negate4_if(s, sum, s.op(spv::OpShiftRightArithmetic, {sum[3], s.c(31)}), s.bit(negative));
+  sum = negate_words_if(s, sum, s.op(spv::OpShiftRightArithmetic, {sum[3], s.c(31)}), s.bit(negative));
   Id sign = s.op(spv::OpBitwiseXor, {s.select32(p_big, sign_p, sign_c), s.select32(negative, s.c(0x80000000u), zero)});
   // An exact zero sum is +0.
   Id zero_sum = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseOr, {sum[0], sum[1]}),

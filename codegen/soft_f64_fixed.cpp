@@ -95,8 +95,10 @@ constexpr uint32_t kLogTable[64][5] = {
     {0x10842108, 0x84210842, 0x773be458, 0x932de2d5, 0x000a9516}, {0x8d4fdf3b, 0x83126e97, 0xa08e310c, 0xead9f9cc, 0x000ab5fc},
     {0x08208208, 0x82082082, 0x7d94d553, 0x261acf96, 0x000ad6a0}, {0x10204081, 0x81020408, 0xb86b04b0, 0x54920b3a, 0x000af701},
 };
-// ln2 in 2^84 units, low word first.
-constexpr uint32_t kLn2Words84[3] = {0x9abc9e3bu, 0x7f7d1cf7u, 0x000b1721u};
+// ln2 in 2^84 units, low word first: kLn2Words 8 places down (the byte shifted out, 0x3a, is
+// below half of the last place kept, so this is ln2 2^84 rounded too).
+constexpr uint32_t kLn2Words84[3] = {kLn2Words[0] >> 8 | kLn2Words[1] << 24, kLn2Words[1] >> 8 | kLn2Words[2] << 24,
+                                     kLn2Words[2] >> 8};
 
 // The high 64 bits of a b, short of them by less than 3: the low words' product and the low
 // halves of the cross products are left out.
@@ -109,8 +111,6 @@ Id mul_high(Soft64& s, Id a, Id b) {
   return s.pair(w2, s.op(spv::OpIAdd, {h11, s.op(spv::OpIAdd, {c1, c2})}));
 }
 
-Id is_negative(Soft64& s, Id v) { return s.test(spv::OpSLessThan, {s.hi(v), s.c(0)}); }
-Id magnitude(Soft64& s, Id v) { return s.select(is_negative(s, v), i64_neg(s, v), v); }
 // a - b where `minus`, else a + b.
 Id add_or_sub(Soft64& s, Id minus, Id a, Id b) { return s.select(minus, i64_sub(s, a, b), i64_add(s, a, b)); }
 // v >> n for any u32 n: 0 from 64 on.
@@ -126,13 +126,6 @@ Id scaled_by_exponent(Soft64& s, Id sig, Id e) {
   Id l = i64_shl(s, sig, s.b.ext(GLSLstd450UMin, s.u32, {left, s.c(63)}));
   Id r = i64_shr(s, sig, s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {s.c(1011), e}), s.c(63)}));
   return s.select(up, l, r);
-}
-// A finite f64's significand with its hidden bit (53 bits).
-Id significand(Soft64& s, Id hi, Id lo) {
-  return s.pair(lo, s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}), s.c(0x100000)}));
-}
-Id exponent_field(Soft64& s, Id hi) {
-  return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
 }
 
 // 2^(j/64) in 2^63 units for j = 0..63, as little-endian word pairs.
@@ -164,7 +157,7 @@ struct FixedExp {
   Id m;  // a signed u32
   Id sig;
 };
-using Words3 = std::array<Id, 3>;  // a 96-bit value, low word first
+using Words3 = Words<3>;  // a 96-bit value
 
 // a u32 times a 96-bit constant, modulo 2^96.
 Words3 mul96(Soft64& s, Id a, const uint32_t (&c)[3]) {
@@ -177,7 +170,8 @@ Words3 mul96(Soft64& s, Id a, const uint32_t (&c)[3]) {
 // x = k ln2/64 + r: k a signed u32, r in 2^66 units (|r| <= 0.00565). For |x| < 747, not NaN.
 std::pair<Id, Id> reduce_by_ln2_64(Soft64& s, Id x) {
   Id hi = s.hi(x), lo = s.lo(x);
-  Id e = exponent_field(s, hi);
+  F64Parts p = f64_unpack(s, x);
+  Id e = p.exp;
   // Below 2^-60 (exponent field 963), e^x rounds to 1: x is taken as 0.
   Id tiny = s.test(spv::OpULessThan, {e, s.c(963)});
   // k = x 64/ln2 rounded, in f32 from x's leading bits (exponent rebased, fraction truncated):
@@ -191,7 +185,8 @@ std::pair<Id, Id> reduce_by_ln2_64(Soft64& s, Id x) {
   Id kf = s.b.ext(GLSLstd450RoundEven, f32, {s.b.op(spv::OpFMul, f32, {xf, s.b.const_f32(0x1.715476p+6f)})});
   Id k = s.b.op(spv::OpConvertFToS, s.u32, {kf});
   // x 2^66 modulo 2^64 (two's complement): the significand moved left by at most 23.
-  Id xs = s.select(tiny, s.c64(0), scaled_by_exponent(s, significand(s, hi, lo), s.op(spv::OpIAdd, {e, s.c(2)})));
+  F64Normal m = f64_significand(s, p);
+  Id xs = s.select(tiny, s.c64(0), scaled_by_exponent(s, m.sig, s.op(spv::OpIAdd, {m.exp, s.c(2)})));
   xs = s.select(s.test(spv::OpSLessThan, {hi, s.c(0)}), i64_neg(s, xs), xs);
   // k ln2/64 2^66 = k (ln2 2^92) / 2^32 modulo 2^64, |k| < 2^17.
   Id k_neg = s.test(spv::OpSLessThan, {k, s.c(0)});
@@ -204,8 +199,8 @@ std::pair<Id, Id> reduce_by_ln2_64(Soft64& s, Id x) {
 // For |x| < 747, not NaN.
 FixedExp exp_fixed(Soft64& s, Id x) {
   auto [k, r] = reduce_by_ln2_64(s, x);
-  Id r_neg = is_negative(s, r);
-  Id a66 = magnitude(s, r), a = i64_shr(s, a66, s.c(2));
+  Id r_neg = i64_is_negative(s, r);
+  Id a66 = i64_abs(s, r), a = i64_shr(s, a66, s.c(2));
   Id z = mul_high(s, a, a);  // r^2 2^64
   // Q(r) from its even and odd parts in |r|.
   Id even = i64_add(s, s.c64(uint64_t(1) << 63), mul_high(s, z, i64_add(s, s.c64(k24th), mul_high(s, z, s.c64(k720th)))));
@@ -228,10 +223,10 @@ Id reciprocal(Soft64& s, Id d) {
   Id df = s.b.op(spv::OpConvertUToF, f32, {s.hi(d)});
   Id y = s.pair(s.c(0), s.b.op(spv::OpConvertFToU, s.u32, {s.b.op(spv::OpFDiv, f32, {s.b.const_f32(0x1p61f), df})}));
   Id e = i64_sub(s, s.c64(uint64_t(1) << 61), mul_high(s, d, y));
-  y = add_or_sub(s, is_negative(s, e), y, i64_shl(s, mul_high(s, y, magnitude(s, e)), s.c(3)));
+  y = add_or_sub(s, i64_is_negative(s, e), y, i64_shl(s, mul_high(s, y, i64_abs(s, e)), s.c(3)));
   Wide p = mul_wide(s, d, y);
   e = i64_neg(s, s.pair(s.hi(p.lo), s.lo(p.hi)));
-  return add_or_sub(s, is_negative(s, e), y, i64_shr(s, mul_high(s, y, magnitude(s, e)), s.c(29)));
+  return add_or_sub(s, i64_is_negative(s, e), y, i64_shr(s, mul_high(s, y, i64_abs(s, e)), s.c(29)));
 }
 
 // A result as the significand and exponent normalize_round_pack takes (its value is sig
@@ -254,6 +249,12 @@ Id clamp_magnitude(Soft64& s, Id x, uint32_t limit) {
   Id sign = s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)});
   return s.pair(s.select32(beyond, s.c(0), s.lo(x)), s.select32(beyond, s.op(spv::OpBitwiseOr, {sign, s.c(limit)}), hi));
 }
+// Where sinh x and tanh x are x itself: below 2^-30, where they round to it (zeros and
+// subnormals included), and a NaN.
+Id rounds_to_itself(Soft64& s, Id x) {
+  Id tiny = s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)}), s.c(0x3e100000)});
+  return s.either(tiny, f64_is_nan(s, x));
+}
 // |x| up to 747 (its high word): e^747 overflows and e^-747 rounds to 0, even halved.
 constexpr uint32_t k747 = 0x40875800;
 
@@ -270,7 +271,7 @@ Id f64_expm1(Soft64& s, Id x) {
   // From |x| = 1/8: 2^m sig - 1 (sig in 2^63 units), 1 subtracted from sig at m's place,
   // or sig at 1's place subtracted from 1 for m < 0 (x <= -1/8; the result at least 0.11).
   FixedExp f = exp_fixed(s, clamp_magnitude(s, x, k747));
-  Id negative = is_negative(s, x);
+  Id negative = i64_is_negative(s, x);
   Id above = i64_sub(s, f.sig, shift_right_any(s, s.c64(uint64_t(1) << 63), f.m));
   Id below = i64_sub(s, s.c64(uint64_t(1) << 63), shift_right_any(s, f.sig, s.op(spv::OpISub, {s.c(0), f.m})));
   Rounding far{s.select(negative, below, above), s.select32(negative, s.c(1021), s.op(spv::OpIAdd, {f.m, s.c(1021)})), negative};
@@ -313,22 +314,20 @@ Id f64_cosh(Soft64& s, Id x) {
 }
 
 Id f64_sinh(Soft64& s, Id x) {
-  Id negative = is_negative(s, x);
+  Id negative = i64_is_negative(s, x);
   // From a = 1/8 up: 2^(m - 1) (d - 2^-2m / d), d at least 1.13 and the difference 0.24.
   ExpPair e = exp_pair(s, x);
   Rounding far{i64_sub(s, e.d, inverse_at(s, e)), s.op(spv::OpIAdd, {e.m, s.c(1021)}), negative};
   // Below: a sinh(a)/a from its series in a^2.
   Id hi = s.op(spv::OpBitwiseAnd, {s.hi(x), s.c(0x7fffffff)});
-  Id ex = exponent_field(s, hi);
-  Id sig = significand(s, hi, s.lo(x));
-  Id a64 = scaled_by_exponent(s, sig, ex);
+  F64Normal a = f64_significand(s, f64_unpack(s, x));
+  Id a64 = scaled_by_exponent(s, a.sig, a.exp);
   Id z = mul_high(s, a64, a64);
   Id series = s.c64(kSinhSeries[5]);
   for (int n = 4; n >= 0; --n) series = i64_add(s, s.c64(kSinhSeries[n]), mul_high(s, z, series));
-  Rounding near{mul_high(s, i64_shl(s, sig, s.c(11)), series), s.op(spv::OpISub, {ex, s.c(1)}), negative};
+  Rounding near{mul_high(s, i64_shl(s, a.sig, s.c(11)), series), s.op(spv::OpISub, {a.exp, s.c(1)}), negative};
   Id r = rounded(s, s.test(spv::OpULessThan, {hi, s.c(0x3fc00000)}), near, far);
-  // Below 2^-30, sinh x rounds to x (zeros and subnormals included); a NaN is itself.
-  return s.select(s.either(s.test(spv::OpULessThan, {hi, s.c(0x3e100000)}), f64_is_nan(s, x)), x, r);
+  return s.select(rounds_to_itself(s, x), x, r);
 }
 
 Id f64_sigmoid(Soft64& s, Id x) {
@@ -338,7 +337,7 @@ Id f64_sigmoid(Soft64& s, Id x) {
   FixedExp f = exp_fixed(s, minus_abs);  // m <= 0
   Id d = i64_add(s, s.c64(uint64_t(1) << 62), shift_right_any(s, f.sig, s.op(spv::OpISub, {s.c(1), f.m})));
   Id y = reciprocal(s, d);
-  Id negative = is_negative(s, x);
+  Id negative = i64_is_negative(s, x);
   Id sig = s.select(negative, mul_high(s, f.sig, y), y);  // 2^(126 - m) and 2^63 units
   Id r = normalize_round_pack(s, s.c(0), s.select32(negative, s.op(spv::OpIAdd, {f.m, s.c(1022)}), s.c(1021)), sig);
   return s.select(f64_is_nan(s, x), x, r);
@@ -356,37 +355,20 @@ Id f64_tanh(Soft64& s, Id x) {
   Id den = i64_add(s, s.c64(uint64_t(1) << 62), shift_right_any(s, f.sig, s.op(spv::OpISub, {s.c(1), f.m})));
   Id quotient = mul_high(s, num, reciprocal(s, den));  // 2^62 units
   // Below: a (tanh(a)/a), the series in a^2 with every partial sum positive.
-  Id e = exponent_field(s, a_hi);
-  Id sig = significand(s, a_hi, a_lo);
-  Id a64 = scaled_by_exponent(s, sig, e);
+  F64Normal n = f64_significand(s, f64_unpack(s, a));
+  Id a64 = scaled_by_exponent(s, n.sig, n.exp);
   Id z = mul_high(s, a64, a64);
   Id series = s.c64(kTanhSeries[8]);
-  for (int n = 7; n >= 0; --n) series = i64_sub(s, s.c64(kTanhSeries[n]), mul_high(s, z, series));
-  Id product = mul_high(s, i64_shl(s, sig, s.c(11)), series);  // 2^(1085 - e) units
+  for (int k = 7; k >= 0; --k) series = i64_sub(s, s.c64(kTanhSeries[k]), mul_high(s, z, series));
+  Id product = mul_high(s, i64_shl(s, n.sig, s.c(11)), series);  // 2^(1085 - exp) units
   Id small = s.test(spv::OpULessThan, {a_hi, s.c(0x3fc00000)});
-  Id r = normalize_round_pack(s, sign, s.select32(small, s.op(spv::OpISub, {e, s.c(1)}), s.c(1022)),
+  Id r = normalize_round_pack(s, sign, s.select32(small, s.op(spv::OpISub, {n.exp, s.c(1)}), s.c(1022)),
                               s.select(small, product, quotient));
-  // Below 2^-30, tanh x rounds to x (zeros and subnormals included); a NaN is itself.
-  Id keep = s.either(s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {hi, s.c(0x7fffffff)}), s.c(0x3e100000)}),
-                     f64_is_nan(s, x));
-  return s.select(keep, x, r);
+  return s.select(rounds_to_itself(s, x), x, r);
 }
 
 namespace {
 
-Words3 add96(Soft64& s, const Words3& x, const Words3& y) {
-  auto [w0, c0] = two_words(s, spv::OpIAddCarry, x[0], y[0]);
-  auto [t1, c1] = two_words(s, spv::OpIAddCarry, x[1], y[1]);
-  auto [w1, c2] = two_words(s, spv::OpIAddCarry, t1, c0);  // c1 and c2 are never both 1
-  return {w0, w1, s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {x[2], y[2]}), s.op(spv::OpIAdd, {c1, c2})})};
-}
-// -x (two's complement) where `cond`.
-Words3 negate96_if(Soft64& s, Id cond, const Words3& x) {
-  Id mask = s.select32(cond, s.c(~0u), s.c(0));
-  Words3 flipped{s.op(spv::OpBitwiseXor, {x[0], mask}), s.op(spv::OpBitwiseXor, {x[1], mask}),
-                 s.op(spv::OpBitwiseXor, {x[2], mask})};
-  return add96(s, flipped, {s.bit(cond), s.c(0), s.c(0)});
-}
 // v 2^15 for a v below 2^64.
 Words3 shifted_up_15(Soft64& s, Id v) {
   return {s.op(spv::OpShiftLeftLogical, {s.lo(v), s.c(15)}),
@@ -437,10 +419,11 @@ Id log1p_series(Soft64& s, Id t, Id negative) {
 // < 0, in 2^84 units (at least 2^76).
 Rounding log_far(Soft64& s, const LogArgument& a, Id series, Id table) {
   auto word = [&](uint32_t k) { return s.b.table_word(table, s.op(spv::OpIAdd, {a.row, s.c(k)})); };
-  Words3 rest = add96(s, {word(2), word(3), word(4)}, shifted_up_15(s, mul_high(s, a.t, series)));
+  Words3 rest = add_words(s, {word(2), word(3), word(4)}, shifted_up_15(s, mul_high(s, a.t, series)));
   Id e_neg = s.test(spv::OpSLessThan, {a.e, s.c(0)});
   Id ae = s.select32(e_neg, s.op(spv::OpISub, {s.c(0), a.e}), a.e);
-  auto [sig, up] = leading64(s, add96(s, mul96(s, ae, kLn2Words84), negate96_if(s, e_neg, rest)));
+  Words3 signed_rest = negate_words_if(s, rest, s.select32(e_neg, s.c(~0u), s.c(0)), s.bit(e_neg));
+  auto [sig, up] = leading64(s, add_words(s, mul96(s, ae, kLn2Words84), signed_rest));
   return {sig, s.op(spv::OpISub, {s.c(1032), up}), e_neg};
 }
 // t (2^70 units) times its series, t normalised first.

@@ -3,6 +3,8 @@
 // wide significand to the nearest f64 (ties to even) with subnormals and overflow.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <utility>
 
 #include "codegen/soft64.h"
@@ -65,6 +67,46 @@ Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);
 // A struct-valued u32 instruction (OpIAddCarry, OpISubBorrow, OpUMulExtended) as its two
 // members: the low word and the carry, borrow or high word.
 std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y);
+
+// A value of N u32 words, least significant first: fma's 128-bit sums, log's 96-bit ones.
+template <size_t N>
+using Words = std::array<Id, N>;
+
+// x + y + carry (carry 0 or 1; a null id for none), a carry chain through OpIAddCarry.
+template <size_t N>
+Words<N> add_words(Soft64& s, const Words<N>& x, const Words<N>& y, Id carry = 0) {
+  Words<N> r;
+  for (size_t i = 0; i + 1 < N; ++i) {
+    auto [sum, out] = two_words(s, spv::OpIAddCarry, x[i], y[i]);
+    if (!carry) {
+      r[i] = sum, carry = out;
+      continue;
+    }
+    auto [with_carry, out2] = two_words(s, spv::OpIAddCarry, sum, carry);
+    r[i] = with_carry;
+    carry = s.op(spv::OpBitwiseOr, {out, out2});  // never both
+  }
+  Id top = s.op(spv::OpIAdd, {x[N - 1], y[N - 1]});
+  r[N - 1] = carry ? s.op(spv::OpIAdd, {top, carry}) : top;
+  return r;
+}
+
+// x with every word XOR'd with `mask` (0 or ~0), plus `carry`: -x where mask is ~0 and
+// carry 1, x where both are 0.
+template <size_t N>
+Words<N> negate_words_if(Soft64& s, const Words<N>& x, Id mask, Id carry) {
+  Words<N> r;
+  for (size_t i = 0; i < N; ++i) {
+    Id w = s.op(spv::OpBitwiseXor, {x[i], mask});
+    if (i + 1 == N) {
+      r[i] = s.op(spv::OpIAdd, {w, carry});
+    } else {
+      auto [sum, out] = two_words(s, spv::OpIAddCarry, w, carry);
+      r[i] = sum, carry = out;
+    }
+  }
+  return r;
+}
 
 // The full 128-bit product of two uvec2s, as its high and low uvec2.
 struct Wide {

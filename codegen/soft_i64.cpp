@@ -17,8 +17,6 @@ Id member(Soft64& s, Id type, Id composite, uint32_t i) {
 // (0, v.x): the low word's carry moved up to where it lands, the high word's dropped.
 Id carry_up(Soft64& s, Id v) { return s.b.op(spv::OpVectorShuffle, s.uvec2, {s.c64(0), v}, {0, 2}); }
 
-Id is_negative(Soft64& s, Id a) { return s.test(spv::OpSLessThan, {s.hi(a), s.c(0)}); }
-
 // a < b (low_op OpULessThan) or a <= b (OpULessThanEqual), the high words compared by
 // high_less (OpULessThan, or OpSLessThan for s64): the low words decide when the high ones tie.
 Id less(Soft64& s, Id a, Id b, spv::Op low_op, spv::Op high_less) {
@@ -129,7 +127,9 @@ Id i64_find_msb(Soft64& s, Id a) {
   return s.select32(s.test(spv::OpINotEqual, {high, s.c(~0u)}), s.op(spv::OpIAdd, {high, s.c(32)}), s.lo(msb));
 }
 
-Id i64_abs(Soft64& s, Id a) { return s.select(is_negative(s, a), i64_neg(s, a), a); }
+Id i64_is_negative(Soft64& s, Id a) { return s.test(spv::OpSLessThan, {s.hi(a), s.c(0)}); }
+
+Id i64_abs(Soft64& s, Id a) { return s.select(i64_is_negative(s, a), i64_neg(s, a), a); }
 
 Id i64_sign(Soft64& s, Id a) {
   // The high word is the sign's: all ones or zero; the low word's ones bit is set unless a is 0.
@@ -202,13 +202,13 @@ Id i64_umod(Soft64& s, Id a, Id b) { return udivmod(s, a, b).remainder; }
 
 Id i64_sdiv(Soft64& s, Id a, Id b) {
   Id q = sdivmod(s, a, b).quotient;
-  Id signs_differ = s.b.op(spv::OpLogicalNotEqual, s.boolean, {is_negative(s, a), is_negative(s, b)});
+  Id signs_differ = s.b.op(spv::OpLogicalNotEqual, s.boolean, {i64_is_negative(s, a), i64_is_negative(s, b)});
   return s.select(signs_differ, i64_neg(s, q), q);
 }
 
 Id i64_srem(Soft64& s, Id a, Id b) {
   Id r = sdivmod(s, a, b).remainder;
-  return s.select(is_negative(s, a), i64_neg(s, r), r);
+  return s.select(i64_is_negative(s, a), i64_neg(s, r), r);
 }
 
 Id i64_from_u32(Soft64& s, Id x) { return s.pair(x, s.c(0)); }
