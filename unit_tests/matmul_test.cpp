@@ -577,7 +577,9 @@ TEST(Matmul, TargetsSelectTilesBySize) {
     return codegen::compile_kernel(*kernel, low, caps).launch;
   };
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation, staged", 0), 0u);
-  EXPECT_EQ(launch_of({1, 1024, 256, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
+  EXPECT_EQ(launch_of({1, 1024, 256, 1024, DType::F32, false, false, false, std::nullopt, false, true}, "nvidia")
+                .rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0),
+            0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F64}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4", 0), 0u);
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 2", 0), 0u);
@@ -589,11 +591,24 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 1540, 64, 1540, DType::F32, false, false, false, std::nullopt, false, true}, "nvidia")
                 .rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 256 invocations", 0),
             0u);
-  EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles", 0), 0u);
+  EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::S32}, "nvidia").rfind("matmul 64x64x16 tiles", 0), 0u);
+  // f32 products of graph inputs whose 128x128 tiles (two per SM) would leave SMs idle, with
+  // fewer tiles than the 132 SMs (64 here, 48 in BERT-base's output projection at 1024 rows)
+  // or a second and last wave under a fifth full (300, ViT-B/16's output projection), take
+  // 64x128 over 128 invocations where that gives half the SMs a tile.
+  const char* k64x128 = "matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations";
+  EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
+  EXPECT_EQ(launch_of({1, 1024, 768, 768, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
+  EXPECT_EQ(launch_of({1, 6304, 768, 768, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
+  // Not where the second wave is fuller (512 tiles: BERT-large's output projection) ...
+  EXPECT_EQ(launch_of({1, 8192, 64, 1024, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles", 0), 0u);
+  // ... nor where 64x128 tiles would leave half the SMs idle (36: GPT-2's projection of one
+  // 128-token sequence), which keeps 32x32.
+  EXPECT_EQ(launch_of({1, 128, 768, 2304, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
   // Fewer than 256 64x64 tiles: 32x32, unless the contraction is 1024 terms or more and the
   // 64x64 tiles are at least one per SM (an MLP's first weight gradient at batch 1024).
   EXPECT_EQ(launch_of({1, 784, 1024, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation", 0), 0u);
-  EXPECT_EQ(launch_of({1, 784, 512, 1024, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
+  EXPECT_EQ(launch_of({1, 784, 512, 256, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);
   EXPECT_EQ(launch_of({1, 32768, 288, 32, DType::F32}, "nvidia").rfind("matmul 128x32x8 tiles, 8x8 per invocation, staged", 0), 0u);

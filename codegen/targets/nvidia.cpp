@@ -49,13 +49,24 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   return b;
 }
 
+namespace {
+// Whether `tiles` 128x128 tiles, two to an SM, leave SMs idle for much of the product: fewer
+// tiles than SMs, or a second and last wave under a fifth full.
+bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
+  const int64_t sms = caps.compute_units;
+  return sms && (tiles < sms || (tiles > 2 * sms && tiles * 5 < 12 * sms));
+}
+}  // namespace
+
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
 // of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 from 2048² outputs; below
 // that, with at least as many 128x128 tiles as SMs, 128x128 where an operand is computed per
 // element (half the reloads of its slices) and 128x64 over 128 invocations otherwise; 64x64
 // of 4x4 below that; 32x32 of 2x2 in k-steps of 32 for f32 products of fewer than 256 64x64
 // tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
-// (an MLP's first weight gradient at batch 1024). f64 keeps 64x64 where f32 takes 32x32 and
+// (an MLP's first weight gradient at batch 1024). Ahead of those, f32 products of graph
+// inputs whose 128x128 tiles would leave SMs idle (idles_128x128) take 64x128 over 128
+// invocations where that gives half the SMs a tile or more. f64 keeps 64x64 where f32 takes 32x32 and
 // 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
 // would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
@@ -76,6 +87,9 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   auto tiles = [&](int64_t side) { return s.batch * ((s.m + side - 1) / side) * ((s.n + side - 1) / side); };
   const int64_t tiles64 = tiles(64);
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
+  if (s.bytes == 4 && !s.integer && !s.computed_operands && s.m > 32 && s.n > 64 && !(long_and_filling && tiles64 < 256) &&
+      idles_128x128(caps, tiles(128)) && s.batch * ((s.m + 63) / 64) * ((s.n + 127) / 128) >= caps.compute_units / 2)
+    return staged_tiles(caps, s, 64, 128, 8, 8);
   if (s.bytes == 4 && tiles64 < 256)
     return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
   const bool fills128 = caps.compute_units && tiles(128) >= caps.compute_units;
