@@ -8,6 +8,7 @@
 #include "device_testing.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 
 namespace nxv::codegen {
@@ -183,6 +184,25 @@ ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
   return lit;
 }
 
+// g on eighths() under `vendor`'s launch on this device: the interpreter's bits.
+void expect_bits_as_vendor(const ir::Graph& g, const std::string& what, uint32_t vendor) {
+  std::vector<ir::Literal> in;
+  unsigned seed = 1;
+  for (const auto* p : g.parameters()) in.push_back(eighths(p->type(), seed++));
+  const auto want = ir::interpret(g, in);
+  runtime::CompileOptions opts;
+  opts.as_vendor = vendor;
+  std::vector<ir::Literal> got;
+  try {
+    got = runtime::Executable::compile(devtest::device(), g, opts)->run_host(in);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+    return;
+  }
+  ASSERT_EQ(got.size(), 1u) << what;
+  EXPECT_TRUE(got[0].type == want[0].type && got[0].data == want[0].data) << what;
+}
+
 // Reductions across rows (the reduced axes are not the innermost: column sums, a weight
 // gradient's product over the batch) take workgroups of runs of consecutive outputs on GPUs:
 // 8 f32 or 4 f64 outputs to a workgroup, each reduced by a share of its invocations and
@@ -212,23 +232,7 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
       {"sum", DType::F32, DType::F32, {2560, 1000}, {1000}, {{"axes", {0}}}},
       {"sum", DType::F32, DType::F32, {25600, 1000}, {1000}, {{"axes", {0}}}},
   };
-  auto check = [&](const ir::Graph& g, const std::string& what, uint32_t vendor) {
-    std::vector<ir::Literal> in;
-    unsigned seed = 1;
-    for (const auto* p : g.parameters()) in.push_back(eighths(p->type(), seed++));
-    const auto want = ir::interpret(g, in);
-    runtime::CompileOptions opts;
-    opts.as_vendor = vendor;
-    std::vector<ir::Literal> got;
-    try {
-      got = runtime::Executable::compile(devtest::device(), g, opts)->run_host(in);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << what << ": " << e.what();
-      return;
-    }
-    ASSERT_EQ(got.size(), 1u) << what;
-    EXPECT_TRUE(got[0].type == want[0].type && got[0].data == want[0].data) << what;
-  };
+  auto check = expect_bits_as_vendor;
   for (uint32_t vendor : {0x10DEu, 0x1002u, 0x8086u}) {
     for (const Case& c : cases) {
       if (!devtest::missing_feature(c.t).empty() || !devtest::missing_feature(c.result).empty()) continue;
@@ -259,6 +263,52 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
   auto y = r.param(DType::F32, {1000, 1024});
   auto rows = cgtest::compile(r.finish({r.add("sum", {y}, DType::F32, {1000}, {{"axes", {1}}})}, "reduce"), target_caps("nvidia"));
   EXPECT_EQ(rows.launch, "elements, cooperative; 256 invocations x 1000 groups");
+}
+
+// Reductions along the rows of many of them (16384 and more on NVIDIA and AMD, 8192 on the
+// generic target) take a workgroup per row on GPUs, 64 to 256 invocations wide by the row's
+// length, rather than an invocation walking each row alone; past the device's 65535 groups
+// each group takes several rows. Under NVIDIA's launch, on this device, bit for bit: a
+// kernel of whole rows (x - max(x) times the sum of that), sums of 256 and 1100 terms per
+// row, an argmax with ties, integers and f64; the first two under AMD's and the generic
+// launch too.
+TEST(CodegenReduce, ReductionsOverManyRowsTakeAWorkgroupEach) {
+  const json keep = {{"axes", {1}}, {"keep_axes", true}};
+  auto centred = [&](int64_t rows, int64_t cols) {
+    json g = {{"version", 1},
+              {"outputs", {4}},
+              {"nodes",
+               {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {rows, cols}}, {"attrs", {{"index", 0}}}},
+                {{"id", 1}, {"op", "reduce_max"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {0}}, {"attrs", keep}},
+                {{"id", 2}, {"op", "subtract"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {0, 1}}},
+                {{"id", 3}, {"op", "sum"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {2}}, {"attrs", keep}},
+                {{"id", 4}, {"op", "multiply"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {2, 3}}}}}};
+    return ir::parse_graph(g.dump());
+  };
+  const json rows = {{"axes", {1}}};
+  std::vector<std::pair<std::string, ir::Graph>> graphs = {
+      {"centred 16384x300", centred(16384, 300)},
+      {"sum 70000x256", reduction_graph("sum", DType::F32, {70000, 256}, DType::F32, {70000}, rows)},
+      {"sum 16400x1100", reduction_graph("sum", DType::F32, {16400, 1100}, DType::F32, {16400}, rows)},
+      {"argmax 17000x260", reduction_graph("argmax", DType::F32, {17000, 260}, DType::S32, {17000}, {{"axis", 1}, {"tie_break", "high"}})},
+      {"sum s32 16384x300", reduction_graph("sum", DType::S32, {16384, 300}, DType::S64, {16384}, rows)},
+  };
+  if (devtest::missing_feature(DType::F64).empty())
+    graphs.push_back({"sum f64 16384x256", reduction_graph("sum", DType::F64, {16384, 256}, DType::F64, {16384}, rows)});
+  for (const auto& [what, g] : graphs) expect_bits_as_vendor(g, what + " as NVIDIA", 0x10DE);
+  // AMD's and the generic target's rule is NVIDIA's: their launches of the first two.
+  for (uint32_t vendor : {0x1002u, 0x8086u})
+    for (size_t i = 0; i < 2; ++i) expect_bits_as_vendor(graphs[i].second, graphs[i].first + " as vendor " + std::to_string(vendor), vendor);
+  // NVIDIA's launches: 64, 128 and 256 invocations by the rows' length.
+  auto launch = [](ir::Graph g) {
+    passes::PassManager(passes::default_pipeline()).run(g);
+    return cgtest::compile(g, target_caps("nvidia")).launch;
+  };
+  EXPECT_EQ(launch(graphs[0].second), "rows, cooperative; 64 invocations x 16384 groups");
+  EXPECT_EQ(launch(graphs[1].second), "elements, cooperative; 64 invocations x 65535 groups");
+  EXPECT_EQ(launch(graphs[2].second), "elements, cooperative; 128 invocations x 16400 groups");
+  EXPECT_EQ(launch(reduction_graph("sum", DType::F32, {16384, 2100}, DType::F32, {16384}, rows)),
+            "elements, cooperative; 256 invocations x 16384 groups");
 }
 
 }  // namespace

@@ -47,6 +47,12 @@ LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, 
   return c;
 }
 
+bool reduces_many_rows(const KernelShape& k) { return k.reduction >= 256 && k.strided_reduction_bytes == 0; }
+
+LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k) {
+  return cooperate(caps, k.items, k.reduction >= 2048 ? 256 : k.reduction >= 1024 ? 128 : 64, 65535);
+}
+
 LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
   uint32_t wg = 256;  // 4 elements of a 32x32 tile per invocation
   while (wg > caps.max_workgroup_invocations) wg /= 2;

@@ -239,5 +239,13 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
 // workgroup of up to workgroup_size per output; where its reductions run across rows, per
 // 32 bytes of consecutive outputs instead.
 LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size);
+// Whether a GPU's kernel has more outputs than cooperate_reductions was asked to take, each
+// a reduction of 256 or more along a row (its innermost axis), so that an invocation per
+// output would walk a row of its own, one memory sector per element.
+bool reduces_many_rows(const KernelShape& k);
+// Their launch: a workgroup per output, whose neighbouring invocations read neighbouring
+// elements; 64 invocations for rows below 1024 elements, 128 below 2048, 256 from there
+// (docs/tuning.md, "Reductions over many rows").
+LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k);
 
 }  // namespace nxv::codegen

@@ -11,6 +11,7 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   // Rows of 4096 or more take 512-wide groups: two groups fit an SM and overlap one's
   // barriers with the other's loads (docs/tuning.md).
   if (k.items < 16384 && k.reduction >= 256) return cooperate_reductions(caps, k, k.reduction >= 4096 ? 512 : 256);
+  if (reduces_many_rows(k)) return cooperate_rows(caps, k);
   // Pairs of 64-bit integers stay scalar: driver 580 miscompiles some u64 arithmetic in
   // 2-vectors (docs/tuning.md, docs/numerics.md).
   const uint32_t lanes = k.int64_arithmetic ? 1 : vector_lanes(k, 16);
