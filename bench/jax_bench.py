@@ -49,6 +49,16 @@ def workloads(dtype, flat, side, precision="highest"):
         ("softmax", lambda a: jax.nn.softmax(a, axis=-1), (m,), 2 * m.nbytes),
         ("transpose", lambda a: a.T + 0, (m,), 2 * m.nbytes),
     ]
+    # Reductions over many rows (nxv_bench's layernorm_* and softmax_* rows).
+    rows = 65536 if side > 1024 else 16384
+    for name, cols in (("layernorm", 768 if side > 1024 else 256), ("softmax", 2048 if side > 1024 else 256)):
+        r = jax.random.uniform(k2, (rows, cols), f, -1, 1)
+        if name == "layernorm":
+            fn = lambda a: (a - a.mean(-1, keepdims=True)) * jax.lax.rsqrt(  # noqa: E731
+                jnp.mean(jnp.square(a - a.mean(-1, keepdims=True)), -1, keepdims=True) + 1e-5)
+        else:
+            fn = lambda a: jax.nn.softmax(a, axis=-1)  # noqa: E731
+        w.append((f"{name}_{rows}x{cols}", fn, (r,), 2 * r.nbytes))
     # Scans at fixed sizes (nxv_bench's cumsum rows): a 1024² matrix along each axis, 10^7 in one line.
     c = jax.random.uniform(k1, (1024, 1024), f, -1, 1)
     line = jax.random.uniform(k2, (10**7,), f, -1, 1)

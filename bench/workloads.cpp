@@ -96,6 +96,27 @@ Workload softmax(DType t, int64_t side) {
   return {"softmax", t, w.finish({last_axis_softmax(w, x, t)}), 2 * bytes(side * side, t)};
 }
 
+// Reductions over many rows: layer norm (x - mean) / sqrt(var + 1e-5) without its scale and
+// shift, and a softmax, over rows of a batch times a sequence, as transformers take them.
+Workload layer_norm(DType t, int64_t rows, int64_t cols) {
+  GraphWriter w("layernorm_" + std::to_string(rows) + "x" + std::to_string(cols));
+  NodeId x = w.param(0, t, {rows, cols});
+  json keep = {{"axes", {1}}, {"keep_axes", true}};
+  NodeId inv_n = w.scalar(1.0 / double(cols), t);
+  NodeId mean = w.ew("multiply", {w.node("sum", {x}, t, {rows, 1}, keep), inv_n}, t);
+  NodeId d = w.ew("subtract", {x, mean}, t);
+  NodeId var = w.ew("multiply", {w.node("sum", {w.ew("multiply", {d, d}, t)}, t, {rows, 1}, keep), inv_n}, t);
+  NodeId y = w.ew("multiply", {d, w.ew("rsqrt", {w.ew("add", {var, w.scalar(1e-5, t)}, t)}, t)}, t);
+  return {"layernorm_" + std::to_string(rows) + "x" + std::to_string(cols), t, w.finish({y}), 2 * bytes(rows * cols, t)};
+}
+
+Workload row_softmax(DType t, int64_t rows, int64_t cols) {
+  GraphWriter w("softmax_" + std::to_string(rows) + "x" + std::to_string(cols));
+  NodeId x = w.param(0, t, {rows, cols});
+  return {"softmax_" + std::to_string(rows) + "x" + std::to_string(cols), t, w.finish({last_axis_softmax(w, x, t)}),
+          2 * bytes(rows * cols, t)};
+}
+
 Workload transpose(DType t, int64_t side) {
   GraphWriter w("transpose");
   NodeId x = w.param(0, t, {side, side});
@@ -256,6 +277,10 @@ std::vector<Workload> make_workloads(DType t, int64_t flat, int64_t side, const 
   ws.push_back(full_sum(t, flat));
   ws.push_back(row_sum(t, side));
   ws.push_back(softmax(t, side));
+  // More rows than cooperative reductions of few outputs take (codegen/targets/launch.h).
+  const bool full = side > 1024;
+  ws.push_back(layer_norm(t, full ? 65536 : 16384, full ? 768 : 256));
+  ws.push_back(row_softmax(t, full ? 65536 : 16384, full ? 2048 : 256));
   ws.push_back(transpose(t, side));
   ws.push_back(cumsum("cumsum_1024x1024", t, {1024, 1024}, 1));
   ws.push_back(cumsum("cumsum_1024x1024_axis0", t, {1024, 1024}, 0));
