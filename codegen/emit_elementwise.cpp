@@ -86,7 +86,7 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
   }
   if (op == "round") {
     // Half away from zero (Erlang's round/1); a zero result is +0.0 because Erlang returns the integer 0.
-    Id tr = b.ext(GLSLstd450Trunc, rt, {x});
+    Id tr = truncate(x, t);
     Id frac = b.ext(GLSLstd450FAbs, rt, {b.op(spv::OpFSub, rt, {x, tr})});
     Id step = b.ext(GLSLstd450FSign, rt, {x});
     Id r = select(t, b.op(spv::OpFOrdGreaterThanEqual, boolean(), {frac, constant(t, 0.5)}),

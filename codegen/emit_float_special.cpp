@@ -59,9 +59,16 @@ struct F {
   Id odd(Id y) {
     return and_(not_(big(y)), eq(e.b.ext(GLSLstd450Fract, rt(), {e.b.op(spv::OpFMul, rt(), {y, c(0.5)})}), c(0.5)));
   }
-  Id integral(Id y) { return or_(and_(big(y), not_(inf(y))), eq(e.b.ext(GLSLstd450Trunc, rt(), {y}), y)); }
+  Id integral(Id y) { return or_(and_(big(y), not_(inf(y))), eq(e.truncate(y, t), y)); }
 };
 }  // namespace
+
+Id Emitter::truncate(Id x, DType t) {
+  Id rt = reg_type(t);
+  if (register_bits(t) != 64) return b.ext(GLSLstd450Trunc, rt, {x});
+  Id negative = b.op(spv::OpFOrdLessThan, boolean(), {x, constant(t, 0)});
+  return b.op(spv::OpSelect, rt, {negative, b.ext(GLSLstd450Ceil, rt, {x}), b.ext(GLSLstd450Floor, rt, {x})});
+}
 
 // Exact fmod on the bit patterns (musl's algorithm): long division of the
 // mantissas, one exponent step per iteration. OpFRem is x - y * trunc(x / y)

@@ -170,6 +170,10 @@ class Emitter {
     return it == f16_bits_.end() ? 0 : it->second;
   }
   Id select(ir::DType t, Id cond, Id x, Id y);
+  // x rounded toward zero, x of register type reg_type(t). f64 is floor or ceil by sign:
+  // lavapipe without 512-bit vectors truncates f64 vectors on a path meant for f32, which
+  // takes every value from 2^24 up for an integer (16777217.5 stays itself).
+  Id truncate(Id x, ir::DType t);
   Id b_select(Id type, Id cond, Id x, Id y) { return b.op(spv::OpSelect, type, {cond, x, y}); }
 
   // ---- index arithmetic (emit_index.cpp) ----
