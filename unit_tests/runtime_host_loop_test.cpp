@@ -198,7 +198,10 @@ TEST(HostLoop, SpeculativeIterationsStopWhereTheLoopDoes) {
 // executable) and its bound a parameter: nothing pending computes what the host follows,
 // so the kernel before the loop shares the first iteration's submit, and the last
 // iterations share the kernel after it.
-// Three iterations: the first alone (to time it), then the rest (at least four fit).
+// Three iterations: the first alone (to time it), then the rest, together where the first
+// took under 50 ms (host_loop.cpp: at least four then fit), else one per submit: 2 submits,
+// or 3 on a machine loaded enough to stretch the first past that (CI's validation-layer lane
+// did). Unshared, the kernels around the loop would make it 4 or 5.
 // (Exact ops: the results equal the interpreter's on any device.)
 TEST(HostLoop, KernelsAroundACountedLoopShareItsSubmits) {
   auto dev = Device::open();
@@ -231,7 +234,8 @@ TEST(HostLoop, KernelsAroundACountedLoopShareItsSubmits) {
   auto got = exe->run_host(inputs, &st);
   EXPECT_EQ(got.at(0).data, ir::interpret(g, inputs).at(0).data);
   EXPECT_EQ(st.dispatches, 1 + 3 + 1);
-  EXPECT_EQ(st.submits, 2);
+  EXPECT_GE(st.submits, 2);
+  EXPECT_LE(st.submits, 3);
 }
 
 TEST(HostLoop, AnEndlessCountedLoopEndsInATimeoutNamingTheLoop) {
