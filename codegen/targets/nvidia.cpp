@@ -67,8 +67,8 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
 // (an MLP's first weight gradient at batch 1024). Ahead of those, f32 products of graph
 // inputs whose 128x128 tiles would leave SMs idle (idles_128x128) take 64x128 over 128
-// invocations where that gives half the SMs a tile or more. f64 keeps 64x64 where f32 takes 32x32 and
-// 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
+// invocations where that gives half the SMs a tile or more. f64 keeps 64x64 where f32 takes
+// 32x32 and 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
 // would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
 // into bf16 hi + lo (precision :high) only where the product is large, since its three
@@ -85,15 +85,15 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
                                     : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
     if (t.m) return t;
   }
-  auto tiles = [&](int64_t side) { return s.batch * ((s.m + side - 1) / side) * ((s.n + side - 1) / side); };
-  const int64_t tiles64 = tiles(64);
+  auto tiles = [&](int64_t rows, int64_t cols) { return s.batch * ((s.m + rows - 1) / rows) * ((s.n + cols - 1) / cols); };
+  const int64_t tiles64 = tiles(64, 64);
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
   if (s.bytes == 4 && !s.integer && !s.computed_operands && s.m > 32 && s.n > 64 && !(long_and_filling && tiles64 < 256) &&
-      idles_128x128(caps, tiles(128)) && s.batch * ((s.m + 63) / 64) * ((s.n + 127) / 128) >= caps.compute_units / 2)
+      idles_128x128(caps, tiles(128, 128)) && tiles(64, 128) >= caps.compute_units / 2)
     return staged_tiles(caps, s, 64, 128, 8, 8);
   if (s.bytes == 4 && tiles64 < 256)
     return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
-  const bool fills128 = caps.compute_units && tiles(128) >= caps.compute_units;
+  const bool fills128 = caps.compute_units && tiles(128, 128) >= caps.compute_units;
   if (s.bytes == 8)
     return many_tiles || (fills128 && s.computed_operands) ? staged_tiles(caps, s, 128, 128, 8, 8)
                                                            : staged_tiles(caps, s, 64, 64, 4);
