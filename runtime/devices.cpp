@@ -1,6 +1,7 @@
 // Instance creation, device enumeration/ordering and capability queries.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -353,16 +354,18 @@ void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
 }
 
 namespace {
-// A cache bound: `given`, else the environment's `env` where it is a positive integer, else `fallback`.
-size_t cache_size(size_t given, const char* env, size_t fallback) {
+// A setting: `given`, else the environment's `env` where it is a positive integer, else `fallback`.
+uint64_t positive_setting(uint64_t given, const char* env, uint64_t fallback) {
   if (given) return given;
   const char* e = std::getenv(env);
   if (!e || !*e) return fallback;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(e, &end, 10);
-  if (*end || n == 0)
+  // Digits only: strtoull takes "-5" for 2^64 - 5; past 2^64 it saturates (ERANGE).
+  const bool digits = std::all_of(e, e + std::strlen(e), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  errno = 0;
+  const unsigned long long n = digits ? std::strtoull(e, nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || n == 0)
     throw Error(Error::Kind::InvalidArgument, std::string("$") + env + " must be a positive integer, not '" + e + "'");
-  return size_t(n);
+  return n;
 }
 }  // namespace
 
@@ -397,8 +400,9 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   if (resolved.emulate.empty())
     if (const char* env = std::getenv("NXV_EMULATE")) resolved.emulate = env;
   apply_emulation(info.caps, resolved.emulate);
-  resolved.executable_cache_size = cache_size(opts.executable_cache_size, "NXV_EXECUTABLE_CACHE_SIZE", 256);
-  resolved.pipeline_cache_size = cache_size(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 1024);
+  resolved.executable_cache_size = positive_setting(opts.executable_cache_size, "NXV_EXECUTABLE_CACHE_SIZE", 256);
+  resolved.pipeline_cache_size = positive_setting(opts.pipeline_cache_size, "NXV_PIPELINE_CACHE_SIZE", 1024);
+  resolved.timeout_ms = positive_setting(opts.timeout_ms, "NXV_TIMEOUT_MS", 120000);
   static std::mutex m;
   // Devices live as long as the process: buffers and executables hold raw pointers to them.
   static std::map<std::string, std::shared_ptr<Device>> open_devices;

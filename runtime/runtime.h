@@ -52,7 +52,10 @@ struct RuntimeOptions {
   std::string device;
   // "" → $NXV_CACHE_DIR → $XDG_CACHE_HOME/nx_vulkan → ~/.cache/nx_vulkan. "none" disables the disk cache.
   std::string cache_dir;
-  uint64_t timeout_ms = 120000;  // fence wait limit per submit; limit on a run with host-driven loops
+  // Fence wait limit per submit, and limit on a run with host-driven loops, in ms:
+  // 0 → $NXV_TIMEOUT_MS → 120000 (sanitizer builds, where lavapipe's LLVM compiles a kernel at
+  // its first dispatch several times slower, take more).
+  uint64_t timeout_ms = 0;
   // Bounds-check every kernel, on devices that cannot bounds-check just the modules built
   // elsewhere (run_spirv) — lavapipe, where an unchecked write lands in the host's memory.
   // It roughly halves lavapipe's speed, so it is opt-in, for the device run_spirv uses.

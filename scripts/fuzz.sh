@@ -1,33 +1,17 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/: clang, ASan + UBSan, build-fuzz/) and runs each for
-# NXV_FUZZ_SECONDS (default 60) from its seed corpus, then the differential fuzzer
-# nxv_fuzz_diff on NXV_FUZZ_DIFF_COUNT (default 200) graphs from seed NXV_FUZZ_DIFF_SEED
-# (default 1) on the default device. Any crash, leak, sanitizer report, timeout or finding
-# fails the script; libFuzzer leaves the input that caused it in build-fuzz/findings/<target>/.
+# Builds the libFuzzer targets (fuzz/) in the sanitizer build (scripts/sanitizer_build.sh:
+# clang, ASan + UBSan, build-san/) and runs each for NXV_FUZZ_SECONDS (default 60) from its
+# seed corpus, then the differential fuzzer nxv_fuzz_diff on NXV_FUZZ_DIFF_COUNT (default
+# 200) graphs from seed NXV_FUZZ_DIFF_SEED (default 1) on the default device. Any crash,
+# leak, sanitizer report, timeout or finding fails the script; libFuzzer leaves the input
+# that caused it in build-san/findings/<target>/.
 #   NXV_FUZZ_TARGETS="json passes"   runs only those targets (NXV_FUZZ_DIFF_COUNT=0: no diff)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-# clang and its libFuzzer and sanitizer runtimes: only the fuzz build needs them.
-missing=()
-for p in clang-14 libclang-rt-14-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
-
-BUILD=${NXV_FUZZ_BUILD_DIR:-build-fuzz}
+BUILD=${NXV_SAN_BUILD_DIR:-build-san}
 SECONDS_EACH=${NXV_FUZZ_SECONDS:-60}
 TARGETS=${NXV_FUZZ_TARGETS:-json passes codegen interpret}
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  "${launcher[@]}" -DNXV_BUILD_FUZZ=ON -DNXV_BUILD_TESTS=OFF -DNXV_BUILD_NIF=OFF -DNXV_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target nxv_fuzz_diff $(for t in $TARGETS; do echo "fuzz_$t"; done)
+bash scripts/sanitizer_build.sh nxv_fuzz_diff $(for t in $TARGETS; do echo "fuzz_$t"; done)
 
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
 export NXV_CACHE_DIR=${NXV_CACHE_DIR:-$(mktemp -d)}

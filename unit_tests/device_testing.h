@@ -1,11 +1,13 @@
-// The device the runtime tests run on (the runtime's default device) and what its float
-// controls promise about subnormals.
+// The device the runtime tests run on (the runtime's default device), what its float
+// controls promise about subnormals, and the environment variables that choose its options.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,6 +17,21 @@
 namespace nxv::devtest {
 
 inline std::shared_ptr<runtime::Device> device() { return runtime::Device::open(); }
+
+// Sets an environment variable for a scope, restoring what it was (the suite may itself run
+// under NXV_PROFILE, NXV_TIMEOUT_MS and the like).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // Whether the device may flush subnormals of t (denormals-are-zero and flush-to-zero, as
 // CUDA's -ftz): where it does not report shaderDenormPreserveFloat32/64 (`nxv devices`:

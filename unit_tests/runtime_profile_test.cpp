@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "device_testing.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -38,20 +39,7 @@ nlohmann::json doc_with(const nlohmann::json& capabilities) {
           {"profiles", {{"TEST_profile", {{"api-version", "1.2.0"}, {"capabilities", {"caps"}}}}}}};
 }
 
-// Sets an environment variable for a scope, restoring what it was (the suite may itself run
-// under NXV_PROFILE).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    value ? setenv(name, value, 1) : unsetenv(name);
-  }
-  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using devtest::ScopedEnv;
 
 Profile parse(const nlohmann::json& capabilities) { return parse_profile(doc_with(capabilities), "", "test.json"); }
 

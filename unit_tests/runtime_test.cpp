@@ -568,7 +568,7 @@ std::vector<std::shared_ptr<Device>> two_or_more_devices() {
     }
   while (devs.size() < 2) {
     RuntimeOptions o;
-    o.timeout_ms += devs.size();
+    o.timeout_ms = 120000 + devs.size();
     devs.push_back(Device::open(o));
   }
   return devs;
@@ -728,6 +728,39 @@ TEST(Runtime, AnEndlessWhileEndsInATimeoutNamingTheLoop) {
   auto ok = Executable::compile(dev, exp_mul_add(5));
   auto x = random_floats(5, 1), y = random_floats(5, 2);
   expect_exp_mul_add(x, y, floats(ok->run_host({f32_tensor(x), f32_tensor(y)})[0]));
+}
+
+// A device opened without a timeout takes $NXV_TIMEOUT_MS's, else two minutes; one given
+// wins over the environment, and a value that is no positive integer is an error naming it.
+TEST(Runtime, TheTimeoutComesFromTheEnvironmentUnlessGiven) {
+  {
+    devtest::ScopedEnv unset("NXV_TIMEOUT_MS", nullptr);
+    EXPECT_EQ(Device::open()->options().timeout_ms, 120000u);
+  }
+  devtest::ScopedEnv env("NXV_TIMEOUT_MS", "250");
+  auto dev = Device::open();
+  EXPECT_EQ(dev->options().timeout_ms, 250u);
+  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
+  try {
+    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
+    FAIL() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find("250 ms"), std::string::npos) << e.what();
+  }
+  RuntimeOptions given;
+  given.timeout_ms = 120005;
+  EXPECT_EQ(Device::open(given)->options().timeout_ms, 120005u);
+  for (const char* bad : {"0", "-5", "2s", "many", "99999999999999999999999"}) {
+    devtest::ScopedEnv wrong("NXV_TIMEOUT_MS", bad);
+    try {
+      Device::open();
+      ADD_FAILURE() << "NXV_TIMEOUT_MS=" << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), Error::Kind::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("NXV_TIMEOUT_MS"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

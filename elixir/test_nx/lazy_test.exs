@@ -580,8 +580,9 @@ defmodule Nx.Vulkan.LazyTest do
       assert state(x) == :value
     end
 
-    # 20-50 s on 2 loaded cores: past ExUnit's default minute when other work shares them
-    @tag timeout: 180_000
+    # 20-55 s on 2 loaded cores, longer on a slower processor: past the suite's five minutes
+    # is a leak's slowdown, not the machine's
+    @tag timeout: 600_000
     # Within 4 storage buffers per kernel the loop's host scalars take a binding each, and its
     # chain splits into about a kernel per operation: 10 times the kernels, past the 300 s
     # the task is given under mali-g78 (70 s without the profile).
@@ -618,7 +619,7 @@ defmodule Nx.Vulkan.LazyTest do
           {after_1k, after_10k, Nx.to_binary(x)}
         end)
 
-      {{mem_1k, heap_1k}, {mem_10k, heap_10k}, x} = Task.await(task, 300_000)
+      {{mem_1k, heap_1k}, {mem_10k, heap_10k}, x} = Task.await(task, 590_000)
       assert mem_10k <= mem_1k + 64 * 1024, "#{mem_1k} -> #{mem_10k} bytes"
       assert heap_10k <= heap_1k * 2 + 10_000, "heap #{heap_1k} -> #{heap_10k} words"
       refute Enum.any?(Nx.to_flat_list(Nx.from_binary(x, :f32)), &(&1 in [:nan, :infinity, :neg_infinity]))

@@ -20,15 +20,12 @@ end
 # On a restricted device (one that emulates f64 or s64 in software, or binds fewer than 8
 # storage buffers per kernel: NXV_PROFILE=mali-g78, vulkan-minimum) the tests tagged
 # :slow_on_restricted_device are left out (ExUnit counts them as excluded); each tag says why.
-# A test's default timeout there is 5 minutes: emulated kernels take lavapipe's LLVM seconds
-# each, and the async tests of the whole suite compile them side by side.
 caps = Nx.Vulkan.Case.device_caps()
 
 if caps.emulate_f64 or caps.emulate_i64 or caps.max_storage_buffers < 8 do
   IO.puts("nx_vulkan: a restricted device: tests tagged :slow_on_restricted_device are excluded")
 
   ExUnit.configure(
-    exclude: Enum.uniq(Keyword.get(ExUnit.configuration(), :exclude, []) ++ [:slow_on_restricted_device]),
-    timeout: 300_000
+    exclude: Enum.uniq(Keyword.get(ExUnit.configuration(), :exclude, []) ++ [:slow_on_restricted_device])
   )
 end
