@@ -709,21 +709,27 @@ TEST(Runtime, AHostCondsBranchSharesTheSubmitOfWhatFollows) {
   }
 }
 
-// x + 1 while x > -1e30: never ends. Each submit is quick, so only the limit on the
-// run as a whole stops it; the device stays usable.
+// Runs endless_while.json (x + 1 while x > -1e30: never ends) on dev, expecting a timeout
+// whose message holds `says`.
+void expect_endless_while_times_out(const std::shared_ptr<Device>& dev, const std::string& says) {
+  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
+  try {
+    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
+    ADD_FAILURE() << "the loop ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
+
+// Each submit of the endless loop is quick, so only the limit on the run as a whole stops
+// it; the device stays usable.
 TEST(Runtime, AnEndlessWhileEndsInATimeoutNamingTheLoop) {
   RuntimeOptions opts;
   opts.timeout_ms = 300;  // a distinct option set: a device of its own
   auto dev = Device::open(opts);
-  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
   auto start = std::chrono::steady_clock::now();
-  try {
-    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
-    FAIL() << "the loop ended";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
-    EXPECT_NE(std::string(e.what()).find("node 1 (while) of graph 'forever'"), std::string::npos) << e.what();
-  }
+  expect_endless_while_times_out(dev, "node 1 (while) of graph 'forever'");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   auto ok = Executable::compile(dev, exp_mul_add(5));
   auto x = random_floats(5, 1), y = random_floats(5, 2);
@@ -740,14 +746,7 @@ TEST(Runtime, TheTimeoutComesFromTheEnvironmentUnlessGiven) {
   devtest::ScopedEnv env("NXV_TIMEOUT_MS", "250");
   auto dev = Device::open();
   EXPECT_EQ(dev->options().timeout_ms, 250u);
-  auto exe = Executable::compile(dev, test_graph("endless_while.json"));
-  try {
-    exe->run_host({HostTensor{{ir::DType::F32, {}}, std::vector<uint8_t>(4)}});
-    FAIL() << "the loop ended";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), Error::Kind::Timeout);
-    EXPECT_NE(std::string(e.what()).find("250 ms"), std::string::npos) << e.what();
-  }
+  expect_endless_while_times_out(dev, "250 ms");
   RuntimeOptions given;
   given.timeout_ms = 120005;
   EXPECT_EQ(Device::open(given)->options().timeout_ms, 120005u);
