@@ -16,6 +16,18 @@ namespace {
 // an operation on two f32 values to f32 equals the f32 operation (53 >= 2 * 24 + 2 bits).
 double accumulated(double a, DType t) { return t == DType::F16 || t == DType::BF16 ? double(float(a)) : a; }
 
+std::vector<double> f64_values(const Literal& l) {
+  std::vector<double> v(size_t(l.type.num_elements()));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = get_f64(l, int64_t(k));
+  return v;
+}
+
+std::vector<int64_t> i64_values(const Literal& l) {
+  std::vector<int64_t> v(size_t(l.type.num_elements()));
+  for (size_t k = 0; k < v.size(); ++k) v[k] = get_i64(l, int64_t(k));
+  return v;
+}
+
 // The reduced axes of attrs[key]: null or absent for all, an integer, or a list.
 std::vector<bool> reduced_axes(const Node& n, const Shape& in, const char* key) {
   std::vector<bool> r(in.size(), false);
@@ -197,17 +209,23 @@ Literal eval_dot(const Node& n, const Args& args) {
   std::vector<std::pair<int64_t, int64_t>> pairs;  // contracted element offsets in a and b
   walk(inner, {in_a, in_b}, [&](const auto& o) { pairs.emplace_back(o[0], o[1]); });
   Literal r = make_literal(n.type());
-  walk(out, {row_major_strides(out), out_a, out_b}, [&](const auto& o) {
-    if (is_float(t)) {
+  const std::vector<int64_t> out_strides = row_major_strides(out);
+  // Each operand element decoded once, not once per product it takes part in.
+  if (is_float(t)) {
+    const std::vector<double> va = f64_values(a), vb = f64_values(b);
+    walk(out, {out_strides, out_a, out_b}, [&](const auto& o) {
       double acc = 0;
-      for (auto [i, j] : pairs) acc = accumulated(acc + get_f64(a, o[1] + i) * get_f64(b, o[2] + j), t);
+      for (auto [i, j] : pairs) acc = accumulated(acc + va[size_t(o[1] + i)] * vb[size_t(o[2] + j)], t);
       write_f(r, o[0], acc);
-    } else {
+    });
+  } else {
+    const std::vector<int64_t> va = i64_values(a), vb = i64_values(b);
+    walk(out, {out_strides, out_a, out_b}, [&](const auto& o) {
       uint64_t acc = 0;
-      for (auto [i, j] : pairs) acc += uint64_t(get_i64(a, o[1] + i)) * uint64_t(get_i64(b, o[2] + j));
+      for (auto [i, j] : pairs) acc += uint64_t(va[size_t(o[1] + i)]) * uint64_t(vb[size_t(o[2] + j)]);
       write_i(r, o[0], int64_t(acc));
-    }
-  });
+    });
+  }
   return r;
 }
 
