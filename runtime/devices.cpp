@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "runtime/cooperative_matrix.h"
 #include "runtime/profile.h"
@@ -354,13 +355,17 @@ void apply_emulation(codegen::DeviceCaps& caps, const std::string& emulate) {
 }
 
 namespace {
+bool all_digits(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+}
+
 // A setting: `given`, else the environment's `env` where it is a positive integer, else `fallback`.
 uint64_t positive_setting(uint64_t given, const char* env, uint64_t fallback) {
   if (given) return given;
   const char* e = std::getenv(env);
   if (!e || !*e) return fallback;
   // Digits only: strtoull takes "-5" for 2^64 - 5; past 2^64 it saturates (ERANGE).
-  const bool digits = std::all_of(e, e + std::strlen(e), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+  const bool digits = all_digits(e);
   errno = 0;
   const unsigned long long n = digits ? std::strtoull(e, nullptr, 10) : 0;
   if (!digits || errno == ERANGE || n == 0)
@@ -379,7 +384,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   int pick = 0;
   if (!sel.empty()) {
     pick = -1;
-    bool numeric = std::all_of(sel.begin(), sel.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+    const bool numeric = all_digits(sel);
     for (const auto& info : inst.infos)
       if (numeric ? info.index == std::atoi(sel.c_str()) : lower(info.name).find(lower(sel)) != std::string::npos) {
         pick = info.index;

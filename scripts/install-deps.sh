@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages nx_vulkan builds, runs and tests with.
+# Installs the Debian 12 packages nx_vulkan builds, runs and tests with, and the packages
+# named as arguments (what one script alone needs, e.g. the sanitizer build's clang).
 # Idempotent: installs only what is missing, so a warm machine pays nothing.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ PKGS=(
   erlang-dev elixir                                # erl_nif headers, the Mix project
   llvm-14-tools                                    # lit, FileCheck, split-file
   googletest libgtest-dev libbenchmark-dev
+  "$@"
 )
 
 missing=()
