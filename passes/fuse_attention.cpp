@@ -3,7 +3,8 @@
 // as one kernel that never writes the sequence-squared scores. Only where the target's
 // kernel holds a row of q, k and v in shared memory (KernelBounds::attention_row_bytes),
 // only the max-subtracted softmax (the naive one overflows where this one does not), and
-// only where no other node reads an intermediate. q, k and v may come in any layout the
+// only where no other node reads an intermediate, and not where the target runs it faster
+// unfused (KernelBounds::separate_attention_keys). q, k and v may come in any layout the
 // dots accept: transposes bring them to [B..., S, D]. A mask that is a causal one (a literal,
 // or computed from iotas and constants alone) becomes attrs.causal and is not read at all.
 #include <algorithm>
@@ -378,7 +379,15 @@ class Matcher {
     const int64_t bytes = t_ == DType::F64 ? 8 : 4;
     const size_t buffers = 4 + m.mask.has_value() + m.bias.has_value();
     return ir::num_elements(scores_) > 0 && d > 0 && dv > 0 && std::max(d, dv) * bytes <= bounds_.attention_row_bytes &&
-           buffers <= bounds_.max_bindings && !(t_ == DType::F64 && bounds_.emulated_f64_code > 1);
+           buffers <= bounds_.max_bindings && !(t_ == DType::F64 && bounds_.emulated_f64_code > 1) && !separate(m);
+  }
+
+  // Whether the target runs this attention faster as its products and softmax
+  // (KernelBounds::separate_attention_keys).
+  bool separate(const Match& m) const {
+    const int64_t keys = bounds_.separate_attention_keys;
+    return t_ == DType::F32 && keys > 0 && scores_.back() >= keys && !m.mask && !m.bias && !m.attrs.contains("masked") &&
+           ir::num_elements(scores_) * 4 <= bounds_.separate_attention_bytes;
   }
 
   // No intermediate is read outside the pattern, nor is an operand one of them.

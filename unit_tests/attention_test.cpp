@@ -133,13 +133,16 @@ double tolerance(DType t) { return t == DType::F16 ? 4e-3 : t == DType::BF16 ? 3
 
 // Whether fuse-attention forms the node for this device under NVIDIA's code path: its rows
 // within the kernel's shared memory, its operands and result within the buffers a kernel
-// may bind (a profile such as vulkan-minimum allows 4: mask and bias then leave it unfused).
+// may bind (a profile such as vulkan-minimum allows 4: mask and bias then leave it unfused),
+// and not long unmasked f32 attention (NvidiaRunsLongUnmaskedF32AttentionUnfused).
 bool fuses(const Case& c) {
   codegen::DeviceCaps caps = devtest::device()->info().caps;
   caps.vendor_id = 0x10DE;
   const auto bounds = codegen::kernel_bounds(caps);
   const int64_t bytes = c.t == DType::F64 ? 8 : 4;
-  return std::max(c.d, c.dv) * bytes <= bounds.attention_row_bytes && size_t(4 + c.mask + c.bias) <= bounds.max_bindings;
+  const bool separate = c.t == DType::F32 && c.sk >= bounds.separate_attention_keys && !c.mask && !c.bias && !c.causal;
+  return std::max(c.d, c.dv) * bytes <= bounds.attention_row_bytes && size_t(4 + c.mask + c.bias) <= bounds.max_bindings &&
+         !separate;
 }
 
 void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& edit = {}) {
@@ -183,9 +186,16 @@ TEST(Attention, EdgeShapes) {
     check(c);
 }
 
-// n, 10n, 100n keys: the online softmax over 1, 10 and 100 slices of keys.
+// n, 10n, 100n keys: the online softmax over 1, 10 and 100 slices of keys. Unmasked, 4000
+// keys run unfused on NVIDIA; a causal mask that keeps every key keeps them in the kernel.
 TEST(Attention, LongSequences) {
-  for (int64_t s : {40, 400, 4000}) check({{1}, 40, s, 32, 32});
+  for (int64_t s : {40, 400, 4000}) {
+    Case c{{1}, 40, s, 32, 32};
+    check(c);
+    c.causal = true;
+    c.offset = s;
+    check(c);
+  }
 }
 
 TEST(Attention, Causal) {
@@ -257,6 +267,47 @@ TEST(Attention, HalfTypes) {
   }
 }
 
+// The kernel of a lowered graph that computes an attention node, or null.
+const ir::Node* attention_kernel(const ir::Graph& low) {
+  for (const auto& n : low.nodes)
+    if (n.op == "kernel" && n.regions.count("body"))
+      for (const auto& b : n.regions.at("body")->nodes)
+        if (b.op == "attention") return &n;
+  return nullptr;
+}
+
+// NVIDIA's bounds leave unmasked f32 attention over 512 keys or more to products and a row
+// softmax, faster there than its fused kernel, while the scores fit separate_attention_bytes;
+// shorter, masked, causal and f16 attention fuse.
+TEST(Attention, NvidiaRunsLongUnmaskedF32AttentionUnfused) {
+  const passes::KernelBounds nvidia = codegen::kernel_bounds(codegen::target_caps("nvidia"));
+  ASSERT_EQ(nvidia.separate_attention_keys, 512);
+  auto fused = [](Case c, int64_t bytes) {
+    passes::KernelBounds bounds = codegen::kernel_bounds(codegen::target_caps("nvidia"));
+    bounds.separate_attention_bytes = bytes;
+    ir::Graph low = attention_graph(c);
+    passes::PassManager(passes::default_pipeline(), bounds).run(low);
+    return attention_kernel(low) != nullptr;
+  };
+  const Case long_f32{{2}, 100, 512, 64, 64};
+  const int64_t scores = 2 * 100 * 512 * 4;
+  EXPECT_FALSE(fused(long_f32, scores));
+  EXPECT_TRUE(fused(long_f32, scores - 1));
+  EXPECT_TRUE(fused({{2}, 100, 511, 64, 64}, scores));
+  Case c = long_f32;
+  c.causal = true;
+  EXPECT_TRUE(fused(c, scores));
+  c = long_f32;
+  c.mask = true;
+  EXPECT_TRUE(fused(c, scores));
+  c = long_f32;
+  c.bias = true;
+  EXPECT_TRUE(fused(c, scores));
+  c = long_f32;
+  c.t = DType::F16;
+  EXPECT_TRUE(fused(c, scores));
+}
+
 // On any device: the cooperative kernels an H100 would run (its canned caps: SPV_KHR
 // opcodes, which only a driver that has them validates), and the same kernels for a device
 // whose fragments only VK_NV_cooperative_matrix lists: SPV_NV opcodes, validated here (bf16
@@ -271,11 +322,12 @@ TEST(Attention, CooperativeKernelsForNvidiaValidate) {
                    std::to_string(c.dv) + " " + ir::dtype_name(t));
       ir::Graph low = attention_graph(c);
       passes::PassManager(passes::default_pipeline(), codegen::kernel_bounds(khr)).run(low);
-      const ir::Node* kernel = nullptr;
-      for (const auto& n : low.nodes)
-        if (n.op == "kernel" && n.regions.count("body"))
-          for (const auto& b : n.regions.at("body")->nodes)
-            if (b.op == "attention") kernel = &n;
+      const ir::Node* kernel = attention_kernel(low);
+      // Long unmasked f32 attention runs as products (NvidiaRunsLongUnmaskedF32AttentionUnfused).
+      if (t == DType::F32 && c.sk >= 512 && !c.mask && !c.bias && !c.causal) {
+        EXPECT_EQ(kernel, nullptr);
+        continue;
+      }
       ASSERT_NE(kernel, nullptr);
       for (bool nv : {false, true}) {
         const auto kb = codegen::compile_kernel(*kernel, low, nv ? nv_only : khr);

@@ -775,7 +775,7 @@ TEST(InterpAttention, FuseAttentionKeepsTheLitGraphsBits) {
     ASSERT_EQ(want.size(), got.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].data == got[i].data) << "output " << i;
   }
-  EXPECT_EQ(graphs.size(), 20u);
+  EXPECT_EQ(graphs.size(), 21u);
   EXPECT_EQ(attentions, 21);
 }
 

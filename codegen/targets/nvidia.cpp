@@ -33,9 +33,17 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // would each round to 16 bits; f32 at a reduced precision takes them too where the
 // operands are graph inputs, which a split would hide behind reshapes. Without the SM count
 // (a driver without VK_NV_shader_sm_builtins) dots stay whole. docs/tuning.md, "Split-K".
+//
+// Unmasked f32 attention over 512 keys or more runs as two products and a row softmax,
+// which outrun the fused SIMT kernel there (twice as fast at head dim 128), where its
+// scores fit one buffer and a 32nd of the heap; masked and causal attention, and shorter
+// sequences, stay fused. docs/tuning.md, "Attention".
 passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   passes::KernelBounds b = kernel_bounds_generic(caps);
   b.max_code = 100000;
+  b.separate_attention_keys = 512;
+  b.separate_attention_bytes = int64_t(std::min({caps.max_storage_buffer_range, caps.max_memory_allocation_bytes,
+                                                 caps.max_heap_bytes / 32}));
   if (caps.compute_units) {
     b.dot_tile = 128;
     b.dot_min_tiles = caps.compute_units;
