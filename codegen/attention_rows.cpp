@@ -1,6 +1,7 @@
 // What both attention kernels share (attention_rows.h): operands, score rules, online softmax.
 #include "codegen/attention_rows.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/attention.h"
@@ -24,8 +25,16 @@ AttentionRows::AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitte
 
 AttentionRows::RowTile AttentionRows::row_tile(Id p, uint32_t rows) {
   RowTile t;
-  t.bt = u(spv::OpUDiv, p, c(row_tiles(rows)));
-  t.q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles(rows))), c(rows));
+  if (a.causal) {
+    // Later rows keep more keys: their tiles go first, every batch element's last row tile
+    // before any one's second last, so that the last workgroups to start are the shortest.
+    const int64_t elements = std::max<int64_t>(ir::num_elements(batch), 1);
+    t.bt = u(spv::OpUMod, p, c(elements));
+    t.q0 = u(spv::OpIMul, u(spv::OpISub, c(row_tiles(rows) - 1), u(spv::OpUDiv, p, c(elements))), c(rows));
+  } else {
+    t.bt = u(spv::OpUDiv, p, c(row_tiles(rows)));
+    t.q0 = u(spv::OpIMul, u(spv::OpUMod, p, c(row_tiles(rows))), c(rows));
+  }
   t.bd = e.split(t.bt, batch);
   return t;
 }

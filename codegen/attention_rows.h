@@ -17,7 +17,7 @@ class AttentionRows : public matmul::U32Ops {
   AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitter& em);
 
   // Tiles of `rows` query rows over all batch elements; tile p's batch element (flat and as
-  // dims) and first row.
+  // dims) and first row: row tiles in order, or under a causal mask the last ones first.
   int64_t tiles(uint32_t rows) const { return ir::num_elements(batch) * row_tiles(rows); }
   struct RowTile {
     Id bt, q0;
