@@ -386,7 +386,7 @@ class Matcher {
   // (KernelBounds::separate_attention_keys).
   bool separate(const Match& m) const {
     const int64_t keys = bounds_.separate_attention_keys;
-    return t_ == DType::F32 && keys > 0 && scores_.back() >= keys && !m.mask && !m.bias && !m.attrs.contains("masked") &&
+    return t_ == DType::F32 && keys > 0 && scores_.back() >= keys && !m.bias && !m.attrs.contains("masked") &&
            ir::num_elements(scores_) * 4 <= bounds_.separate_attention_bytes;
   }
 

@@ -140,7 +140,8 @@ bool fuses(const Case& c) {
   caps.vendor_id = 0x10DE;
   const auto bounds = codegen::kernel_bounds(caps);
   const int64_t bytes = c.t == DType::F64 ? 8 : 4;
-  const bool separate = c.t == DType::F32 && c.sk >= bounds.separate_attention_keys && !c.mask && !c.bias && !c.causal;
+  const bool separate = c.t == DType::F32 && bounds.separate_attention_keys > 0 && c.sk >= bounds.separate_attention_keys &&
+                        !c.mask && !c.bias && !c.causal;
   return std::max(c.d, c.dv) * bytes <= bounds.attention_row_bytes && size_t(4 + c.mask + c.bias) <= bounds.max_bindings &&
          !separate;
 }
@@ -324,7 +325,7 @@ TEST(Attention, CooperativeKernelsForNvidiaValidate) {
       passes::PassManager(passes::default_pipeline(), codegen::kernel_bounds(khr)).run(low);
       const ir::Node* kernel = attention_kernel(low);
       // Long unmasked f32 attention runs as products (NvidiaRunsLongUnmaskedF32AttentionUnfused).
-      if (t == DType::F32 && c.sk >= 512 && !c.mask && !c.bias && !c.causal) {
+      if (t == DType::F32 && c.sk >= codegen::kernel_bounds(khr).separate_attention_keys && !c.mask && !c.bias && !c.causal) {
         EXPECT_EQ(kernel, nullptr);
         continue;
       }
