@@ -131,6 +131,14 @@ ir::Literal random_literal(const ir::TensorType& type, std::mt19937& rng, double
 // graph rounds each to the type, so they differ by a few of the type's ulp.
 double tolerance(DType t) { return t == DType::F16 ? 4e-3 : t == DType::BF16 ? 3e-2 : 3e-5; }
 
+// Whether `bounds` leave this attention to products and a row softmax: unmasked f32 over
+// separate_attention_keys or more (NvidiaRunsLongUnmaskedF32AttentionUnfused; the cases
+// here stay within separate_attention_bytes).
+bool runs_as_products(const Case& c, const passes::KernelBounds& bounds) {
+  return c.t == DType::F32 && bounds.separate_attention_keys > 0 && c.sk >= bounds.separate_attention_keys && !c.mask &&
+         !c.bias && !c.causal;
+}
+
 // Whether fuse-attention forms the node for this device under NVIDIA's code path: its rows
 // within the kernel's shared memory, its operands and result within the buffers a kernel
 // may bind (a profile such as vulkan-minimum allows 4: mask and bias then leave it unfused),
@@ -140,10 +148,8 @@ bool fuses(const Case& c) {
   caps.vendor_id = 0x10DE;
   const auto bounds = codegen::kernel_bounds(caps);
   const int64_t bytes = c.t == DType::F64 ? 8 : 4;
-  const bool separate = c.t == DType::F32 && bounds.separate_attention_keys > 0 && c.sk >= bounds.separate_attention_keys &&
-                        !c.mask && !c.bias && !c.causal;
   return std::max(c.d, c.dv) * bytes <= bounds.attention_row_bytes && size_t(4 + c.mask + c.bias) <= bounds.max_bindings &&
-         !separate;
+         !runs_as_products(c, bounds);
 }
 
 void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& edit = {}) {
@@ -325,7 +331,7 @@ TEST(Attention, CooperativeKernelsForNvidiaValidate) {
       passes::PassManager(passes::default_pipeline(), codegen::kernel_bounds(khr)).run(low);
       const ir::Node* kernel = attention_kernel(low);
       // Long unmasked f32 attention runs as products (NvidiaRunsLongUnmaskedF32AttentionUnfused).
-      if (t == DType::F32 && c.sk >= codegen::kernel_bounds(khr).separate_attention_keys && !c.mask && !c.bias && !c.causal) {
+      if (runs_as_products(c, codegen::kernel_bounds(khr))) {
         EXPECT_EQ(kernel, nullptr);
         continue;
       }
