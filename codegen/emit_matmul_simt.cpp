@@ -1,5 +1,6 @@
 // The SIMT tiles (emit_matmul, matmul.h): register tiles per invocation, fed from slices
 // staged through shared memory, from a subgroup's broadcast rows, or directly from memory.
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -209,11 +210,24 @@ Values SimtKernel::k_loop(const Tile& at) {
 void SimtKernel::emit_tile(Id p, const BufferRef& output) {
   const Tile at = pr.tile(e, p);
   const Values acc = k_loop(at);
+  // Edge tiles test a row once and a run of columns once, not every element: a test per
+  // element kept enough values live to push the 128x128 tiles past 128 registers, one
+  // workgroup per SM instead of two (docs/tuning.md, "Edge tiles' stores").
+  const uint32_t L = t.thread_n % R == 0 ? R : 1;
+  const bool row_guard = M % t.m != 0, col_guard = pr.N % t.n != 0, whole_runs = pr.N % L == 0;
+  auto guarded = [&](bool guard, Id x, int64_t bound, const std::function<void()>& body) {
+    if (guard) b.if_then(less(x, bound), body);
+    else body();
+  };
   for (uint32_t i = 0; i < t.thread_m; ++i)
-    for (uint32_t j = 0; j < t.thread_n; ++j) {
-      Id r = row(at, i), q = col(at, j);
-      pr.store(e, output, at.batch, r, q, acc[i * t.thread_n + j]);
-    }
+    guarded(row_guard, row(at, i), M, [&] {
+      for (uint32_t j0 = 0; j0 < t.thread_n; j0 += L)
+        guarded(col_guard && whole_runs, col(at, j0), pr.N, [&] {
+          for (uint32_t j = j0; j < j0 + L; ++j)
+            guarded(col_guard && !whole_runs, col(at, j), pr.N,
+                    [&] { pr.store_inside(e, output, at.batch, row(at, i), col(at, j), acc[i * t.thread_n + j]); });
+        });
+    });
 }
 
 }  // namespace matmul

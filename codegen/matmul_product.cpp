@@ -250,25 +250,26 @@ Product::Tile Product::tile(Emitter& e, Id p) const {
   return {u(spv::OpUDiv, p, tiles_m * tiles_n), u(spv::OpIMul, tm, t.m), u(spv::OpIMul, tn, t.n)};
 }
 
-void Product::store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const {
-  spirv::Builder& b = e.b;
-  auto u = [&](spv::Op op, Id x, Id y) { return b.op(op, e.u32(), {x, y}); };
+void Product::store_inside(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const {
+  auto u = [&](spv::Op op, Id x, Id y) { return e.b.op(op, e.u32(), {x, y}); };
   auto c = [&](int64_t v) { return e.u32c(uint64_t(v)); };
-  auto at = [&] {
-    Index idx;
-    idx.shape = dot.type().shape;
-    idx.dims = e.split(batch, batch_extents);
-    for (Id x : e.split(row, A.free_extents)) idx.dims.push_back(x);
-    for (Id x : e.split(col, B.free_extents)) idx.dims.push_back(x);
-    idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, batch, c(M)), row), c(N)), col);
-    e.provide(dot, idx, e.dot_result(dot, acc));
-    e.store(output, idx.linear, e.value(body.node(body.outputs.at(0)), idx));
-  };
+  Index idx;
+  idx.shape = dot.type().shape;
+  idx.dims = e.split(batch, batch_extents);
+  for (Id x : e.split(row, A.free_extents)) idx.dims.push_back(x);
+  for (Id x : e.split(col, B.free_extents)) idx.dims.push_back(x);
+  idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, batch, c(M)), row), c(N)), col);
+  e.provide(dot, idx, e.dot_result(dot, acc));
+  e.store(output, idx.linear, e.value(body.node(body.outputs.at(0)), idx));
+}
+
+void Product::store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const {
+  auto at = [&] { store_inside(e, output, batch, row, col, acc); };
   std::vector<Id> guards;
-  if (M % t.m) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {row, c(M)}));
-  if (N % t.n) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {col, c(N)}));
+  if (M % t.m) guards.push_back(e.b.op(spv::OpULessThan, e.boolean(), {row, e.u32c(uint64_t(M))}));
+  if (N % t.n) guards.push_back(e.b.op(spv::OpULessThan, e.boolean(), {col, e.u32c(uint64_t(N))}));
   if (guards.empty()) at();
-  else b.if_then(e.all_true(guards), at);
+  else e.b.if_then(e.all_true(guards), at);
 }
 
 }  // namespace matmul

@@ -126,8 +126,10 @@ struct Product {
   Tile tile(Emitter& e, Id p) const;
 
   // Computes the body's output at (batch, row, col) from the dot's accumulator there and
-  // stores it, where the position lies inside the output.
+  // stores it, where the position lies inside the output (store) or where the caller has
+  // tested that it does (store_inside).
   void store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
+  void store_inside(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
 };
 
 }  // namespace nxv::codegen::matmul

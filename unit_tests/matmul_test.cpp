@@ -175,6 +175,11 @@ std::vector<Case> cases() {
   cs.push_back({1, 1540, 20, 1540, DType::F32});
   cs.push_back({1, 1030, 20, 2100, DType::F32, false, false, true});
   cs.push_back({1, 1540, 20, 1540, DType::F32, false, false, false, std::nullopt, false, true});
+  // Edge tiles' stores, tested per row and per run of columns (a convolution's 784 windows
+  // per image), or per element where the columns are not whole runs, with an epilogue.
+  cs.push_back({2, 256, 40, 784, DType::F32});
+  cs.push_back({1, 130, 24, 786, DType::F32, false, false, true});
+  cs.push_back({3, 250, 16, 1030, DType::F32, false, true, true});
   // Operands read as vectors (rows multiples of 4 or 2) whose tiles and k-steps overrun them.
   cs.push_back({1, 128, 36, 132, DType::F32});
   cs.push_back({1, 130, 34, 66, DType::F64});
