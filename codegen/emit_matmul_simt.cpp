@@ -213,19 +213,19 @@ void SimtKernel::emit_tile(Id p, const BufferRef& output) {
   // Edge tiles test a row once and a run of columns once, not every element: a test per
   // element kept enough values live to push the 128x128 tiles past 128 registers, one
   // workgroup per SM instead of two (docs/tuning.md, "Edge tiles' stores").
-  const uint32_t L = t.thread_n % R == 0 ? R : 1;
-  const bool row_guard = M % t.m != 0, col_guard = pr.N % t.n != 0, whole_runs = pr.N % L == 0;
+  // A run lies wholly inside or outside where the columns are whole runs; else each column
+  // is a run of its own.
+  const uint32_t L = t.thread_n % R == 0 && pr.N % R == 0 ? R : 1;
   auto guarded = [&](bool guard, Id x, int64_t bound, const std::function<void()>& body) {
     if (guard) b.if_then(less(x, bound), body);
     else body();
   };
   for (uint32_t i = 0; i < t.thread_m; ++i)
-    guarded(row_guard, row(at, i), M, [&] {
+    guarded(M % t.m != 0, row(at, i), M, [&] {
       for (uint32_t j0 = 0; j0 < t.thread_n; j0 += L)
-        guarded(col_guard && whole_runs, col(at, j0), pr.N, [&] {
+        guarded(pr.N % t.n != 0, col(at, j0), pr.N, [&] {
           for (uint32_t j = j0; j < j0 + L; ++j)
-            guarded(col_guard && !whole_runs, col(at, j), pr.N,
-                    [&] { pr.store_inside(e, output, at.batch, row(at, i), col(at, j), acc[i * t.thread_n + j]); });
+            pr.store_inside(e, output, at.batch, row(at, i), col(at, j), acc[i * t.thread_n + j]);
         });
     });
 }
