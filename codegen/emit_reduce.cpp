@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "codegen/emitter.h"
+#include "codegen/soft_f64_sum.h"
 
 namespace nxv::codegen {
 
@@ -101,16 +102,36 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   for (auto a : axes) extents.push_back(in[a]);
   const DType at = op == "sum" || op == "product" ? compute_type(t) : t;
   Id rt = reg_type(at);
-  auto merge = [&](Id a, Id v) { return reduce_step(op, t, at, a, v); };
-  Fold f;
-  f.types = {rt};
-  f.init = {reduce_identity(op, t, at)};
-  f.count = ir::num_elements(extents);
-  f.step = [&](const Values& acc, Id counter) {
+  // The operand at position `counter` of the reduced index space.
+  auto operand = [&](Id counter) {
     auto rd = split(counter, extents);
     std::vector<Id> d = base;
     for (size_t j = 0; j < axes.size(); ++j) d[axes[j]] = rd[j];
-    Id v = value(x, index_from_dims(in, d));
+    return value(x, index_from_dims(in, d));
+  };
+  Fold f;
+  f.count = ir::num_elements(extents);
+  if (op == "sum" && at == DType::F64 && b.emulated(rt)) {
+    // Emulated f64 sums add into a wide accumulator and round once (soft_f64_sum.h): at
+    // least as accurate as a sum rounded per element, at a third of its instructions.
+    Soft64 s(b);
+    f.types.assign(soft::WideSum::kValues, u32());
+    f.init = soft::wide_sum_zero(s).values();
+    f.step = [&](const Values& acc, Id counter) {
+      Id v = b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), xt, at)});
+      return soft::wide_sum_add(s, soft::WideSum::of(acc), v).values();
+    };
+    f.combine = [&](const Values& a, const Values& c) {
+      return soft::wide_sum_combine(s, soft::WideSum::of(a), soft::WideSum::of(c)).values();
+    };
+    Id r = b.op(spv::OpBitcast, rt, {soft::wide_sum_round(s, soft::WideSum::of(fold(out, f)))});
+    return normalize(convert(r, at, t), t);
+  }
+  auto merge = [&](Id a, Id v) { return reduce_step(op, t, at, a, v); };
+  f.types = {rt};
+  f.init = {reduce_identity(op, t, at)};
+  f.step = [&](const Values& acc, Id counter) {
+    Id v = operand(counter);
     // all/any test the operand itself; the others fold it converted to the result type.
     return Values{merge(acc[0], op == "all" || op == "any" ? from_bool(to_bool(v, xt), t) : convert(v, xt, at))};
   };

@@ -245,6 +245,7 @@ class Emitter {
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);
   std::vector<Id> fold_share(const Fold& f, uint32_t reducers);
+  std::vector<Id> butterflies(const Fold& f, std::vector<Id> partial, uint32_t lanes);
   std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);
   std::vector<Id> combine_in_tree(const Fold& f, const std::vector<Id>& partial);
   // Slot `slot` (one array per type and slot) of shared memory at index.

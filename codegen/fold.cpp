@@ -105,24 +105,37 @@ Id Emitter::slot_pointer(Id type, size_t slot, Id index) {
   return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, type), {shared_array(type, slot, b.type_bytes(type)), index});
 }
 
-// One output per workgroup: butterflies within each subgroup leave its total in every lane;
-// lane 0 of each subgroup publishes it, and every invocation combines the few totals: two
-// barriers instead of one per halving.
-Values Emitter::combine_in_subgroups(const Fold& f, Values partial) {
-  const uint32_t sg = caps.subgroup_size;
+// Butterflies over the lanes `lanes` apart and nearer: each lane ends with the combination
+// of its aligned block of 2 * lanes.
+Values Emitter::butterflies(const Fold& f, Values partial, uint32_t lanes) {
   b.capability(spv::CapabilityGroupNonUniform);
   b.capability(spv::CapabilityGroupNonUniformShuffle);
-  for (uint32_t off = sg / 2; off > 0; off /= 2) {
+  for (uint32_t off = lanes; off > 0; off /= 2) {
     Values other;
     for (size_t i = 0; i < partial.size(); ++i)
       other.push_back(b.op_in_place(spv::OpGroupNonUniformShuffleXor, f.types[i], {u32c(spv::ScopeSubgroup), partial[i], u32c(off)}));
     partial = f.combine(partial, other);
   }
-  Id lane0 = b.op(spv::OpIEqual, boolean(), {b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId), u32c(0)});
-  b.if_then(lane0, [&] { store_slots(f.types, b.builtin_u32(spv::BuiltInSubgroupId), partial); });
+  return partial;
+}
+
+// One output per workgroup: butterflies within each subgroup leave its total in every lane;
+// lane 0 of each subgroup publishes it, and every subgroup combines the few totals by
+// butterflies again (lane i taking total i mod their count), or, where the totals outnumber
+// the lanes, every invocation combines them in turn: two barriers instead of one per halving.
+Values Emitter::combine_in_subgroups(const Fold& f, Values partial) {
+  const uint32_t sg = caps.subgroup_size, totals = coop_->size / sg;
+  partial = butterflies(f, partial, sg / 2);
+  Id lane = b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId);
+  b.if_then(b.op(spv::OpIEqual, boolean(), {lane, u32c(0)}), [&] { store_slots(f.types, b.builtin_u32(spv::BuiltInSubgroupId), partial); });
   b.workgroup_barrier();
-  Values result = load_slots(f.types, u32c(0));
-  for (uint32_t k = 1; k < coop_->size / sg; ++k) result = f.combine(result, load_slots(f.types, u32c(k)));
+  Values result;
+  if (totals <= sg) {
+    result = butterflies(f, load_slots(f.types, b.op(spv::OpBitwiseAnd, u32(), {lane, u32c(totals - 1)})), totals / 2);
+  } else {
+    result = load_slots(f.types, u32c(0));
+    for (uint32_t k = 1; k < totals; ++k) result = f.combine(result, load_slots(f.types, u32c(k)));
+  }
   b.workgroup_barrier();  // the arrays are reused by the next fold
   return result;
 }

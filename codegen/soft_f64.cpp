@@ -56,14 +56,6 @@ Id product_specials(Soft64& s, Id a, Id b, bool quotient, Id sign, Id r) {
   return s.pair(s.select32(s.either(big, small), s.c(0), s.lo(r)), high);
 }
 
-// A 128-bit value, for fma's exact sum.
-using Words4 = Words<4>;
-
-Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {
-  return {s.select32(cond, x[0], y[0]), s.select32(cond, x[1], y[1]), s.select32(cond, x[2], y[2]),
-          s.select32(cond, x[3], y[3])};
-}
-
 // x >> dist with the bits shifted out jammed into bit 0, dist any u32, for x below 2^127
 // (so that 127 places leave just the sticky bit, as any more would).
 Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
@@ -90,29 +82,6 @@ Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
   Id lost = s.op(spv::OpBitwiseOr, {below, low_bits_up(from[0])});
   r[0] = s.op(spv::OpBitwiseOr, {r[0], s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
   return r;
-}
-
-// The top 64 bits of x shifted left until its leading 1 is at bit 127, with the bits below
-// jammed into bit 0, and the shift: a significand for round_pack (k 11). For x = 0, 0.
-std::pair<Id, Id> normalize4(Soft64& s, Words4 x) {
-  Id zero = s.c(0);
-  Id high_zero = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {x[3], x[2]}), zero});
-  x = select4(s, high_zero, {zero, zero, x[0], x[1]}, x);
-  // 63 - msb: 64 for x = 0 (msb 0xffffffff), which shifts 0 by 32 places and 0 more.
-  Id left = s.op(spv::OpISub, {s.c(63), i64_find_msb(s, s.pair(x[2], x[3]))});
-  Id m = s.op(spv::OpBitwiseAnd, {left, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
-  Id odd = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {left, s.c(32)}), zero});
-  Id w3 = s.select32(odd, x[2], x[3]), w2 = s.select32(odd, x[1], x[2]), w1 = s.select32(odd, x[0], x[1]);
-  Id w0 = s.select32(odd, zero, x[0]);
-  // w << m with the next word's top m bits ((v >> 1) >> (31 - m): none for m = 0).
-  auto up = [&](Id w, Id next) {
-    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {next, s.c(1)}), rest});
-    return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w, m}), in});
-  };
-  Id lost = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w1, m}), w0});
-  Id low = s.op(spv::OpBitwiseOr, {up(w2, w1), s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
-  Id shift = s.op(spv::OpIAdd, {left, s.select32(high_zero, s.c(64), zero)});
-  return {s.pair(low, up(w3, w2)), shift};
 }
 
 // a b + c rounded once, for a nonzero finite product and a finite c (zero where zero_c);

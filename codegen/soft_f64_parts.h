@@ -108,6 +108,13 @@ Words<N> negate_words_if(Soft64& s, const Words<N>& x, Id mask, Id carry) {
   return r;
 }
 
+// 128-bit values: fma's exact sums, the wide sums' accumulators.
+using Words4 = Words<4>;
+Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y);
+// The top 64 bits of x shifted left until its leading 1 is at bit 127, with the bits below
+// jammed into bit 0, and the shift: a significand for round_pack (k 11). For x = 0, 0.
+std::pair<Id, Id> normalize4(Soft64& s, Words4 x);
+
 // The full 128-bit product of two uvec2s, as its high and low uvec2.
 struct Wide {
   Id hi, lo;

@@ -1,0 +1,181 @@
+// soft_f64_sum.h's wide accumulator: an element's significand shifted into place, added with
+// its sign as a 128-bit integer, and one rounding at the end.
+#include "codegen/soft_f64_sum.h"
+
+namespace nxv::codegen::soft {
+
+namespace {
+
+// (w << 1) << (31 - r): w's low r bits at the top of a word, 0 for r = 0 (no shift by 32).
+Id low_bits_up(Soft64& s, Id w, Id rest) {
+  return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest});
+}
+
+// x >> dist, arithmetic (rounding toward -inf), dist any u32.
+Words4 shift_right_arithmetic4(Soft64& s, const Words4& x, Id dist) {
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(127)});
+  Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
+  Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
+  Id sx = s.op(spv::OpShiftRightArithmetic, {x[3], s.c(31)});
+  const Id w[7] = {x[0], x[1], x[2], x[3], sx, sx, sx};
+  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
+  Id q2 = s.test(spv::OpIEqual, {q, s.c(2)});
+  // The word q places up from word j.
+  auto from = [&](int j) {
+    return s.select32(q0, w[j], s.select32(q1, w[j + 1], s.select32(q2, w[j + 2], w[j + 3])));
+  };
+  Id src[5] = {from(0), from(1), from(2), from(3), sx};
+  Words4 out;
+  for (int j = 0; j < 4; ++j)
+    out[j] = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src[j], r}), low_bits_up(s, src[j + 1], rest)});
+  return out;
+}
+
+// x << dist for dist below 128, bits past bit 127 dropped.
+Words4 shift_left4(Soft64& s, const Words4& x, Id dist) {
+  Id r = s.op(spv::OpBitwiseAnd, {dist, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
+  Id q = s.op(spv::OpShiftRightLogical, {dist, s.c(5)});
+  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
+  Id q2 = s.test(spv::OpIEqual, {q, s.c(2)});
+  const Id zero = s.c(0);
+  const Id w[7] = {zero, zero, zero, x[0], x[1], x[2], x[3]};
+  // The word q places down from word j (w is x offset by 3).
+  auto from = [&](int j) {
+    return s.select32(q0, w[j + 3], s.select32(q1, w[j + 2], s.select32(q2, w[j + 1], w[j])));
+  };
+  Words4 out;
+  Id below = zero;
+  for (int j = 0; j < 4; ++j) {
+    Id src = from(j);
+    // (below >> 1) >> (31 - r): the word under's top r bits, none for r = 0.
+    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {below, s.c(1)}), rest});
+    out[j] = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {src, r}), in});
+    below = src;
+  }
+  return out;
+}
+
+// Whether |m| is below about 2^64 (its two high words are its sign's): 2^-20 of an element
+// at acc's exponent, after a cancellation.
+Id small(Soft64& s, const Words4& m) {
+  Id sx = s.op(spv::OpShiftRightArithmetic, {m[3], s.c(31)});
+  Id high = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseXor, {m[3], sx}), s.op(spv::OpBitwiseXor, {m[2], sx})});
+  return s.test(spv::OpIEqual, {high, s.c(0)});
+}
+
+// acc on the lowest exponent (1 at least) at which |m| keeps 86 bits, so that the elements
+// added next are not cut short on the exponent of a larger sum that cancelled: exponent 1
+// for 0. For code in a branch: its first instruction is made in place.
+WideSum normalized(Soft64& s, const WideSum& acc) {
+  Id sx = s.b.op_in_place(spv::OpShiftRightArithmetic, s.u32, {acc.m[3], s.c(31)});
+  // The bit length of m ^ sx (that of |m|, or one less for a negative power of 2).
+  Words4 mag;
+  for (int i = 0; i < 4; ++i) mag[i] = s.op(spv::OpBitwiseXor, {acc.m[i], sx});
+  Id length = s.c(0);
+  for (int i = 0; i < 4; ++i) {
+    Id msb = s.b.ext(GLSLstd450FindUMsb, s.u32, {mag[i]});
+    length = s.select32(s.test(spv::OpINotEqual, {mag[i], s.c(0)}), s.op(spv::OpIAdd, {msb, s.c(uint32_t(32 * i + 1))}), length);
+  }
+  Id room = s.select32(s.test(spv::OpIEqual, {length, s.c(0)}), s.c(0xffff),
+                       s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {length, s.c(86)}), length}));
+  Id up = s.b.ext(GLSLstd450UMin, s.u32, {room, s.op(spv::OpISub, {acc.exp, s.c(1)})});
+  return {s.op(spv::OpISub, {acc.exp, up}), shift_left4(s, acc.m, s.b.ext(GLSLstd450UMin, s.u32, {up, s.c(127)})), acc.flags};
+}
+
+}  // namespace
+
+std::vector<Id> WideSum::values() const { return {exp, m[0], m[1], m[2], m[3], flags}; }
+WideSum WideSum::of(const std::vector<Id>& v) { return {v.at(0), {v.at(1), v.at(2), v.at(3), v.at(4)}, v.at(5)}; }
+
+WideSum wide_sum_zero(Soft64& s) { return {s.c(1), {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0)}; }
+
+WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
+  Id hi = s.hi(x), lo = s.lo(x);
+  Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
+  Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
+  Id sign = s.op(spv::OpShiftRightLogical, {hi, s.c(31)});
+  // An inf or a NaN is a flag, and adds a zero significand at exponent 1.
+  Id special = s.test(spv::OpIEqual, {field, s.c(0x7ff)});
+  Id nan = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {frac_hi, lo}), s.c(0)});
+  Id flag = s.select32(special, s.select32(nan, s.c(4), s.op(spv::OpShiftLeftLogical, {s.c(1), sign})), s.c(0));
+  Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
+  Id sig_hi = s.select32(special, s.c(0), s.op(spv::OpBitwiseOr, {frac_hi, hidden}));
+  Id sig_lo = s.select32(special, s.c(0), lo);
+  Id e = s.select32(special, s.c(1), s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)}));
+
+  // Where the element's exponent exceeds acc's, acc moves to it; where acc has cancelled to
+  // much less than an element at its exponent, it is first normalised. Both are rare after
+  // the first elements: a branch, whose code its first instruction keeps inside.
+  const std::vector<Id> types(5, s.u32);
+  Id grows = s.test(spv::OpUGreaterThan, {e, acc.exp});
+  Id shrinks = s.both(small(s, acc.m), s.test(spv::OpUGreaterThan, {acc.exp, e}));
+  auto moved = s.b.if_else(
+      s.either(grows, shrinks), types,
+      [&] {
+        WideSum n = normalized(s, acc);
+        Id d = s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}), n.exp});
+        Words4 m = shift_right_arithmetic4(s, n.m, d);
+        return std::vector<Id>{s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}), m[0], m[1], m[2], m[3]};
+      },
+      [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3]}; });
+  Id exp = moved[0];
+  const Words4 m{moved[1], moved[2], moved[3], moved[4]};
+
+  // The significand, words (0, lo, hi, 0), shifted right by exp - e (95 or more leave 0).
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {exp, e}), s.c(95)});
+  Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
+  Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
+  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
+  Id src0 = s.select32(q0, s.c(0), s.select32(q1, sig_lo, sig_hi));
+  Id src1 = s.select32(q0, sig_lo, s.select32(q1, sig_hi, s.c(0)));
+  Id src2 = s.select32(q0, sig_hi, s.c(0));
+  Id w0 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), low_bits_up(s, src1, rest)});
+  Id w1 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), low_bits_up(s, src2, rest)});
+  Id w2 = s.op(spv::OpShiftRightLogical, {src2, r});
+  // Added with the element's sign: m + (w ^ mask) + 1 is m - w for mask ~0.
+  Id mask = s.op(spv::OpShiftRightArithmetic, {hi, s.c(31)});
+  Words4 sum = add_words(s, m,
+                         {s.op(spv::OpBitwiseXor, {w0, mask}), s.op(spv::OpBitwiseXor, {w1, mask}),
+                          s.op(spv::OpBitwiseXor, {w2, mask}), mask},
+                         sign);
+  return {exp, sum, s.op(spv::OpBitwiseOr, {acc.flags, flag})};
+}
+
+WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b) {
+  // A cancelled partial of the larger exponent is normalised first (a rare branch), so that
+  // the other is not cut short on its exponent.
+  const std::vector<Id> types(10, s.u32);
+  Id a_small = s.both(small(s, a.m), s.test(spv::OpUGreaterThan, {a.exp, b.exp}));
+  Id b_small = s.both(small(s, b.m), s.test(spv::OpUGreaterThan, {b.exp, a.exp}));
+  auto both = s.b.if_else(
+      s.either(a_small, b_small), types,
+      [&] {
+        auto v = normalized(s, a).values(), w = normalized(s, b).values();
+        v.pop_back(), w.pop_back();
+        v.insert(v.end(), w.begin(), w.end());
+        return v;
+      },
+      [&] { return std::vector<Id>{a.exp, a.m[0], a.m[1], a.m[2], a.m[3], b.exp, b.m[0], b.m[1], b.m[2], b.m[3]}; });
+  const WideSum x{both[0], {both[1], both[2], both[3], both[4]}, a.flags}, y{both[5], {both[6], both[7], both[8], both[9]}, b.flags};
+  Id swap = s.test(spv::OpUGreaterThan, {y.exp, x.exp});
+  Id exp = s.select32(swap, y.exp, x.exp);
+  Words4 big = select4(s, swap, y.m, x.m), small_m = select4(s, swap, x.m, y.m);
+  Id d = s.op(spv::OpISub, {exp, s.select32(swap, x.exp, y.exp)});
+  return {exp, add_words(s, big, shift_right_arithmetic4(s, small_m, d)), s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
+}
+
+Id wide_sum_round(Soft64& s, const WideSum& acc) {
+  Id mask = s.op(spv::OpShiftRightArithmetic, {acc.m[3], s.c(31)});
+  Id negative = s.test(spv::OpINotEqual, {mask, s.c(0)});
+  auto [sig, shift] = normalize4(s, negate_words_if(s, acc.m, mask, s.bit(negative)));
+  // m * 2^(exp - 1107) = sig * 2^(exp + 42 - shift - 1085): round_pack's exponent at k = 11.
+  Id exp = s.op(spv::OpISub, {s.op(spv::OpIAdd, {acc.exp, s.c(42)}), shift});
+  Id r = round_pack(s, s.select32(negative, s.c(0x80000000u), s.c(0)), exp, sig, 11);
+  Id f = acc.flags;
+  Id nan = s.either(s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseAnd, {f, s.c(4)}), s.c(0)}),
+                    s.test(spv::OpIEqual, {f, s.c(3)}));
+  Id inf = f64_signed_inf(s, s.op(spv::OpShiftLeftLogical, {s.op(spv::OpBitwiseAnd, {f, s.c(2)}), s.c(30)}));
+  return s.select(nan, f64_default_nan(s), s.select(s.test(spv::OpINotEqual, {f, s.c(0)}), inf, r));
+}
+
+}  // namespace nxv::codegen::soft

@@ -1,0 +1,39 @@
+// Emulated f64 sums in a wide accumulator: elements are added into a 128-bit fixed-point
+// significand, exactly down to 32 bits below the largest element's last place, and the total
+// is rounded to f64 once, where soft_f64.h's add would round (at 135 instructions) per element.
+#pragma once
+
+#include <vector>
+
+#include "codegen/soft_f64_parts.h"
+
+namespace nxv::codegen::soft {
+
+// A partial sum worth m * 2^(exp - 1107): m a two's complement 128-bit integer, exp an f64
+// exponent field (1 or more; past 0x7fe once the sum leaves f64's range). An element of
+// exponent field e has its last place at 2^(e - 1075), 32 bits above m's where e = exp.
+// flags: the specials seen, bit 0 +inf, bit 1 -inf, bit 2 NaN.
+struct WideSum {
+  Id exp;
+  Words4 m;
+  Id flags;
+
+  // As a fold's u32 values, and back.
+  static constexpr size_t kValues = 6;
+  std::vector<Id> values() const;
+  static WideSum of(const std::vector<Id>& v);
+};
+
+// The empty sum (+0).
+WideSum wide_sum_zero(Soft64& s);
+// acc + x, for an f64 uvec2 x. An element whose exponent exceeds acc's moves acc down to it
+// (a branch: rare after the first elements). Bits more than 32 places below the larger
+// exponent's last place are dropped; m stays below 2^117 for up to 2^32 elements.
+WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x);
+// Two partial sums' total, on the larger exponent.
+WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b);
+// The total rounded to the nearest f64 (ties to even): NaN where a NaN, or both infinities,
+// were added; ±inf where one was, or where the sum overflows; +0 for an exact zero.
+Id wide_sum_round(Soft64& s, const WideSum& acc);
+
+}  // namespace nxv::codegen::soft

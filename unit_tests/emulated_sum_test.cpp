@@ -1,0 +1,185 @@
+// Emulated f64 sums (codegen/soft_f64_sum.h) against the exact total rounded once, computed on
+// the host by Shewchuk's partials (Python's math.fsum), at 600 to 10^6 elements, with the
+// special values and overflow as Nx's f64 gives them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ir/json.h"
+#include "ir/literal.h"
+#include "runtime/runtime.h"
+
+namespace nxv::runtime {
+namespace {
+
+using ir::DType;
+
+// The exact sum of xs rounded to the nearest double (ties to even), for finite xs whose
+// partial sums stay finite: Shewchuk's non-overlapping partials, summed from the top with
+// the half-way correction of CPython's math.fsum.
+double exact_sum(const std::vector<double>& xs) {
+  std::vector<double> p;
+  for (double x : xs) {
+    size_t i = 0;
+    for (double y : p) {
+      if (std::fabs(x) < std::fabs(y)) std::swap(x, y);
+      const double hi = x + y, lo = y - (hi - x);
+      if (lo != 0) p[i++] = lo;
+      x = hi;
+    }
+    p.resize(i);
+    p.push_back(x);
+  }
+  if (p.empty()) return 0;
+  size_t n = p.size();
+  double hi = p[--n], lo = 0;
+  while (n > 0) {
+    const double x = hi, y = p[--n];
+    hi = x + y;
+    lo = y - (hi - x);
+    if (lo != 0) break;
+  }
+  if (n > 0 && ((lo < 0 && p[n - 1] < 0) || (lo > 0 && p[n - 1] > 0))) {
+    const double y = lo * 2, x = hi + y;
+    if (y == x - hi) hi = x;
+  }
+  return hi;
+}
+
+std::shared_ptr<Device> device(const std::string& emulate) {
+  RuntimeOptions o;
+  o.emulate = emulate;
+  o.profile = "none";
+  return Device::open(o);
+}
+
+// The sum over axis 1 of a rows x cols f64 array (whole rows: one fold each), or over
+// everything (split across kernels where long).
+ir::Graph sum_graph(int64_t rows, int64_t cols, bool rows_only) {
+  const std::string r = std::to_string(rows), c = std::to_string(cols);
+  const std::string attrs = rows_only ? R"({"axes": [1], "keep_axes": false})" : R"({"axes": null, "keep_axes": false})";
+  return ir::parse_graph(R"({"version": 1, "name": "sum", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f64", "shape": [)" + r + ", " + c + R"(], "attrs": {"index": 0}},
+    {"id": 1, "op": "sum", "args": [0], "type": "f64", "shape": )" + (rows_only ? "[" + r + "]" : "[]") +
+                         R"(, "attrs": )" + attrs + R"(}], "outputs": [1]})");
+}
+
+ir::Literal literal(int64_t rows, int64_t cols, const std::vector<double>& v) {
+  ir::Literal l{{DType::F64, {rows, cols}}, std::vector<uint8_t>(v.size() * 8)};
+  std::memcpy(l.data.data(), v.data(), v.size() * 8);
+  return l;
+}
+
+double ulp(double x) { return std::nextafter(std::fabs(x), INFINITY) - std::fabs(x); }
+
+std::string bits(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, 8);
+  char s[64];
+  std::snprintf(s, sizeof s, "%.17g (0x%016llx)", x, (unsigned long long)b);
+  return s;
+}
+
+// Rows of one random kind each, cols elements a row: exponents within 31 of each other, so
+// that every element is added exactly (cancelled totals too) and the total rounds once.
+std::vector<double> rows_within_32_binades(int64_t rows, int64_t cols, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> half(0.5, 1);
+  auto u = [&](std::mt19937_64& g) { return g() % 2 ? half(g) : -half(g); };
+  std::vector<double> v(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    // Mixed signs, positive only, mostly cancelling pairs, subnormals, around f64's largest.
+    const int kind = int(r % 5);
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = std::ldexp(u(rng), int(rng() % 30) - 15);
+      if (kind == 1) x = std::fabs(x);
+      if (kind == 2 && c % 2) x = -v[size_t(r * cols + c - 1)] * (1 + std::ldexp(u(rng), -40));
+      if (kind == 3) x = std::ldexp(x, -1050);
+      if (kind == 4) x = std::ldexp(x, 1008 - int(std::ceil(std::log2(double(cols)))));
+      v[size_t(r * cols + c)] = x;
+    }
+  }
+  return v;
+}
+
+TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
+  auto emulated = device("f64,i64");
+  // Below 65536 a row is one fold (longer ones split: SplitSumsStayWithinAnUlp): a workgroup's
+  // for few long rows, an invocation's loop for many short ones.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{10, 617}, {10, 6007}, {10, 60013}, {3000, 37}}) {
+    const auto v = rows_within_32_binades(rows, cols, unsigned(cols));
+    const ir::Graph g = sum_graph(rows, cols, true);
+    auto exe = Executable::compile(emulated, g);
+    for (const auto& k : exe->kernels()) EXPECT_NE(k.launch.find("emulated"), std::string::npos) << k.launch;
+    const auto got = exe->run_host({literal(rows, cols, v)})[0];
+    for (int64_t r = 0; r < rows; ++r) {
+      const double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols}), mine = ir::get_f64(got, r);
+      EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << cols << " columns, row " << r << ": " << bits(mine) << ", want " << bits(want) << " (kernels: " << exe->kernels().size() << ")";
+    }
+  }
+}
+
+// Exponents over 600 binades: elements more than 32 places below the largest's last place
+// lose their lowest bits, so the total is within an ulp of the exact one rounded.
+TEST(EmulatedSums, RowsOfEveryMagnitudeStayWithinAnUlp) {
+  const int64_t rows = 8, cols = 20011;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(size_t(rows * cols));
+  for (auto& x : v) x = std::ldexp(u(rng), int(rng() % 600) - 300);
+  const auto got = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    const double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols}), mine = ir::get_f64(got, r);
+    EXPECT_LE(std::fabs(mine - want), ulp(want)) << "row " << r << ": " << bits(mine) << ", want " << bits(want);
+  }
+}
+
+// A sum long enough to be split across kernels rounds each part's total once and then
+// their sum: within an ulp for positive elements.
+TEST(EmulatedSums, SplitSumsStayWithinAnUlp) {
+  auto emulated = device("f64,i64");
+  for (int64_t n : {100000, 1000000}) {
+    std::mt19937_64 rng{uint64_t(n)};
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<double> v(static_cast<size_t>(n));
+    for (auto& x : v) x = std::ldexp(u(rng), int(rng() % 20) - 10);
+    auto exe = Executable::compile(emulated, sum_graph(1, n, false));
+    const double want = exact_sum(v), mine = ir::get_f64(exe->run_host({literal(1, n, v)})[0], 0);
+    EXPECT_LE(std::fabs(mine - want), ulp(want)) << n << ": " << bits(mine) << ", want " << bits(want)
+                                                 << " (kernels: " << exe->kernels().size() << ")";
+  }
+}
+
+// Infinities and NaNs as Nx's f64 gives them; a total that leaves f64's range is ±inf, and
+// one that comes back within it is the exact total (per-element rounding could give inf).
+TEST(EmulatedSums, SpecialsAndOverflow) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan(""), max = std::numeric_limits<double>::max();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  struct Case {
+    std::vector<double> row;
+    double want;
+  };
+  const std::vector<Case> cases = {
+      {{1, inf, 2}, inf},          {{1, -inf, 2}, -inf},      {{inf, 3, -inf}, nan},      {{1, nan, inf}, nan},
+      {{max, max, 1}, inf},        {{-max, -max, 1}, -inf},   {{max, max, -max}, max},    {{-0.0, -0.0, -0.0}, 0.0},
+      {{1, -1, 0}, 0.0},           {{tiny, tiny, -tiny}, tiny}, {{max, -max, tiny}, tiny}, {{0x1p-1022, -tiny, 0}, 0x1p-1022 - tiny},
+      {{1, 0x1p-53, 0x1p-53}, 1 + 0x1p-52},  // two halves of the last place: rounded once, not twice to even
+  };
+  const int64_t cols = 3, rows = int64_t(cases.size());
+  std::vector<double> v;
+  for (const auto& c : cases) v.insert(v.end(), c.row.begin(), c.row.end());
+  const auto got = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    const double want = cases[size_t(r)].want, mine = ir::get_f64(got, r);
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(mine)) << "row " << r << ": " << bits(mine);
+    else EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << "row " << r << ": " << bits(mine) << ", want " << bits(want);
+  }
+}
+
+}  // namespace
+}  // namespace nxv::runtime
