@@ -110,8 +110,11 @@ std::vector<double> rows_within_32_binades(int64_t rows, int64_t cols, unsigned 
 TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
   auto emulated = device("f64,i64");
   // Below 65536 a row is one fold (longer ones split: SplitSumsStayWithinAnUlp): a workgroup's
-  // for few long rows, an invocation's loop for many short ones.
-  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{10, 617}, {10, 6007}, {10, 60013}, {3000, 37}}) {
+  // for few long rows, an invocation's loop for many short ones, and for many rows of a few
+  // hundred a workgroup of 64 (whose subgroups' totals, on lavapipe's 8 lanes, combine by
+  // butterflies).
+  for (auto [rows, cols] :
+       std::vector<std::pair<int64_t, int64_t>>{{10, 617}, {10, 6007}, {10, 60013}, {3000, 37}, {8192, 300}}) {
     const auto v = rows_within_32_binades(rows, cols, unsigned(cols));
     const ir::Graph g = sum_graph(rows, cols, true);
     auto exe = Executable::compile(emulated, g);
