@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "codegen/soft_f64.h"
+#include "codegen/soft_f64_sum.h"
 #include "soft_testing.h"
 #include "spirv_testing.h"
 
@@ -49,6 +50,9 @@ size_t routine_size(int operands, const std::function<Id(Soft64&, const std::vec
   return body(true) - body(false);
 }
 
+// A wide sum's accumulator from two uvec2s' words.
+codegen::soft::WideSum wide(Soft64& s, Id a, Id b) { return {s.lo(a), {s.hi(a), s.lo(b), s.hi(b), s.lo(a)}, s.hi(b)}; }
+
 // The emulated routines' sizes, which is what emulated f64 costs a device: printed for the
 // record (bench/results) and held under budgets (a few percent above them) so that a change
 // that grows one shows here.
@@ -89,6 +93,19 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
       {"from s32", 1, 23, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_from_int(s, s.lo(x[0]), 32, true); }},
       {"to s32", 1, 23,
        [](Soft64& s, const std::vector<Id>& x) { return s.pair(soft::f64_to_int(s, x[0], 32, true), s.c(0)); }},
+      // An emulated sum's step (its rare branch included), combination and rounding
+      // (soft_f64_sum.h), on accumulators made of the operands' words.
+      {"sum step", 3, 205,
+       [](Soft64& s, const std::vector<Id>& x) {
+         auto r = soft::wide_sum_add(s, wide(s, x[1], x[2]), x[0]);
+         return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
+       }},
+      {"sum combine", 4, 245,
+       [](Soft64& s, const std::vector<Id>& x) {
+         auto r = soft::wide_sum_combine(s, wide(s, x[0], x[1]), wide(s, x[2], x[3]));
+         return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
+       }},
+      {"sum round", 2, 135, [](Soft64& s, const std::vector<Id>& x) { return soft::wide_sum_round(s, wide(s, x[0], x[1])); }},
   };
   for (const Row& row : rows) {
     const size_t size = routine_size(row.operands, row.routine);
