@@ -51,6 +51,12 @@ class Soft64 {
     return b.op(spv::OpSelect, uvec2, {b.op(spv::OpCompositeConstruct, bvec2, {cond, cond}), x, y});
   }
   Id select32(Id cond, Id x, Id y) { return b.op(spv::OpSelect, u32, {cond, x, y}); }
+  // The bits that cross between words in a shift by m < 32, given rest = 31 - m: SPIR-V
+  // leaves a shift by 32 undefined, so they move in two steps, and are 0 for m = 0.
+  // w's low m bits at the top of a word, (w << 1) << rest; w's high m bits at the bottom,
+  // (w >> 1) >> rest.
+  Id low_bits_up(Id w, Id rest) { return op(spv::OpShiftLeftLogical, {op(spv::OpShiftLeftLogical, {w, c(1)}), rest}); }
+  Id high_bits_down(Id w, Id rest) { return op(spv::OpShiftRightLogical, {op(spv::OpShiftRightLogical, {w, c(1)}), rest}); }
 
  private:
   Id word(Id v, uint32_t i) {

@@ -70,16 +70,14 @@ Words4 shift_right_jam4(Soft64& s, const Words4& x, Id dist) {
   };
   Words4 from{pick(x[0], x[1], x[2], x[3]), pick(x[1], x[2], x[3], zero), pick(x[2], x[3], zero, zero),
               pick(x[3], zero, zero, zero)};
-  // (w << 1) << (31 - m): w's low m bits at the top, 0 for m = 0 (no shift by 32).
-  auto low_bits_up = [&](Id w) { return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest}); };
   Words4 r;
   for (int i = 0; i < 4; ++i) {
     r[i] = s.op(spv::OpShiftRightLogical, {from[i], m});
-    if (i < 3) r[i] = s.op(spv::OpBitwiseOr, {r[i], low_bits_up(from[i + 1])});
+    if (i < 3) r[i] = s.op(spv::OpBitwiseOr, {r[i], s.low_bits_up(from[i + 1], rest)});
   }
   Id x01 = s.op(spv::OpBitwiseOr, {x[0], x[1]});
   Id below = pick(zero, x[0], x01, s.op(spv::OpBitwiseOr, {x01, x[2]}));
-  Id lost = s.op(spv::OpBitwiseOr, {below, low_bits_up(from[0])});
+  Id lost = s.op(spv::OpBitwiseOr, {below, s.low_bits_up(from[0], rest)});
   r[0] = s.op(spv::OpBitwiseOr, {r[0], s.bit(s.test(spv::OpINotEqual, {lost, zero}))});
   return r;
 }

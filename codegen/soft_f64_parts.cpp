@@ -59,9 +59,8 @@ Id shift_right_jam(Soft64& s, Id a, Id dist) {
   // (w << 1) << (31 - d % 32) (zero for d % 32 = 0, like i64_shr's crossing bits), and from
   // 32 on the whole low word too.
   Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
-  auto out_of = [&](Id w) { return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest}); };
   Id far = s.test(spv::OpUGreaterThanEqual, {d, s.c(32)});
-  Id lost = s.select32(far, s.op(spv::OpBitwiseOr, {s.lo(a), out_of(s.hi(a))}), out_of(s.lo(a)));
+  Id lost = s.select32(far, s.op(spv::OpBitwiseOr, {s.lo(a), s.low_bits_up(s.hi(a), rest)}), s.low_bits_up(s.lo(a), rest));
   Id r = i64_shr(s, a, d);
   return s.pair(s.op(spv::OpBitwiseOr, {s.lo(r), s.bit(s.test(spv::OpINotEqual, {lost, s.c(0)}))}), s.hi(r));
 }
@@ -137,7 +136,7 @@ std::pair<Id, Id> normalize4(Soft64& s, Words4 x) {
   Id w0 = s.select32(odd, zero, x[0]);
   // w << m with the next word's top m bits ((v >> 1) >> (31 - m): none for m = 0).
   auto up = [&](Id w, Id next) {
-    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {next, s.c(1)}), rest});
+    Id in = s.high_bits_down(next, rest);
     return s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w, m}), in});
   };
   Id lost = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w1, m}), w0});

@@ -6,11 +6,6 @@ namespace nxv::codegen::soft {
 
 namespace {
 
-// (w << 1) << (31 - r): w's low r bits at the top of a word, 0 for r = 0 (no shift by 32).
-Id low_bits_up(Soft64& s, Id w, Id rest) {
-  return s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {w, s.c(1)}), rest});
-}
-
 // x >> dist, arithmetic (rounding toward -inf), dist any u32.
 Words4 shift_right_arithmetic4(Soft64& s, const Words4& x, Id dist) {
   Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(127)});
@@ -27,7 +22,7 @@ Words4 shift_right_arithmetic4(Soft64& s, const Words4& x, Id dist) {
   Id src[5] = {from(0), from(1), from(2), from(3), sx};
   Words4 out;
   for (int j = 0; j < 4; ++j)
-    out[j] = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src[j], r}), low_bits_up(s, src[j + 1], rest)});
+    out[j] = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src[j], r}), s.low_bits_up(src[j + 1], rest)});
   return out;
 }
 
@@ -47,8 +42,7 @@ Words4 shift_left4(Soft64& s, const Words4& x, Id dist) {
   Id below = zero;
   for (int j = 0; j < 4; ++j) {
     Id src = from(j);
-    // (below >> 1) >> (31 - r): the word under's top r bits, none for r = 0.
-    Id in = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {below, s.c(1)}), rest});
+    Id in = s.high_bits_down(below, rest);
     out[j] = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {src, r}), in});
     below = src;
   }
@@ -129,8 +123,8 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   Id src0 = s.select32(q0, s.c(0), s.select32(q1, sig_lo, sig_hi));
   Id src1 = s.select32(q0, sig_lo, s.select32(q1, sig_hi, s.c(0)));
   Id src2 = s.select32(q0, sig_hi, s.c(0));
-  Id w0 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), low_bits_up(s, src1, rest)});
-  Id w1 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), low_bits_up(s, src2, rest)});
+  Id w0 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), s.low_bits_up(src1, rest)});
+  Id w1 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), s.low_bits_up(src2, rest)});
   Id w2 = s.op(spv::OpShiftRightLogical, {src2, r});
   // Added with the element's sign: m + (w ^ mask) + 1 is m - w for mask ~0.
   Id mask = s.op(spv::OpShiftRightArithmetic, {hi, s.c(31)});

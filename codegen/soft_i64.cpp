@@ -77,7 +77,7 @@ Id i64_shl(Soft64& s, Id a, Id count) {
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id low = s.op(spv::OpShiftLeftLogical, {al, m});
-  Id crossing = s.op(spv::OpShiftRightLogical, {s.op(spv::OpShiftRightLogical, {al, s.c(1)}), rest});
+  Id crossing = s.high_bits_down(al, rest);
   Id high = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {ah, m}), crossing});
   Id far = s.test(spv::OpUGreaterThanEqual, {count, s.c(32)});
   return s.pair(s.select32(far, s.c(0), low), s.select32(far, low, high));
@@ -90,7 +90,7 @@ Id shift_right(Soft64& s, Id a, Id count, spv::Op high_shift, Id fill) {
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id high = s.op(high_shift, {ah, m});
-  Id crossing = s.op(spv::OpShiftLeftLogical, {s.op(spv::OpShiftLeftLogical, {ah, s.c(1)}), rest});
+  Id crossing = s.low_bits_up(ah, rest);
   Id low = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {al, m}), crossing});
   Id far = s.test(spv::OpUGreaterThanEqual, {count, s.c(32)});
   return s.pair(s.select32(far, high, low), s.select32(far, fill, high));
