@@ -2,6 +2,8 @@
 // its sign as a 128-bit integer, and one rounding at the end.
 #include "codegen/soft_f64_sum.h"
 
+#include "codegen/soft_i64.h"
+
 namespace nxv::codegen::soft {
 
 namespace {
@@ -65,11 +67,10 @@ WideSum normalized(Soft64& s, const WideSum& acc) {
   // The bit length of m ^ sx (that of |m|, or one less for a negative power of 2).
   Words4 mag;
   for (int i = 0; i < 4; ++i) mag[i] = s.op(spv::OpBitwiseXor, {acc.m[i], sx});
-  Id length = s.c(0);
-  for (int i = 0; i < 4; ++i) {
-    Id msb = s.b.ext(GLSLstd450FindUMsb, s.u32, {mag[i]});
-    length = s.select32(s.test(spv::OpINotEqual, {mag[i], s.c(0)}), s.op(spv::OpIAdd, {msb, s.c(uint32_t(32 * i + 1))}), length);
-  }
+  // (FindUMsb is 0xffffffff for 0: the low half's length is then 0.)
+  Id top = i64_find_msb(s, s.pair(mag[2], mag[3]));
+  Id length = s.select32(s.test(spv::OpINotEqual, {top, s.c(~0u)}), s.op(spv::OpIAdd, {top, s.c(65)}),
+                         s.op(spv::OpIAdd, {i64_find_msb(s, s.pair(mag[0], mag[1])), s.c(1)}));
   Id room = s.select32(s.test(spv::OpIEqual, {length, s.c(0)}), s.c(0xffff),
                        s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {length, s.c(86)}), length}));
   Id up = s.b.ext(GLSLstd450UMin, s.u32, {room, s.op(spv::OpISub, {acc.exp, s.c(1)})});
@@ -107,15 +108,17 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
       s.either(grows, shrinks), types,
       [&] {
         WideSum n = normalized(s, acc);
-        Id d = s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}), n.exp});
-        Words4 m = shift_right_arithmetic4(s, n.m, d);
-        return std::vector<Id>{s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}), m[0], m[1], m[2], m[3]};
+        Id exp = s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp});
+        Words4 m = shift_right_arithmetic4(s, n.m, s.op(spv::OpISub, {exp, n.exp}));
+        return std::vector<Id>{exp, m[0], m[1], m[2], m[3]};
       },
       [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3]}; });
   Id exp = moved[0];
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
 
-  // The significand, words (0, lo, hi, 0), shifted right by exp - e (95 or more leave 0).
+  // The significand, words (0, lo, hi, 0), shifted right by exp - e (95 or more leave 0):
+  // shift_right_arithmetic4's work for a value of two nonzero words and no sign, with 5
+  // selects where it takes 12, on every element.
   Id d = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {exp, e}), s.c(95)});
   Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
   Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
