@@ -265,7 +265,7 @@ Values CooperativeKernel::k_loop(const Tile& at) {
   const uint64_t steps = uint64_t((K + t.k - 1) / t.k);
   if (two_stages)  // the sets are offsets in chunks: 0 and slice_chunks
     return double_buffered_k_loop(
-        e, types, init, K, t.k, slice_chunks, [&](Id k0) { return fetch_all(at, k0); },
+        e, types, init, KSteps{K, t.k}, slice_chunks, [&](Id k0) { return fetch_all(at, k0); },
         [&](const Values& v, Id offset) { stage(v, offset); }, [&](Values acc, Id, Id set) { return multiply(std::move(acc), set); });
   // Carried: the accumulators, the next k-slices' chunks (fetched from memory one step
   // ahead, while the current step multiplies), and k0.
@@ -273,10 +273,10 @@ Values CooperativeKernel::k_loop(const Tile& at) {
     types.push_back(vec);
     init.push_back(v);
   }
-  return k_steps(e, types, init, K, t.k, [&](const Values& s, Id k0) {
+  return k_steps(e, types, init, KSteps{K, t.k}, [&](const Values& s, Id k0) {
     stage(Values(s.begin() + frags, s.end() - 1), c(0));
     b.workgroup_barrier();
-    Values next_chunks = fetch_all(at, next_step(e, k0, t.k, steps));
+    Values next_chunks = fetch_all(at, next_step(e, k0, t.k, t.k, steps));
     Values next = multiply(Values(s.begin(), s.begin() + frags), c(0));
     b.workgroup_barrier();  // the slices are restaged next
     next.insert(next.end(), next_chunks.begin(), next_chunks.end());

@@ -14,10 +14,14 @@ using namespace matmul;
 namespace matmul {
 
 SimtKernel::SimtKernel(const ir::Graph& body, const ir::Node& dot, Emitter& em, const MatmulTiles& tiles, uint64_t* shared_bytes)
-    : U32Ops{em, em.b}, t(tiles), pr(body, dot, tiles), A(pr.A), B(pr.B), M(pr.M), K(pr.K), wg(t.invocations()),
+    : U32Ops{em, em.b}, t(tiles), pr(body, dot, tiles), A(pr.A), B(pr.B), M(pr.M), K(pr.K), wg(t.slice_invocations()),
       cols(t.n / t.thread_n), V(t.vector), R(t.texels ? texel_run(A.node) : t.pairs ? 2 * V : V) {
   acc_type = e.reg_type(e.dot_accumulator_type(dot));
   local = b.builtin_x(spv::BuiltInLocalInvocationId);
+  if (t.k_slices > 1) {
+    slice = u(spv::OpUDiv, local, c(wg));
+    local = u(spv::OpUMod, local, c(wg));
+  }
   tx = u(spv::OpUMod, local, c(cols)), ty = u(spv::OpUDiv, local, c(cols));
   if (t.broadcast) {
     b.capability(spv::CapabilityGroupNonUniform);
@@ -52,15 +56,28 @@ void SimtKernel::declare_slices(uint64_t* shared_bytes) {
   sa = slice_of(A, t.m);
   sb = slice_of(B, t.n);
   const uint64_t set_bytes = (uint64_t(b.type_bytes(sa.elem)) * sa.size + uint64_t(b.type_bytes(sb.elem)) * sb.size) * V;
-  two_stages = 2 * set_bytes <= e.caps.max_shared_memory_bytes;
+  // Sliced: each slice's sets, and at least one row of the accumulators of slices 1.. .
+  const uint32_t S = t.k_slices;
+  const uint64_t row_bytes = S > 1 ? uint64_t(b.type_bytes(acc_type)) * wg * t.thread_n * (S - 1) : 0;
+  const uint64_t room = e.caps.max_shared_memory_bytes;
+  two_stages = 2 * set_bytes * S + row_bytes <= room;
   const uint32_t sets = two_stages ? 2 : 1;
-  sa.array = b.workgroup_array(sa.entry, sets * sa.size);
-  sb.array = b.workgroup_array(sb.entry, sets * sb.size);
-  *shared_bytes += sets * set_bytes;
+  sa.array = b.workgroup_array(sa.entry, sets * S * sa.size);
+  sb.array = b.workgroup_array(sb.entry, sets * S * sb.size);
+  *shared_bytes += sets * S * set_bytes;
+  if (S == 1) return;
+  slice_sets = u(spv::OpIMul, slice, c(sets));
+  reduce_rows = 1;
+  while (reduce_rows < t.thread_m && t.thread_m % (2 * reduce_rows) == 0 &&
+         sets * S * set_bytes + 2 * reduce_rows * row_bytes <= room)
+    reduce_rows *= 2;
+  reduce = b.workgroup_array(acc_type, reduce_rows * wg * t.thread_n * (S - 1));
+  *shared_bytes += reduce_rows * row_bytes;
 }
 
 // Entry fv of k row kk of set `set` (elements fv * V to fv * V + V - 1), and element f.
 Id SimtKernel::entry_at(const StagedSlice& s, Id set, Id kk, Id fv) {
+  if (slice_sets) set = u(spv::OpIAdd, set, slice_sets);
   return u(spv::OpIAdd, u(spv::OpIAdd, u(spv::OpIMul, set, c(s.size)), u(spv::OpIMul, kk, c(s.pitch))), fv);
 }
 
@@ -192,11 +209,13 @@ Values SimtKernel::multiply(const Tile& at, Values next, Id k0, Id set) {
 Values SimtKernel::k_loop(const Tile& at) {
   const size_t regs = size_t(t.thread_m) * t.thread_n;
   std::vector<Id> types(regs, acc_type), init(regs, e.dot_zero(pr.dot));
+  // Slice s takes k-steps s, s + k_slices, ...: K is a multiple of k_slices steps.
+  const KSteps steps{K, t.k, slice ? u(spv::OpIMul, slice, c(t.k)) : 0, t.k * t.k_slices};
   if (two_stages)
     return double_buffered_k_loop(
-        e, types, init, K, t.k, 1, [&](Id k0) { return fetch(at, k0); }, [&](const Values& v, Id set) { stage(v, set); },
+        e, types, init, steps, 1, [&](Id k0) { return fetch(at, k0); }, [&](const Values& v, Id set) { stage(v, set); },
         [&](Values acc, Id k0, Id set) { return multiply(at, std::move(acc), k0, set); });
-  return k_steps(e, types, init, K, t.k, [&](const Values& s, Id k0) {
+  return k_steps(e, types, init, steps, [&](const Values& s, Id k0) {
     if (t.staged) {
       stage(fetch(at, k0), c(0));
       b.workgroup_barrier();
@@ -207,9 +226,43 @@ Values SimtKernel::k_loop(const Tile& at) {
   });
 }
 
+// Sliced: slice 0's accumulators plus the other slices', handed over through shared memory
+// reduce_rows rows at a time, each element's copies wg apart (neighbouring invocations at
+// neighbouring words). The other slices compute sums they do not store.
+Values SimtKernel::combine_slices(Values acc) {
+  const uint32_t n = t.thread_n;
+  const Id ptr = b.type_pointer(spv::StorageClassWorkgroup, acc_type);
+  auto at = [&](Id s, uint32_t i, uint32_t j) {
+    Id word = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, s, c(reduce_rows * n)), c(int64_t(i) * n + j)), c(wg)), local);
+    return b.op(spv::OpAccessChain, ptr, {reduce, word});
+  };
+  const spv::Op op = ir::is_float(e.dot_accumulator_type(pr.dot)) ? spv::OpFAdd : spv::OpIAdd;
+  for (uint32_t i0 = 0; i0 < t.thread_m; i0 += reduce_rows) {
+    if (i0) b.workgroup_barrier();  // the last rows are read
+    b.if_then(b.op(spv::OpINotEqual, e.boolean(), {slice, c(0)}), [&] {
+      for (uint32_t i = 0; i < reduce_rows; ++i)
+        for (uint32_t j = 0; j < n; ++j) b.op_void(spv::OpStore, {at(u(spv::OpISub, slice, c(1)), i, j), acc[(i0 + i) * n + j]});
+    });
+    b.workgroup_barrier();
+    for (uint32_t s = 1; s < t.k_slices; ++s)
+      for (uint32_t i = 0; i < reduce_rows; ++i)
+        for (uint32_t j = 0; j < n; ++j) {
+          Id& a = acc[(i0 + i) * n + j];
+          a = b.op(op, acc_type, {a, b.op_in_place(spv::OpLoad, acc_type, {at(c(s - 1), i, j)})});
+        }
+  }
+  return acc;
+}
+
 void SimtKernel::emit_tile(Id p, const BufferRef& output) {
   const Tile at = pr.tile(e, p);
-  const Values acc = k_loop(at);
+  Values acc = k_loop(at);
+  if (t.k_slices == 1) return store_tile(at, acc, output);
+  acc = combine_slices(std::move(acc));
+  b.if_then(b.op(spv::OpIEqual, e.boolean(), {slice, c(0)}), [&] { store_tile(at, acc, output); });
+}
+
+void SimtKernel::store_tile(const Tile& at, const Values& acc, const BufferRef& output) {
   // Edge tiles test a row once and a run of columns once, not every element: a test per
   // element kept enough values live to push the 128x128 tiles past 128 registers, one
   // workgroup per SM instead of two (docs/tuning.md, "Edge tiles' stores").

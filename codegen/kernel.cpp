@@ -670,7 +670,7 @@ std::string describe(const LaunchConfig& launch, bool rows) {
         std::to_string(t.thread_m) + "x" + std::to_string(t.thread_n) + " per invocation, " +
                (t.staged ? "staged" : t.broadcast ? "subgroup broadcast" : "direct") +
                (t.vector > 1 ? ", vectors of " + std::to_string(t.vector) + (t.pairs ? " pairs" : "") : "") +
-               (t.texels ? ", texels" : "");
+               (t.texels ? ", texels" : "") + (t.k_slices > 1 ? ", k-steps in " + std::to_string(t.k_slices) + " slices" : "");
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";

@@ -188,43 +188,43 @@ Id load_chunk(Emitter& e, Id view, Id at) {
   return e.b.op(spv::OpLoad, vec, {e.b.op(spv::OpAccessChain, e.b.type_pointer(spv::StorageClassStorageBuffer, vec), {view, e.u32c(0), at})});
 }
 
-Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps) {
+Id next_step(Emitter& e, Id k0, uint32_t stride, uint32_t k, uint64_t steps) {
   const uint64_t last = (std::max<uint64_t>(steps, 1) - 1) * k;
-  return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}), e.u32c(last)});
+  return e.b.ext(GLSLstd450UMin, e.u32(), {e.b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(stride)}), e.u32c(last)});
 }
 
 // accumulators (`types`, from `init`), the current set and k0; returns all three.
-Values k_steps(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k,
+Values k_steps(Emitter& e, std::vector<Id> types, Values init, const KSteps& ks,
                const std::function<Values(const Values& carried, Id k0)>& step) {
   spirv::Builder& b = e.b;
   types.push_back(e.u32());
-  init.push_back(e.u32c(0));
+  init.push_back(ks.first ? ks.first : e.u32c(0));
   return b.loop(
-      types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(uint64_t(K))}); },
+      types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(uint64_t(ks.K))}); },
       [&](const Values& s) {
         const Id k0 = s.back();
         Values next = step(s, k0);
-        next.push_back(b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(k)}));
+        next.push_back(b.op(spv::OpIAdd, e.u32(), {k0, e.u32c(ks.step())}));
         return next;
       },
-      uint64_t((K + k - 1) / k));
+      ks.count());
 }
 
-Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k, uint32_t sets_sum,
+Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, const KSteps& ks, uint32_t sets_sum,
                               const std::function<Values(Id k0)>& fetch, const std::function<void(const Values&, Id set)>& stage,
                               const std::function<Values(Values acc, Id k0, Id set)>& multiply) {
   spirv::Builder& b = e.b;
-  const uint64_t steps = uint64_t((K + k - 1) / k);
+  const uint64_t steps = uint64_t((ks.K + ks.k - 1) / ks.k);
   const size_t regs = types.size();
   if (steps) {
-    stage(fetch(e.u32c(0)), e.u32c(0));
+    stage(fetch(ks.first ? ks.first : e.u32c(0)), e.u32c(0));
     b.workgroup_barrier();
   }
   types.push_back(e.u32());
   init.push_back(e.u32c(0));
-  return k_steps(e, types, init, K, k, [&](const Values& s, Id k0) {
+  return k_steps(e, types, init, ks, [&](const Values& s, Id k0) {
     const Id set = s[regs];
-    Values ahead = fetch(next_step(e, k0, k, steps));
+    Values ahead = fetch(next_step(e, k0, ks.step(), ks.k, steps));
     Values next = multiply(Values(s.begin(), s.begin() + regs), k0, set);
     Id other = b.op(spv::OpISub, e.u32(), {e.u32c(sets_sum), set});
     stage(ahead, other);

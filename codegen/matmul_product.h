@@ -86,15 +86,26 @@ struct Fragments {
   Id a = 0, b = 0, c = 0, zero_c = 0;
 };
 
-// k0 of the k-step after k0's, for reading its slices ahead: the last step's own k0 after the
-// last of `steps` steps (whose slices are read again for a step that does not come, within
-// the operands, rather than past their ends).
-Id next_step(Emitter& e, Id k0, uint32_t k, uint64_t steps);
+// k0 of the k-step `stride` after k0's, for reading its slices ahead: the last of all
+// `steps` steps of k where that passes it (whose slices are read again for a step that does
+// not come, within the operands, rather than past their ends).
+Id next_step(Emitter& e, Id k0, uint32_t stride, uint32_t k, uint64_t steps);
 
-// A loop over the contraction in k-steps of `k` (K elements in all): carried, the values of
-// `types` from `init`, then k0; `step` gives the next values of the former from all carried.
-// Returns all carried after the last step.
-Values k_steps(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k,
+// The k-steps of a loop over a contraction of K elements: k0 = first, first + stride, ...
+// while below K, each step k elements (first 0 where the Id is 0; stride 0: k).
+struct KSteps {
+  int64_t K = 0;
+  uint32_t k = 0;
+  Id first = 0;
+  uint32_t stride = 0;
+  uint32_t step() const { return stride ? stride : k; }
+  uint64_t count() const { return uint64_t((K + step() - 1) / step()); }
+};
+
+// A loop over the k-steps: carried, the values of `types` from `init`, then k0; `step`
+// gives the next values of the former from all carried. Returns all carried after the last
+// step.
+Values k_steps(Emitter& e, std::vector<Id> types, Values init, const KSteps& ks,
                const std::function<Values(const Values& carried, Id k0)>& step);
 
 // The k-loop of a kernel with two sets of slices in shared memory: the first k-step's slices
@@ -103,7 +114,7 @@ Values k_steps(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32
 // after, one barrier per step. The sets are numbered 0 and `sets_sum` (an index, or an offset
 // into shared memory), the other set of `set` being sets_sum - set. Carried: the
 // accumulators (`types`, from `init`), the current set and k0; returns all three.
-Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, int64_t K, uint32_t k, uint32_t sets_sum,
+Values double_buffered_k_loop(Emitter& e, std::vector<Id> types, Values init, const KSteps& ks, uint32_t sets_sum,
                               const std::function<Values(Id k0)>& fetch, const std::function<void(const Values&, Id set)>& stage,
                               const std::function<Values(Values acc, Id k0, Id set)>& multiply);
 

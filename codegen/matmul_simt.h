@@ -46,7 +46,13 @@ struct SimtKernel : U32Ops {
   const uint32_t R;
   // Rows of invocations, and the runs an invocation's rows come in (SimtKernel::row).
   uint32_t rows = 0, RV = 0;
-  Id acc_type = 0, local = 0, tx = 0, ty = 0, lane = 0;
+  // local: the invocation's place within its k-slice (MatmulTiles::k_slices), `slice` which
+  // one (0 without slices), slice_sets its first set of staged slices.
+  Id acc_type = 0, local = 0, tx = 0, ty = 0, lane = 0, slice = 0, slice_sets = 0;
+  // Sliced kernels: the array through which slices 1.. hand their accumulators to slice 0,
+  // reduce_rows of an invocation's rows at a time.
+  Id reduce = 0;
+  uint32_t reduce_rows = 0;
   // Pairs: runs are read through a view of the operand's binding (bindings are numbered by
   // argument, as the parameter's index) as vectors of V 64-bit integers.
   std::vector<BufferRef> pair_views;
@@ -61,6 +67,7 @@ struct SimtKernel : U32Ops {
 
   // Output tile `p`: its accumulators over the contraction, then the body's outputs.
   void emit_tile(Id p, const BufferRef& output);
+  void store_tile(const Tile& at, const Values& acc, const BufferRef& output);
 
   // emit_matmul_simt.cpp: the rows and columns an invocation holds, the k-loop, the staged slices.
   Id row(const Tile& at, uint32_t i);
@@ -78,6 +85,7 @@ struct SimtKernel : U32Ops {
   void store_runs(const StagedSlice& s, const Values& v, Id set);
   Values fetch(const Tile& at, Id k0);
   void stage(const Values& v, Id set);
+  Values combine_slices(Values acc);
   std::vector<Id> staged(const StagedSlice& s, Id set, Id first, uint32_t stride, uint32_t count, uint32_t kk);
 
   // emit_matmul_texels.cpp: reads of the operands from memory.

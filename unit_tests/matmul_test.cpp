@@ -175,6 +175,14 @@ std::vector<Case> cases() {
   cs.push_back({1, 1540, 20, 1540, DType::F32});
   cs.push_back({1, 1030, 20, 2100, DType::F32, false, false, true});
   cs.push_back({1, 1540, 20, 1540, DType::F32, false, false, false, std::nullopt, false, true});
+  // Products of graph inputs with fewer 128x128 tiles than NVIDIA's SMs and 512 terms or
+  // more: 64x128 tiles, at most one per SM, whose k-steps two groups of invocations share;
+  // edge tiles in both directions, transposed, batched, with an epilogue. Then a contraction
+  // that is not whole rounds of the two groups' k-steps: one group.
+  cs.push_back({1, 530, 512, 1000, DType::F32});
+  cs.push_back({1, 530, 528, 1000, DType::F32, true, true, true});
+  cs.push_back({2, 290, 512, 1000, DType::F32, false, true});
+  cs.push_back({1, 530, 520, 1000, DType::F32});
   // Edge tiles' stores, tested per row and per run of columns (a convolution's 784 windows
   // per image), or per element where the columns are not whole runs, with an epilogue.
   cs.push_back({2, 256, 40, 784, DType::F32});
@@ -603,8 +611,14 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   // 64x128 over 128 invocations where that gives half the SMs a tile.
   const char* k64x128 = "matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations";
   EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
-  EXPECT_EQ(launch_of({1, 1024, 768, 768, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
   EXPECT_EQ(launch_of({1, 6304, 768, 768, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
+  // Where that is one tile per SM at most and the contraction 512 terms or more, two groups
+  // of 128 invocations share the k-steps (BERT-base's output projection, 96 tiles; a 1024²
+  // MLP layer, 128); not where the contraction is not whole rounds of their k-steps.
+  const char* sliced = "matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4, k-steps in 2 slices; 256 invocations";
+  EXPECT_EQ(launch_of({1, 1024, 768, 768, DType::F32}, "nvidia").rfind(sliced, 0), 0u);
+  EXPECT_EQ(launch_of({1, 1024, 1024, 1024, DType::F32}, "nvidia").rfind(sliced, 0), 0u);
+  EXPECT_EQ(launch_of({1, 1024, 520, 1024, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
   // Not where the second wave is fuller (512 tiles: BERT-large's output projection) ...
   EXPECT_EQ(launch_of({1, 8192, 64, 1024, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles", 0), 0u);
   // ... nor where 64x128 tiles would leave half the SMs idle (36: GPT-2's projection of one

@@ -140,6 +140,17 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
   return t;
 }
 
+MatmulTiles sliced(const DeviceCaps& caps, const MatmulShape& s, MatmulTiles t, uint32_t slices) {
+  const uint64_t set_bytes = uint64_t(t.k) * (t.m + t.n + 2 * t.vector) * uint64_t(s.bytes);
+  const uint64_t row_bytes = uint64_t(s.bytes) * t.slice_invocations() * t.thread_n * (slices - 1);
+  if (!t.staged || slices < 2 || s.k % (int64_t(slices) * t.k) != 0 ||
+      uint64_t(t.slice_invocations()) * slices > caps.max_workgroup_invocations ||
+      slices * set_bytes + row_bytes > caps.max_shared_memory_bytes)
+    return t;
+  t.k_slices = slices;
+  return t;
+}
+
 uint64_t cooperative_shared_bytes(const MatmulTiles& t) {
   auto slice = [&](uint64_t free) { return std::max(free * (t.k + 8), uint64_t(t.k) * (free + 8)) * 2; };
   const uint64_t rows = uint64_t(t.subgroups_m) * t.subgroups_n * t.fragment.m * (t.n / t.subgroups_n) * 4;

@@ -49,9 +49,13 @@ struct MatmulTiles {
   // split: each k-slice staged twice, as the bf16 parts hi and lo of its elements, and each
   // fragment product three.
   bool rounded_f32 = false, split = false;
-  uint32_t invocations() const {
-    return fragment.m ? subgroups_m * subgroups_n * subgroup_size : (m / thread_m) * (n / thread_n);
-  }
+  // Staged SIMT tiles: the workgroup's invocations form k_slices groups of
+  // slice_invocations(), each with slices of its own and every k_slices-th k-step, whose
+  // accumulators are added through shared memory before the stores: more warps on an SM for
+  // a product of fewer tiles than SMs, with no second kernel (sliced-K).
+  uint32_t k_slices = 1;
+  uint32_t slice_invocations() const { return (m / thread_m) * (n / thread_n); }
+  uint32_t invocations() const { return fragment.m ? subgroups_m * subgroups_n * subgroup_size : slice_invocations() * k_slices; }
 };
 
 // What a kernel that is one dot (with elementwise work before and after it) multiplies:
@@ -209,6 +213,10 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
 MatmulTiles cooperative_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t k,
                               uint32_t subgroups_m, uint32_t subgroups_n, uint32_t fragment_m = 16,
                               uint32_t fragment_n = 16, uint32_t fragment_k = 16);
+// t with its k-steps shared among `slices` groups of invocations (MatmulTiles::k_slices),
+// where the contraction is whole rounds of them and the workgroup and its shared memory
+// (each slice's k-slices, a row of accumulators per invocation of slices 1..) fit; else t.
+MatmulTiles sliced(const DeviceCaps& caps, const MatmulShape& s, MatmulTiles t, uint32_t slices);
 // Shared memory of cooperative tiles (codegen/emit_matmul_cooperative.cpp): both k-slices
 // (twice where split), rows padded by 16 bytes (in the larger of their two layouts), or the
 // subgroups' f32 rows of accumulators after the contraction, whichever is larger.

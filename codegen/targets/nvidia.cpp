@@ -75,7 +75,9 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
 // (an MLP's first weight gradient at batch 1024). Ahead of those, f32 products of graph
 // inputs whose 128x128 tiles would leave SMs idle (idles_128x128) take 64x128 over 128
-// invocations where that gives half the SMs a tile or more. f64 keeps 64x64 where f32 takes
+// invocations where that gives half the SMs a tile or more; where it gives each SM one tile
+// at most, over a contraction of 512 or more, two groups of 128 share its k-steps (sliced,
+// 256 invocations: twice the warps on an SM). f64 keeps 64x64 where f32 takes
 // 32x32 and 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
 // would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
@@ -97,8 +99,10 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   const int64_t tiles64 = tiles(64, 64);
   const bool long_and_filling = s.k >= 1024 && caps.compute_units && tiles64 >= caps.compute_units;
   if (s.bytes == 4 && !s.integer && !s.computed_operands && s.m > 32 && s.n > 64 && !(long_and_filling && tiles64 < 256) &&
-      idles_128x128(caps, tiles(128, 128)) && tiles(64, 128) >= caps.compute_units / 2)
-    return staged_tiles(caps, s, 64, 128, 8, 8);
+      idles_128x128(caps, tiles(128, 128)) && tiles(64, 128) >= caps.compute_units / 2) {
+    const MatmulTiles t = staged_tiles(caps, s, 64, 128, 8, 8);
+    return tiles(64, 128) <= caps.compute_units && s.k >= 512 ? sliced(caps, s, t, 2) : t;
+  }
   if (s.bytes == 4 && tiles64 < 256)
     return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
   const bool fills128 = caps.compute_units && tiles(128, 128) >= caps.compute_units;
