@@ -269,6 +269,15 @@ bool computes_int64(const ir::Graph& body) {
   return false;
 }
 
+// Whether any value of the body has a type the device emulates (its kernel computes on
+// 32-bit words: codegen/soft64.h).
+bool computes_emulated(const ir::Graph& body, const DeviceCaps& caps) {
+  for (const auto& n : body.nodes)
+    for (const auto& t : n.results)
+      if (caps.emulated(t.dtype)) return true;
+  return false;
+}
+
 // Transposes of a kernel argument that swap its two innermost axes, in a kernel whose one
 // result is tiled and which evaluates them only at the output position: each tile of them
 // can be loaded into shared memory along the argument's rows, then read across.
@@ -725,7 +734,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
-                                             computes_int64(body), strided_reduction_bytes(body)};
+                                             computes_int64(body), strided_reduction_bytes(body), computes_emulated(body, caps)};
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
   const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
   const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;

@@ -144,6 +144,10 @@ struct KernelShape {
   // batch), so that consecutive outputs read consecutive elements: their widest element's
   // bytes; else 0.
   int64_t strided_reduction_bytes = 0;
+  // A reduction kernel (not a row kernel, whose elements' values stay live between its
+  // passes) computing in an emulated 64-bit type (DeviceCaps::emulated): its invocations'
+  // partial results are dear to combine, and few of its values live.
+  bool emulated_reduction = false;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
