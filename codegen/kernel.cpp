@@ -269,12 +269,13 @@ bool computes_int64(const ir::Graph& body) {
   return false;
 }
 
-// Whether any value of the body has a type the device emulates (its kernel computes on
-// 32-bit words: codegen/soft64.h).
-bool computes_emulated(const ir::Graph& body, const DeviceCaps& caps) {
+// Whether any value of the body is an f64 the device emulates (on 32-bit words:
+// codegen/soft64.h).
+bool computes_emulated_f64(const ir::Graph& body, const DeviceCaps& caps) {
+  if (!caps.emulate_f64) return false;
   for (const auto& n : body.nodes)
     for (const auto& t : n.results)
-      if (caps.emulated(t.dtype)) return true;
+      if (t.dtype == ir::DType::F64) return true;
   return false;
 }
 
@@ -734,7 +735,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   const auto rs = row_split(kernel);
   const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                                : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
-                                             computes_int64(body), strided_reduction_bytes(body), computes_emulated(body, caps)};
+                                             computes_int64(body), strided_reduction_bytes(body), computes_emulated_f64(body, caps)};
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
   const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
   const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;

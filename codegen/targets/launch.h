@@ -145,9 +145,9 @@ struct KernelShape {
   // bytes; else 0.
   int64_t strided_reduction_bytes = 0;
   // A reduction kernel (not a row kernel, whose elements' values stay live between its
-  // passes) computing in an emulated 64-bit type (DeviceCaps::emulated): its invocations'
-  // partial results are dear to combine, and few of its values live.
-  bool emulated_reduction = false;
+  // passes) computing in emulated f64 (DeviceCaps::emulate_f64): its invocations' partial
+  // results are dear to combine, and few of its values live.
+  bool emulated_f64_reduction = false;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);

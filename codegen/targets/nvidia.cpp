@@ -8,7 +8,7 @@
 namespace nxv::codegen {
 
 namespace {
-// Emulated reductions: the narrowest group, down to 64, whose invocations still give every
+// Emulated f64 reductions: the narrowest group, down to 64, whose invocations still give every
 // SM 2048 (all an H100's or H200's SM holds), so that each adds more elements before their
 // partial sums, hundreds of instructions to combine each, meet (docs/tuning.md).
 uint32_t emulated_reduction_width(const DeviceCaps& caps, int64_t items) {
@@ -22,9 +22,9 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
   // Rows of 4096 or more take 512-wide groups: two groups fit an SM and overlap one's
   // barriers with the other's loads (docs/tuning.md).
   if (k.items < 16384 && k.reduction >= 256)
-    return cooperate_reductions(caps, k, k.emulated_reduction  ? emulated_reduction_width(caps, k.items)
-                                         : k.reduction >= 4096 ? 512
-                                                               : 256);
+    return cooperate_reductions(caps, k, k.emulated_f64_reduction ? emulated_reduction_width(caps, k.items)
+                                         : k.reduction >= 4096     ? 512
+                                                                   : 256);
   if (reduces_many_rows(k)) return cooperate_rows(caps, k);
   // Pairs of 64-bit integers stay scalar: driver 580 miscompiles some u64 arithmetic in
   // 2-vectors (docs/tuning.md, docs/numerics.md).
