@@ -120,6 +120,12 @@ MatmulTiles choose_matmul_tiles(const DeviceCaps& caps, const MatmulShape& s) {
   }
 }
 
+namespace {
+// One set of staged tiles' k-slices of both operands, each row padded by one run against
+// bank conflicts (codegen/matmul_simt.h).
+uint64_t staged_set_bytes(const MatmulTiles& t, int bytes) { return uint64_t(t.k) * (t.m + t.n + 2 * t.vector) * uint64_t(bytes); }
+}  // namespace
+
 bool matmul_worth_tiling(const MatmulShape& s) { return s.m >= 16 && s.n >= 16 && s.k >= 8 && s.m * s.n * s.k >= (1 << 18); }
 
 MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t m, uint32_t n, uint32_t thread,
@@ -132,8 +138,7 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
   // Runs of up to 16 bytes (a vector in shared memory) that divide the register tile.
   t.vector = 1;
   while (!s.scalar_reads && t.vector * 2 * uint32_t(s.bytes) <= 16 && thread % (t.vector * 2) == 0) t.vector *= 2;
-  // Each slice row is padded by one run against bank conflicts (codegen/matmul_simt.h).
-  while (t.k > t.vector && uint64_t(t.k) * (m + n + 2 * t.vector) * uint64_t(s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
+  while (t.k > t.vector && staged_set_bytes(t, s.bytes) > caps.max_shared_memory_bytes) t.k /= 2;
   // Every invocation loads the same number of runs of each slice.
   const uint32_t runs = t.invocations() * t.vector;
   if (t.invocations() > caps.max_workgroup_invocations || t.k % t.vector || (m * t.k) % runs || (n * t.k) % runs) return {};
@@ -141,11 +146,10 @@ MatmulTiles staged_tiles(const DeviceCaps& caps, const MatmulShape& s, uint32_t 
 }
 
 MatmulTiles sliced(const DeviceCaps& caps, const MatmulShape& s, MatmulTiles t, uint32_t slices) {
-  const uint64_t set_bytes = uint64_t(t.k) * (t.m + t.n + 2 * t.vector) * uint64_t(s.bytes);
   const uint64_t row_bytes = uint64_t(s.bytes) * t.slice_invocations() * t.thread_n * (slices - 1);
   if (!t.staged || slices < 2 || s.k % (int64_t(slices) * t.k) != 0 ||
       uint64_t(t.slice_invocations()) * slices > caps.max_workgroup_invocations ||
-      slices * set_bytes + row_bytes > caps.max_shared_memory_bytes)
+      slices * staged_set_bytes(t, s.bytes) + row_bytes > caps.max_shared_memory_bytes)
     return t;
   t.k_slices = slices;
   return t;
