@@ -12,8 +12,9 @@ namespace {
 // SM 2048 (all an H100's or H200's SM holds), so that each adds more elements before their
 // partial sums, hundreds of instructions to combine each, meet (docs/tuning.md).
 uint32_t emulated_reduction_width(const DeviceCaps& caps, int64_t items) {
+  if (!caps.compute_units) return 256;  // SMs not counted: no way to tell they are full
   for (uint32_t wg = 64; wg < 256; wg *= 2)
-    if (caps.compute_units && items * wg >= int64_t(caps.compute_units) * 2048) return wg;
+    if (items * wg >= int64_t(caps.compute_units) * 2048) return wg;
   return 256;
 }
 }  // namespace
