@@ -85,7 +85,9 @@ Workload attention(const std::string& name, DType t, int64_t b, int64_t heads, i
 // Nx.conv(x, k, strides: [s, s], padding: [{p, p}, {p, p}]) on NCHW as Nx.Vulkan.Conv
 // writes it for the IR (one group, no dilation): the input padded, strided slices of it
 // stacked per spatial axis (per tap, or per window where windows are fewer), one dot of
-// the patches with the kernel, the kernel first where an image has many windows.
+// the patches with the kernel: for a kernel of several taps contracting 256 terms or more,
+// the kernel times the windows of every image, transposed after; otherwise the kernel first
+// where an image has many windows.
 class ConvWriter {
  public:
   ConvWriter(GraphWriter& w, DType t) : w_(w), t_(t) {}
@@ -105,6 +107,12 @@ class ConvWriter {
     NodeId patches = grouped;
     for (int64_t axis : {3, 4}) patches = stack_slices(patches, axis, taps, windows, stride, per_tap);
     const Shape out{batch, cout, windows, windows};
+    if (per_tap && taps > 1 && cin * taps * taps >= 256) {
+      NodeId kr = w_.node("reshape", {k}, t_, {1, cout, cin, taps, taps});
+      NodeId d = w_.node("dot", {kr, patches}, t_, {1, cout, batch, windows, windows}, dot_axes({2, 3, 4}, {0}, {2, 5, 6}, {0}));
+      d = w_.node("transpose", {d}, t_, {1, batch, cout, windows, windows}, {{"axes", {0, 2, 1, 3, 4}}});
+      return w_.node("reshape", {d}, t_, out);
+    }
     if (per_tap && windows * windows >= 256) {
       NodeId kb = w_.node("broadcast", {k}, t_, {batch, cout, cin, taps, taps},
                           {{"shape", {batch, cout, cin, taps, taps}}, {"axes", {1, 2, 3, 4}}});

@@ -280,6 +280,40 @@ std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& inde
   return std::nullopt;
 }
 
+// Where the operands' positions along axis i of their common source differ only by constants
+// (slices at successive starts: a convolution's taps), the position as one base plus an offset
+// chosen by the position along the concatenation's axis `along`: arithmetic in it where the
+// offsets step evenly over operands of one position each, else a select of constants. Only
+// the base then lives across a dot's k-loop, not one position per operand. 0 where they do not.
+Id Emitter::offset_candidates(const std::vector<std::vector<Id>>& candidates, size_t i, const std::vector<Id>& here,
+                              Id along, bool unit_parts) {
+  const Id first = candidates[0][i];
+  if (std::all_of(candidates.begin(), candidates.end(), [&](const auto& c) { return c[i] == first; })) return 0;
+  const auto [base, offset0] = b.split_offset(first);
+  if (b.int_constant(base)) return 0;
+  std::vector<uint32_t> offsets;
+  for (const auto& c : candidates) {
+    const auto [base_k, offset_k] = b.split_offset(c[i]);
+    if (base_k != base) return 0;
+    offsets.push_back(offset_k);
+  }
+  const uint32_t step = offsets[1] - offsets[0];
+  bool even = unit_parts;
+  for (size_t k = 1; even && k < offsets.size(); ++k) even = offsets[k] - offsets[k - 1] == step;
+  Id offset;
+  if (even) {
+    // Past the last operand the select chain would take the last: so does the clamp.
+    offset = b.ext(GLSLstd450UMin, u32(), {along, u32c(offsets.size() - 1)});
+    if (step != 1) offset = b.op(spv::OpIMul, u32(), {offset, u32c(step)});
+    if (offset0 != 0) offset = b.op(spv::OpIAdd, u32(), {offset, u32c(offset0)});
+  } else {
+    offset = u32c(offset0);
+    for (size_t k = 1; k < offsets.size(); ++k)
+      if (offsets[k] != offsets[k - 1]) offset = b.op(spv::OpSelect, u32(), {here[k], u32c(offsets[k]), offset});
+  }
+  return b.op(spv::OpIAdd, u32(), {base, offset});
+}
+
 // Operands that are index maps of one value (a convolution's or a window's shifted slices
 // of one padded input) read that value once, at the position the selected operand maps
 // to: selecting among the operands' values would read every one of them, and evaluate all
@@ -291,9 +325,11 @@ Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d)
   std::vector<std::vector<std::pair<const ir::Node*, Index>>> paths;
   std::vector<Id> here;  // whether the position along the axis is at or past the operand's first
   int64_t offset = 0;
+  bool unit_parts = true;  // each operand one position along the axis: operand k at position k
   for (size_t k = 0; k < node.args.size(); ++k) {
     const ir::Node* a = &arg(node, k);
     const int64_t extent = stack ? 1 : a->type().shape.at(axis);
+    unit_parts = unit_parts && extent == 1;
     if (extent == 0) continue;
     std::vector<Id> id;
     for (size_t i = 0; i < d.size(); ++i) {
@@ -315,16 +351,14 @@ Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d)
   for (const auto& step : paths[0]) {
     const ir::Node* source = step.first;
     if (!std::all_of(paths.begin(), paths.end(), [&](auto& p) { return reached(p, source) != p.end(); })) continue;
-    std::vector<Id> at;
-    for (size_t k = 0; k < paths.size(); ++k) {
-      std::vector<Id> dk = dims(reached(paths[k], source)->second);
-      if (k == 0) {
-        at = dk;
-        continue;
-      }
-      for (size_t i = 0; i < at.size(); ++i)
-        if (dk[i] != at[i]) at[i] = b.op(spv::OpSelect, u32(), {here[k], dk[i], at[i]});
-    }
+    std::vector<std::vector<Id>> candidates;
+    for (auto& p : paths) candidates.push_back(dims(reached(p, source)->second));
+    std::vector<Id> at = candidates[0];
+    for (size_t i = 0; i < at.size(); ++i)
+      if (Id v = offset_candidates(candidates, i, here, d[axis], unit_parts)) at[i] = v;
+      else
+        for (size_t k = 1; k < candidates.size(); ++k)
+          if (candidates[k][i] != candidates[k - 1][i]) at[i] = b.op(spv::OpSelect, u32(), {here[k], candidates[k][i], at[i]});
     return convert(value(*source, index_from_dims(source->type().shape, at)), source->type().dtype, node.type().dtype);
   }
   return 0;

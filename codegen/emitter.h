@@ -222,6 +222,10 @@ class Emitter {
   // A concatenate's or stack's element at dims `d` where its operands read one value: that
   // value, read once; 0 where they do not.
   Id select_common_source(const ir::Node& node, const std::vector<Id>& d);
+  // Its positions along axis i of that value as one base plus a computed offset, where they
+  // differ by constants (emit_index.cpp); 0 where they do not.
+  Id offset_candidates(const std::vector<std::vector<Id>>& candidates, size_t i, const std::vector<Id>& here, Id along,
+                       bool unit_parts);
   Id emit_gather(const ir::Node& node, Index& index);            // emit_gather.cpp
   Id emit_indexed(const ir::Node& node, Index& index);           // indexed_add indexed_put (emit_gather.cpp)
   Id emit_indexed_sorted(const ir::Node& node, Index& index);    // their sorted form (ir::is_sorted_indexed)

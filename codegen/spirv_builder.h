@@ -111,6 +111,11 @@ class Builder {
   // id). op() folds integer arithmetic on such constants, so index computations with
   // static parts stay constant and emitters can choose statically (concatenate).
   std::optional<uint64_t> int_constant(Id id) const;
+  // A 32-bit integer `id` as base + offset: the base and offset of an OpIAdd of a value and a
+  // constant (or OpISub of a constant from it) made through op(), followed through chains of
+  // them; (id, 0) for any other id. Emitters use it to see that values differ by constants
+  // (a convolution's taps: a window's position plus each tap's).
+  std::pair<Id, uint32_t> split_offset(Id id) const;
   Id const_f32(float v);
   Id const_f64(double v);
   Id const_float(int bits, double v) { return bits == 64 ? const_f64(v) : const_f32(static_cast<float>(v)); }
@@ -304,6 +309,8 @@ class Builder {
   std::map<Words, Id> types_, constants_;
   std::map<Id, int> scalar_bytes_;
   std::map<Id, std::pair<int, uint64_t>> int_constants_;  // id -> (bits, value)
+  std::map<Id, std::pair<Id, uint32_t>> offsets_;         // id -> (base, offset), see split_offset
+  void note_offset(spv::Op opcode, Id id, Id a, Id b);
   // Ids the driver can compute when it compiles the module -> (type, false for constants,
   // true for instructions on them).
   std::map<Id, std::pair<Id, bool>> foldable_;

@@ -143,7 +143,30 @@ Id Builder::op(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words&
     if (Id r = special_on_bits(opcode, type, ids[0])) return r;
   Words operands(ids.begin(), ids.end());
   operands.insert(operands.end(), literals.begin(), literals.end());
-  return emit_pure(opcode, type, operands, ids);
+  Id id = emit_pure(opcode, type, operands, ids);
+  if ((opcode == spv::OpIAdd || opcode == spv::OpISub) && ids.size() == 2 && literals.empty() && type == type_int(32))
+    note_offset(opcode, id, ids[0], ids[1]);
+  return id;
+}
+
+void Builder::note_offset(spv::Op opcode, Id id, Id a, Id b) {
+  auto constant = [&](Id x) -> std::optional<uint32_t> {
+    auto c = int_constants_.find(x);
+    if (c == int_constants_.end() || c->second.first != 32) return std::nullopt;
+    return uint32_t(c->second.second);
+  };
+  std::optional<uint32_t> ca = constant(a), cb = constant(b);
+  if (ca.has_value() == cb.has_value()) return;
+  if (opcode == spv::OpISub && ca) return;  // c - x is not x plus a constant
+  const Id x = ca ? b : a;
+  const uint32_t c = ca ? *ca : opcode == spv::OpISub ? uint32_t(0) - *cb : *cb;
+  auto [base, offset] = split_offset(x);
+  offsets_[id] = {base, offset + c};
+}
+
+std::pair<Id, uint32_t> Builder::split_offset(Id id) const {
+  auto it = offsets_.find(id);
+  return it == offsets_.end() ? std::pair{id, uint32_t(0)} : it->second;
 }
 
 Id Builder::ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {

@@ -598,11 +598,16 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 4096, 64, 4096, DType::F64}, "nvidia").rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 2", 0), 0u);
   // Mid-size: as many 128x128 tiles as the SMs (132) and fewer than 2048² outputs. Graph
   // inputs take 128x64 tiles over 128 invocations (the longer side 128); an operand gathered
-  // per element (a convolution's windows) 128x128, which reload its slices half as often.
+  // per element (a convolution's windows) 128x128, which reload its slices half as often,
+  // unless 64x128 tiles fit one round of three per SM (1540²: 325 of them, where 169 of
+  // 128x128 would leave 95 of the 264 places empty).
   EXPECT_EQ(launch_of({1, 1540, 64, 1540, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations", 0), 0u);
   EXPECT_EQ(launch_of({1, 1030, 64, 2100, DType::F32}, "nvidia").rfind("matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations", 0), 0u);
   EXPECT_EQ(launch_of({1, 1540, 64, 1540, DType::F32, false, false, false, std::nullopt, false, true}, "nvidia")
-                .rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 256 invocations", 0),
+                .rfind("matmul 64x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 128 invocations x 325 groups", 0),
+            0u);
+  EXPECT_EQ(launch_of({1, 1900, 64, 2048, DType::F32, false, false, false, std::nullopt, false, true}, "nvidia")
+                .rfind("matmul 128x128x8 tiles, 8x8 per invocation, staged, vectors of 4; 256 invocations x 240 groups", 0),
             0u);
   EXPECT_EQ(launch_of({1, 1000, 64, 1000, DType::S32}, "nvidia").rfind("matmul 64x64x16 tiles", 0), 0u);
   // f32 products of graph inputs whose 128x128 tiles (two per SM) would leave SMs idle, with

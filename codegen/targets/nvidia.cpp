@@ -128,7 +128,11 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (s.m <= 64 && s.batch * s.n >= 4096) return staged_tiles(caps, s, narrow(s.m), 128, 8, 8);
   if (s.n <= 64 && s.batch * s.m >= 4096) return staged_tiles(caps, s, 128, narrow(s.n), 8, 8);
   if (!many_tiles && fills128) {
-    if (s.computed_operands) return staged_tiles(caps, s, 128, 128, 8, 8);
+    // 64x128 over 128 invocations where those tiles fit one round of three groups per SM
+    // (139-167 registers each), which 128x128 tiles, two per SM, would leave a quarter empty.
+    if (s.computed_operands)
+      return tiles(64, 128) <= 3 * int64_t(caps.compute_units) ? staged_tiles(caps, s, 64, 128, 8, 8)
+                                                                : staged_tiles(caps, s, 128, 128, 8, 8);
     return s.m >= s.n ? staged_tiles(caps, s, 128, 64, 8, 8) : staged_tiles(caps, s, 64, 128, 8, 8);
   }
   return many_tiles ? staged_tiles(caps, s, 128, 128, 8, 8) : staged_tiles(caps, s, 64, 64, 4);

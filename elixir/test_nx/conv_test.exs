@@ -82,8 +82,13 @@ defmodule Nx.Vulkan.ConvTest do
   # groups, reversed kernels) are tiled too. Images of 256 windows or more (the groups, the
   # last) take the kernel as the dot's left operand, smaller ones the patches; the last
   # one's weight gradient contracts over 8 x 24 x 24 positions into 576 outputs, which
-  # split-reduction splits into a batched dot and a sum over the parts.
+  # split-reduction splits into a batched dot and a sum over the parts. Kernels of several
+  # taps over 32 channels (288 terms) fold the images into the product's columns, strided
+  # and dilated, and so do their input gradients over 32 output channels.
   @tiled [
+    {{2, 32, 12, 12}, {16, 32, 3, 3}, padding: :same},
+    {{2, 32, 17, 15}, {16, 32, 3, 3}, strides: [2, 1], kernel_dilation: [1, 2], padding: [{1, 2}, {0, 1}]},
+    {{2, 32, 11, 10}, {32, 32, 3, 3}, strides: 2, padding: :same},
     {{2, 16, 12, 12}, {16, 16, 3, 3}, padding: :same},
     {{2, 16, 17, 15}, {16, 16, 3, 3}, strides: [2, 1], padding: [{1, 2}, {0, 1}]},
     {{2, 16, 14, 12}, {16, 16, 3, 3}, kernel_dilation: [2, 1], padding: :same},
@@ -178,6 +183,17 @@ defmodule Nx.Vulkan.ConvTest do
             {{4, 4, 3, 2}, kernel_dilation: [2, 1], input_dilation: 2, padding: [{1, 1}, {2, 0}]}
           ] do
         assert_matches_evaluator(&Nx.conv(&1, &2, opts), [x, data(kernel, type, 0.91)], tol)
+      end
+
+      # 32 channels by 3 x 3 taps: the images folded into the product's columns
+      x32 =
+        data({2, 32, 7, 6}, type, 0.37)
+        |> Nx.put_slice([0, 5, 2, 3], Nx.tensor([[[[:nan]]]], type: type))
+        |> Nx.put_slice([1, 20, 4, 1], Nx.tensor([[[[:infinity, :neg_infinity]]]], type: type))
+        |> Nx.put_slice([0, 31, 6, 0], Nx.tensor([[[[:infinity]]]], type: type))
+
+      for opts <- [[], [strides: [2, 1], padding: :same], [kernel_dilation: [2, 1], padding: :same]] do
+        assert_matches_evaluator(&Nx.conv(&1, &2, opts), [x32, data({4, 32, 3, 3}, type, 0.91)], tol)
       end
 
       k_inf =

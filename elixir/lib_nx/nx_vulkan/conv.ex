@@ -15,6 +15,10 @@ defmodule Nx.Vulkan.Conv do
   # tiles of 128 columns, at least two thirds of them used.
   @kernel_first 256
 
+  # Input channels times taps from which a multi-tap kernel's product folds the images into
+  # its columns (see contract/3): ResNet-50's 7x7 stem (147 terms) ran slower folded.
+  @fold_contraction 256
+
   @doc """
   The `conv` node `out` (its type and shape) of `input` and `kernel`, with the options
   Nx.conv/3 normalised and passed to the backend (lists per spatial axis, explicit
@@ -111,21 +115,45 @@ defmodule Nx.Vulkan.Conv do
     end)
   end
 
-  # -> [groups, batch, out channels per group, windows...]. Per tap over an image of at
-  # least @kernel_first windows, the kernel, broadcast over the batch (an index map the
-  # dot's tiles read in place), is the left operand and the batch a batch axis: the
-  # product's rows are output channels and its columns windows, whose patches lie along
-  # the input's rows, in the output's layout (with one group, the dot's result is the
+  # -> [groups, batch, out channels per group, windows...]. Per tap with one group, a kernel
+  # of more than one tap and a contraction of @fold_contraction terms or more, the images are
+  # folded into the product's columns: the kernel times the windows of the whole batch,
+  # whose patches lie along the input's rows, transposed to [1, batch, out, windows...]
+  # afterwards. One product of all the windows fills tiles that an image's windows leave
+  # partly empty (ResNet-50's 28x28 images: 784 windows, 6.1 tiles of 128); over fewer
+  # terms the transposed copy of the output costs more than that saves (docs/tuning.md,
+  # "Convolutions' products").
+  defp contract({patches, patches_contract, per_tap?}, k, windows) do
+    taps = k.shape |> Tuple.to_list() |> Enum.drop(2)
+
+    [_out, in_channels | _] = Tuple.to_list(k.shape)
+
+    if per_tap? and elem(patches.shape, 0) == 1 and Enum.product(taps) > 1 and
+         in_channels * Enum.product(taps) >= @fold_contraction do
+      d = length(taps)
+      k = Nx.reshape(k, List.to_tuple([1 | Tuple.to_list(k.shape)]))
+
+      k
+      |> Nx.dot(Enum.to_list(2..(d + 2)), [0], patches, patches_contract, [0])
+      |> Nx.transpose(axes: [0, 2, 1 | Enum.to_list(3..(2 + d))])
+    else
+      contract_per_image(patches, patches_contract, k, per_tap? and Enum.product(windows) >= @kernel_first)
+    end
+  end
+
+  # Per tap over an image of at least @kernel_first windows (a 1x1 kernel, groups, or fewer
+  # terms than @fold_contraction), the kernel, broadcast over the batch (an index map the
+  # dot's tiles read in place), is the left operand and the batch a batch axis: the product's rows are output channels and its
+  # columns windows, in the output's layout (with one group, the dot's result is the
   # conv's). Otherwise (few windows per image, or a weight gradient: few windows, a long
   # contraction), the windows of the whole batch are the rows and the output channels the
   # columns, transposed afterwards. Groups split the kernel's output channels into
   # consecutive chunks, a batch axis of the dot.
-  defp contract({patches, patches_contract, per_tap?}, k, windows) do
+  defp contract_per_image(patches, patches_contract, k, kernel_first?) do
     [out, in_channels | taps] = Tuple.to_list(k.shape)
     [groups, batch | _] = Tuple.to_list(patches.shape)
     d = length(taps)
     k_contract = Enum.to_list(1..(d + 1))
-    kernel_first? = per_tap? and Enum.product(windows) >= @kernel_first
 
     if kernel_first? and groups == 1 do
       # without the group axis, so that the dot's result is the conv's, with no copy
