@@ -85,7 +85,8 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // SIMT tiles stage operand slices through shared memory in rows of 16-byte vectors, two sets
 // of them (codegen/matmul_simt.h): 128x128 of 8x8 in k-steps of 8 from 2048² outputs; below
 // that, with at least as many 128x128 tiles as SMs, 128x128 where an operand is computed per
-// element (half the reloads of its slices) and 128x64 over 128 invocations otherwise; 64x64
+// element (half the reloads of its slices; 64x128 where those fit one round of three per SM,
+// a convolution's folded windows) and 128x64 over 128 invocations otherwise; 64x64
 // of 4x4 below that; 32x32 of 2x2 in k-steps of 32 for f32 products of fewer than 256 64x64
 // tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
 // (an MLP's first weight gradient at batch 1024). Ahead of those, f32 products of graph
