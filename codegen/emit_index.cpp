@@ -41,6 +41,15 @@ std::optional<std::vector<std::pair<size_t, size_t>>> split_runs(const ir::Shape
   return runs;
 }
 
+// values[0], or values[k] for the last k whose `here[k]` holds (a concatenate's operands in
+// order): a select per change of value.
+Id select_by_part(spirv::Builder& b, Id u32, const std::vector<Id>& values, const std::vector<Id>& here) {
+  Id r = values[0];
+  for (size_t k = 1; k < values.size(); ++k)
+    if (values[k] != values[k - 1]) r = b.op(spv::OpSelect, u32, {here[k], values[k], r});
+  return r;
+}
+
 std::vector<int64_t> int_list(const ir::Node& node, const char* key) {
   if (!node.attrs.contains(key) || !node.attrs[key].is_array())
     throw ir::IrError(node, std::string("attrs.") + key + " must be a list of integers");
@@ -307,9 +316,9 @@ Id Emitter::offset_candidates(const std::vector<std::vector<Id>>& candidates, si
     if (step != 1) offset = b.op(spv::OpIMul, u32(), {offset, u32c(step)});
     if (offset0 != 0) offset = b.op(spv::OpIAdd, u32(), {offset, u32c(offset0)});
   } else {
-    offset = u32c(offset0);
-    for (size_t k = 1; k < offsets.size(); ++k)
-      if (offsets[k] != offsets[k - 1]) offset = b.op(spv::OpSelect, u32(), {here[k], u32c(offsets[k]), offset});
+    std::vector<Id> constants;
+    for (uint32_t o : offsets) constants.push_back(u32c(o));
+    offset = select_by_part(b, u32(), constants, here);
   }
   return b.op(spv::OpIAdd, u32(), {base, offset});
 }
@@ -354,11 +363,15 @@ Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d)
     std::vector<std::vector<Id>> candidates;
     for (auto& p : paths) candidates.push_back(dims(reached(p, source)->second));
     std::vector<Id> at = candidates[0];
-    for (size_t i = 0; i < at.size(); ++i)
-      if (Id v = offset_candidates(candidates, i, here, d[axis], unit_parts)) at[i] = v;
-      else
-        for (size_t k = 1; k < candidates.size(); ++k)
-          if (candidates[k][i] != candidates[k - 1][i]) at[i] = b.op(spv::OpSelect, u32(), {here[k], candidates[k][i], at[i]});
+    for (size_t i = 0; i < at.size(); ++i) {
+      if (Id v = offset_candidates(candidates, i, here, d[axis], unit_parts)) {
+        at[i] = v;
+        continue;
+      }
+      std::vector<Id> positions;
+      for (const auto& c : candidates) positions.push_back(c[i]);
+      at[i] = select_by_part(b, u32(), positions, here);
+    }
     return convert(value(*source, index_from_dims(source->type().shape, at)), source->type().dtype, node.type().dtype);
   }
   return 0;

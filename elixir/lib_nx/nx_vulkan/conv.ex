@@ -124,12 +124,11 @@ defmodule Nx.Vulkan.Conv do
   # terms the transposed copy of the output costs more than that saves (docs/tuning.md,
   # "Convolutions' products").
   defp contract({patches, patches_contract, per_tap?}, k, windows) do
-    taps = k.shape |> Tuple.to_list() |> Enum.drop(2)
+    [_out, in_channels | taps] = Tuple.to_list(k.shape)
+    tap_count = Enum.product(taps)
 
-    [_out, in_channels | _] = Tuple.to_list(k.shape)
-
-    if per_tap? and elem(patches.shape, 0) == 1 and Enum.product(taps) > 1 and
-         in_channels * Enum.product(taps) >= @fold_contraction do
+    if per_tap? and elem(patches.shape, 0) == 1 and tap_count > 1 and
+         in_channels * tap_count >= @fold_contraction do
       d = length(taps)
       k = Nx.reshape(k, List.to_tuple([1 | Tuple.to_list(k.shape)]))
 
@@ -143,9 +142,9 @@ defmodule Nx.Vulkan.Conv do
 
   # Per tap over an image of at least @kernel_first windows (a 1x1 kernel, groups, or fewer
   # terms than @fold_contraction), the kernel, broadcast over the batch (an index map the
-  # dot's tiles read in place), is the left operand and the batch a batch axis: the product's rows are output channels and its
-  # columns windows, in the output's layout (with one group, the dot's result is the
-  # conv's). Otherwise (few windows per image, or a weight gradient: few windows, a long
+  # dot's tiles read in place), is the left operand and the batch a batch axis: the
+  # product's rows are output channels and its columns windows, in the output's layout
+  # (with one group, the dot's result is the conv's). Otherwise (few windows per image, or a weight gradient: few windows, a long
   # contraction), the windows of the whole batch are the rows and the output channels the
   # columns, transposed afterwards. Groups split the kernel's output channels into
   # consecutive chunks, a batch axis of the dot.
