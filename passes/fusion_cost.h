@@ -71,12 +71,15 @@ struct KernelBounds {
   // workgroups of such tiles each runs at once), each contracting dot_min_part or more terms.
   // The count is chosen by the waves of dot_wave_tiles tiles (those the device runs at once)
   // its parts take, each wave costing its terms per part plus dot_part_overhead terms, among
-  // counts that bring the tiles to dot_min_tiles.
+  // counts that bring the tiles to dot_min_tiles. A dot of one of dot_whole_types whose
+  // outputs make dot_min_tiles tiles of dot_whole_tile outputs or more, and which reads its
+  // operands in place (not a convolution's gathered windows), stays whole: the target takes
+  // smaller tiles of that size for it, and they fill the device unsplit.
   // dot_tile 0: dots stay whole (targets without the count of their compute units). Per
   // target (codegen/targets: kernel_bounds).
   int64_t dot_tile = 0, dot_min_tiles = 0, dot_fill_tiles = 0, dot_min_part = 256;
-  int64_t dot_wave_tiles = 1, dot_part_overhead = 0;
-  std::set<ir::DType> dot_split_types;
+  int64_t dot_wave_tiles = 1, dot_part_overhead = 0, dot_whole_tile = 0;
+  std::set<ir::DType> dot_split_types, dot_whole_types;
 
   // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
   // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.

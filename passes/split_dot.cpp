@@ -5,17 +5,20 @@
 // convolution's input channels, ahead of its taps) are cut into S parts, a new batch axis of
 // the dot, and a sum over that axis adds the partial products; the epilogue (bias,
 // activation) fuses into the sum. A dot is split where the count that brings its tiles to
-// the target's fill leaves each part the target's minimum of terms. S is then the count up
-// to twice that whose parts take the fewest waves of tiles times terms per part (plus a
-// part's fixed cost), among those with the target's minimum of tiles: a count that leaves
-// the last wave nearly empty loses to a smaller one with longer parts. Where S does not
-// divide the axis, the axis is padded with zeros. The bounds (tile, tile counts, types) are
-// the target's (KernelBounds::dot_tile and the rest); targets that do not know their compute
-// units split nothing. The sum adds the parts in a different order than one accumulator
-// would, as any tiling may (docs/numerics.md); integer sums wrap as the dot does, exactly.
+// the target's fill leaves each part the target's minimum of terms, and not where it reads
+// its operands in place and the target's smaller tiles for it (64x128 f32 tiles on NVIDIA)
+// fill the device whole. S is then the count up to twice that whose parts take the fewest
+// waves of tiles times terms per part (plus a part's fixed cost), among those with the
+// target's minimum of tiles: a count that leaves the last wave nearly empty loses to a
+// smaller one with longer parts. Where S does not divide the axis, the axis is padded with
+// zeros. The bounds (tile, tile counts, types) are the target's (KernelBounds::dot_tile and
+// the rest); targets that do not know their compute units split nothing. The sum adds the
+// parts in a different order than one accumulator would, as any tiling may
+// (docs/numerics.md); integer sums wrap as the dot does, exactly.
 #include <algorithm>
 #include <cmath>
 
+#include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/split_contraction.h"
 
@@ -26,6 +29,16 @@ using ir::Graph;
 using ir::Node;
 
 int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+// Whether a dot reads operand `id` in place (through transposes and reshapes) rather than
+// gathering or converting it in its prologue (a convolution's windows): the target's smaller
+// tiles fill the device only for the former, and gathered products run faster split.
+bool read_in_place(const Graph& g, ir::NodeId id) {
+  const Node* n = &g.node(id);
+  while (n->op == "transpose" || n->op == "reshape") n = &g.node(n->args.at(0));
+  const ir::OpFamily f = ir::op_family(n->op);
+  return f != ir::OpFamily::IndexMap && f != ir::OpFamily::Gather && f != ir::OpFamily::Convert;
+}
 
 class SplitDot : public Pass {
  public:
@@ -62,6 +75,9 @@ class SplitDot : public Pass {
     // tiles: a ragged edge does not fill the device any more).
     const double tiles = double(batch) * double(rows) * double(cols) / double(bounds_.dot_tile * bounds_.dot_tile);
     if (tiles <= 0 || tiles >= double(bounds_.dot_min_tiles)) return 1;
+    if (bounds_.dot_whole_types.count(n.type().dtype) && read_in_place(g, n.args[0]) && read_in_place(g, n.args[1]) &&
+        double(batch) * double(rows) * double(cols) >= double(bounds_.dot_min_tiles) * double(bounds_.dot_whole_tile))
+      return 1;
     const int64_t want = int64_t(std::ceil(double(bounds_.dot_fill_tiles) / tiles));
     const int64_t extent = a.at(ax.c1[0]);
     if (want < 2 || want > extent || contraction / want < bounds_.dot_min_part) return 1;

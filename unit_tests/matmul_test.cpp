@@ -626,12 +626,15 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 1024, 520, 1024, DType::F32}, "nvidia").rfind(k64x128, 0), 0u);
   // Not where the second wave is fuller (512 tiles: BERT-large's output projection) ...
   EXPECT_EQ(launch_of({1, 8192, 64, 1024, DType::F32}, "nvidia").rfind("matmul 128x128x8 tiles", 0), 0u);
-  // ... nor where 64x128 tiles would leave half the SMs idle (36: GPT-2's projection of one
-  // 128-token sequence), which keeps 32x32.
-  EXPECT_EQ(launch_of({1, 128, 768, 2304, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
-  // Fewer than 256 64x64 tiles: 32x32, unless the contraction is 1024 terms or more and the
-  // 64x64 tiles are at least one per SM (an MLP's first weight gradient at batch 1024).
+  // ... nor where 64x128 tiles would leave half the SMs idle (36: GPT-2's QKV projection of
+  // one 128-token sequence), which takes 64x64: 72 of them, one for half the SMs or more.
+  EXPECT_EQ(launch_of({1, 128, 768, 2304, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation", 0), 0u);
+  // Fewer than 256 64x64 tiles: 32x32, unless the 64x64 tiles are one for half the SMs
+  // (contractions below 1024 terms) or for every SM (1024 terms or more: an MLP's first
+  // weight gradient at batch 1024). GPT-2's output projection of one sequence (24 tiles of
+  // 64x64) and a 784 x 256 layer (52) keep 32x32.
   EXPECT_EQ(launch_of({1, 784, 1024, 1024, DType::F32}, "nvidia").rfind("matmul 64x64x16 tiles, 4x4 per invocation", 0), 0u);
+  EXPECT_EQ(launch_of({1, 128, 768, 768, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
   EXPECT_EQ(launch_of({1, 784, 512, 256, DType::F32}, "nvidia").rfind("matmul 32x32x32 tiles, 2x2 per invocation", 0), 0u);
   // Few columns (a convolution's output channels): tiles of their width.
   EXPECT_EQ(launch_of({1, 32768, 576, 64, DType::F32}, "nvidia").rfind("matmul 128x64x8 tiles, 8x8 per invocation, staged", 0), 0u);

@@ -2,7 +2,8 @@
 // 4 compute units assumed: products under 4 tiles of 128x128 split into parts for 8)
 // against the reference interpreter: plain, batched and convolution-shaped contractions, a
 // contraction no part count divides (padded with zeros), a fused epilogue, f32, f64 and s32;
-// products that stay whole (a short contraction, tiny ones) beside them.
+// products that stay whole (a short contraction, tiny ones, f32 ones whose 64x128 tiles
+// fill the compute units) beside them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -110,17 +111,21 @@ int64_t parts_under(const ir::Graph& g, const runtime::CompileOptions& opts) {
 std::vector<Case> cases() {
   std::vector<Case> cs;
   // Under as_nvidia's 4 compute units a wave is 4 tiles, and each part costs 32 terms more
-  // than it contracts. 128 x 256 outputs (2 tiles) contracting 2048 and 4096: 2 parts fill
-  // one wave (1 x 1056 and 1 x 2080 terms; 4 parts take two waves of 544 and 1056).
+  // than it contracts. 64 x 256 outputs (1 tile's worth, 2 launched) contracting 2048 and
+  // 4096: at least 4 parts, which take two waves (of 544 and 1056 terms; 8 parts take four
+  // of 288 and 544). f32 128 x 256 outputs stay whole: their 4 tiles of 64x128 fill the 4
+  // compute units; f64 takes other tiles and splits: 2 parts fill one wave (1 x 1056 terms).
   for (int64_t k : {2048, 4096})
-    cs.push_back({"f32 128x" + std::to_string(k) + "x256", DType::F32, {128, k}, {k, 256}, {128, 256}, {1}, {0}, {}, {}, 2});
+    cs.push_back({"f32 64x" + std::to_string(k) + "x256", DType::F32, {64, k}, {k, 256}, {64, 256}, {1}, {0}, {}, {}, 4});
+  cs.push_back({"f32 128x2048x256 whole", DType::F32, {128, 2048}, {2048, 256}, {128, 256}, {1}, {0}, {}, {}, 1});
+  cs.push_back({"f64 128x2048x256", DType::F64, {128, 2048}, {2048, 256}, {128, 256}, {1}, {0}, {}, {}, 2});
   // 2053, a prime: 1 tile, at least 4 parts to fill a wave: 4, the contraction padded to
   // 4 x 514.
   cs.push_back({"f32 128x2053x128 padded", DType::F32, {128, 2053}, {2053, 128}, {128, 128}, {1}, {0}, {}, {}, 4});
   // The second operand transposed ([n, k]), the contraction last on both; 1.2 tiles' worth of
   // outputs (2 tiles launched): 4 parts, two waves of 750 terms (6 parts: three of 500).
   cs.push_back({"f32 200x3000x100 bT", DType::F32, {200, 3000}, {100, 3000}, {200, 100}, {1}, {1}, {}, {}, 4});
-  cs.push_back({"f32 256x1024x128 fused", DType::F32, {256, 1024}, {1024, 128}, {256, 128}, {1}, {0}, {}, {}, 2, true});
+  cs.push_back({"f32 128x2048x128 fused", DType::F32, {128, 2048}, {2048, 128}, {128, 128}, {1}, {0}, {}, {}, 4, true});
   cs.push_back({"f64 128x1536x192", DType::F64, {128, 1536}, {1536, 192}, {128, 192}, {1}, {0}, {}, {}, 4});
   // Batched: 2 x 96 x 100 outputs (2 tiles) contracting 2048, 4 parts after the batch axis.
   cs.push_back({"s32 2x96x2048x100", DType::S32, {2, 96, 2048}, {2, 2048, 100}, {2, 96, 100}, {2}, {1}, {0}, {0}, 4});
@@ -171,11 +176,11 @@ TEST(SplitDot, SplitProductsMatchTheReferenceUnderNvidiasPath) {
 // cooperative matrices (where the device has them): whole too.
 TEST(SplitDot, EmulatedAndReducedPrecisionProductsStayWhole) {
   const Case f64{"f64", DType::F64, {128, 1536}, {1536, 192}, {128, 192}, {1}, {0}, {}, {}, 4};
-  const Case f32{"f32", DType::F32, {128, 2048}, {2048, 256}, {128, 256}, {1}, {0}, {}, {}, 2};
+  const Case f32{"f32", DType::F32, {64, 2048}, {2048, 256}, {64, 256}, {1}, {0}, {}, {}, 4};
   runtime::CompileOptions emulated = as_nvidia();
   emulated.emulate = "f64";
   EXPECT_EQ(parts_under(graph_of(f64), emulated), 1);
-  EXPECT_EQ(parts_under(graph_of(f32), emulated), 2);
+  EXPECT_EQ(parts_under(graph_of(f32), emulated), 4);
   runtime::CompileOptions high = as_nvidia();
   high.precision = codegen::Precision::High;
   EXPECT_EQ(parts_under(graph_of(f32), high), 1);

@@ -65,6 +65,10 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
     b.dot_fill_tiles = 2 * int64_t(caps.compute_units);
     b.dot_wave_tiles = caps.compute_units;
     b.dot_part_overhead = 32;
+    // f32 products read in place whose 64x128 tiles (matmul_tiles_nvidia) give every SM one
+    // stay whole: docs/tuning.md, "Split-K".
+    b.dot_whole_tile = 64 * 128;
+    b.dot_whole_types = {ir::DType::F32};
     b.dot_min_part = 256;
     using enum ir::DType;
     b.dot_split_types = {S8, S16, S32, S64, U8, U16, U32, U64, F64};
@@ -119,8 +123,12 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
     const MatmulTiles t = staged_tiles(caps, s, 64, 128, 8, 8);
     return tiles(64, 128) <= caps.compute_units && s.k >= 512 ? sliced(caps, s, t, 2) : t;
   }
+  // 64x64 where those tiles give half the SMs one each (short contractions) or every SM one
+  // (1024 terms or more); 32x32, four times as many, below that (docs/tuning.md).
+  const bool half_fills = caps.compute_units && 2 * tiles64 >= caps.compute_units;
   if (s.bytes == 4 && tiles64 < 256)
-    return long_and_filling ? staged_tiles(caps, s, 64, 64, 4) : staged_tiles(caps, s, 32, 32, 2, 32);
+    return long_and_filling || (s.k < 1024 && half_fills) ? staged_tiles(caps, s, 64, 64, 4)
+                                                         : staged_tiles(caps, s, 32, 32, 2, 32);
   const bool fills128 = caps.compute_units && tiles(128, 128) >= caps.compute_units;
   if (s.bytes == 8)
     return many_tiles || (fills128 && s.computed_operands) ? staged_tiles(caps, s, 128, 128, 8, 8)
