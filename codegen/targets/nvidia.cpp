@@ -43,9 +43,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // part of the device idle. Where the parts that bring it to two such tiles per SM (a
 // 256-invocation workgroup holds 127 registers, so two share an SM) would each contract 256
 // or more terms, its contraction is split instead, the count chosen by waves of one tile per
-// SM, each costing its terms per part plus 32 (what forced counts measured). f32, f64 and
-// integer results (the SIMT tiles); f16 and bf16 take cooperative matrices, whose parts
-// would each round to 16 bits; f32 at a reduced precision takes them too where the
+// SM, each costing its terms per part plus 32 (what forced counts measured); not an f32
+// product read in place whose 64x128 tiles give every SM one (they fill it whole). f32,
+// f64 and integer results (the SIMT tiles); f16 and bf16 take cooperative matrices, whose
+// parts would each round to 16 bits; f32 at a reduced precision takes them too where the
 // operands are graph inputs, which a split would hide behind reshapes. Without the SM count
 // (a driver without VK_NV_shader_sm_builtins) dots stay whole. docs/tuning.md, "Split-K".
 //
@@ -92,8 +93,9 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // element (half the reloads of its slices; 64x128 where those fit one round of three per SM,
 // a convolution's folded windows) and 128x64 over 128 invocations otherwise; 64x64
 // of 4x4 below that; 32x32 of 2x2 in k-steps of 32 for f32 products of fewer than 256 64x64
-// tiles (an MLP's layers), unless they contract 1024 terms or more with a 64x64 tile per SM
-// (an MLP's first weight gradient at batch 1024). Ahead of those, f32 products of graph
+// tiles (an MLP's layers), unless those give half the SMs one over fewer than 1024 terms
+// (GPT-2's projections of one sequence) or every SM one over 1024 or more (an MLP's first
+// weight gradient at batch 1024). Ahead of those, f32 products of graph
 // inputs whose 128x128 tiles would leave SMs idle (idles_128x128) take 64x128 over 128
 // invocations where that gives half the SMs a tile or more; where it gives each SM one tile
 // at most, over a contraction of 512 or more, two groups of 128 share its k-steps (sliced,
