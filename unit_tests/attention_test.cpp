@@ -341,7 +341,9 @@ TEST(Attention, CooperativeKernelsForNvidiaValidate) {
         const std::string want = t == DType::F32 ? "attention " : std::string("cooperative attention ");
         EXPECT_EQ(kb.launch.rfind(want, 0), 0u) << kb.launch;
         EXPECT_EQ(kb.launch.find(" nv fragments") != std::string::npos, nv && t != DType::F32) << kb.launch;
-        if (nv) EXPECT_EQ(codegen::validate(t == DType::BF16 ? spirvtest::bf16_as_f16(kb.spirv) : kb.spirv, khr.api_version), "");
+        if (nv) {
+          EXPECT_EQ(codegen::validate(t == DType::BF16 ? spirvtest::bf16_as_f16(kb.spirv) : kb.spirv, khr.api_version), "");
+        }
       }
     }
 }
