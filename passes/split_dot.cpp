@@ -73,10 +73,11 @@ class SplitDot : public Pass {
     const int64_t cols = ir::num_elements(b) / std::max<int64_t>(1, batch * contraction);
     // Tiles' worth of outputs, as the target's tile choice counts them (outputs, not whole
     // tiles: a ragged edge does not fill the device any more).
-    const double tiles = double(batch) * double(rows) * double(cols) / double(bounds_.dot_tile * bounds_.dot_tile);
+    const double outputs = double(batch) * double(rows) * double(cols);
+    const double tiles = outputs / double(bounds_.dot_tile * bounds_.dot_tile);
     if (tiles <= 0 || tiles >= double(bounds_.dot_min_tiles)) return 1;
     if (bounds_.dot_whole_types.count(n.type().dtype) && read_in_place(g, n.args[0]) && read_in_place(g, n.args[1]) &&
-        double(batch) * double(rows) * double(cols) >= double(bounds_.dot_min_tiles) * double(bounds_.dot_whole_tile))
+        outputs >= double(bounds_.dot_min_tiles) * double(bounds_.dot_whole_tile))
       return 1;
     const int64_t want = int64_t(std::ceil(double(bounds_.dot_fill_tiles) / tiles));
     const int64_t extent = a.at(ax.c1[0]);
