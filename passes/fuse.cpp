@@ -66,14 +66,6 @@ bool can_root(const Node& n) {
   return inlinable(n) || is_reduction(n) || is_indexed_update(n) || is_scan(n) || is_tiled(n);
 }
 
-// What a dot or attention may compute in its prologue: moving or converting elements. Its
-// operands' elements are read once per output tile (more often by a dot too small to tile,
-// once per output element), so arithmetic there is recomputed; it gets a buffer instead.
-bool cheap_prologue(const Node& n) {
-  const auto f = ir::op_family(n.op);
-  return n.op == "constant" || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Convert || f == ir::OpFamily::Metadata;
-}
-
 class Fuse : public Pass {
  public:
   std::string name() const override { return "fuse"; }

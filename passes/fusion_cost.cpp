@@ -141,6 +141,11 @@ double needed_fraction(const Node& user, size_t k, const Graph& g) {
 
 }  // namespace
 
+bool cheap_prologue(const Node& n) {
+  const auto f = ir::op_family(n.op);
+  return n.op == "constant" || f == ir::OpFamily::IndexMap || f == ir::OpFamily::Convert || f == ir::OpFamily::Metadata;
+}
+
 // A concatenate's or stack's operands that are chains of one-read index maps of one value
 // read that value once (Emitter::select_common_source): the value, or nullptr.
 const Node* common_source(const Node& n, const Graph& g, const std::set<NodeId>& members) {

@@ -98,6 +98,11 @@ struct Estimate {
   double duplication() const { return needed > 0 ? work / needed : 1; }
 };
 
+// What fuse lets a dot or attention compute in its prologue: moving or converting elements.
+// Its operands' elements are read once per output tile (more often by a dot too small to
+// tile, once per output element), so arithmetic there is recomputed; it gets a buffer instead.
+bool cheap_prologue(const ir::Node& n);
+
 // A concatenate's or stack's operands that are chains of index maps (through `members`) of
 // one value read that value once (Emitter::select_common_source): the value, or nullptr.
 const ir::Node* common_source(const ir::Node& n, const ir::Graph& g, const std::set<ir::NodeId>& members);

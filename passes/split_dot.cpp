@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "ir/ops.h"
+#include "passes/fusion_cost.h"
 #include "passes/pass.h"
 #include "passes/split_contraction.h"
 
@@ -31,13 +32,14 @@ using ir::Node;
 int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 // Whether a dot reads operand `id` in place (through transposes and reshapes) rather than
-// gathering or converting it in its prologue (a convolution's windows): the target's smaller
-// tiles fill the device only for the former, and gathered products run faster split.
+// computing it in its prologue (a convolution's windows, sliced and padded; a conversion):
+// the target's smaller tiles fill the device only for the former, and products whose
+// prologue gathers run faster split. What fuse gives a buffer of its own (a gather, any
+// arithmetic) is read in place.
 bool read_in_place(const Graph& g, ir::NodeId id) {
   const Node* n = &g.node(id);
   while (n->op == "transpose" || n->op == "reshape") n = &g.node(n->args.at(0));
-  const ir::OpFamily f = ir::op_family(n->op);
-  return f != ir::OpFamily::IndexMap && f != ir::OpFamily::Gather && f != ir::OpFamily::Convert;
+  return !cheap_prologue(*n);
 }
 
 class SplitDot : public Pass {
