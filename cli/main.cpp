@@ -125,11 +125,14 @@ void print_caps(const std::string& head, const codegen::DeviceCaps& c) {
   std::string coop = c.cooperative_matrix_shapes.empty() ? "none" : "";
   for (const auto& s : c.cooperative_matrix_shapes) coop += (coop.empty() ? "" : ",") + codegen::to_string(s);
   std::printf("%s f64=%d int64=%d int16=%d int8=%d f16=%d storage8=%d storage16=%d subgroup=%u subgroup_arith=%d "
-              "subgroup_shuffle=%d subgroup_ballot=%d subgroup_ext=%d coop_matrix=%s denorms_f32=%s denorms_f64=%s\n",
+              "subgroup_shuffle=%d subgroup_ballot=%d subgroup_ext=%d coop_matrix=%s denorms_f32=%s denorms_f64=%s "
+              "f16_round_even=%d f16_inf_nan=%d denorms_f16=%s%s\n",
               head.c_str(), c.float64, c.int64, c.int16, c.int8, c.float16, c.storage_buffer_8bit, c.storage_buffer_16bit,
               c.subgroup_size, c.subgroup_arithmetic, c.subgroup_shuffle, c.subgroup_ballot, c.subgroup_extended_types,
               coop.c_str(),
-              c.preserve_denorms_f32 ? "kept" : "flushed", c.preserve_denorms_f64 ? "kept" : "flushed");
+              c.preserve_denorms_f32 ? "kept" : "flushed", c.preserve_denorms_f64 ? "kept" : "flushed", c.round_to_even_f16,
+              c.preserve_signed_zero_inf_nan_f16, c.preserve_denorms_f16 ? "kept" : "flushed",
+              c.denorms_independent ? "" : " (denormal modes not independent)");
   std::printf("   limits: api=%u.%u shared=%u invocations=%u groups_x=%u storage_buffers=%u storage_range=%llu "
               "allocation=%llu push_constants=%u texels=%u compute_units=%s\n",
               c.api_version >> 22, (c.api_version >> 12) & 0x3ff, c.max_shared_memory_bytes, c.max_workgroup_invocations,

@@ -101,10 +101,10 @@ Id f16_bits_to_f32(Emitter& e, Id h) {
 
 // The hardware's conversions (Emitter::hardware_f16), of magnitudes only: the sign goes on
 // and off as a bit, and NaN is told on the bits, so that no rounding mode or float rule of
-// the driver's can touch a zero's sign. f16's subnormal range is done in f32 arithmetic: the
-// device may flush f16 subnormals (few promise shaderDenormPreserveFloat16, lavapipe
-// included); the bits of |f| below 2^-14 are |f| 2^24 rounded to even, 0x0400 (2^-14
-// itself) included. Halves travel as a 2-vector bitcast to and from a 32-bit word, so that
+// the driver's can touch a zero's sign. f16's subnormal range is done in f32 arithmetic
+// unless the module keeps f16 denormals (Emitter::hardware_f16_subnormals): the device may
+// flush them (few promise shaderDenormPreserveFloat16, lavapipe included); the bits of |f|
+// below 2^-14 are then |f| 2^24 rounded to even, 0x0400 (2^-14 itself) included. Halves travel as a 2-vector bitcast to and from a 32-bit word, so that
 // no 16-bit integer register is needed.
 Id f32_to_f16_bits_hw(Emitter& e, Id f) {
   auto& b = e.b;
@@ -116,10 +116,13 @@ Id f32_to_f16_bits_hw(Emitter& e, Id f) {
   Id half = b.op(spv::OpFConvert, b.type_float(16), {a});
   Id word = b.op(spv::OpBitcast, u, {b.op(spv::OpCompositeConstruct, pair, {half, half})});
   Id hw = b.op(spv::OpBitwiseAnd, u, {word, e.u32c(0xFFFF)});
-  Id m = b.op(spv::OpConvertFToU, u, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {a, b.const_f32(16777216.0f)})})});
   Id sign = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {bits, e.u32c(16)}), e.u32c(0x8000)});
-  Id tiny = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x38800000)});  // below 2^-14
-  Id h = b.op(spv::OpBitwiseOr, u, {e.b_select(u, tiny, m, hw), sign});
+  if (!e.hardware_f16_subnormals()) {
+    Id m = b.op(spv::OpConvertFToU, u, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {a, b.const_f32(16777216.0f)})})});
+    Id tiny = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x38800000)});  // below 2^-14
+    hw = e.b_select(u, tiny, m, hw);
+  }
+  Id h = b.op(spv::OpBitwiseOr, u, {hw, sign});
   return e.b_select(u, b.op(spv::OpUGreaterThan, e.boolean(), {mag, e.u32c(0x7F800000)}), e.u32c(0x7E00), h);
 }
 
@@ -130,10 +133,12 @@ Id f16_bits_to_f32_hw(Emitter& e, Id h) {
   Id mag = b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x7FFF)});
   Id half = b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, b.type_vector(f16, 2), {mag})}, {0});
   Id hw = b.op(spv::OpFConvert, f32, {half});
-  Id sub = b.op(spv::OpFMul, f32, {b.op(spv::OpConvertUToF, f32, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x3FF)})}),
-                                   b.const_f32(1.0f / 16777216.0f)});
-  Id subnormal = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x0400)});
-  Id r = b.op(spv::OpBitcast, u, {e.b_select(f32, subnormal, sub, hw)});
+  if (!e.hardware_f16_subnormals()) {
+    Id sub = b.op(spv::OpFMul, f32, {b.op(spv::OpConvertUToF, f32, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x3FF)})}),
+                                     b.const_f32(1.0f / 16777216.0f)});
+    hw = e.b_select(f32, b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x0400)}), sub, hw);
+  }
+  Id r = b.op(spv::OpBitcast, u, {hw});
   Id sign = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x8000)}), e.u32c(16)});
   return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {r, sign})});
 }
@@ -418,6 +423,7 @@ Id Emitter::to_bool(Id v, DType t) {
 }
 
 bool Emitter::hardware_f16() const { return converts_f16_in_hardware(caps); }
+bool Emitter::hardware_f16_subnormals() const { return converts_f16_subnormals_in_hardware(caps); }
 
 // Asks the driver to keep Nx's float semantics: no fast-math folding of -0.0/Inf/NaN,
 // no flushing of denormals, where the device can promise it for a width the module uses;
@@ -430,6 +436,10 @@ void declare_float_controls(spirv::Builder& b, const DeviceCaps& caps) {
     b.execution_mode(spv::ExecutionModeSignedZeroInfNanPreserve, {16u});
     b.capability(spv::CapabilityRoundingModeRTE);
     b.execution_mode(spv::ExecutionModeRoundingModeRTE, {16u});
+    if (converts_f16_subnormals_in_hardware(caps)) {
+      b.capability(spv::CapabilityDenormPreserve);
+      b.execution_mode(spv::ExecutionModeDenormPreserve, {16u});
+    }
   }
   for (int bits : {32, 64}) {
     if (!b.uses_float(bits)) continue;

@@ -151,6 +151,7 @@ class Emitter {
   Id to_bits(Id v, ir::DType t);
   // f16 converts with OpFConvert rather than integer code (emit_types.cpp says when).
   bool hardware_f16() const;
+  bool hardware_f16_subnormals() const;
   Id from_bits(Id bits, ir::DType t);
   // Restores the register invariant after an op whose raw result may leave it.
   Id normalize(Id v, ir::DType t);

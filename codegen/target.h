@@ -88,6 +88,11 @@ struct DeviceCaps {
   // Inf and NaN kept (shaderSignedZeroInfNanPreserveFloat16): f16 then converts in hardware.
   bool round_to_even_f16 = false;
   bool preserve_signed_zero_inf_nan_f16 = false;
+  // f16 subnormals kept, not flushed (shaderDenormPreserveFloat16), where each width's
+  // denormal mode may be set on its own (denormBehaviorIndependence ALL): a module may then
+  // ask it for f16 alone.
+  bool preserve_denorms_f16 = false;
+  bool denorms_independent = false;
   bool subgroup_arithmetic = false;
   bool subgroup_shuffle = false;  // OpGroupNonUniformShuffleXor in compute shaders
   bool subgroup_ballot = false;   // OpGroupNonUniformBroadcast in compute shaders

@@ -183,6 +183,8 @@ DeviceInfo describe(VkInstance inst, VkPhysicalDevice pd) {
   c.preserve_denorms_f64 = fc.shaderDenormPreserveFloat64;
   c.round_to_even_f16 = fc.shaderRoundingModeRTEFloat16;
   c.preserve_signed_zero_inf_nan_f16 = fc.shaderSignedZeroInfNanPreserveFloat16;
+  c.preserve_denorms_f16 = fc.shaderDenormPreserveFloat16;
+  c.denorms_independent = fc.denormBehaviorIndependence == VK_SHADER_FLOAT_CONTROLS_INDEPENDENCE_ALL;
   c.subgroup_arithmetic = (sub.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) &&
                           (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
   c.subgroup_shuffle = (sub.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&

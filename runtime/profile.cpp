@@ -186,6 +186,7 @@ class Reader {
     c.preserve_denorms_f64 = features_["shaderDenormPreserveFloat64"];
     c.round_to_even_f16 = features_["shaderRoundingModeRTEFloat16"];
     c.preserve_signed_zero_inf_nan_f16 = features_["shaderSignedZeroInfNanPreserveFloat16"];
+    c.preserve_denorms_f16 = features_["shaderDenormPreserveFloat16"];
     c.subgroup_arithmetic = subgroup_ops_.count("VK_SUBGROUP_FEATURE_ARITHMETIC_BIT");
     c.subgroup_shuffle = subgroup_ops_.count("VK_SUBGROUP_FEATURE_SHUFFLE_BIT");
     c.subgroup_ballot = subgroup_ops_.count("VK_SUBGROUP_FEATURE_BALLOT_BIT");
@@ -450,6 +451,7 @@ std::vector<std::string> restrict_to_profile(DeviceCaps& d, const Profile& p) {
   feature(&DeviceCaps::preserve_denorms_f64, "shaderDenormPreserveFloat64");
   feature(&DeviceCaps::round_to_even_f16, "shaderRoundingModeRTEFloat16");
   feature(&DeviceCaps::preserve_signed_zero_inf_nan_f16, "shaderSignedZeroInfNanPreserveFloat16");
+  feature(&DeviceCaps::preserve_denorms_f16, "shaderDenormPreserveFloat16");
   feature(&DeviceCaps::subgroup_arithmetic, "VK_SUBGROUP_FEATURE_ARITHMETIC_BIT");
   feature(&DeviceCaps::subgroup_shuffle, "VK_SUBGROUP_FEATURE_SHUFFLE_BIT");
   feature(&DeviceCaps::subgroup_ballot, "VK_SUBGROUP_FEATURE_BALLOT_BIT");

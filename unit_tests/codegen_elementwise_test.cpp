@@ -89,6 +89,30 @@ TEST(CodegenElementwise, F16ResultsAreConvertedOnce) {
   EXPECT_EQ(cgtest::count(disassemble(kb.spirv), "RoundEven"), 1u) << disassemble(kb.spirv);
 }
 
+// Where the device promises f16 conversions rounded to even with Inf and NaN kept, they are
+// OpFConvert; f16's subnormal range stays in f32 arithmetic (one RoundEven per rounding)
+// unless the device also keeps f16 denormals, for f16 alone: the module then asks for them
+// (DenormPreserve 16) and converts them in hardware too. Each module validates.
+TEST(CodegenElementwise, F16ConversionsTakeTheHardwarePathThatTheDevicePromises) {
+  DeviceCaps caps = generic_caps();
+  caps.vendor_id = pci_vendor_id(Vendor::Nvidia);
+  caps.float16 = caps.round_to_even_f16 = caps.preserve_signed_zero_inf_nan_f16 = true;
+  struct Case {
+    bool denorms, independent;
+    size_t round_even, denorm_preserve;
+  };
+  for (const Case c : {Case{false, true, 1, 0}, Case{true, false, 1, 0}, Case{true, true, 0, 1}}) {
+    caps.preserve_denorms_f16 = c.denorms;
+    caps.denorms_independent = c.independent;
+    const auto kb = cgtest::compile(binary("add", DType::F16, DType::F16), caps);
+    const std::string text = disassemble(kb.spirv);
+    EXPECT_EQ(validate(kb.spirv, caps.api_version), "") << text;
+    EXPECT_GE(cgtest::count(text, "OpFConvert"), 2u) << text;
+    EXPECT_EQ(cgtest::count(text, "RoundEven"), c.round_even) << c.denorms << c.independent << "\n" << text;
+    EXPECT_EQ(cgtest::count(text, "DenormPreserve 16"), c.denorm_preserve) << text;
+  }
+}
+
 TEST(CodegenElementwise, IntegerOperandOfFloatFunction) {
   expect_valid(unary("exp", DType::S32, DType::F32));
   expect_valid(unary("sqrt", DType::U8, DType::F32));

@@ -77,6 +77,10 @@ bool converts_f16_in_hardware(const DeviceCaps& caps) {
          caps.preserve_signed_zero_inf_nan_f16;
 }
 
+bool converts_f16_subnormals_in_hardware(const DeviceCaps& caps) {
+  return converts_f16_in_hardware(caps) && caps.preserve_denorms_f16 && caps.denorms_independent;
+}
+
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k) {
   switch (caps.vendor()) {
     case Vendor::Lavapipe: return launch_lavapipe(caps, k);

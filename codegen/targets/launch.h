@@ -181,6 +181,9 @@ bool corrects_f32_division(const DeviceCaps& caps);
 // where the device rounds f16 results to nearest even and keeps Inf and NaN, except on
 // lavapipe, where integer code is faster (docs/tuning.md, "f16 conversions").
 bool converts_f16_in_hardware(const DeviceCaps& caps);
+// Whether those conversions also take f16's subnormal range (the module keeps f16
+// denormals): where the device promises that for f16 alone; else f32 arithmetic does.
+bool converts_f16_subnormals_in_hardware(const DeviceCaps& caps);
 
 // The size of a serial loop's one workgroup (codegen/serial_loop.h): one subgroup (a warp,
 // a wave, a SIMD row of lavapipe's lanes).
