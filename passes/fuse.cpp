@@ -106,6 +106,7 @@ class Fuse : public Pass {
         if (auto m = narrowing_split(g, r)) costly.push_back(*m);
         if (auto d = dot_off_its_output(g, r)) costly.push_back(*d);
         if (auto c = cost_cut(g, r, cuts)) costly.push_back(*c);
+        if (auto h = costly_epilogue(g, r, cuts)) costly.push_back(*h);
       }
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
@@ -397,6 +398,33 @@ class Fuse : public Pass {
     }
     if (best) cuts[*best] = cut_reason(e);
     return best;
+  }
+
+  // A product on the target's cooperative matrices whose region also computes an epilogue
+  // of more work per element than KernelBounds::max_cooperative_epilogue_work: the product,
+  // to be materialised.
+  std::optional<NodeId> costly_epilogue(const Graph& g, const Region& r, std::map<NodeId, std::string>& cuts) const {
+    if (bounds_.max_cooperative_epilogue_work <= 0) return std::nullopt;
+    for (NodeId id : r.members) {
+      const Node& dot = g.node(id);
+      if (dot.op != "dot" || !bounds_.cooperative_epilogue_types.count(dot.type().dtype)) continue;
+      // The epilogue: the region less the product and its prologue.
+      std::set<NodeId> epilogue = r.members;
+      for (std::vector<NodeId> up{id}; !up.empty();) {
+        const NodeId x = up.back();
+        up.pop_back();
+        if (!epilogue.erase(x)) continue;
+        for (NodeId a : g.node(x).args)
+          if (r.members.count(a)) up.push_back(a);
+      }
+      if (epilogue.empty()) continue;
+      const double work = estimate(g, epilogue, r.roots).work;
+      if (work <= bounds_.max_cooperative_epilogue_work) continue;
+      cuts[id] = "cost model: its epilogue would do " + number(work) + " instructions of work per element in the " +
+                 "product's cooperative-matrix kernel (bound " + number(bounds_.max_cooperative_epilogue_work) + ")";
+      return id;
+    }
+    return std::nullopt;
   }
 
   // Why the cost model cut a region: the bound it passed, with the estimate (`nxv explore`).

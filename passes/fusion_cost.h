@@ -81,6 +81,14 @@ struct KernelBounds {
   int64_t dot_wave_tiles = 1, dot_part_overhead = 0, dot_whole_tile = 0;
   std::set<ir::DType> dot_split_types, dot_whole_types;
 
+  // A product of one of cooperative_epilogue_types (which the target computes on cooperative
+  // matrices, whose kernels unroll the epilogue over every accumulator an invocation holds)
+  // keeps an elementwise epilogue only up to this much work per element (Estimate::work,
+  // the product itself left out); past it the product gets a buffer and the epilogue a
+  // kernel of its own. 0: no bound. Per target (codegen/targets: kernel_bounds).
+  double max_cooperative_epilogue_work = 0;
+  std::set<ir::DType> cooperative_epilogue_types;
+
   // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
   // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.
   bool f32_accumulates_in_f64 = false;

@@ -54,9 +54,20 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 // which outrun the fused SIMT kernel there (twice as fast at head dim 128), where its
 // scores fit one buffer and a 32nd of the heap; masked and causal attention, and shorter
 // sequences, stay fused. docs/tuning.md, "Attention".
+//
+// f16 and bf16 products on cooperative matrices keep an epilogue of up to 16 instructions
+// of work per element (a bias, an activation such as relu); a heavier one (gelu's erf, 40)
+// runs as a kernel of its own, 1.2-1.6x faster on the sweep's feed-forward blocks.
+// docs/tuning.md, "Cooperative products' epilogues".
 passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   passes::KernelBounds b = kernel_bounds_generic(caps);
   b.max_code = 100000;
+  b.max_cooperative_epilogue_work = 16;
+  for (const auto& f : caps.cooperative_matrix_shapes) {
+    if (f.accumulator != MatrixComponent::F32) continue;
+    if (f.operands == MatrixComponent::F16) b.cooperative_epilogue_types.insert(ir::DType::F16);
+    if (f.operands == MatrixComponent::BF16) b.cooperative_epilogue_types.insert(ir::DType::BF16);
+  }
   b.separate_attention_keys = 512;
   b.separate_attention_bytes = int64_t(std::min({caps.max_storage_buffer_range, caps.max_memory_allocation_bytes,
                                                  caps.max_heap_bytes / 32}));
