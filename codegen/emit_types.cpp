@@ -104,8 +104,9 @@ Id f16_bits_to_f32(Emitter& e, Id h) {
 // the driver's can touch a zero's sign. f16's subnormal range is done in f32 arithmetic
 // unless the module keeps f16 denormals (Emitter::hardware_f16_subnormals): the device may
 // flush them (few promise shaderDenormPreserveFloat16, lavapipe included); the bits of |f|
-// below 2^-14 are then |f| 2^24 rounded to even, 0x0400 (2^-14 itself) included. Halves travel as a 2-vector bitcast to and from a 32-bit word, so that
-// no 16-bit integer register is needed.
+// below 2^-14 are then |f| 2^24 rounded to even, 0x0400 (2^-14 itself) included. Halves
+// travel as a 2-vector bitcast to and from a 32-bit word, so that no 16-bit integer
+// register is needed.
 Id f32_to_f16_bits_hw(Emitter& e, Id f) {
   auto& b = e.b;
   b.note_f16_conversion();

@@ -321,10 +321,7 @@ MatmulShape matmul_shape(const ir::Graph& body, const ir::Node& dot, const Devic
   if (at == bt && l.a && l.b && !s.scalar_reads) s.texel_run = texel_run(an);
   if (at == bt && ir::is_float(t) && (at == DType::F16 || at == DType::BF16))
     s.operands = at == DType::F16 ? MatrixComponent::F16 : MatrixComponent::BF16;
-  const bool bf16_fragments = std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
-                                          [](const CooperativeMatrixShape& f) {
-                                            return f.operands == MatrixComponent::BF16 && f.accumulator == MatrixComponent::F32;
-                                          });
+  const bool bf16_fragments = has_f32_fragments(caps, MatrixComponent::BF16);
   // f32 operands gathered through index maps (a convolution's patches) keep the exact SIMT
   // tiles: computing each element's index and rounding it cost more than the tensor cores
   // save (H100, issue 16's conv3x3, device ms: 0.37 exact, 0.54-0.65 high, 0.44-0.80 default).

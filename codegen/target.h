@@ -127,6 +127,8 @@ struct DeviceCaps {
 
 // "16x16x16 f16>f32" (" nv" where only the NV extension lists it).
 std::string to_string(const CooperativeMatrixShape& s);
+// Whether the device lists fragments of `operands` with f32 accumulators.
+bool has_f32_fragments(const DeviceCaps& caps, MatrixComponent operands);
 
 // How big one fused kernel may grow on the device (the fuse pass splits larger ones):
 // per vendor in codegen/targets/<vendor>.cpp.

@@ -407,18 +407,11 @@ class Fuse : public Pass {
     if (bounds_.max_cooperative_epilogue_work <= 0) return std::nullopt;
     for (NodeId id : r.members) {
       const Node& dot = g.node(id);
-      if (dot.op != "dot" || !bounds_.cooperative_epilogue_types.count(dot.type().dtype)) continue;
-      // The epilogue: the region less the product and its prologue.
-      std::set<NodeId> epilogue = r.members;
-      for (std::vector<NodeId> up{id}; !up.empty();) {
-        const NodeId x = up.back();
-        up.pop_back();
-        if (!epilogue.erase(x)) continue;
-        for (NodeId a : g.node(x).args)
-          if (r.members.count(a)) up.push_back(a);
-      }
-      if (epilogue.empty()) continue;
-      const double work = estimate(g, epilogue, r.roots).work;
+      if (dot.op != "dot" || !bounds_.cooperative_epilogue_types.count(dot.type().dtype) ||
+          std::find(r.roots.begin(), r.roots.end(), id) != r.roots.end())
+        continue;
+      // The epilogue: what the roots reach with the product read from a buffer.
+      const double work = estimate(g, reached(g, r, r.roots, id), r.roots).work;
       if (work <= bounds_.max_cooperative_epilogue_work) continue;
       cuts[id] = "cost model: its epilogue would do " + number(work) + " instructions of work per element in the " +
                  "product's cooperative-matrix kernel (bound " + number(bounds_.max_cooperative_epilogue_work) + ")";

@@ -1,6 +1,7 @@
 // Unknown vendors, and the device-independent caps used for stable lit output.
 #include "codegen/targets/launch.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -65,6 +66,11 @@ std::string to_string(const CooperativeMatrixShape& s) {
   };
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " " + name(s.operands) + ">" +
          name(s.accumulator) + (s.khr ? "" : " nv");
+}
+
+bool has_f32_fragments(const DeviceCaps& caps, MatrixComponent operands) {
+  return std::any_of(caps.cooperative_matrix_shapes.begin(), caps.cooperative_matrix_shapes.end(),
+                     [&](const CooperativeMatrixShape& f) { return f.operands == operands && f.accumulator == MatrixComponent::F32; });
 }
 
 std::string to_string(Precision p) {

@@ -63,11 +63,8 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   passes::KernelBounds b = kernel_bounds_generic(caps);
   b.max_code = 100000;
   b.max_cooperative_epilogue_work = 16;
-  for (const auto& f : caps.cooperative_matrix_shapes) {
-    if (f.accumulator != MatrixComponent::F32) continue;
-    if (f.operands == MatrixComponent::F16) b.cooperative_epilogue_types.insert(ir::DType::F16);
-    if (f.operands == MatrixComponent::BF16) b.cooperative_epilogue_types.insert(ir::DType::BF16);
-  }
+  if (has_f32_fragments(caps, MatrixComponent::F16)) b.cooperative_epilogue_types.insert(ir::DType::F16);
+  if (has_f32_fragments(caps, MatrixComponent::BF16)) b.cooperative_epilogue_types.insert(ir::DType::BF16);
   b.separate_attention_keys = 512;
   b.separate_attention_bytes = int64_t(std::min({caps.max_storage_buffer_range, caps.max_memory_allocation_bytes,
                                                  caps.max_heap_bytes / 32}));
