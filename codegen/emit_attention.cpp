@@ -87,10 +87,8 @@ class AttentionKernel : public AttentionRows {
     local = b.builtin_x(spv::BuiltInLocalInvocationId);
     Id place = local;
     if (t.shuffles) {
-      b.capability(spv::CapabilityGroupNonUniform);
       b.capability(spv::CapabilityGroupNonUniformShuffle);
-      place = u(spv::OpIAdd, u(spv::OpIMul, b.builtin_u32(spv::BuiltInSubgroupId), b.builtin_u32(spv::BuiltInSubgroupSize)),
-                b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId));
+      place = b.subgroup_numbering();
     }
     tx = u(spv::OpUMod, place, c(t.lanes)), ty = u(spv::OpUDiv, place, c(t.lanes));
     qp = uint32_t(D) + V;

@@ -340,13 +340,9 @@ void emit_workgroup_lines(const ir::Graph& body, const ir::Node& scan, ScanFold&
   const spv::Op op = subgroup_op(f);
   Id full = 0, place = lid;
   if (op != spv::OpNop) {
-    b.capability(spv::CapabilityGroupNonUniform);
     b.capability(op == spv::OpGroupNonUniformShuffle ? spv::CapabilityGroupNonUniformShuffle : spv::CapabilityGroupNonUniformArithmetic);
-    Id sg_size = b.builtin_u32(spv::BuiltInSubgroupSize);
-    full = b.op(spv::OpIEqual, e.boolean(), {b.op(spv::OpIMul, e.u32(), {sg_size, b.builtin_u32(spv::BuiltInNumSubgroups)}), e.u32c(size)});
-    Id numbered = b.op(spv::OpIAdd, e.u32(), {b.op(spv::OpIMul, e.u32(), {b.builtin_u32(spv::BuiltInSubgroupId), sg_size}),
-                                              b.builtin_u32(spv::BuiltInSubgroupLocalInvocationId)});
-    place = e.b_select(e.u32(), full, numbered, lid);
+    full = b.full_subgroups(size);
+    place = e.b_select(e.u32(), full, b.subgroup_numbering(), lid);
   }
   // The workgroup's exclusive scan of each invocation's value, and their total.
   auto scan_values = [&](Id v) {

@@ -58,6 +58,15 @@ struct Cooperation {
   // invocation i takes output i % outputs, and folds every (size / outputs)-th position
   // from i / outputs.
   uint32_t outputs = 1;
+  // Outputs in segments instead: invocation i takes output i / (size / outputs) and folds
+  // every (size / outputs)-th position from i % (size / outputs), so a segment reads its
+  // row's consecutive elements together. Where `full` holds (a uniform bool: subgroups are
+  // full and each holds whole segments; 0 where the device has no shuffles), local_id
+  // numbers invocations subgroup by subgroup and segments combine by shuffles; else
+  // through shared memory.
+  bool segments = false;
+  Id full = 0;
+  uint32_t reducers() const { return size / outputs; }
 };
 
 // A loop over r in [begin, count) folding step(acc, r) into the accumulators.
@@ -253,6 +262,7 @@ class Emitter {
   std::vector<Id> butterflies(const Fold& f, std::vector<Id> partial, uint32_t lanes);
   std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);
   std::vector<Id> combine_in_tree(const Fold& f, const std::vector<Id>& partial);
+  std::vector<Id> combine_in_segments(const Fold& f, const std::vector<Id>& partial, bool shuffles);
   // Slot `slot` (one array per type and slot) of shared memory at index.
   Id slot_pointer(Id type, size_t slot, Id index);
   std::vector<Id> load_slots(const std::vector<Id>& types, Id index);

@@ -51,7 +51,9 @@ Id Emitter::shared_array(Id type, size_t slot, int bytes) {
 }
 
 Id Emitter::lane(uint64_t offset) {
-  const Id reducer = coop_->outputs == 1 ? coop_->local_id : b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(coop_->outputs)});
+  const Id reducer = coop_->outputs == 1 ? coop_->local_id
+                     : coop_->segments  ? b.op(spv::OpUMod, u32(), {coop_->local_id, u32c(coop_->reducers())})
+                                        : b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(coop_->outputs)});
   return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(offset)});
 }
 
@@ -65,6 +67,7 @@ Values Emitter::fold_cooperative(const Fold& f) {
   const uint32_t sg = caps.subgroup_size, size = coop_->size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
+  if (coop_->segments) return combine_in_segments(f, partial, shuffles);
   // With several outputs the invocations of one output need not share a subgroup's lanes in
   // any known pattern: the tree.
   if (outputs == 1 && caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0)
@@ -138,6 +141,31 @@ Values Emitter::combine_in_subgroups(const Fold& f, Values partial) {
   }
   b.workgroup_barrier();  // the arrays are reused by the next fold
   return result;
+}
+
+// Segments of reducers() consecutive invocations: butterflies within each where subgroups
+// are full and hold whole segments, else a tree over shared memory, slot lid = output *
+// reducers + reducer (the branch on `full` is uniform, as the tree's barriers require).
+Values Emitter::combine_in_segments(const Fold& f, const Values& partial, bool shuffles) {
+  const uint32_t reducers = coop_->reducers();
+  auto tree = [&] {
+    const Id lid = coop_->local_id, reducer = lane(0);
+    store_slots(f.types, lid, partial);
+    b.workgroup_barrier();
+    for (uint32_t half = reducers / 2; half > 0; half /= 2) {
+      b.if_then(b.op(spv::OpULessThan, boolean(), {reducer, u32c(half)}), [&] {
+        Values a = load_slots(f.types, lid);
+        Values c = load_slots(f.types, b.op(spv::OpIAdd, u32(), {lid, u32c(half)}));
+        store_slots(f.types, lid, f.combine(a, c));
+      });
+      b.workgroup_barrier();
+    }
+    Values result = load_slots(f.types, b.op(spv::OpISub, u32(), {lid, reducer}));
+    b.workgroup_barrier();  // the arrays are reused by the next fold
+    return result;
+  };
+  if (!coop_->full || !shuffles || caps.subgroup_size % reducers != 0) return tree();
+  return b.if_else(coop_->full, f.types, [&] { return butterflies(f, partial, reducers / 2); }, tree);
 }
 
 // Slot lid = reducer * outputs + output: halving the reducers pairs each slot with the one

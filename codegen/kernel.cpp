@@ -373,55 +373,82 @@ Id tiled_linear(Emitter& e, Id s, const ir::Shape& out) {
   return add(mul(row, cols), col);
 }
 
+// A cooperative launch's Cooperation for per-position code at the builder's current level.
+// Segments are numbered subgroup by subgroup where subgroups are full and each holds whole
+// segments (checked at run time, uniformly: a driver may run smaller subgroups than it
+// reports); elsewhere LocalInvocationId's order, and the segments combine through shared memory.
+Cooperation cooperation(Emitter& e, const LaunchConfig& launch) {
+  spirv::Builder& b = e.b;
+  Cooperation c{b.builtin_x(spv::BuiltInLocalInvocationId), launch.workgroup_size, b.level(), launch.outputs_per_group,
+                launch.segments};
+  if (!launch.segments || !e.caps.subgroup_shuffle) return c;
+  b.capability(spv::CapabilityGroupNonUniformShuffle);
+  c.full = b.op(spv::OpLogicalAnd, e.boolean(),
+                {b.full_subgroups(launch.workgroup_size),
+                 b.op(spv::OpUGreaterThanEqual, e.boolean(), {b.builtin_u32(spv::BuiltInSubgroupSize), e.u32c(c.reducers())})});
+  c.local_id = e.b_select(e.u32(), c.full, b.subgroup_numbering(), c.local_id);
+  return c;
+}
+
+// Plain: invocation i takes rows i, i + stride, ... alone. Cooperative: workgroup g takes
+// rows g, g + groups, ... each with all its invocations; in segments, rows g * outputs + o,
+// o the invocation's segment (the loop runs over the groups' first rows, uniform across the
+// workgroup as its barriers require; a segment past the last row computes the last and
+// stores nothing).
 void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
                const LaunchConfig& launch, const PositionLoop& rows, const RowSplit& rs) {
   spirv::Builder& b = e.b;
+  const uint32_t outputs_per_group = launch.cooperative ? launch.outputs_per_group : 1;
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
-  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
+  if (outputs_per_group > 1) start = b.op(spv::OpIMul, e.u32(), {start, e.u32c(outputs_per_group)});
   b.position_loop(
       {e.u32()}, {start}, [&](const spirv::Builder::Values& r) { return b.op(spv::OpULessThan, e.boolean(), {r[0], e.u32c(rows.count)}); },
       [&](const spirv::Builder::Values& r) {
-        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level()});
-        Index row{rs.outer, {}, r[0]};
+        std::optional<Cooperation> coop;
+        if (launch.cooperative) e.set_cooperation(*(coop = cooperation(e, launch)));
+        Id row_id = r[0], in_rows = 0;
+        if (outputs_per_group > 1) {
+          Id mine = b.op(spv::OpIAdd, e.u32(), {r[0], b.op(spv::OpUDiv, e.u32(), {coop->local_id, e.u32c(coop->reducers())})});
+          if (rows.count % outputs_per_group) in_rows = b.op(spv::OpULessThan, e.boolean(), {mine, e.u32c(rows.count)});
+          row_id = in_rows ? b.ext(GLSLstd450UMin, e.u32(), {mine, e.u32c(rows.count - 1)}) : mine;
+        }
+        Index row{rs.outer, {}, row_id};
         std::vector<Id> row_dims = e.dims(row);
-        Id base = b.op(spv::OpIMul, e.u32(), {r[0], e.u32c(rs.cols())});
-        const uint32_t wg = launch.workgroup_size;
-        if (launch.cooperative && rs.cols() <= int64_t(wg) * Emitter::kMaxUnrolledPositions) {
+        Id base = b.op(spv::OpIMul, e.u32(), {row_id, e.u32c(rs.cols())});
+        const uint32_t share = coop ? coop->reducers() : 1;
+        auto store_at = [&](Id c) {
+          Index col{rs.inner, {}, c};
+          Index idx;
+          idx.shape = kernel.results[0].shape;
+          idx.dims = row_dims;
+          for (Id d : e.dims(col)) idx.dims.push_back(d);
+          idx.linear = b.op(spv::OpIAdd, e.u32(), {base, c});
+          for (size_t k = 0; k < kernel.results.size(); ++k) e.store(outputs[k], idx.linear, e.value(body.node(body.outputs[k]), idx));
+        };
+        auto guarded = [&](Id cond, const std::function<void()>& store) {
+          if (in_rows) cond = cond ? b.op(spv::OpLogicalAnd, e.boolean(), {cond, in_rows}) : in_rows;
+          if (cond) b.if_then(cond, store);
+          else store();
+        };
+        if (coop && rs.cols() <= int64_t(share) * Emitter::kMaxUnrolledPositions) {
           // Straight-line, at the positions the row's folds used: values are keyed by their
           // dims there, so the row's elements (and what was computed from them) are reused.
-          for (int64_t first = 0; first < rs.cols(); first += wg) {
+          for (int64_t first = 0; first < rs.cols(); first += share) {
             Id c = e.lane(uint64_t(first));
-            auto store = [&] {
-              Index col{rs.inner, {}, c};
-              Index idx;
-              idx.shape = kernel.results[0].shape;
-              idx.dims = row_dims;
-              for (Id d : e.dims(col)) idx.dims.push_back(d);
-              Id linear = b.op(spv::OpIAdd, e.u32(), {base, c});
-              for (size_t k = 0; k < kernel.results.size(); ++k)
-                e.store(outputs[k], linear, e.value(body.node(body.outputs[k]), idx));
-            };
-            if (first + wg <= rs.cols()) store();
-            else b.if_then(b.op(spv::OpULessThan, e.boolean(), {c, e.u32c(rs.cols())}), store);
+            guarded(first + share <= rs.cols() ? 0 : b.op(spv::OpULessThan, e.boolean(), {c, e.u32c(rs.cols())}), [&] { store_at(c); });
           }
           return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(rows.stride)})};
         }
-        Id c0 = launch.cooperative ? local : e.u32c(0);
-        const uint64_t step = launch.cooperative ? launch.workgroup_size : 1;
-        b.loop(
-            {e.u32()}, {c0}, [&](const spirv::Builder::Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[0], e.u32c(rs.cols())}); },
-            [&](const spirv::Builder::Values& c) {
-              Index col{rs.inner, {}, c[0]};
-              Index idx;
-              idx.shape = kernel.results[0].shape;
-              idx.dims = row_dims;
-              for (Id d : e.dims(col)) idx.dims.push_back(d);
-              idx.linear = b.op(spv::OpIAdd, e.u32(), {base, c[0]});
-              for (size_t k = 0; k < kernel.results.size(); ++k)
-                e.store(outputs[k], idx.linear, e.value(body.node(body.outputs[k]), idx));
-              return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {c[0], e.u32c(step)})};
-            },
-            (uint64_t(rs.cols()) + step - 1) / step);
+        guarded(0, [&] {
+          b.loop(
+              {e.u32()}, {coop ? e.lane(0) : e.u32c(0)},
+              [&](const spirv::Builder::Values& c) { return b.op(spv::OpULessThan, e.boolean(), {c[0], e.u32c(rs.cols())}); },
+              [&](const spirv::Builder::Values& c) {
+                store_at(c[0]);
+                return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {c[0], e.u32c(share)})};
+              },
+              (uint64_t(rs.cols()) + share - 1) / share);
+        });
         return spirv::Builder::Values{b.op(spv::OpIAdd, e.u32(), {r[0], e.u32c(rows.stride)})};
       });
 }
@@ -487,8 +514,9 @@ Id vector_at(Emitter& e, const ir::Node& node, Id at, uint32_t lanes, const std:
 // computes positions g, g + groups, ... together and invocation 0 stores them; with
 // several outputs per group, positions g * outputs + o, o = i % outputs (the loop runs over
 // the groups' first positions, uniform across the workgroup as its barriers require), and
-// invocation o stores position o. A position is an element, or in a vectorised loop
-// `lanes` consecutive ones.
+// invocation o stores position o; in segments, o is the invocation's segment, whose first
+// invocation stores it. A position is an element, or in a vectorised loop `lanes`
+// consecutive ones.
 void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const std::vector<BufferRef>& outputs,
                    const LaunchConfig& launch, const PositionLoop& positions, const std::vector<VectorRead>& vector_reads,
                    bool tiles) {
@@ -497,12 +525,15 @@ void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, co
   Id start = b.builtin_x(launch.cooperative ? spv::BuiltInWorkgroupId : spv::BuiltInGlobalInvocationId);
   if (group_outputs > 1) start = b.op(spv::OpIMul, e.u32(), {start, e.u32c(group_outputs)});
   const uint64_t stride = position_takers(launch);
-  Id local = launch.cooperative ? b.builtin_x(spv::BuiltInLocalInvocationId) : 0;
-  Id output_lane = group_outputs > 1 ? b.op(spv::OpUMod, e.u32(), {local, e.u32c(group_outputs)}) : 0;
   b.position_loop(
       {e.u32()}, {start}, [&](const spirv::Builder::Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s[0], e.u32c(positions.count)}); },
       [&](const spirv::Builder::Values& s) {
-        if (launch.cooperative) e.set_cooperation({local, launch.workgroup_size, b.level(), group_outputs});
+        std::optional<Cooperation> coop;
+        if (launch.cooperative) e.set_cooperation(*(coop = cooperation(e, launch)));
+        const Id local = coop ? coop->local_id : 0;
+        const Id output_lane = group_outputs == 1 ? 0
+                               : coop->segments ? b.op(spv::OpUDiv, e.u32(), {local, e.u32c(coop->reducers())})
+                                                : b.op(spv::OpUMod, e.u32(), {local, e.u32c(group_outputs)});
         const Id first = output_lane ? b.op(spv::OpIAdd, e.u32(), {s[0], output_lane}) : s[0];
         // With unrolling, an invocation computes positions s, s + stride, ... in one
         // iteration: every load is issued before the first store, so more memory requests
@@ -536,8 +567,8 @@ void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, co
           std::vector<Id> guards;
           if (n != positions.count || p.pos != s[0]) guards.push_back(b.op(spv::OpULessThan, e.boolean(), {p.pos, e.u32c(n)}));
           if (launch.cooperative)
-            guards.push_back(group_outputs > 1 ? b.op(spv::OpULessThan, e.boolean(), {local, e.u32c(group_outputs)})
-                                               : b.op(spv::OpIEqual, e.boolean(), {local, e.u32c(0)}));
+            guards.push_back(group_outputs > 1 && !coop->segments ? b.op(spv::OpULessThan, e.boolean(), {local, e.u32c(group_outputs)})
+                                                                  : b.op(spv::OpIEqual, e.boolean(), {e.lane(0), e.u32c(0)}));
           auto store = [&] {
             if (lanes > 1) e.store_vector(outputs[p.k], p.linear, p.v);
             else e.store(outputs[p.k], p.linear, p.v);
@@ -684,7 +715,9 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   } else {
     s = launch.tiles ? "transpose tiles" : rows ? "rows" : "elements";
     if (launch.cooperative) s += ", cooperative";
-    if (launch.cooperative && launch.outputs_per_group > 1) s += " in runs of " + std::to_string(launch.outputs_per_group) + " outputs";
+    if (launch.cooperative && launch.outputs_per_group > 1)
+      s += launch.segments ? " in segments of " + std::to_string(launch.workgroup_size / launch.outputs_per_group) + " invocations"
+                           : " in runs of " + std::to_string(launch.outputs_per_group) + " outputs";
     if (launch.vector_width > 1) s += ", vectors of " + std::to_string(launch.vector_width);
   }
   return s + "; " + std::to_string(launch.workgroup_size) + " invocations x " + std::to_string(launch.group_count) + " groups";

@@ -243,6 +243,20 @@ Id Builder::builtin_u32(spv::BuiltIn builtin) {
   return x;
 }
 
+Id Builder::subgroup_numbering() {
+  capability(spv::CapabilityGroupNonUniform);
+  const Id u32 = type_int(32);
+  return op(spv::OpIAdd, u32, {op(spv::OpIMul, u32, {builtin_u32(spv::BuiltInSubgroupId), builtin_u32(spv::BuiltInSubgroupSize)}),
+                               builtin_u32(spv::BuiltInSubgroupLocalInvocationId)});
+}
+
+Id Builder::full_subgroups(uint32_t size) {
+  capability(spv::CapabilityGroupNonUniform);
+  const Id u32 = type_int(32);
+  return op(spv::OpIEqual, type_bool(),
+            {op(spv::OpIMul, u32, {builtin_u32(spv::BuiltInSubgroupSize), builtin_u32(spv::BuiltInNumSubgroups)}), const_int(32, size)});
+}
+
 Id Builder::push_constant_zero() {
   Id u32 = type_int(32);
   if (!push_constant_) {

@@ -136,6 +136,13 @@ class Builder {
   Id builtin_x(spv::BuiltIn builtin);
   // A scalar u32 built-in (SubgroupId, SubgroupLocalInvocationId).
   Id builtin_u32(spv::BuiltIn builtin);
+  // Invocations numbered subgroup by subgroup: SubgroupId * SubgroupSize +
+  // SubgroupLocalInvocationId.
+  Id subgroup_numbering();
+  // Whether a workgroup of `size` invocations runs in full subgroups: only then is
+  // subgroup_numbering a permutation of LocalInvocationId (Vulkan promises full subgroups
+  // only where a pipeline asks for them).
+  Id full_subgroups(uint32_t size);
   // The u32 at offset 0 of the module's push-constant block (declared on first use), loaded
   // where it is used (value-numbered and hoisted). The runtime pushes zeros: it is a zero the
   // driver cannot know when it compiles the module (opaque, Emitter::float_literal).

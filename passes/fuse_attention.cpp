@@ -383,11 +383,14 @@ class Matcher {
   }
 
   // Whether the target runs this attention faster as its products and softmax
-  // (KernelBounds::separate_attention_keys).
+  // (KernelBounds::separate_attention_keys, separate_attention_work).
   bool separate(const Match& m) const {
-    const int64_t keys = bounds_.separate_attention_keys;
-    return t_ == DType::F32 && keys > 0 && scores_.back() >= keys && !m.bias && !m.attrs.contains("masked") &&
-           ir::num_elements(scores_) * 4 <= bounds_.separate_attention_bytes;
+    const int64_t keys = bounds_.separate_attention_keys, work = bounds_.separate_attention_work;
+    const int64_t scores = ir::num_elements(scores_);
+    const bool long_rows = keys > 0 && scores_.back() >= keys;
+    const bool large = work > 0 && scores * (m.q.head_dim() + m.v.head_dim()) >= work;
+    return t_ == DType::F32 && (long_rows || large) && !m.bias && !m.attrs.contains("masked") &&
+           scores * 4 <= bounds_.separate_attention_bytes;
   }
 
   // No intermediate is read outside the pattern, nor is an operand one of them.

@@ -53,11 +53,12 @@ struct KernelBounds {
   // shared memory; passes/fuse-attention leaves wider attention unfused. 0: never fused.
   // Per target, from the device's shared memory (codegen/attention.h: set_attention_bounds).
   int64_t attention_row_bytes = 0;
-  // f32 attention with no mask (causal or not) and no bias, over this many keys or more, stays
-  // unfused where its scores take at most separate_attention_bytes: the target's products
-  // and row softmax outrun its fused kernel there, at the cost of the scores in memory.
-  // 0: always fused. Per target (codegen/targets: kernel_bounds).
-  int64_t separate_attention_keys = 0, separate_attention_bytes = 0;
+  // f32 attention with no mask (causal or not) and no bias, over this many keys or more, or
+  // whose two products take separate_attention_work multiply-adds or more, stays unfused
+  // where its scores take at most separate_attention_bytes: the target's products and row
+  // softmax outrun its fused kernel there, at the cost of the scores in memory. 0: always
+  // fused. Per target (codegen/targets: kernel_bounds).
+  int64_t separate_attention_keys = 0, separate_attention_work = 0, separate_attention_bytes = 0;
 
   // Storage buffers one kernel may bind (its inputs and results): fuse and narrow-operands
   // keep every kernel within this. The device's maxPerStageDescriptorStorageBuffers where

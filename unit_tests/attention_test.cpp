@@ -132,11 +132,14 @@ ir::Literal random_literal(const ir::TensorType& type, std::mt19937& rng, double
 double tolerance(DType t) { return t == DType::F16 ? 4e-3 : t == DType::BF16 ? 3e-2 : 3e-5; }
 
 // Whether `bounds` leave this attention to products and a row softmax: unmasked f32 over
-// separate_attention_keys or more (NvidiaRunsLongUnmaskedF32AttentionUnfused; the cases
-// here stay within separate_attention_bytes).
+// separate_attention_keys or more, or of separate_attention_work multiply-adds
+// (NvidiaRunsLongUnmaskedF32AttentionUnfused; the cases here stay within
+// separate_attention_bytes).
 bool runs_as_products(const Case& c, const passes::KernelBounds& bounds) {
-  return c.t == DType::F32 && bounds.separate_attention_keys > 0 && c.sk >= bounds.separate_attention_keys && !c.mask &&
-         !c.bias && !c.causal;
+  const int64_t work = ir::num_elements(c.batch) * c.sq * c.sk * (c.d + c.dv);
+  const bool long_rows = bounds.separate_attention_keys > 0 && c.sk >= bounds.separate_attention_keys;
+  const bool large = bounds.separate_attention_work > 0 && work >= bounds.separate_attention_work;
+  return c.t == DType::F32 && (long_rows || large) && !c.mask && !c.bias && !c.causal;
 }
 
 // Whether fuse-attention forms the node for this device under NVIDIA's code path: its rows
@@ -283,9 +286,10 @@ const ir::Node* attention_kernel(const ir::Graph& low) {
   return nullptr;
 }
 
-// NVIDIA's bounds leave unmasked f32 attention over 512 keys or more to products and a row
-// softmax, faster there than its fused kernel, while the scores fit separate_attention_bytes;
-// shorter, masked, causal and f16 attention fuse.
+// NVIDIA's bounds leave unmasked f32 attention over 512 keys or more, or of 2^30
+// multiply-adds or more, to products and a row softmax, faster there than its fused
+// kernel, while the scores fit separate_attention_bytes; shorter and smaller, masked,
+// causal and f16 attention fuse.
 TEST(Attention, NvidiaRunsLongUnmaskedF32AttentionUnfused) {
   const passes::KernelBounds nvidia = codegen::kernel_bounds(codegen::target_caps("nvidia"));
   ASSERT_EQ(nvidia.separate_attention_keys, 512);
@@ -313,6 +317,18 @@ TEST(Attention, NvidiaRunsLongUnmaskedF32AttentionUnfused) {
   c = long_f32;
   c.t = DType::F16;
   EXPECT_TRUE(fused(c, scores));
+  // Short rows: ViT-B/16's 197 at batch 32 (2^30.8 multiply-adds) runs as products, at batch
+  // 8 fused; head dim 128 reaches the bound at half the scores of head dim 64.
+  ASSERT_EQ(nvidia.separate_attention_work, int64_t(1) << 30);
+  const int64_t plenty = int64_t(1) << 40;
+  EXPECT_FALSE(fused({{32, 12}, 197, 197, 64, 64}, plenty));
+  EXPECT_TRUE(fused({{8, 12}, 197, 197, 64, 64}, plenty));
+  EXPECT_FALSE(fused({{32, 16}, 128, 128, 64, 64}, plenty));    // 2^30 exactly
+  EXPECT_TRUE(fused({{32, 16}, 128, 127, 64, 64}, plenty));
+  EXPECT_FALSE(fused({{16, 16}, 128, 128, 128, 128}, plenty));  // 2^30 exactly
+  c = {{32, 12}, 197, 197, 64, 64};
+  c.causal = true;
+  EXPECT_TRUE(fused(c, plenty));
 }
 
 // On any device: the cooperative kernels an H100 would run (its canned caps: SPV_KHR

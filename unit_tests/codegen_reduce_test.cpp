@@ -184,8 +184,9 @@ ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
   return lit;
 }
 
-// g on eighths() under `vendor`'s launch on this device: the interpreter's bits.
-void expect_bits_as_vendor(const ir::Graph& g, const std::string& what, uint32_t vendor) {
+// g on eighths() under `vendor`'s launch on this device (or `device`): the interpreter's bits.
+void expect_bits_as_vendor(const ir::Graph& g, const std::string& what, uint32_t vendor,
+                           std::shared_ptr<runtime::Device> device = nullptr) {
   std::vector<ir::Literal> in;
   unsigned seed = 1;
   for (const auto* p : g.parameters()) in.push_back(eighths(p->type(), seed++));
@@ -194,7 +195,7 @@ void expect_bits_as_vendor(const ir::Graph& g, const std::string& what, uint32_t
   opts.as_vendor = vendor;
   std::vector<ir::Literal> got;
   try {
-    got = runtime::Executable::compile(devtest::device(), g, opts)->run_host(in);
+    got = runtime::Executable::compile(device ? device : devtest::device(), g, opts)->run_host(in);
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": " << e.what();
     return;
@@ -271,19 +272,26 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
 // kernel of whole rows (x - max(x) times the sum of that), sums of 256 and 1100 terms per
 // row, an argmax with ties, integers and f64; the first two under AMD's and the generic
 // launch too.
-TEST(CodegenReduce, ReductionsOverManyRowsTakeAWorkgroupEach) {
+// x - max(x) times the sum of that, along rows: one row kernel of two reductions.
+ir::Graph centred(int64_t rows, int64_t cols) {
   const json keep = {{"axes", {1}}, {"keep_axes", true}};
-  auto centred = [&](int64_t rows, int64_t cols) {
-    json g = {{"version", 1},
-              {"outputs", {4}},
-              {"nodes",
-               {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {rows, cols}}, {"attrs", {{"index", 0}}}},
-                {{"id", 1}, {"op", "reduce_max"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {0}}, {"attrs", keep}},
-                {{"id", 2}, {"op", "subtract"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {0, 1}}},
-                {{"id", 3}, {"op", "sum"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {2}}, {"attrs", keep}},
-                {{"id", 4}, {"op", "multiply"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {2, 3}}}}}};
-    return ir::parse_graph(g.dump());
-  };
+  json g = {{"version", 1},
+            {"outputs", {4}},
+            {"nodes",
+             {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {rows, cols}}, {"attrs", {{"index", 0}}}},
+              {{"id", 1}, {"op", "reduce_max"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {0}}, {"attrs", keep}},
+              {{"id", 2}, {"op", "subtract"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {0, 1}}},
+              {{"id", 3}, {"op", "sum"}, {"type", "f32"}, {"shape", {rows, 1}}, {"args", {2}}, {"attrs", keep}},
+              {{"id", 4}, {"op", "multiply"}, {"type", "f32"}, {"shape", {rows, cols}}, {"args", {2, 3}}}}}};
+  return ir::parse_graph(g.dump());
+}
+
+std::string launch_on_nvidia(ir::Graph g) {
+  passes::PassManager(passes::default_pipeline()).run(g);
+  return cgtest::compile(g, target_caps("nvidia")).launch;
+}
+
+TEST(CodegenReduce, ReductionsOverManyRowsTakeAWorkgroupEach) {
   const json rows = {{"axes", {1}}};
   std::vector<std::pair<std::string, ir::Graph>> graphs = {
       {"centred 16384x300", centred(16384, 300)},
@@ -300,15 +308,47 @@ TEST(CodegenReduce, ReductionsOverManyRowsTakeAWorkgroupEach) {
   for (uint32_t vendor : {0x1002u, 0x8086u})
     for (size_t i = 0; i < 2; ++i) expect_bits_as_vendor(graphs[i].second, graphs[i].first + " as vendor " + std::to_string(vendor), vendor);
   // NVIDIA's launches: 64, 128 and 256 invocations by the rows' length.
-  auto launch = [](ir::Graph g) {
-    passes::PassManager(passes::default_pipeline()).run(g);
-    return cgtest::compile(g, target_caps("nvidia")).launch;
-  };
+  const auto launch = launch_on_nvidia;
   EXPECT_EQ(launch(graphs[0].second), "rows, cooperative; 64 invocations x 16384 groups");
   EXPECT_EQ(launch(graphs[1].second), "elements, cooperative; 64 invocations x 65535 groups");
   EXPECT_EQ(launch(graphs[2].second), "elements, cooperative; 128 invocations x 16400 groups");
   EXPECT_EQ(launch(reduction_graph("sum", DType::F32, {16384, 2100}, DType::F32, {16384}, rows)),
             "elements, cooperative; 256 invocations x 16384 groups");
+}
+
+// Rows of 32 to 255 elements take a segment of a workgroup each, up to a subgroup wide
+// (32 invocations on NVIDIA), not an invocation walking a row alone. Bit for bit under
+// NVIDIA's, AMD's and the generic launch on this device, by shuffles within its subgroups
+// and (under a profile without them) through shared memory: row kernels and sums at row
+// counts that are not whole runs of segments, at 1x, 10x and 100x rows, an argmax with
+// ties, integers and f64.
+TEST(CodegenReduce, ShortRowsTakeASegmentOfAWorkgroupEach) {
+  const json rows = {{"axes", {1}}};
+  std::vector<std::pair<std::string, ir::Graph>> graphs;
+  for (int64_t n : {7, 70, 700})
+    graphs.push_back({"centred " + std::to_string(n) + "x197", centred(n, 197)});
+  graphs.push_back({"centred 1001x32", centred(1001, 32)});
+  graphs.push_back({"centred 9x255", centred(9, 255)});
+  graphs.push_back({"sum 3000x100", reduction_graph("sum", DType::F32, {3000, 100}, DType::F32, {3000}, rows)});
+  graphs.push_back({"sum 13x64x33", reduction_graph("sum", DType::F32, {13, 64, 33}, DType::F32, {13, 64}, {{"axes", {2}}})});
+  graphs.push_back({"argmax 500x150", reduction_graph("argmax", DType::F32, {500, 150}, DType::S32, {500}, {{"axis", 1}, {"tie_break", "high"}})});
+  graphs.push_back({"max s32 300x77", reduction_graph("reduce_max", DType::S32, {300, 77}, DType::S32, {300}, rows)});
+  if (devtest::missing_feature(DType::F64).empty())
+    graphs.push_back({"sum f64 300x128", reduction_graph("sum", DType::F64, {300, 128}, DType::F64, {300}, rows)});
+  for (const auto& [what, g] : graphs)
+    for (uint32_t vendor : {0x10DEu, 0x1002u, 0x8086u}) expect_bits_as_vendor(g, what + " as vendor " + std::to_string(vendor), vendor);
+  runtime::RuntimeOptions minimum;
+  minimum.profile = "vulkan-minimum";
+  const auto without_shuffles = runtime::Device::open(minimum);
+  ASSERT_FALSE(without_shuffles->info().caps.subgroup_shuffle);
+  for (size_t i : {0, 3, 5, 7}) expect_bits_as_vendor(graphs[i].second, graphs[i].first + " without shuffles", 0x10DE, without_shuffles);
+
+  EXPECT_EQ(launch_on_nvidia(centred(700, 197)), "rows, cooperative in segments of 32 invocations; 256 invocations x 88 groups");
+  EXPECT_EQ(launch_on_nvidia(centred(700, 64)), "rows, cooperative in segments of 16 invocations; 256 invocations x 44 groups");
+  EXPECT_EQ(launch_on_nvidia(reduction_graph("sum", DType::F32, {3000, 100}, DType::F32, {3000}, rows)),
+            "elements, cooperative in segments of 16 invocations; 256 invocations x 188 groups");
+  // Rows of fewer than 32 elements stay an invocation's each.
+  EXPECT_EQ(launch_on_nvidia(centred(700, 31)).rfind("rows; ", 0), 0u);
 }
 
 }  // namespace

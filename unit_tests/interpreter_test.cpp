@@ -767,7 +767,9 @@ TEST(InterpAttention, FuseAttentionKeepsTheLitGraphsBits) {
     SCOPED_TRACE(name);
     Graph fused = g;
     passes::PassManager({"fuse-attention"}, bounds).run(fused);
-    for (const auto& n : fused.nodes) attentions += n.op == "attention";
+    const auto formed = std::count_if(fused.nodes.begin(), fused.nodes.end(), [](const Node& n) { return n.op == "attention"; });
+    attentions += int(formed);
+    if (!formed) continue;  // the graph as it was (heavy.json's would take the interpreter 20 s)
     std::vector<Literal> inputs;
     uint32_t seed = 1;
     for (const Node* p : g.parameters()) inputs.push_back(grid_values(p->type().dtype, p->type().shape, seed++));
@@ -775,8 +777,8 @@ TEST(InterpAttention, FuseAttentionKeepsTheLitGraphsBits) {
     ASSERT_EQ(want.size(), got.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(want[i].data == got[i].data) << "output " << i;
   }
-  EXPECT_EQ(graphs.size(), 21u);
-  EXPECT_EQ(attentions, 21);
+  EXPECT_EQ(graphs.size(), 23u);
+  EXPECT_EQ(attentions, 22);
 }
 
 TEST(InterpAttention, ErrorsNameTheNode) {

@@ -53,6 +53,19 @@ LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k) {
   return cooperate(caps, k.items, k.reduction >= 2048 ? 256 : k.reduction >= 1024 ? 128 : 64, 65535);
 }
 
+LaunchConfig segment_rows(const DeviceCaps& caps, const KernelShape& k) {
+  if (k.reduction < 32 || k.reduction >= 256 || k.strided_reduction_bytes || k.emulated_f64_reduction) return {0, 0};
+  uint32_t reducers = 1;
+  while (reducers * 2 <= caps.subgroup_size && reducers * 2 * 4 <= k.reduction) reducers *= 2;
+  LaunchConfig c = cooperate(caps, k.items, 256, 65535);
+  if (reducers < 4 || c.workgroup_size < reducers) return {0, 0};
+  c.outputs_per_group = c.workgroup_size / reducers;
+  c.segments = true;
+  c.group_count = uint32_t(std::min<int64_t>({(std::max<int64_t>(k.items, 1) + c.outputs_per_group - 1) / c.outputs_per_group,
+                                              65535, caps.max_workgroup_count_x}));
+  return c;
+}
+
 LaunchConfig launch_tiles(const DeviceCaps& caps, int64_t tiles) {
   uint32_t wg = 256;  // 4 elements of a 32x32 tile per invocation
   while (wg > caps.max_workgroup_invocations) wg /= 2;

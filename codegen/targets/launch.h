@@ -112,6 +112,9 @@ struct LaunchConfig {
   // Cooperative launches: consecutive output elements a workgroup takes together, each
   // reduced by workgroup_size / outputs_per_group of its invocations (a power of two).
   uint32_t outputs_per_group = 1;
+  // ...each by consecutive invocations (Cooperation::segments: reductions along contiguous
+  // rows), else outputs interleaved across the invocations (reductions across rows).
+  bool segments = false;
   // Plain launches: positions each invocation computes per loop iteration (see kernel.cpp).
   uint32_t unroll = 1;
   // Plain launches: consecutive elements per position, read and written as one vector
@@ -262,5 +265,11 @@ bool reduces_many_rows(const KernelShape& k);
 // elements; 64 invocations for rows below 1024 elements, 128 below 2048, 256 from there
 // (docs/tuning.md, "Reductions over many rows").
 LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k);
+// A GPU's kernel whose reductions run along rows of 32 to 255 elements (softmax over a
+// short sequence, a layer norm of a narrow layer): runs of rows to a workgroup, each taken
+// by a segment of up to a subgroup of neighbouring invocations (LaunchConfig::segments), a
+// power of two giving each at least 4 of the row's elements; 0 invocations where the
+// device's subgroups are narrower than 4 (docs/tuning.md, "Short rows").
+LaunchConfig segment_rows(const DeviceCaps& caps, const KernelShape& k);
 
 }  // namespace nxv::codegen

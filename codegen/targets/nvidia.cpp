@@ -27,6 +27,8 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
                                          : k.reduction >= 4096     ? 512
                                                                    : 256);
   if (reduces_many_rows(k)) return cooperate_rows(caps, k);
+  // Shorter rows: 8-11x faster than an invocation per row (docs/tuning.md, "Short rows").
+  if (LaunchConfig c = segment_rows(caps, k); c.workgroup_size) return c;
   // Pairs of 64-bit integers stay scalar: driver 580 miscompiles some u64 arithmetic in
   // 2-vectors (docs/tuning.md, docs/numerics.md).
   const uint32_t lanes = k.int64_arithmetic ? 1 : vector_lanes(k, 16);
@@ -52,8 +54,10 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
 //
 // Unmasked f32 attention over 512 keys or more runs as two products and a row softmax,
 // which outrun the fused SIMT kernel there (twice as fast at head dim 128), where its
-// scores fit one buffer and a 32nd of the heap; masked and causal attention, and shorter
-// sequences, stay fused. docs/tuning.md, "Attention".
+// scores fit one buffer and a 32nd of the heap; so does shorter attention whose products
+// take 2^30 multiply-adds or more (ViT-B/16 at batch 32, BERT at batch 64 and sequence 128:
+// 1.2-1.6x faster). Masked and causal attention, and smaller, stay fused. docs/tuning.md,
+// "Attention".
 //
 // f16 and bf16 products on cooperative matrices keep an epilogue of up to 16 instructions
 // of work per element (a bias, an activation such as relu); a heavier one (gelu's erf, 40)
@@ -66,6 +70,7 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   if (has_f32_fragments(caps, MatrixComponent::F16)) b.cooperative_epilogue_types.insert(ir::DType::F16);
   if (has_f32_fragments(caps, MatrixComponent::BF16)) b.cooperative_epilogue_types.insert(ir::DType::BF16);
   b.separate_attention_keys = 512;
+  b.separate_attention_work = int64_t(1) << 30;
   b.separate_attention_bytes = int64_t(std::min({caps.max_storage_buffer_range, caps.max_memory_allocation_bytes,
                                                  caps.max_heap_bytes / 32}));
   if (caps.compute_units) {
