@@ -347,8 +347,14 @@ TEST(CodegenReduce, ShortRowsTakeASegmentOfAWorkgroupEach) {
   EXPECT_EQ(launch_on_nvidia(centred(700, 64)), "rows, cooperative in segments of 16 invocations; 256 invocations x 44 groups");
   EXPECT_EQ(launch_on_nvidia(reduction_graph("sum", DType::F32, {3000, 100}, DType::F32, {3000}, rows)),
             "elements, cooperative in segments of 16 invocations; 256 invocations x 188 groups");
-  // Rows of fewer than 32 elements stay an invocation's each.
+  // Rows of fewer than 32 elements stay an invocation's each; so do rows on a device of
+  // subgroups narrower than 8 (segments of 4 would loop over rows past 128 elements).
   EXPECT_EQ(launch_on_nvidia(centred(700, 31)).rfind("rows; ", 0), 0u);
+  DeviceCaps narrow = target_caps("nvidia");
+  narrow.subgroup_size = 4;
+  ir::Graph g = centred(700, 197);
+  passes::PassManager(passes::default_pipeline()).run(g);
+  EXPECT_EQ(cgtest::compile(g, narrow).launch.rfind("rows; ", 0), 0u);
 }
 
 }  // namespace

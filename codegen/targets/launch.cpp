@@ -58,7 +58,8 @@ LaunchConfig segment_rows(const DeviceCaps& caps, const KernelShape& k) {
   uint32_t reducers = 1;
   while (reducers * 2 <= caps.subgroup_size && reducers * 2 * 4 <= k.reduction) reducers *= 2;
   LaunchConfig c = cooperate(caps, k.items, 256, 65535);
-  if (reducers < 4 || c.workgroup_size < reducers) return {0, 0};
+  // 8 or more: a row of up to 255 then stays straight-line (Emitter::kMaxUnrolledPositions).
+  if (reducers < 8 || c.workgroup_size < reducers) return {0, 0};
   c.outputs_per_group = c.workgroup_size / reducers;
   c.segments = true;
   c.group_count = uint32_t(std::min<int64_t>({(std::max<int64_t>(k.items, 1) + c.outputs_per_group - 1) / c.outputs_per_group,

@@ -269,7 +269,7 @@ LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k);
 // short sequence, a layer norm of a narrow layer): runs of rows to a workgroup, each taken
 // by a segment of up to a subgroup of neighbouring invocations (LaunchConfig::segments), a
 // power of two giving each at least 4 of the row's elements; 0 invocations where the
-// device's subgroups are narrower than 4 (docs/tuning.md, "Short rows").
+// device's subgroups are narrower than 8 (docs/tuning.md, "Short rows").
 LaunchConfig segment_rows(const DeviceCaps& caps, const KernelShape& k);
 
 }  // namespace nxv::codegen
