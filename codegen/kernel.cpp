@@ -766,9 +766,12 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".
   const auto rs = row_split(kernel);
-  const KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
-                               : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
-                                             computes_int64(body), strided_reduction_bytes(body), computes_emulated_f64(body, caps)};
+  KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
+                         : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
+                                       computes_int64(body), strided_reduction_bytes(body), computes_emulated_f64(body, caps)};
+  shape.contracts_or_scatters = std::any_of(body.nodes.begin(), body.nodes.end(), [](const ir::Node& n) {
+    return ir::op_family(n.op) == ir::OpFamily::Dot || ir::op_family(n.op) == ir::OpFamily::Scatter;
+  });
   const ir::Node* scan = rs ? nullptr : scan_root(kernel, body);
   const ir::Node* sort = rs ? nullptr : sort_root(kernel, body);
   const std::optional<SortStage> stage = sort ? std::optional<SortStage>(SortStage::of(body, *sort, caps)) : std::nullopt;

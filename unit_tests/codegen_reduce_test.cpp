@@ -350,6 +350,20 @@ TEST(CodegenReduce, ShortRowsTakeASegmentOfAWorkgroupEach) {
   // Rows of fewer than 32 elements stay an invocation's each; so do rows on a device of
   // subgroups narrower than 8 (segments of 4 would loop over rows past 128 elements).
   EXPECT_EQ(launch_on_nvidia(centred(700, 31)).rfind("rows; ", 0), 0u);
+  // An untiled product over 128 terms (a last layer of 10 units) keeps an invocation per
+  // output: neighbouring outputs share its rows of x.
+  json product = {{"version", 1},
+                  {"outputs", {2}},
+                  {"nodes",
+                   {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {65536, 128}}, {"attrs", {{"index", 0}}}},
+                    {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", {128, 10}}, {"attrs", {{"index", 1}}}},
+                    {{"id", 2},
+                     {"op", "dot"},
+                     {"type", "f32"},
+                     {"shape", {65536, 10}},
+                     {"args", {0, 1}},
+                     {"attrs", {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()}, {"batch_axes2", json::array()}}}}}}};
+  EXPECT_EQ(launch_on_nvidia(ir::parse_graph(product.dump())).rfind("elements; ", 0), 0u);
   DeviceCaps narrow = target_caps("nvidia");
   narrow.subgroup_size = 4;
   ir::Graph g = centred(700, 197);

@@ -54,7 +54,8 @@ LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k) {
 }
 
 LaunchConfig segment_rows(const DeviceCaps& caps, const KernelShape& k) {
-  if (k.reduction < 32 || k.reduction >= 256 || k.strided_reduction_bytes || k.emulated_f64_reduction) return {0, 0};
+  if (k.reduction < 32 || k.reduction >= 256 || k.strided_reduction_bytes || k.emulated_f64_reduction || k.contracts_or_scatters)
+    return {0, 0};
   uint32_t reducers = 1;
   while (reducers * 2 <= caps.subgroup_size && reducers * 2 * 4 <= k.reduction) reducers *= 2;
   LaunchConfig c = cooperate(caps, k.items, 256, 65535);

@@ -151,6 +151,9 @@ struct KernelShape {
   // passes) computing in emulated f64 (DeviceCaps::emulate_f64): its invocations' partial
   // results are dear to combine, and few of its values live.
   bool emulated_f64_reduction = false;
+  // The body has a dot or a scatter: their folds run over operands that neighbouring
+  // outputs share (a row of x for a product's outputs, the updates for a scatter's).
+  bool contracts_or_scatters = false;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
@@ -266,7 +269,9 @@ bool reduces_many_rows(const KernelShape& k);
 // (docs/tuning.md, "Reductions over many rows").
 LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k);
 // A GPU's kernel whose reductions run along rows of 32 to 255 elements (softmax over a
-// short sequence, a layer norm of a narrow layer): runs of rows to a workgroup, each taken
+// short sequence, a layer norm of a narrow layer), with no dot or scatter (whose outputs'
+// invocations already share what they read, and would multiply by a segment's width for a
+// few multiply-adds each; not measured): runs of rows to a workgroup, each taken
 // by a segment of up to a subgroup of neighbouring invocations (LaunchConfig::segments), a
 // power of two giving each at least 4 of the row's elements; 0 invocations where the
 // device's subgroups are narrower than 8 (docs/tuning.md, "Short rows").
