@@ -170,6 +170,22 @@ ir::Graph reduction_graph(const std::string& op, DType t, const ir::Shape& shape
   return ir::parse_graph(g.dump());
 }
 
+// An f32 product of a and b contracting a's axis `axis` with b's first.
+ir::Graph product_graph(const ir::Shape& a, const ir::Shape& b, const ir::Shape& out, int64_t axis) {
+  json g = {{"version", 1},
+            {"outputs", {2}},
+            {"nodes",
+             {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", a}, {"attrs", {{"index", 0}}}},
+              {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", b}, {"attrs", {{"index", 1}}}},
+              {{"id", 2},
+               {"op", "dot"},
+               {"type", "f32"},
+               {"shape", out},
+               {"args", {0, 1}},
+               {"attrs", {{"contract_axes1", {axis}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()}, {"batch_axes2", json::array()}}}}}}};
+  return ir::parse_graph(g.dump());
+}
+
 // Small multiples of 1/8 (and small integers), with ties: every partial sum is exact in
 // f32 accumulators, so any order of summation gives the interpreter's bits.
 ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
@@ -218,7 +234,6 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
     ir::Shape shape, out;
     json attrs;
   };
-  const json none = json::array();
   const std::vector<Case> cases = {
       {"sum", DType::F32, DType::F32, {1024, 1000}, {1000}, {{"axes", {0}}}},
       {"reduce_max", DType::F32, DType::F32, {300, 37}, {37}, {{"axes", {0}}}},
@@ -240,18 +255,7 @@ TEST(CodegenReduce, ReductionsAcrossRowsOnEachVendorsLaunch) {
                                                                                c.attrs.dump() + " as vendor " + std::to_string(vendor), vendor);
     }
     // The weight gradient of a layer of 10 units: xᵀ · dy over a batch of 600.
-    json g = {{"version", 1},
-              {"outputs", {2}},
-              {"nodes",
-               {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {600, 70}}, {"attrs", {{"index", 0}}}},
-                {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", {600, 10}}, {"attrs", {{"index", 1}}}},
-                {{"id", 2},
-                 {"op", "dot"},
-                 {"type", "f32"},
-                 {"shape", {70, 10}},
-                 {"args", {0, 1}},
-                 {"attrs", {{"contract_axes1", {0}}, {"contract_axes2", {0}}, {"batch_axes1", none}, {"batch_axes2", none}}}}}}};
-    expect_bits_as_vendor(ir::parse_graph(g.dump()), "dot as vendor " + std::to_string(vendor), vendor);
+    expect_bits_as_vendor(product_graph({600, 70}, {600, 10}, {70, 10}, 0), "dot as vendor " + std::to_string(vendor), vendor);
   }
   // The launch: runs of 32 bytes of outputs on NVIDIA; a workgroup per output where the
   // reduction runs along the innermost axis.
@@ -352,18 +356,7 @@ TEST(CodegenReduce, ShortRowsTakeASegmentOfAWorkgroupEach) {
   EXPECT_EQ(launch_on_nvidia(centred(700, 31)).rfind("rows; ", 0), 0u);
   // An untiled product over 128 terms (a last layer of 10 units) keeps an invocation per
   // output: neighbouring outputs share its rows of x.
-  json product = {{"version", 1},
-                  {"outputs", {2}},
-                  {"nodes",
-                   {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", {65536, 128}}, {"attrs", {{"index", 0}}}},
-                    {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", {128, 10}}, {"attrs", {{"index", 1}}}},
-                    {{"id", 2},
-                     {"op", "dot"},
-                     {"type", "f32"},
-                     {"shape", {65536, 10}},
-                     {"args", {0, 1}},
-                     {"attrs", {{"contract_axes1", {1}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()}, {"batch_axes2", json::array()}}}}}}};
-  EXPECT_EQ(launch_on_nvidia(ir::parse_graph(product.dump())).rfind("elements; ", 0), 0u);
+  EXPECT_EQ(launch_on_nvidia(product_graph({65536, 128}, {128, 10}, {65536, 10}, 1)).rfind("elements; ", 0), 0u);
   DeviceCaps narrow = target_caps("nvidia");
   narrow.subgroup_size = 4;
   ir::Graph g = centred(700, 197);
