@@ -111,6 +111,9 @@ class Emitter {
   // straight-line fold and element loop names position k the same (value-numbered) id, so
   // what one loaded or computed there the next reuses.
   Id lane(uint64_t offset);
+  // In cooperative code with several outputs, this invocation's among them
+  // (Cooperation::outputs).
+  Id output_lane();
   // Cooperative folds and row loops over at most this many positions per invocation are
   // straight-line code: a row then stays in registers between its passes.
   static constexpr int64_t kMaxUnrolledPositions = 32;
@@ -262,7 +265,6 @@ class Emitter {
   std::vector<Id> butterflies(const Fold& f, std::vector<Id> partial, uint32_t lanes);
   std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);
   std::vector<Id> combine_in_tree(const Fold& f, const std::vector<Id>& partial);
-  std::vector<Id> combine_in_segments(const Fold& f, const std::vector<Id>& partial, bool shuffles);
   // Slot `slot` (one array per type and slot) of shared memory at index.
   Id slot_pointer(Id type, size_t slot, Id index);
   std::vector<Id> load_slots(const std::vector<Id>& types, Id index);

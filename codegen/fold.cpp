@@ -57,6 +57,11 @@ Id Emitter::lane(uint64_t offset) {
   return offset == 0 ? reducer : b.op(spv::OpIAdd, u32(), {reducer, u32c(offset)});
 }
 
+Id Emitter::output_lane() {
+  return coop_->segments ? b.op(spv::OpUDiv, u32(), {coop_->local_id, u32c(coop_->reducers())})
+                         : b.op(spv::OpUMod, u32(), {coop_->local_id, u32c(coop_->outputs)});
+}
+
 // Each invocation folds every reducers-th r from its reducer index, then its output's
 // partials are combined (by subgroup butterflies, or a tree over shared memory); every
 // invocation gets its output's result. Runs in uniform control flow (the level of the
@@ -67,7 +72,14 @@ Values Emitter::fold_cooperative(const Fold& f) {
   const uint32_t sg = caps.subgroup_size, size = coop_->size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });
-  if (coop_->segments) return combine_in_segments(f, partial, shuffles);
+  // Segments lie within subgroups where `full` holds (uniform, as the tree's barriers
+  // require): butterflies there, the tree elsewhere.
+  if (coop_->segments) {
+    const uint32_t reducers = coop_->reducers();
+    if (!coop_->full || !shuffles || sg % reducers != 0) return combine_in_tree(f, partial);
+    return b.if_else(coop_->full, f.types, [&] { return butterflies(f, partial, reducers / 2); },
+                     [&] { return combine_in_tree(f, partial); });
+  }
   // With several outputs the invocations of one output need not share a subgroup's lanes in
   // any known pattern: the tree.
   if (outputs == 1 && caps.subgroup_shuffle && shuffles && sg >= 2 && sg < size && size % sg == 0)
@@ -143,47 +155,28 @@ Values Emitter::combine_in_subgroups(const Fold& f, Values partial) {
   return result;
 }
 
-// Segments of reducers() consecutive invocations: butterflies within each where subgroups
-// are full and hold whole segments, else a tree over shared memory, slot lid = output *
-// reducers + reducer (the branch on `full` is uniform, as the tree's barriers require).
-Values Emitter::combine_in_segments(const Fold& f, const Values& partial, bool shuffles) {
-  const uint32_t reducers = coop_->reducers();
-  auto tree = [&] {
-    const Id lid = coop_->local_id, reducer = lane(0);
-    store_slots(f.types, lid, partial);
-    b.workgroup_barrier();
-    for (uint32_t half = reducers / 2; half > 0; half /= 2) {
-      b.if_then(b.op(spv::OpULessThan, boolean(), {reducer, u32c(half)}), [&] {
-        Values a = load_slots(f.types, lid);
-        Values c = load_slots(f.types, b.op(spv::OpIAdd, u32(), {lid, u32c(half)}));
-        store_slots(f.types, lid, f.combine(a, c));
-      });
-      b.workgroup_barrier();
-    }
-    Values result = load_slots(f.types, b.op(spv::OpISub, u32(), {lid, reducer}));
-    b.workgroup_barrier();  // the arrays are reused by the next fold
-    return result;
-  };
-  if (!coop_->full || !shuffles || caps.subgroup_size % reducers != 0) return tree();
-  return b.if_else(coop_->full, f.types, [&] { return butterflies(f, partial, reducers / 2); }, tree);
-}
-
-// Slot lid = reducer * outputs + output: halving the reducers pairs each slot with the one
-// half * outputs above it, of the same output.
+// Outputs interleaved: slot lid = reducer * outputs + output, and halving the reducers pairs
+// each slot with the one half * outputs above it, of the same output. In segments: slot lid
+// = output * reducers + reducer, paired with the one half above it.
 Values Emitter::combine_in_tree(const Fold& f, const Values& partial) {
   const Id lid = coop_->local_id;
-  const uint32_t outputs = coop_->outputs;
+  const uint32_t outputs = coop_->outputs, gap = coop_->segments ? 1 : outputs;
   store_slots(f.types, lid, partial);
   b.workgroup_barrier();
-  for (uint32_t half = coop_->size / outputs / 2; half > 0; half /= 2) {
-    b.if_then(b.op(spv::OpULessThan, boolean(), {lid, u32c(uint64_t(half) * outputs)}), [&] {
+  for (uint32_t half = coop_->reducers() / 2; half > 0; half /= 2) {
+    const Id pairs = coop_->segments ? b.op(spv::OpULessThan, boolean(), {lane(0), u32c(half)})
+                                     : b.op(spv::OpULessThan, boolean(), {lid, u32c(uint64_t(half) * outputs)});
+    b.if_then(pairs, [&] {
       Values a = load_slots(f.types, lid);
-      Values c = load_slots(f.types, b.op(spv::OpIAdd, u32(), {lid, u32c(uint64_t(half) * outputs)}));
+      Values c = load_slots(f.types, b.op(spv::OpIAdd, u32(), {lid, u32c(uint64_t(half) * gap)}));
       store_slots(f.types, lid, f.combine(a, c));
     });
     b.workgroup_barrier();
   }
-  Values result = load_slots(f.types, outputs == 1 ? u32c(0) : b.op(spv::OpUMod, u32(), {lid, u32c(outputs)}));
+  const Id first = outputs == 1     ? u32c(0)
+                   : coop_->segments ? b.op(spv::OpISub, u32(), {lid, lane(0)})
+                                     : b.op(spv::OpUMod, u32(), {lid, u32c(outputs)});
+  Values result = load_slots(f.types, first);
   b.workgroup_barrier();  // the arrays are reused by the next fold
   return result;
 }

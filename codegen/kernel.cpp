@@ -408,7 +408,7 @@ void emit_rows(const ir::Node& kernel, const ir::Graph& body, Emitter& e, const 
         if (launch.cooperative) e.set_cooperation(*(coop = cooperation(e, launch)));
         Id row_id = r[0], in_rows = 0;
         if (outputs_per_group > 1) {
-          Id mine = b.op(spv::OpIAdd, e.u32(), {r[0], b.op(spv::OpUDiv, e.u32(), {coop->local_id, e.u32c(coop->reducers())})});
+          Id mine = b.op(spv::OpIAdd, e.u32(), {r[0], e.output_lane()});
           if (rows.count % outputs_per_group) in_rows = b.op(spv::OpULessThan, e.boolean(), {mine, e.u32c(rows.count)});
           row_id = in_rows ? b.ext(GLSLstd450UMin, e.u32(), {mine, e.u32c(rows.count - 1)}) : mine;
         }
@@ -531,9 +531,7 @@ void emit_elements(const ir::Node& kernel, const ir::Graph& body, Emitter& e, co
         std::optional<Cooperation> coop;
         if (launch.cooperative) e.set_cooperation(*(coop = cooperation(e, launch)));
         const Id local = coop ? coop->local_id : 0;
-        const Id output_lane = group_outputs == 1 ? 0
-                               : coop->segments ? b.op(spv::OpUDiv, e.u32(), {local, e.u32c(coop->reducers())})
-                                                : b.op(spv::OpUMod, e.u32(), {local, e.u32c(group_outputs)});
+        const Id output_lane = group_outputs == 1 ? 0 : e.output_lane();
         const Id first = output_lane ? b.op(spv::OpIAdd, e.u32(), {s[0], output_lane}) : s[0];
         // With unrolling, an invocation computes positions s, s + stride, ... in one
         // iteration: every load is issued before the first store, so more memory requests
