@@ -183,18 +183,32 @@ def _sweep_ffn(rows, width, hidden, tanh_gelu):
     return make, shapes
 
 
+def _attention(s, d, causal, hi, scale):
+    def attn(q, k, v):
+        scores = scale(jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=hi))
+        if causal:
+            keep = jnp.arange(s)[:, None] >= jnp.arange(s)[None, :]
+            scores = jnp.where(keep, scores, -jnp.inf)
+        e = jnp.exp(scores - jnp.max(scores, axis=-1, keepdims=True))
+        return jnp.einsum("bhqk,bhkd->bhqd", e / jnp.sum(e, axis=-1, keepdims=True), v, precision=hi)
+    return attn
+
+
 def _sweep_attention(b, heads, s, d, causal):
     shapes = [(b, heads, s, d)] * 3
+    return lambda hi: _attention(s, d, causal, hi, lambda x: x * (1 / d**0.5)), shapes
+
+
+def _sweep_attention_grad(b, heads, s, d, causal):
+    """The gradients of sum(attention(q, k, v) * g) with respect to q, k and v (scores / √d)."""
+    shapes = [(b, heads, s, d)] * 4
 
     def make(hi):
-        def attn(q, k, v):
-            scores = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=hi) * (1 / d**0.5)
-            if causal:
-                keep = jnp.arange(s)[:, None] >= jnp.arange(s)[None, :]
-                scores = jnp.where(keep, scores, -jnp.inf)
-            e = jnp.exp(scores - jnp.max(scores, axis=-1, keepdims=True))
-            return jnp.einsum("bhqk,bhkd->bhqd", e / jnp.sum(e, axis=-1, keepdims=True), v, precision=hi)
-        return attn
+        attn = _attention(s, d, causal, hi, lambda x: x / d**0.5)
+
+        def attn_grad(q, k, v, g):
+            return jax.vjp(attn, q, k, v)[1](g)
+        return attn_grad
     return make, shapes
 
 
@@ -253,24 +267,28 @@ def sweep_shapes():
     gpt2_small, gpt2_medium = ("gpt2_small", 768, 12, True), ("gpt2_medium", 1024, 16, True)
     vit_b16, d128, d64 = ("vit_b16", 768, 12, False), ("h16d128", 2048, 16, False), ("h12d64", 768, 12, True)
 
-    def transformer(model, b, s, causal, projections):
+    def transformer(model, b, s, causal, projections, grad):
         name, width, heads, tanh_gelu = model
         tag = f"_b{b}s{s}"
         if projections:
             rows.append((f"{name}_qkv{tag}", *_sweep_linear(b * s, width, 3 * width)))
             rows.append((f"{name}_out{tag}", *_sweep_linear(b * s, width, width)))
             rows.append((f"{name}_ffn{tag}", *_sweep_ffn(b * s, width, 4 * width, tanh_gelu)))
-        attn = f"{name}_attn_causal{tag}" if causal else f"{name}_attn{tag}"
-        rows.append((attn, *_sweep_attention(b, heads, s, width // heads, causal)))
+        attn = f"{name}_attn_causal" if causal else f"{name}_attn"
+        rows.append((attn + tag, *_sweep_attention(b, heads, s, width // heads, causal)))
+        if grad:
+            rows.append((attn + "_grad" + tag, *_sweep_attention_grad(b, heads, s, width // heads, causal)))
 
-    for model, b, s, causal, projections in (
-            (bert_base, 1, 128, False, False), (bert_base, 8, 128, False, True), (bert_base, 8, 512, False, True),
-            (bert_large, 4, 512, False, False), (bert_large, 16, 512, False, True), (gpt2_small, 1, 128, True, True),
-            (gpt2_small, 4, 1024, True, False), (gpt2_medium, 2, 1024, True, True), (gpt2_medium, 8, 1024, True, False),
-            (d128, 2, 2048, False, False), (d128, 1, 4096, True, False), (d64, 1, 4096, True, False)):
-        transformer(model, b, s, causal, projections)
+    for model, b, s, causal, projections, grad in (
+            (bert_base, 1, 128, False, False, False), (bert_base, 8, 128, False, True, True),
+            (bert_base, 8, 512, False, True, True), (bert_large, 4, 512, False, False, False),
+            (bert_large, 16, 512, False, True, True), (gpt2_small, 1, 128, True, True, False),
+            (gpt2_small, 4, 1024, True, False, True), (gpt2_medium, 2, 1024, True, True, False),
+            (gpt2_medium, 8, 1024, True, False, False), (d128, 2, 2048, False, False, True),
+            (d128, 1, 4096, True, False, False), (d64, 1, 4096, True, False, False)):
+        transformer(model, b, s, causal, projections, grad)
     rows.append(("vit_b16_patch_b32", *_sweep_conv(32, 3, 224, 768, 16, 16, 0)))
-    transformer(vit_b16, 32, 197, False, True)
+    transformer(vit_b16, 32, 197, False, True, True)
     rows.append(("resnet50_conv1_7x7s2_b32", *_sweep_conv(32, 3, 224, 64, 7, 2, 3)))
     for stage in range(1, 5):
         side, c, sn = 56 >> (stage - 1), 64 << (stage - 1), f"resnet50_s{stage}_"

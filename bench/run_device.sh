@@ -17,7 +17,7 @@
 #              each with $COMPARE_ARGS (default "--size full --runs 10"), then jax_bench.py's
 #              full rows unless $COMPARE_JAX is 0
 #     scan     the cumsum rows (and copy, sum) against jnp.cumsum
-#     sweep    the dense sweep (bench/sweep.cpp, 59 shapes of BERT, GPT-2, ViT-B/16, ResNet-50
+#     sweep    the dense sweep (bench/sweep.cpp, 65 shapes of BERT, GPT-2, ViT-B/16, ResNet-50
 #              and MLPs) in nxv_bench and jax_bench.py, then bench/sweep_report.py's table
 #              (sweep.md) and plot (sweep_ratio.png); $SWEEP_DTYPES (default f32,bf16,f16),
 #              $BENCH_FILTER and $RUNS (default 20) narrow it; nxv_bench stops after

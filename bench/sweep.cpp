@@ -82,6 +82,54 @@ Workload attention(const std::string& name, DType t, int64_t b, int64_t heads, i
   return graph_workload(name, w.finish({w.node("dot", {probs, v}, t, qkv, dot_axes({3}, {0, 1}, {2}, {0, 1}))}));
 }
 
+// The gradients of sum(attention(q, k, v) * g) with respect to q, k and v, as
+// Nx.Defn.grad writes them (Nx 0.7.2; the scores divided by √d): dP = g·vᵀ, the softmax's
+// gradient e·(dP/l - rowsum(dP·e/l²)) with the max's own term (an `equal` against it over
+// the count of ties), dQ = dS·k/√d, dK = dSᵀ·q/√d, dV = (gᵀ·P)ᵀ. The forward's max, sum
+// and probabilities are recomputed from q and k; a causal mask selects dS against 0.
+Workload attention_grad(const std::string& name, DType t, int64_t b, int64_t heads, int64_t s, int64_t d, bool causal) {
+  GraphWriter w(name);
+  const Shape qkv{b, heads, s, d}, scores_shape{b, heads, s, s}, rows{b, heads, s}, kept{b, heads, s, 1};
+  NodeId q = w.param(0, t, qkv), k = w.param(1, t, qkv), v = w.param(2, t, qkv), g = w.param(3, t, qkv);
+  NodeId dp = w.node("dot", {g, v}, t, scores_shape, dot_axes({3}, {0, 1}, {3}, {0, 1}));
+  NodeId root_d = w.scalar(std::sqrt(double(d)), t);
+  NodeId scores = w.node("divide", {w.node("dot", {q, k}, t, scores_shape, dot_axes({3}, {0, 1}, {3}, {0, 1})), root_d}, t, scores_shape);
+  NodeId keep = -1;
+  if (causal) {
+    NodeId row = w.node("iota", {}, DType::S32, {s, 1}, {{"axis", 0}});
+    NodeId col = w.node("iota", {}, DType::S32, {1, s}, {{"axis", 1}});
+    keep = w.node("broadcast", {w.node("greater_equal", {row, col}, DType::U8, {s, s})}, DType::U8, scores_shape,
+                  {{"shape", scores_shape}, {"axes", {2, 3}}});
+    scores = w.node("select", {keep, scores, w.node("constant", {}, t, {}, {{"value", "-inf"}})}, t, scores_shape);
+  }
+  const json keep_last = {{"axes", {3}}, {"keep_axes", true}}, drop_last = {{"axes", {3}}, {"keep_axes", false}};
+  auto spread = [&](NodeId row_values) {
+    return w.node("broadcast", {row_values}, t, scores_shape, {{"shape", scores_shape}, {"axes", {0, 1, 2}}});
+  };
+  NodeId m = w.node("reduce_max", {scores}, t, kept, keep_last);
+  NodeId e = w.node("exp", {w.node("subtract", {scores, m}, t, scores_shape)}, t, scores_shape);
+  NodeId l = w.node("sum", {e}, t, kept, keep_last);
+  NodeId probs = w.node("divide", {e, l}, t, scores_shape);
+  NodeId over_l2 = w.node("negate", {w.node("divide", {probs, l}, t, scores_shape)}, t, scores_shape);
+  NodeId centred = w.node("add", {w.node("divide", {dp, l}, t, scores_shape),
+                                  spread(w.node("sum", {w.node("multiply", {dp, over_l2}, t, scores_shape)}, t, rows, drop_last))},
+                          t, scores_shape);
+  NodeId ds = w.node("multiply", {centred, e}, t, scores_shape);
+  // The max's gradient: -rowsum(dS) shared among the row's maxima.
+  NodeId at_max = w.node("equal", {scores, m}, DType::U8, scores_shape);
+  NodeId max_share = w.node("multiply", {spread(w.node("sum", {w.node("negate", {ds}, t, scores_shape)}, t, rows, drop_last)), at_max},
+                            t, scores_shape);
+  ds = w.node("add", {ds, w.node("divide", {max_share, w.node("sum", {at_max}, DType::U64, kept, keep_last)}, t, scores_shape)},
+              t, scores_shape);
+  if (causal) ds = w.node("select", {keep, ds, w.scalar(0, t)}, t, scores_shape);
+  ds = w.node("divide", {ds, root_d}, t, scores_shape);
+  NodeId dq = w.node("dot", {ds, k}, t, qkv, dot_axes({3}, {0, 1}, {2}, {0, 1}));
+  NodeId dk = w.node("dot", {ds, q}, t, qkv, dot_axes({2}, {0, 1}, {2}, {0, 1}));
+  NodeId gp = w.node("dot", {g, probs}, t, {b, heads, d, s}, dot_axes({2}, {0, 1}, {2}, {0, 1}));
+  NodeId dv = w.node("transpose", {gp}, t, qkv, {{"axes", {0, 1, 3, 2}}});
+  return graph_workload(name, w.finish({dq, dk, dv}));
+}
+
 // Nx.conv(x, k, strides: [s, s], padding: [{p, p}, {p, p}]) on NCHW as Nx.Vulkan.Conv
 // writes it for the IR (one group, no dilation): the input padded, strided slices of it
 // stacked per spatial axis (per tap, or per window where windows are fewer), one dot of
@@ -169,7 +217,7 @@ struct Transformer {
 };
 
 void transformer_rows(std::vector<Workload>& ws, DType t, const Scale& sc, const Transformer& m, int64_t b, int64_t s,
-                      bool attn_causal, bool projections) {
+                      bool attn_causal, bool projections, bool grad) {
   b = sc.batch(b);
   s = sc.seq(s);
   const std::string p = m.name;
@@ -178,8 +226,9 @@ void transformer_rows(std::vector<Workload>& ws, DType t, const Scale& sc, const
     ws.push_back(linear(p + "_out" + batch_seq(b, s), t, b * s, m.width, m.width));
     ws.push_back(feed_forward(p + "_ffn" + batch_seq(b, s), t, b * s, m.width, 4 * m.width, m.tanh_gelu));
   }
-  const std::string attn = p + (attn_causal ? "_attn_causal" : "_attn") + batch_seq(b, s);
-  ws.push_back(attention(attn, t, b, m.heads, s, m.width / m.heads, attn_causal));
+  const std::string attn = p + (attn_causal ? "_attn_causal" : "_attn");
+  ws.push_back(attention(attn + batch_seq(b, s), t, b, m.heads, s, m.width / m.heads, attn_causal));
+  if (grad) ws.push_back(attention_grad(attn + "_grad" + batch_seq(b, s), t, b, m.heads, s, m.width / m.heads, attn_causal));
 }
 
 void resnet50_rows(std::vector<Workload>& ws, DType t, const Scale& sc) {
@@ -224,7 +273,7 @@ std::vector<Workload> sweep_workloads(DType t, SweepSet set) {
   std::vector<Workload> ws;
   if (set == SweepSet::Small) {  // what Nx.BinaryBackend finishes within minutes (bench/sweep_binary.exs)
     const Scale sc{false};
-    transformer_rows(ws, t, sc, gpt2_small, 1, 128, true, false);
+    transformer_rows(ws, t, sc, gpt2_small, 1, 128, true, false, false);
     mlp_rows(ws, t, sc, {1});
     ws.push_back(mlp_inference(t, 16, {784, 1024, 1024, 10}));
     ws.back().name = "mlp_infer_b16";
@@ -233,24 +282,24 @@ std::vector<Workload> sweep_workloads(DType t, SweepSet set) {
   const Scale sc{set == SweepSet::Tiny};
   // Projections and feed-forward blocks at 128 to 8192 rows (batch x sequence; GPT-2's
   // widths equal BERT's, so each row count appears once), attention at 128 to 4096
-  // positions, head dims 128 and 64 at the longest.
+  // positions, head dims 128 and 64 at the longest; attention's gradient at six of them.
   struct Block {
     const Transformer& model;
     int64_t batch, seq;
-    bool causal, projections;
+    bool causal, projections, grad;
   };
-  for (const Block& k : {Block{bert_base, 1, 128, false, false}, Block{bert_base, 8, 128, false, true},
-                         Block{bert_base, 8, 512, false, true}, Block{bert_large, 4, 512, false, false},
-                         Block{bert_large, 16, 512, false, true}, Block{gpt2_small, 1, 128, true, true},
-                         Block{gpt2_small, 4, 1024, true, false}, Block{gpt2_medium, 2, 1024, true, true},
-                         Block{gpt2_medium, 8, 1024, true, false}, Block{d128, 2, 2048, false, false},
-                         Block{d128, 1, 4096, true, false}, Block{d64, 1, 4096, true, false}})
-    transformer_rows(ws, t, sc, k.model, k.batch, k.seq, k.causal, k.projections);
+  for (const Block& k : {Block{bert_base, 1, 128, false, false, false}, Block{bert_base, 8, 128, false, true, true},
+                         Block{bert_base, 8, 512, false, true, true}, Block{bert_large, 4, 512, false, false, false},
+                         Block{bert_large, 16, 512, false, true, true}, Block{gpt2_small, 1, 128, true, true, false},
+                         Block{gpt2_small, 4, 1024, true, false, true}, Block{gpt2_medium, 2, 1024, true, true, false},
+                         Block{gpt2_medium, 8, 1024, true, false, false}, Block{d128, 2, 2048, false, false, true},
+                         Block{d128, 1, 4096, true, false, false}, Block{d64, 1, 4096, true, false, false}})
+    transformer_rows(ws, t, sc, k.model, k.batch, k.seq, k.causal, k.projections, k.grad);
   // ViT-B/16 on 224x224 images: the patch embedding (a 16x16 stride-16 conv), then its
   // encoder's layers over 197 tokens
   const int64_t vb = sc.batch(32);
   ws.push_back(conv("vit_b16_patch_b" + std::to_string(vb), t, vb, 3, 224, 768, 16, 16, 0));
-  transformer_rows(ws, t, sc, vit_b16, 32, 197, false, true);
+  transformer_rows(ws, t, sc, vit_b16, 32, 197, false, true, true);
   resnet50_rows(ws, t, sc);
   mlp_rows(ws, t, sc, {1, 16, 128, 1024});
   // shrunk, several shapes meet: the first of each name stays

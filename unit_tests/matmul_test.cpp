@@ -311,6 +311,12 @@ std::vector<Case> cooperative_cases(DType t) {
   cs.push_back({2, 1030, 70, 2100, t, true, true});
   cs.push_back({1, 2100, 50, 2060, t, false, false, true});
   cs.push_back({1, 64, 64, 65600, t});
+  // Many tiles of a narrow product (attention's gradients: 64 or 128 columns by the keys, or
+  // 64 rows): tiles as narrow, full and partial, transposed and fused.
+  cs.push_back({130, 520, 40, 64, t});
+  cs.push_back({130, 64, 40, 520, t, true, false});
+  cs.push_back({82, 520, 40, 100, t, false, true});
+  cs.push_back({150, 500, 24, 56, t, false, false, true});
   // Results of other widths than the operands': f32 and f64, transposed, fused, partial tiles.
   cs.push_back({1, 1030, 70, 1400, t, false, false, false, DType::F32});
   cs.push_back({2, 70, 50, 96, t, true, false, true, DType::F64});
@@ -663,6 +669,16 @@ TEST(Matmul, TargetsSelectTilesBySize) {
   EXPECT_EQ(launch_of({1, 1024, 1024, 1024, DType::F16}, "nvidia"),
             "cooperative matmul 64x64x32 tiles, 2x2 subgroups of 16x16x16 f16>f32 fragments; 128 invocations x 256 groups");
   EXPECT_EQ(launch_of({1, 4096, 4096, 4096, DType::BF16}, "nvidia").rfind("cooperative matmul 128x256x32 tiles, 2x4 subgroups of 16x16x16 bf16>f32 fragments", 0), 0u);
+  // Many tiles of a narrow product (attention's gradients at 512 keys, head dims 64 and 128)
+  // take tiles as narrow; 64x64 where both sides are.
+  EXPECT_EQ(launch_of({256, 512, 512, 64, DType::BF16}, "nvidia"),
+            "cooperative matmul 256x64x32 tiles, 4x2 subgroups of 16x16x16 bf16>f32 fragments; 256 invocations x 512 groups");
+  EXPECT_EQ(launch_of({256, 64, 512, 512, DType::F16}, "nvidia"),
+            "cooperative matmul 64x256x32 tiles, 2x4 subgroups of 16x16x16 f16>f32 fragments; 256 invocations x 512 groups");
+  EXPECT_EQ(launch_of({128, 512, 512, 128, DType::BF16}, "nvidia"),
+            "cooperative matmul 256x128x32 tiles, 4x2 subgroups of 16x16x16 bf16>f32 fragments; 256 invocations x 256 groups");
+  EXPECT_EQ(launch_of({1100, 64, 64, 64, DType::F16}, "nvidia"),
+            "cooperative matmul 64x64x32 tiles, 2x2 subgroups of 16x16x16 f16>f32 fragments; 128 invocations x 1100 groups");
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "lavapipe").rfind("matmul 128x32x8 tiles, 16x4 per invocation, subgroup broadcast", 0), 0u);
   EXPECT_EQ(launch_of({1, 256, 256, 256, DType::F16}, "amd").rfind("matmul 64x64x16 tiles", 0), 0u);
   // Matrix-vector products and tiny ones stay per element.

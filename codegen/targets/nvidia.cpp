@@ -115,7 +115,9 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // 256 invocations: twice the warps on an SM). f64 keeps 64x64 where f32 takes
 // 32x32 and 128x64, and takes 128x128 where f32 does for an operand computed per element. f16
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
-// would pass the 48 KiB Vulkan allows), 64x64x32 by 2x2 for products of few tiles; f32 split
+// would pass the 48 KiB Vulkan allows), as narrow where the product has 64 or 128 columns or
+// 64 rows (256x64, 256x128 and 64x256: attention's gradients), 64x64x32 by 2x2 for products
+// of few tiles; f32 split
 // into bf16 hi + lo (precision :high) only where the product is large, since its three
 // products lose to exact SIMT tiles on small ones. A product with few rows or columns (a
 // convolution's output channels) takes tiles that narrow, 128 long. Each choice's
@@ -125,9 +127,13 @@ MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
   if (s.operands != MatrixComponent::None && (many_tiles || !s.split)) {
     const uint32_t k = s.split ? 32 : 64;  // split slices are twice as large: 64 would exceed 48 KiB
-    MatmulTiles t = !many_tiles         ? cooperative_tiles(caps, s, 64, 64, 32, 2, 2)
-                    : s.rounded_f32 ? cooperative_tiles(caps, s, 128, 128, k, 2, 4)
-                                    : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
+    MatmulTiles t = !many_tiles                 ? cooperative_tiles(caps, s, 64, 64, 32, 2, 2)
+                    : s.rounded_f32             ? cooperative_tiles(caps, s, 128, 128, k, 2, 4)
+                    : s.m <= 64 && s.n <= 64    ? cooperative_tiles(caps, s, 64, 64, 32, 2, 2)
+                    : s.n <= 64                 ? cooperative_tiles(caps, s, 256, 64, 32, 4, 2)
+                    : s.m <= 64                 ? cooperative_tiles(caps, s, 64, 256, 32, 2, 4)
+                    : s.n <= 128 && s.m > 128   ? cooperative_tiles(caps, s, 256, 128, 32, 4, 2)
+                                                : cooperative_tiles(caps, s, 128, 256, 32, 2, 4);
     if (t.m) return t;
   }
   auto tiles = [&](int64_t rows, int64_t cols) { return s.batch * ((s.m + rows - 1) / rows) * ((s.n + cols - 1) / cols); };
