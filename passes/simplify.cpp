@@ -1,7 +1,7 @@
 // simplify: algebraic identities that Nx graphs are full of (autodiff multiplies by 1 and
 // adds 0, layout code stacks transposes and reshapes). Only rewrites that are exact in
 // Nx's semantics: x + 0 is not x for floats (-0.0 + 0.0 = +0.0), so floats only drop
-// x + (-0.0) and x - 0.
+// x + (-0.0) and x - 0. A dot's transpose that swaps its operands' axes is the swapped dot.
 #include <cmath>
 #include <map>
 
@@ -20,10 +20,15 @@ class Simplify : public Pass {
   std::string name() const override { return "simplify"; }
 
   void run(Graph& g) override {
+    std::map<NodeId, int> uses;
+    for (const auto& n : g.nodes)
+      for (NodeId a : n.args) ++uses[a];
+    for (NodeId o : g.outputs) ++uses[o];
     std::map<NodeId, NodeId> replaced;
     for (auto& n : g.nodes) {
       for (auto& a : n.args)
-        if (auto it = replaced.find(a); it != replaced.end()) a = it->second;
+        if (auto it = replaced.find(a); it != replaced.end()) --uses[a], ++uses[it->second], a = it->second;
+      if (n.op == "transpose" && uses[n.args[0]] == 1) swap_transposed_dot(g, n);
       if (auto to = rewrite(g, n); to && *to != n.id) replaced[n.id] = *to;
     }
     apply_replacements(g, replaced);
@@ -89,6 +94,34 @@ class Simplify : public Pass {
       n.args.clear();
     }
     return std::nullopt;
+  }
+
+  // transpose(dot(a, b)) that puts b's free axes before a's is dot(b, a): the same products
+  // (multiplication commutes exactly) summed in the same order, without the transpose's
+  // pass over the result (Nx.Defn.grad writes dV = (dOᵀ·P)ᵀ this way). Only where the dot
+  // has no other use, so that no product is computed twice.
+  static void swap_transposed_dot(const Graph& g, Node& n) {
+    const Node& dot = g.node(n.args[0]);
+    if (dot.op != "dot" || dot.is_tuple()) return;
+    const auto batch = dot.attrs["batch_axes1"].get<std::vector<int64_t>>();
+    const int64_t nb = int64_t(batch.size());
+    const int64_t fa = int64_t(g.node(dot.args[0]).type().shape.size()) - nb -
+                       int64_t(dot.attrs["contract_axes1"].size());
+    const int64_t rank = int64_t(dot.type().shape.size()), fb = rank - nb - fa;
+    if (fa == 0 || fb == 0) return;
+    const auto axes = n.attrs["axes"].get<std::vector<int64_t>>();
+    for (int64_t i = 0; i < rank; ++i) {
+      const int64_t want = i < nb ? i : i < nb + fb ? nb + fa + (i - nb) : nb + (i - nb - fb);
+      if (axes[size_t(i)] != want) return;
+    }
+    nlohmann::json attrs = dot.attrs;
+    attrs["contract_axes1"] = dot.attrs["contract_axes2"];
+    attrs["batch_axes1"] = dot.attrs["batch_axes2"];
+    attrs["contract_axes2"] = dot.attrs["contract_axes1"];
+    attrs["batch_axes2"] = dot.attrs["batch_axes1"];
+    n.op = "dot";
+    n.args = {dot.args[1], dot.args[0]};
+    n.attrs = std::move(attrs);
   }
 
   static std::optional<NodeId> keep_arg_of(const Graph& g, const Node& n, NodeId inner) {
