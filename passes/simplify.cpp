@@ -7,6 +7,7 @@
 
 #include "passes/pass.h"
 #include "passes/rewrite.h"
+#include "passes/split_contraction.h"
 
 namespace nxv::passes {
 namespace {
@@ -103,22 +104,20 @@ class Simplify : public Pass {
   static void swap_transposed_dot(const Graph& g, Node& n) {
     const Node& dot = g.node(n.args[0]);
     if (dot.op != "dot" || dot.is_tuple()) return;
-    const auto batch = dot.attrs["batch_axes1"].get<std::vector<int64_t>>();
-    const int64_t nb = int64_t(batch.size());
-    const int64_t fa = int64_t(g.node(dot.args[0]).type().shape.size()) - nb -
-                       int64_t(dot.attrs["contract_axes1"].size());
-    const int64_t rank = int64_t(dot.type().shape.size()), fb = rank - nb - fa;
-    if (fa == 0 || fb == 0) return;
+    const ContractionAxes ax = ContractionAxes::of(dot);
+    const int64_t nb = int64_t(ax.b1.size()), rank = int64_t(dot.type().shape.size());
+    const int64_t fa = int64_t(g.node(dot.args[0]).type().shape.size()) - nb - int64_t(ax.c1.size()), fb = rank - nb - fa;
     const auto axes = n.attrs["axes"].get<std::vector<int64_t>>();
+    if (fa == 0 || fb == 0 || int64_t(axes.size()) != rank) return;
     for (int64_t i = 0; i < rank; ++i) {
       const int64_t want = i < nb ? i : i < nb + fb ? nb + fa + (i - nb) : nb + (i - nb - fb);
       if (axes[size_t(i)] != want) return;
     }
     nlohmann::json attrs = dot.attrs;
-    attrs["contract_axes1"] = dot.attrs["contract_axes2"];
-    attrs["batch_axes1"] = dot.attrs["batch_axes2"];
-    attrs["contract_axes2"] = dot.attrs["contract_axes1"];
-    attrs["batch_axes2"] = dot.attrs["batch_axes1"];
+    attrs["contract_axes1"] = ax.c2;
+    attrs["batch_axes1"] = ax.b2;
+    attrs["contract_axes2"] = ax.c1;
+    attrs["batch_axes2"] = ax.b1;
     n.op = "dot";
     n.args = {dot.args[1], dot.args[0]};
     n.attrs = std::move(attrs);
