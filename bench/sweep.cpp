@@ -61,23 +61,27 @@ Workload feed_forward(const std::string& name, DType t, int64_t rows, int64_t wi
   return graph_workload(name, w.finish({dense(w, h, w2, b2, t)}));
 }
 
+// The causal mask of [batch, heads, seq, seq] scores: an iota comparison (key <= query),
+// broadcast to the scores' shape, at which Nx.select takes its predicate.
+NodeId causal_keep(GraphWriter& w, const Shape& scores_shape) {
+  const int64_t s = scores_shape[2];
+  NodeId row = w.node("iota", {}, DType::S32, {s, 1}, {{"axis", 0}});
+  NodeId col = w.node("iota", {}, DType::S32, {1, s}, {{"axis", 1}});
+  NodeId keep = w.node("greater_equal", {row, col}, DType::U8, {s, s});
+  return w.node("broadcast", {keep}, DType::U8, scores_shape, {{"shape", scores_shape}, {"axes", {2, 3}}});
+}
+
+NodeId minus_inf(GraphWriter& w, DType t) { return w.node("constant", {}, t, {}, {{"value", "-inf"}}); }
+
 // softmax(q·kᵀ/√d [masked where key > query])·v over [batch, heads, seq, dim]: two dots
-// with batch axes, the causal mask an iota comparison selecting -inf.
+// with batch axes, the causal mask selecting -inf.
 Workload attention(const std::string& name, DType t, int64_t b, int64_t heads, int64_t s, int64_t d, bool causal) {
   GraphWriter w(name);
   const Shape qkv{b, heads, s, d}, scores_shape{b, heads, s, s};
   NodeId q = w.param(0, t, qkv), k = w.param(1, t, qkv), v = w.param(2, t, qkv);
   NodeId scores = w.node("dot", {q, k}, t, scores_shape, dot_axes({3}, {0, 1}, {3}, {0, 1}));
   scores = w.ew("multiply", {scores, w.scalar(1 / std::sqrt(double(d)), t)}, t);
-  if (causal) {
-    NodeId row = w.node("iota", {}, DType::S32, {s, 1}, {{"axis", 0}});
-    NodeId col = w.node("iota", {}, DType::S32, {1, s}, {{"axis", 1}});
-    NodeId keep = w.node("greater_equal", {row, col}, DType::U8, {s, s});
-    // Nx.select takes its predicate at the result's shape
-    keep = w.node("broadcast", {keep}, DType::U8, scores_shape, {{"shape", scores_shape}, {"axes", {2, 3}}});
-    NodeId minus_inf = w.node("constant", {}, t, {}, {{"value", "-inf"}});
-    scores = w.node("select", {keep, scores, minus_inf}, t, scores_shape);
-  }
+  if (causal) scores = w.node("select", {causal_keep(w, scores_shape), scores, minus_inf(w, t)}, t, scores_shape);
   NodeId probs = last_axis_softmax(w, scores, t);
   return graph_workload(name, w.finish({w.node("dot", {probs, v}, t, qkv, dot_axes({3}, {0, 1}, {2}, {0, 1}))}));
 }
@@ -94,14 +98,8 @@ Workload attention_grad(const std::string& name, DType t, int64_t b, int64_t hea
   NodeId dp = w.node("dot", {g, v}, t, scores_shape, dot_axes({3}, {0, 1}, {3}, {0, 1}));
   NodeId root_d = w.scalar(std::sqrt(double(d)), t);
   NodeId scores = w.node("divide", {w.node("dot", {q, k}, t, scores_shape, dot_axes({3}, {0, 1}, {3}, {0, 1})), root_d}, t, scores_shape);
-  NodeId keep = -1;
-  if (causal) {
-    NodeId row = w.node("iota", {}, DType::S32, {s, 1}, {{"axis", 0}});
-    NodeId col = w.node("iota", {}, DType::S32, {1, s}, {{"axis", 1}});
-    keep = w.node("broadcast", {w.node("greater_equal", {row, col}, DType::U8, {s, s})}, DType::U8, scores_shape,
-                  {{"shape", scores_shape}, {"axes", {2, 3}}});
-    scores = w.node("select", {keep, scores, w.node("constant", {}, t, {}, {{"value", "-inf"}})}, t, scores_shape);
-  }
+  const NodeId keep = causal ? causal_keep(w, scores_shape) : -1;
+  if (causal) scores = w.node("select", {keep, scores, minus_inf(w, t)}, t, scores_shape);
   const json keep_last = {{"axes", {3}}, {"keep_axes", true}}, drop_last = {{"axes", {3}}, {"keep_axes", false}};
   auto spread = [&](NodeId row_values) {
     return w.node("broadcast", {row_values}, t, scores_shape, {{"shape", scores_shape}, {"axes", {0, 1, 2}}});

@@ -117,11 +117,10 @@ bool idles_128x128(const DeviceCaps& caps, int64_t tiles) {
 // and bf16 take cooperative matrices, 128x256x32 by 2x4 subgroups in one set of slices (two
 // would pass the 48 KiB Vulkan allows), as narrow where the product has 64 or 128 columns or
 // 64 rows (256x64, 256x128 and 64x256: attention's gradients), 64x64x32 by 2x2 for products
-// of few tiles; f32 split
-// into bf16 hi + lo (precision :high) only where the product is large, since its three
-// products lose to exact SIMT tiles on small ones. A product with few rows or columns (a
-// convolution's output channels) takes tiles that narrow, 128 long. Each choice's
-// measurements: docs/tuning.md, "NVIDIA".
+// of few tiles; f32 split into bf16 hi + lo (precision :high) only where the product is
+// large, since its three products lose to exact SIMT tiles on small ones. A product with
+// few rows or columns (a convolution's output channels) takes tiles that narrow, 128 long.
+// Each choice's measurements: docs/tuning.md, "NVIDIA".
 MatmulTiles matmul_tiles_nvidia(const DeviceCaps& caps, const MatmulShape& s) {
   if (!matmul_worth_tiling(s)) return {};
   const bool many_tiles = s.batch * s.m * s.n >= 2048 * 2048;
