@@ -144,6 +144,34 @@ Id f16_bits_to_f32_hw(Emitter& e, Id h) {
   return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {r, sign})});
 }
 
+// f rounded to f16 and back, for a rounding step whose result stays in a register: the
+// two hardware conversions of the magnitude and the sign as a bit, as above, without the
+// sign, NaN and subnormal handling of the bits in between (about half the operations of
+// f32_to_f16_bits_hw and back). NaN stays a NaN. f16's subnormal range as in
+// f32_to_f16_bits_hw.
+Id f16_round_trip_hw(Emitter& e, Id f) {
+  auto& b = e.b;
+  b.note_f16_conversion();
+  Id u = e.u32(), f32 = b.type_float(32);
+  Id bits = b.op(spv::OpBitcast, u, {f});
+  Id mag_bits = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x7FFFFFFF)});
+  Id mag = b.op(spv::OpBitcast, f32, {mag_bits});
+  Id f16 = b.type_float(16), pair = b.type_vector(f16, 2);
+  Id half = b.op(spv::OpFConvert, f16, {mag});
+  // The half goes through its 32-bit word and a mask: NVIDIA's compiler drops a direct
+  // f32 -> f16 -> f32 pair as if it did nothing (SpecialValues.F16HardwareRoundingStepsAreExact
+  // caught it on the H200).
+  Id word = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpBitcast, u, {b.op(spv::OpCompositeConstruct, pair, {half, half})}), e.u32c(0xFFFF)});
+  Id back = b.op(spv::OpFConvert, f32, {b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, pair, {word})}, {0})});
+  if (!e.hardware_f16_subnormals()) {
+    Id sub = b.op(spv::OpFMul, f32, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {mag, b.const_f32(16777216.0f)})}),
+                                     b.const_f32(1.0f / 16777216.0f)});
+    back = e.b_select(f32, b.op(spv::OpULessThan, e.boolean(), {mag_bits, e.u32c(0x38800000)}), sub, back);  // below 2^-14
+  }
+  Id sign = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x80000000)});
+  return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {b.op(spv::OpBitcast, u, {back}), sign})});
+}
+
 Id f32_to_bf16_bits(Emitter& e, Id f) {
   auto& b = e.b;
   Id u = e.u32();
@@ -287,12 +315,18 @@ Id Emitter::normalize(Id v, DType t) {
     case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
     case DType::F16: {
       if (f16_bits_.count(v)) return v;
+      if (hardware_f16()) return f16_round_trip_hw(*this, v);
       Id bits = to_bits(v, t);
       Id r = from_bits(bits, t);
       f16_bits_[r] = bits;
       return r;
     }
-    case DType::BF16: return bf16_bits_to_f32(*this, f32_to_bf16_bits(*this, v));
+    case DType::BF16: {
+      // Truncation to the upper half in place, NaN kept as itself: three operations where
+      // the bits and back took four.
+      Id kept = b.op(spv::OpBitcast, b.type_float(32), {b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {v}), u32c(0xFFFF0000)})});
+      return b_select(b.type_float(32), b.op(spv::OpIsNan, boolean(), {v}), v, kept);
+    }
     default: return v;
   }
 }

@@ -2,6 +2,7 @@
 // adds 0, layout code stacks transposes and reshapes). Only rewrites that are exact in
 // Nx's semantics: x + 0 is not x for floats (-0.0 + 0.0 = +0.0), so floats only drop
 // x + (-0.0) and x - 0. A dot's transpose that swaps its operands' axes is the swapped dot.
+// x / 2^k is x * 2^-k.
 #include <cmath>
 #include <map>
 
@@ -21,6 +22,7 @@ class Simplify : public Pass {
   std::string name() const override { return "simplify"; }
 
   void run(Graph& g) override {
+    multiply_by_reciprocals(g);
     std::map<NodeId, int> uses;
     for (const auto& n : g.nodes)
       for (NodeId a : n.args) ++uses[a];
@@ -121,6 +123,40 @@ class Simplify : public Pass {
     n.op = "dot";
     n.args = {dot.args[1], dot.args[0]};
     n.attrs = std::move(attrs);
+  }
+
+  // x / c for a power of two c whose reciprocal is a normal number of the type is x * (1 / c):
+  // the reciprocal is exact, so the product rounds the same quotient, ±0, infinities, NaN
+  // and subnormals included. A multiplication where a division takes a reciprocal and a
+  // correction on most GPUs (codegen's emit_binary), in every element of a scaled softmax.
+  static void multiply_by_reciprocals(Graph& g) {
+    std::map<NodeId, double> reciprocal;
+    for (const auto& n : g.nodes)
+      if (auto r = exact_reciprocal(g, n)) reciprocal[n.id] = *r;
+    if (reciprocal.empty()) return;
+    expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
+      auto it = reciprocal.find(n.id);
+      if (it == reciprocal.end()) return std::nullopt;
+      NodeAppender add{next, out};
+      const ir::DType t = n.type().dtype;
+      NodeId c = add.add("constant", {}, t, {}, {{"value", it->second}});
+      return std::vector<NodeId>{add.add("multiply", {n.args[0], c}, t, n.type().shape)};
+    });
+  }
+
+  static std::optional<double> exact_reciprocal(const Graph& g, const Node& n) {
+    if (n.op != "divide" || n.is_tuple()) return std::nullopt;
+    const ir::DType t = n.type().dtype;
+    // The largest |k| for which 2^k and 2^-k are both normal numbers of the type.
+    const int most = t == ir::DType::F16 ? 14 : t == ir::DType::BF16 || t == ir::DType::F32 ? 126 : t == ir::DType::F64 ? 1022 : 0;
+    const Node& c = g.node(n.args[1]);
+    if (!most || c.op != "constant" || c.is_tuple() || c.type().dtype != t || !c.attrs.contains("value") ||
+        !c.attrs["value"].is_number())
+      return std::nullopt;
+    const double v = c.attrs["value"].get<double>();
+    int e = 0;
+    if (!std::isfinite(v) || std::fabs(std::frexp(v, &e)) != 0.5 || std::abs(e - 1) > most) return std::nullopt;
+    return std::ldexp(std::copysign(1.0, v), 1 - e);
   }
 
   static std::optional<NodeId> keep_arg_of(const Graph& g, const Node& n, NodeId inner) {

@@ -960,6 +960,43 @@ TEST(SpecialValues, F16HardwareConversionsAreExact) {
   }
 }
 
+// A rounding step that stays in registers (codegen's f16_round_trip_hw) under NVIDIA's code
+// path: (p + q) - r in f16, each op in f32 rounded to f16, for p every f16 bit pattern and q
+// and r from values that put the sums on ties, in the subnormal range, at overflow and on
+// signed zeros, bit for bit against the host (NaN as NaN).
+TEST(SpecialValues, F16HardwareRoundingStepsAreExact) {
+  const uint32_t nvidia = nvidia_with_hardware_f16();
+  if (!nvidia) GTEST_SKIP() << device()->info().name << kLacksHardwareF16;
+  const std::vector<uint16_t> qs = {0x0000, 0x8000, 0x0001, 0x8001, 0x3C00, 0x7BFF, 0xFBFF, 0x0200, 0x1400, 0x93FF, 0x0400};
+  const int64_t n = 65536;
+  Literal p{ir::TensorType{DType::F16, {n}}, {}}, q = p, r = p;
+  for (Literal* l : {&p, &q, &r}) l->data.resize(size_t(n) * 2);
+  for (uint32_t h = 0; h < n; ++h) {
+    const uint16_t a = uint16_t(h), b = qs[h % qs.size()], c = qs[(h / qs.size()) % qs.size()];
+    std::memcpy(&p.data[h * 2], &a, 2);
+    std::memcpy(&q.data[h * 2], &b, 2);
+    std::memcpy(&r.data[h * 2], &c, 2);
+  }
+  GraphText gt;
+  const int pp = gt.param(DType::F16, {n}, 0), qp = gt.param(DType::F16, {n}, 1), rp = gt.param(DType::F16, {n}, 2);
+  const int sum = gt.add("add", std::to_string(pp) + "," + std::to_string(qp), DType::F16, {n});
+  const ir::Graph g = gt.graph("f16_steps", {gt.add("subtract", std::to_string(sum) + "," + std::to_string(rp), DType::F16, {n})});
+  runtime::CompileOptions opts;
+  opts.as_vendor = nvidia;
+  const auto got = runtime::Executable::compile(device(), g, opts)->run_host({p, q, r});
+  int bad = 0;
+  for (uint32_t h = 0; h < n && bad < 8; ++h) {
+    uint16_t a, b, c, v;
+    std::memcpy(&a, &p.data[h * 2], 2), std::memcpy(&b, &q.data[h * 2], 2), std::memcpy(&c, &r.data[h * 2], 2);
+    std::memcpy(&v, &got[0].data[h * 2], 2);
+    const float s1 = ir::f16_to_f32(ir::f32_to_f16(ir::f16_to_f32(a) + ir::f16_to_f32(b)));
+    const uint16_t w = ir::f32_to_f16(s1 - ir::f16_to_f32(c));
+    const bool nan = (w & 0x7FFF) > 0x7C00;
+    if (nan ? (v & 0x7FFF) <= 0x7C00 : v != w)
+      ++bad, ADD_FAILURE() << "(0x" << std::hex << a << " + 0x" << b << ") - 0x" << c << " = 0x" << v << ", want 0x" << w;
+  }
+}
+
 // The same path with literal operands the device computes: -s s and s s of the smallest
 // half, each stacked beside a pad of +1 and -1 made of literals, keep their zero's sign. The
 // conversions must leave literal-derived values marked foldable (spirv::Builder::unfoldable):
@@ -1217,6 +1254,34 @@ TEST(SpecialValues, DivisionByLiteralZero) {
     EXPECT_EQ(ir::get_f64(got[0], 2), INFINITY) << ir::dtype_name(t);
     EXPECT_TRUE(std::isnan(ir::get_f64(got[0], 3))) << ir::dtype_name(t);
     for (int64_t k = 0; k < 4; ++k) EXPECT_EQ(ir::get_i64(got[1], k), k % 2) << ir::dtype_name(t) << " is_nan " << k;
+  }
+}
+
+// x / 2^k of a literal 2^k runs as x * 2^-k (simplify): exact, so every operand (special
+// values, subnormals, quotients that turn subnormal or overflow) gives IEEE's quotient.
+TEST(SpecialValues, DivisionByLiteralPowersOfTwo) {
+  for (DType t : kFloats) {
+    NXV_SKIP_WITHOUT(t);
+    const int most = t == DType::F16 ? 14 : t == DType::F64 ? 1022 : 126;  // 2^±most both normal
+    const double least_normal = std::ldexp(1.0, t == DType::F16 ? -14 : t == DType::F64 ? -1022 : -126);
+    std::vector<double> x = special_values(t);
+    for (double v : {3.0, -0.75, least_normal, -3 * least_normal, max_finite(t) / 2}) x.push_back(round_to(t, v));
+    const int64_t n = int64_t(x.size());
+    const std::vector<double> divisors = {8.0, -0.5, std::ldexp(1.0, most), std::ldexp(1.0, -most)};
+    GraphText gt;
+    const int p = gt.param(t, {n}, 0);
+    std::vector<int> outs;
+    for (double d : divisors)
+      outs.push_back(gt.add("divide", std::to_string(p) + "," + std::to_string(gt.constant(t, d)), t, {n}));
+    const auto got = run(gt.graph("pow2_divisors", outs), {literal(t, {n}, x)});
+    for (size_t j = 0; j < divisors.size(); ++j) {
+      Report r{"divide", t, "literal " + describe(divisors[j]), {}};
+      for (int64_t k = 0; k < n; ++k) {
+        const double a = x[size_t(k)];
+        r.expect(describe(a), round_to(t, a / divisors[j]), ir::get_f64(got[j], k), Check::Exact, is_special(a),
+                 flush(t, round_to(t, flush(t, a) / divisors[j])));
+      }
+    }
   }
 }
 
