@@ -99,41 +99,69 @@ Id f16_bits_to_f32(Emitter& e, Id h) {
   return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {sign, mag})});
 }
 
+// A half's bits in the low 16 of a 32-bit word, and the half of such a word: halves travel
+// as a 2-vector bitcast, so that no 16-bit integer register is needed.
+Id half_to_word(Emitter& e, Id half) {
+  auto& b = e.b;
+  Id pair = b.type_vector(b.type_float(16), 2);
+  return b.op(spv::OpBitwiseAnd, e.u32(), {b.op(spv::OpBitcast, e.u32(), {b.op(spv::OpCompositeConstruct, pair, {half, half})}), e.u32c(0xFFFF)});
+}
+
+Id word_to_half(Emitter& e, Id word) {
+  auto& b = e.b;
+  Id f16 = b.type_float(16);
+  return b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, b.type_vector(f16, 2), {word})}, {0});
+}
+
+// f's bits, and its magnitude as bits and as a float: the hardware conversions below take
+// magnitudes, the sign going on and off as a bit.
+struct Magnitude {
+  Id bits, mag_bits, mag;
+};
+Magnitude magnitude_of(Emitter& e, Id f) {
+  auto& b = e.b;
+  Id bits = b.op(spv::OpBitcast, e.u32(), {f});
+  Id mag_bits = b.op(spv::OpBitwiseAnd, e.u32(), {bits, e.u32c(0x7FFFFFFF)});
+  return {bits, mag_bits, b.op(spv::OpBitcast, b.type_float(32), {mag_bits})};
+}
+
+// The f16 bits of a magnitude, in the low 16 of a word: the hardware's conversion.
+Id f16_word_hw(Emitter& e, Id mag) { return half_to_word(e, e.b.op(spv::OpFConvert, e.b.type_float(16), {mag})); }
+
+// a 2^24 rounded to even, in f32: a magnitude a below 2^-14 counted in f16's subnormal steps
+// of 2^-24 (2^-14 itself is 1024 of them).
+Id f16_subnormal_steps(Emitter& e, Id a) {
+  return e.b.ext(GLSLstd450RoundEven, e.b.type_float(32), {e.b.op(spv::OpFMul, e.b.type_float(32), {a, e.b.const_f32(16777216.0f)})});
+}
+
 // The hardware's conversions (Emitter::hardware_f16), of magnitudes only: the sign goes on
 // and off as a bit, and NaN is told on the bits, so that no rounding mode or float rule of
 // the driver's can touch a zero's sign. f16's subnormal range is done in f32 arithmetic
 // unless the module keeps f16 denormals (Emitter::hardware_f16_subnormals): the device may
 // flush them (few promise shaderDenormPreserveFloat16, lavapipe included); the bits of |f|
-// below 2^-14 are then |f| 2^24 rounded to even, 0x0400 (2^-14 itself) included. Halves
-// travel as a 2-vector bitcast to and from a 32-bit word, so that no 16-bit integer
-// register is needed.
+// below 2^-14 are then f16_subnormal_steps, 0x0400 (2^-14 itself) included.
 Id f32_to_f16_bits_hw(Emitter& e, Id f) {
   auto& b = e.b;
   b.note_f16_conversion();
-  Id u = e.u32(), f32 = b.type_float(32), pair = b.type_vector(b.type_float(16), 2);
-  Id bits = b.op(spv::OpBitcast, u, {f});
-  Id mag = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x7FFFFFFF)});
-  Id a = b.op(spv::OpBitcast, f32, {mag});
-  Id half = b.op(spv::OpFConvert, b.type_float(16), {a});
-  Id word = b.op(spv::OpBitcast, u, {b.op(spv::OpCompositeConstruct, pair, {half, half})});
-  Id hw = b.op(spv::OpBitwiseAnd, u, {word, e.u32c(0xFFFF)});
-  Id sign = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {bits, e.u32c(16)}), e.u32c(0x8000)});
+  Id u = e.u32();
+  const Magnitude m = magnitude_of(e, f);
+  Id hw = f16_word_hw(e, m.mag);
+  Id sign = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpShiftRightLogical, u, {m.bits, e.u32c(16)}), e.u32c(0x8000)});
   if (!e.hardware_f16_subnormals()) {
-    Id m = b.op(spv::OpConvertFToU, u, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {a, b.const_f32(16777216.0f)})})});
-    Id tiny = b.op(spv::OpULessThan, e.boolean(), {mag, e.u32c(0x38800000)});  // below 2^-14
-    hw = e.b_select(u, tiny, m, hw);
+    Id steps = b.op(spv::OpConvertFToU, u, {f16_subnormal_steps(e, m.mag)});
+    Id tiny = b.op(spv::OpULessThan, e.boolean(), {m.mag_bits, e.u32c(0x38800000)});  // below 2^-14
+    hw = e.b_select(u, tiny, steps, hw);
   }
   Id h = b.op(spv::OpBitwiseOr, u, {hw, sign});
-  return e.b_select(u, b.op(spv::OpUGreaterThan, e.boolean(), {mag, e.u32c(0x7F800000)}), e.u32c(0x7E00), h);
+  return e.b_select(u, b.op(spv::OpUGreaterThan, e.boolean(), {m.mag_bits, e.u32c(0x7F800000)}), e.u32c(0x7E00), h);
 }
 
 Id f16_bits_to_f32_hw(Emitter& e, Id h) {
   auto& b = e.b;
   b.note_f16_conversion();
-  Id u = e.u32(), f32 = b.type_float(32), f16 = b.type_float(16);
+  Id u = e.u32(), f32 = b.type_float(32);
   Id mag = b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x7FFF)});
-  Id half = b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, b.type_vector(f16, 2), {mag})}, {0});
-  Id hw = b.op(spv::OpFConvert, f32, {half});
+  Id hw = b.op(spv::OpFConvert, f32, {word_to_half(e, mag)});
   if (!e.hardware_f16_subnormals()) {
     Id sub = b.op(spv::OpFMul, f32, {b.op(spv::OpConvertUToF, f32, {b.op(spv::OpBitwiseAnd, u, {h, e.u32c(0x3FF)})}),
                                      b.const_f32(1.0f / 16777216.0f)});
@@ -153,22 +181,16 @@ Id f16_round_trip_hw(Emitter& e, Id f) {
   auto& b = e.b;
   b.note_f16_conversion();
   Id u = e.u32(), f32 = b.type_float(32);
-  Id bits = b.op(spv::OpBitcast, u, {f});
-  Id mag_bits = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x7FFFFFFF)});
-  Id mag = b.op(spv::OpBitcast, f32, {mag_bits});
-  Id f16 = b.type_float(16), pair = b.type_vector(f16, 2);
-  Id half = b.op(spv::OpFConvert, f16, {mag});
+  const Magnitude m = magnitude_of(e, f);
   // The half goes through its 32-bit word and a mask: NVIDIA's compiler drops a direct
   // f32 -> f16 -> f32 pair as if it did nothing (SpecialValues.F16HardwareRoundingStepsAreExact
   // caught it on the H200).
-  Id word = b.op(spv::OpBitwiseAnd, u, {b.op(spv::OpBitcast, u, {b.op(spv::OpCompositeConstruct, pair, {half, half})}), e.u32c(0xFFFF)});
-  Id back = b.op(spv::OpFConvert, f32, {b.op(spv::OpCompositeExtract, f16, {b.op(spv::OpBitcast, pair, {word})}, {0})});
+  Id back = b.op(spv::OpFConvert, f32, {word_to_half(e, f16_word_hw(e, m.mag))});
   if (!e.hardware_f16_subnormals()) {
-    Id sub = b.op(spv::OpFMul, f32, {b.ext(GLSLstd450RoundEven, f32, {b.op(spv::OpFMul, f32, {mag, b.const_f32(16777216.0f)})}),
-                                     b.const_f32(1.0f / 16777216.0f)});
-    back = e.b_select(f32, b.op(spv::OpULessThan, e.boolean(), {mag_bits, e.u32c(0x38800000)}), sub, back);  // below 2^-14
+    Id sub = b.op(spv::OpFMul, f32, {f16_subnormal_steps(e, m.mag), b.const_f32(1.0f / 16777216.0f)});
+    back = e.b_select(f32, b.op(spv::OpULessThan, e.boolean(), {m.mag_bits, e.u32c(0x38800000)}), sub, back);  // below 2^-14
   }
-  Id sign = b.op(spv::OpBitwiseAnd, u, {bits, e.u32c(0x80000000)});
+  Id sign = b.op(spv::OpBitwiseAnd, u, {m.bits, e.u32c(0x80000000)});
   return b.op(spv::OpBitcast, f32, {b.op(spv::OpBitwiseOr, u, {b.op(spv::OpBitcast, u, {back}), sign})});
 }
 

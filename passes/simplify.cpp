@@ -38,12 +38,16 @@ class Simplify : public Pass {
   }
 
  private:
-  // A numeric constant equal to v (constants are scalars broadcast lazily, so any shape).
-  static bool is_const(const Graph& g, NodeId id, double v, bool negative_zero = false) {
+  // The value of a numeric constant (constants are scalars broadcast lazily, so any shape).
+  static std::optional<double> const_value(const Graph& g, NodeId id) {
     const Node& c = g.node(id);
-    if (c.op != "constant" || !c.attrs.contains("value") || !c.attrs["value"].is_number()) return false;
-    double x = c.attrs["value"].get<double>();
-    return x == v && (v != 0 || std::signbit(x) == negative_zero);
+    if (c.op != "constant" || !c.attrs.contains("value") || !c.attrs["value"].is_number()) return std::nullopt;
+    return c.attrs["value"].get<double>();
+  }
+  // A numeric constant equal to v.
+  static bool is_const(const Graph& g, NodeId id, double v, bool negative_zero = false) {
+    const auto x = const_value(g, id);
+    return x && *x == v && (v != 0 || std::signbit(*x) == negative_zero);
   }
   static bool same_type(const Graph& g, const Node& n, NodeId id) { return !n.is_tuple() && g.node(id).results == n.results; }
 
@@ -84,8 +88,8 @@ class Simplify : public Pass {
       bool identity = true;
       for (size_t i = 0; i < axes.size(); ++i) identity &= axes[i] == int64_t(i);
       if (identity) return keep(0);
-    } else if (op == "select" && g.node(n.args[0]).op == "constant" && g.node(n.args[0]).attrs["value"].is_number()) {
-      return keep(g.node(n.args[0]).attrs["value"].get<double>() != 0 ? 1 : 2);
+    } else if (auto pred = op == "select" ? const_value(g, n.args[0]) : std::nullopt) {
+      return keep(*pred != 0 ? 1 : 2);
     } else if (op == "select" && n.args[1] == n.args[2]) {
       return keep(1);  // a cond whose branches pass one value on (if-convert makes these)
     }
@@ -149,14 +153,11 @@ class Simplify : public Pass {
     const ir::DType t = n.type().dtype;
     // The largest |k| for which 2^k and 2^-k are both normal numbers of the type.
     const int most = t == ir::DType::F16 ? 14 : t == ir::DType::BF16 || t == ir::DType::F32 ? 126 : t == ir::DType::F64 ? 1022 : 0;
-    const Node& c = g.node(n.args[1]);
-    if (!most || c.op != "constant" || c.is_tuple() || c.type().dtype != t || !c.attrs.contains("value") ||
-        !c.attrs["value"].is_number())
-      return std::nullopt;
-    const double v = c.attrs["value"].get<double>();
+    const auto v = const_value(g, n.args[1]);
+    if (!most || !v || g.node(n.args[1]).type().dtype != t) return std::nullopt;
     int e = 0;
-    if (!std::isfinite(v) || std::fabs(std::frexp(v, &e)) != 0.5 || std::abs(e - 1) > most) return std::nullopt;
-    return std::ldexp(std::copysign(1.0, v), 1 - e);
+    if (!std::isfinite(*v) || std::fabs(std::frexp(*v, &e)) != 0.5 || std::abs(e - 1) > most) return std::nullopt;
+    return std::ldexp(std::copysign(1.0, *v), 1 - e);
   }
 
   static std::optional<NodeId> keep_arg_of(const Graph& g, const Node& n, NodeId inner) {
