@@ -343,12 +343,12 @@ Id Emitter::normalize(Id v, DType t) {
       f16_bits_[r] = bits;
       return r;
     }
-    case DType::BF16: {
-      // Truncation to the upper half in place, NaN kept as itself: three operations where
-      // the bits and back took four.
-      Id kept = b.op(spv::OpBitcast, b.type_float(32), {b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {v}), u32c(0xFFFF0000)})});
-      return b_select(b.type_float(32), b.op(spv::OpIsNan, boolean(), {v}), v, kept);
-    }
+    case DType::BF16:
+      // Truncation to the upper half in place, one operation. A NaN stays NaN because every
+      // bf16 value in a register has a NaN's upper half when it is NaN: loads and literals
+      // have no lower half, arithmetic gives quiet NaNs (bit 22) or passes its operand's on,
+      // and conversions into bf16 (convert) quiet theirs first.
+      return b.op(spv::OpBitcast, b.type_float(32), {b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {v}), u32c(0xFFFF0000)})});
     default: return v;
   }
 }
@@ -382,6 +382,13 @@ Id Emitter::convert(Id v, DType from, DType to) {
   if (ir::is_float(to)) {
     if (from == DType::F64 && to == DType::F16) return normalize(f64_to_f32_odd(*this, v), to);
     Id f = fb == tb ? v : b.op(spv::OpFConvert, reg_type(to), {v});
+    if (to == DType::BF16) {
+      // A NaN whose payload lies in the lower half (an f32 tensor's 0x7f800001) quieted, so
+      // that truncation keeps it NaN (normalize relies on it).
+      Id bits = b.op(spv::OpBitcast, u32(), {f});
+      Id quiet = b.op(spv::OpBitcast, b.type_float(32), {b.op(spv::OpBitwiseOr, u32(), {bits, u32c(0x00400000)})});
+      f = b_select(b.type_float(32), b.op(spv::OpIsNan, boolean(), {f}), quiet, f);
+    }
     return normalize(f, to);
   }
   // float → integer: truncate toward zero, saturate, NaN → 0 (docs/ir.md, as XLA).

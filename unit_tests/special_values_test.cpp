@@ -902,6 +902,40 @@ TEST(SpecialValues, Casts) {
   }
 }
 
+// f32 NaNs whose payload lies in the lower 16 bits, cast to bf16 and then through ops a
+// driver may fold to their operand (x * 1, x / 1, --x, max(x, x)): NaN after each, since
+// bf16's rounding steps truncate the f32 bits in place and rely on casts quieting such NaNs.
+TEST(SpecialValues, BfloatCastsKeepNaNsWithLowPayloads) {
+  NXV_SKIP_WITHOUT(DType::BF16);
+  const std::vector<uint32_t> bits = {0x7f800001, 0xff800001, 0x7f80ffff, 0x7fc00000, 0x7f800000, 0xff800000, 0x3fc00000, 0x80000000};
+  const int64_t n = int64_t(bits.size());
+  Literal in{{DType::F32, {n}}, std::vector<uint8_t>(size_t(n) * 4)};
+  std::memcpy(in.data.data(), bits.data(), in.data.size());
+  GraphText gt;
+  const std::string x = std::to_string(gt.add("as_type", std::to_string(gt.param(DType::F32, {n}, 0)), DType::BF16, {n}));
+  const std::string one = std::to_string(gt.constant(DType::BF16, 1.0));
+  const std::vector<std::pair<std::string, int>> ops = {
+      {"as_type", std::stoi(x)},
+      {"multiply by 1", gt.add("multiply", x + "," + one, DType::BF16, {n})},
+      {"divide by 1", gt.add("divide", x + "," + one, DType::BF16, {n})},
+      {"negate twice", gt.add("negate", std::to_string(gt.add("negate", x, DType::BF16, {n})), DType::BF16, {n})},
+      {"max with itself", gt.add("max", x + "," + x, DType::BF16, {n})},
+  };
+  std::vector<int> outs;
+  for (const auto& op : ops) outs.push_back(op.second);
+  for (const auto& opts : {runtime::CompileOptions{}, device_computes_literals()}) {
+    const auto got = run(gt.graph("bf16_low_payload_nans", outs), {in}, opts);
+    for (size_t j = 0; j < ops.size(); ++j) {
+      Report r{ops[j].first, DType::BF16, "of an f32 tensor cast to bf16", {}};
+      for (int64_t k = 0; k < n; ++k) {
+        float f;
+        std::memcpy(&f, &bits[size_t(k)], 4);
+        r.expect(describe(f), round_to(DType::BF16, f), ir::get_f64(got[j], k), Check::Exact, true, round_to(DType::BF16, f));
+      }
+    }
+  }
+}
+
 // NVIDIA's vendor id where this device, compiled for through NVIDIA's code path, converts f16
 // in hardware there (codegen::converts_f16_in_hardware); 0 where it lacks what that takes.
 uint32_t nvidia_with_hardware_f16() {
