@@ -19,7 +19,9 @@
 // estimates each region's work per element, code size and loop steps, and a region past
 // the target's bounds is split by materialising the member that brings it furthest back.
 // Regions with the same output shape that share work are then merged into one
-// multi-output kernel.
+// multi-output kernel, before reduction fusion and again after it, until neither changes
+// anything: a row kernel that reads a sibling only inside its row-level values (softmax's
+// gradient reads the probabilities in a row sum) takes it as another result.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -111,7 +113,11 @@ class Fuse : public Pass {
       if (costly.empty()) break;
       forced.insert(costly.begin(), costly.end());
     }
-    fuse_rows(g, regions, outputs, users);
+    // A row kernel may now read a sibling's result inside its row-level values (softmax's
+    // gradient reads the probabilities in a row sum): merged, the probabilities become one more
+    // result of it, and the row statistics both read become row-level values of the one kernel.
+    while (fuse_rows(g, regions, outputs, users) && merge_siblings(g, regions)) {
+    }
     // Reasons first: emitting rewrites the nodes they describe.
     std::map<NodeId, std::string> reasons;
     for (const auto& r : regions)
@@ -201,9 +207,11 @@ class Fuse : public Pass {
   // out of the loop over the row's elements. A consumer that is itself a reduction over
   // exactly those axes already runs once per row and needs no split. Only when every
   // reader of the producer is the consumer, reading at the row's elements.
-  void fuse_rows(const Graph& g, std::vector<Region>& regions, const std::set<NodeId>& outputs,
+  // Returns whether it fused any.
+  bool fuse_rows(const Graph& g, std::vector<Region>& regions, const std::set<NodeId>& outputs,
                  std::map<NodeId, std::vector<NodeId>>& users) {
-    for (bool changed = true; changed;) {
+    bool any = false;
+    for (bool changed = true; changed; any |= changed) {
       changed = false;
       for (size_t c = 0; c < regions.size() && !changed; ++c) {
         // A row kernel would lose the tiles of a dot or attention, the scan's lines.
@@ -227,6 +235,7 @@ class Fuse : public Pass {
         }
       }
     }
+    return any;
   }
 
   struct RowFrame {
@@ -481,7 +490,9 @@ class Fuse : public Pass {
   // Elementwise regions of one output shape that share inlined work, or where one reads the
   // other's result at the same element (the next leapfrog half-step reads the position just
   // updated), become one kernel with several results: the value read is then a register.
-  void merge_siblings(const Graph& g, std::vector<Region>& regions) {
+  // Returns whether it merged any.
+  bool merge_siblings(const Graph& g, std::vector<Region>& regions) {
+    bool any = false;
     for (size_t i = 0; i < regions.size(); ++i) {
       for (size_t j = i + 1; j < regions.size();) {
         Region &a = regions[i], &b = regions[j];
@@ -489,13 +500,16 @@ class Fuse : public Pass {
           a.roots.insert(a.roots.end(), b.roots.begin(), b.roots.end());
           a.members.insert(b.members.begin(), b.members.end());
           a.inputs = joined_inputs(a, b);
+          a.row_split = std::max(a.row_split, b.row_split);
           regions.erase(regions.begin() + j);
           j = i + 1;  // the grown region may now absorb one it could not before
+          any = true;
         } else {
           ++j;
         }
       }
     }
+    return any;
   }
 
   bool mergeable(const Graph& g, const Region& a, const Region& b, const std::vector<Region>& all) {
@@ -503,6 +517,10 @@ class Fuse : public Pass {
     if (ra.type().shape != rb.type().shape) return false;
     if (holds_tiled(g, a) || holds_tiled(g, b)) return false;  // a dot's or attention's kernel has one result
     if (is_scan(ra) || is_scan(rb)) return false;              // so has a scan's (codegen/scan.h)
+    // A row kernel's split is fixed by its row-level values; a reduction's region runs per row
+    // of its own result, not per element of the row kernel's.
+    if (a.row_split >= 0 && b.row_split >= 0 && a.row_split != b.row_split) return false;
+    if ((a.row_split >= 0 && is_reduction(rb)) || (b.row_split >= 0 && is_reduction(ra))) return false;
     if (joined_inputs(a, b).size() + a.roots.size() + b.roots.size() > bounds_.max_bindings) return false;
     const bool a_reads_b = reads_at_same_index(g, a, b), b_reads_a = reads_at_same_index(g, b, a);
     if (a_reads_b && b_reads_a) return false;

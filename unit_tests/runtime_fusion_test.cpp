@@ -134,6 +134,79 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
       check_rows(layer_norm(r, c), r, c, unsigned(r * 11 + c), true, vendor);
 }
 
+// Softmax's gradient as Nx writes it, dS = e (g / l - rowsum(g p)), beside a product of the
+// probabilities p (attention's dV): p, the gradient and the row statistics both read come
+// out of one row kernel with two results, the product out of its own.
+ir::Graph softmax_gradient(int64_t rows, int64_t cols) {
+  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  return ir::parse_graph(R"({"version": 1, "name": "softmax_gradient", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "parameter", "type": "f32", "shape": [)" + std::to_string(cols) + R"(, 3], "attrs": {"index": 2}},
+    {"id": 3, "op": "reduce_max", "args": [0], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 4, "op": "subtract", "args": [0, 3], "type": "f32", "shape": )" + x + R"(},
+    {"id": 5, "op": "exp", "args": [4], "type": "f32", "shape": )" + x + R"(},
+    {"id": 6, "op": "sum", "args": [5], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 7, "op": "divide", "args": [5, 6], "type": "f32", "shape": )" + x + R"(},
+    {"id": 8, "op": "dot", "args": [7, 2], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}},
+    {"id": 9, "op": "multiply", "args": [1, 7], "type": "f32", "shape": )" + x + R"(},
+    {"id": 10, "op": "sum", "args": [9], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
+    {"id": 11, "op": "divide", "args": [1, 6], "type": "f32", "shape": )" + x + R"(},
+    {"id": 12, "op": "subtract", "args": [11, 10], "type": "f32", "shape": )" + x + R"(},
+    {"id": 13, "op": "multiply", "args": [12, 5], "type": "f32", "shape": )" + x + R"(}], "outputs": [8, 13, 7]})");
+}
+
+TEST(RuntimeFusion, SoftmaxGradientIsOneRowKernelBesideItsProduct) {
+  for (uint32_t vendor : {0u, 0x10DEu})
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{3, 255}, {5, 257}, {257, 31}, {2, 8192}, {3, 9000}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) + " vendor " + std::to_string(vendor));
+      CompileOptions opts;
+      opts.as_vendor = vendor;
+      auto exe = Executable::compile(Device::open(), softmax_gradient(rows, cols), opts);
+      const auto x = random(size_t(rows * cols), unsigned(rows + cols)), g = random(size_t(rows * cols), 3);
+      const auto w = random(size_t(cols * 3), 4, -1, 1);
+      RunStats st;
+      auto out = exe->run_host({tensor(ir::DType::F32, {rows, cols}, x), tensor(ir::DType::F32, {rows, cols}, g),
+                                tensor(ir::DType::F32, {cols, 3}, w)},
+                               &st);
+      // One row kernel beside the product's own dispatches (two where it is split along k).
+      RunStats product;
+      Executable::compile(Device::open(), ir::parse_graph(R"({"version": 1, "name": "product", "nodes": [
+        {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({rows, cols}) + R"(, "attrs": {"index": 0}},
+        {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({cols, 3}) + R"(, "attrs": {"index": 1}},
+        {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}}],
+        "outputs": [2]})"), opts)
+          ->run_host({tensor(ir::DType::F32, {rows, cols}, x), tensor(ir::DType::F32, {cols, 3}, w)}, &product);
+      EXPECT_EQ(st.dispatches, product.dispatches + 1);
+      for (int64_t i = 0; i < rows; ++i) {
+        const size_t r0 = size_t(i * cols);
+        const double m = *std::max_element(x.begin() + long(r0), x.begin() + long(r0 + cols));
+        double l = 0, gp = 0, gp_mag = 0;
+        for (int64_t j = 0; j < cols; ++j) l += std::exp(x[r0 + j] - m);
+        for (int64_t j = 0; j < cols; ++j) {
+          const double p = std::exp(x[r0 + j] - m) / l;
+          gp += g[r0 + j] * p, gp_mag += std::abs(g[r0 + j] * p);
+        }
+        for (int k = 0; k < 3; ++k) {
+          double want = 0, mag = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            const double t = std::exp(x[r0 + j] - m) / l * w[size_t(j * 3 + k)];
+            want += t, mag += std::abs(t);
+          }
+          // f32 products and sums of up to 9000 terms: 1e-5 of the terms' magnitudes.
+          ASSERT_NEAR(at(out[0], size_t(i * 3 + k)), want, 1e-5 * mag + 1e-7) << "row " << i << " product column " << k;
+        }
+        for (int64_t j = 0; j < cols; ++j) {
+          const double e = std::exp(x[r0 + j] - m), p = e / l;
+          const double want = e * (g[r0 + j] / l - gp);
+          // f32 rounding of each step: 1e-5 of the magnitudes the difference is taken of.
+          ASSERT_NEAR(at(out[1], r0 + size_t(j)), want, 1e-5 * e * (std::abs(g[r0 + j]) / l + gp_mag) + 1e-9) << "row " << i << " col " << j;
+          ASSERT_NEAR(at(out[2], r0 + size_t(j)), p, 1e-5 * p + 1e-9) << "row " << i << " col " << j;
+        }
+      }
+    }
+}
+
 // Transposes that move the innermost axis run in 32x32 tiles on GPUs (staged through
 // shared memory when they transpose a kernel argument's two innermost axes, else in tile
 // order), in plain order on lavapipe: both code paths run here (as_vendor), and every
