@@ -1,6 +1,7 @@
 // Fused regions on the device against plain C++ references: softmax and layer norm as one
-// row kernel (serial rows and, for few long rows, a workgroup per row), logsumexp as one
-// kernel, and a 32-step leapfrog as one kernel; edge sizes 1, 255, 257 and a prime.
+// row kernel (serial rows and, for few long rows, a workgroup per row), softmax's gradient
+// and its probabilities as one beside their product, logsumexp as one kernel, and a 32-step
+// leapfrog as one kernel; edge sizes 1, 255, 257 and a prime.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -156,6 +157,49 @@ ir::Graph softmax_gradient(int64_t rows, int64_t cols) {
     {"id": 13, "op": "multiply", "args": [12, 5], "type": "f32", "shape": )" + x + R"(}], "outputs": [8, 13, 7]})");
 }
 
+// The dispatches of x·w alone (two where the product is split along k).
+int64_t product_dispatches(const CompileOptions& opts, int64_t rows, int64_t cols, const HostTensor& x, const HostTensor& w) {
+  RunStats st;
+  Executable::compile(Device::open(), ir::parse_graph(R"({"version": 1, "name": "product", "nodes": [
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({rows, cols}) + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({cols, 3}) + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}}],
+    "outputs": [2]})"), opts)
+      ->run_host({x, w}, &st);
+  return st.dispatches;
+}
+
+// softmax_gradient's outputs (product, gradient, probabilities) against a double reference.
+void check_softmax_gradient(const std::vector<HostTensor>& out, int64_t rows, int64_t cols, const std::vector<double>& x,
+                            const std::vector<double>& g, const std::vector<double>& w) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const size_t r0 = size_t(i * cols);
+    const double m = *std::max_element(x.begin() + long(r0), x.begin() + long(r0 + cols));
+    double l = 0, gp = 0, gp_mag = 0;
+    for (int64_t j = 0; j < cols; ++j) l += std::exp(x[r0 + j] - m);
+    for (int64_t j = 0; j < cols; ++j) {
+      const double p = std::exp(x[r0 + j] - m) / l;
+      gp += g[r0 + j] * p, gp_mag += std::abs(g[r0 + j] * p);
+    }
+    for (int k = 0; k < 3; ++k) {
+      double want = 0, mag = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const double t = std::exp(x[r0 + j] - m) / l * w[size_t(j * 3 + k)];
+        want += t, mag += std::abs(t);
+      }
+      // f32 products and sums of up to 9000 terms: 1e-5 of the terms' magnitudes.
+      ASSERT_NEAR(at(out[0], size_t(i * 3 + k)), want, 1e-5 * mag + 1e-7) << "row " << i << " product column " << k;
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      const double e = std::exp(x[r0 + j] - m), p = e / l;
+      const double want = e * (g[r0 + j] / l - gp);
+      // f32 rounding of each step: 1e-5 of the magnitudes the difference is taken of.
+      ASSERT_NEAR(at(out[1], r0 + size_t(j)), want, 1e-5 * e * (std::abs(g[r0 + j]) / l + gp_mag) + 1e-9) << "row " << i << " col " << j;
+      ASSERT_NEAR(at(out[2], r0 + size_t(j)), p, 1e-5 * p + 1e-9) << "row " << i << " col " << j;
+    }
+  }
+}
+
 TEST(RuntimeFusion, SoftmaxGradientIsOneRowKernelBesideItsProduct) {
   for (uint32_t vendor : {0u, 0x10DEu})
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{3, 255}, {5, 257}, {257, 31}, {2, 8192}, {3, 9000}}) {
@@ -165,45 +209,11 @@ TEST(RuntimeFusion, SoftmaxGradientIsOneRowKernelBesideItsProduct) {
       auto exe = Executable::compile(Device::open(), softmax_gradient(rows, cols), opts);
       const auto x = random(size_t(rows * cols), unsigned(rows + cols)), g = random(size_t(rows * cols), 3);
       const auto w = random(size_t(cols * 3), 4, -1, 1);
+      const HostTensor xt = tensor(ir::DType::F32, {rows, cols}, x), wt = tensor(ir::DType::F32, {cols, 3}, w);
       RunStats st;
-      auto out = exe->run_host({tensor(ir::DType::F32, {rows, cols}, x), tensor(ir::DType::F32, {rows, cols}, g),
-                                tensor(ir::DType::F32, {cols, 3}, w)},
-                               &st);
-      // One row kernel beside the product's own dispatches (two where it is split along k).
-      RunStats product;
-      Executable::compile(Device::open(), ir::parse_graph(R"({"version": 1, "name": "product", "nodes": [
-        {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({rows, cols}) + R"(, "attrs": {"index": 0}},
-        {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({cols, 3}) + R"(, "attrs": {"index": 1}},
-        {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}}],
-        "outputs": [2]})"), opts)
-          ->run_host({tensor(ir::DType::F32, {rows, cols}, x), tensor(ir::DType::F32, {cols, 3}, w)}, &product);
-      EXPECT_EQ(st.dispatches, product.dispatches + 1);
-      for (int64_t i = 0; i < rows; ++i) {
-        const size_t r0 = size_t(i * cols);
-        const double m = *std::max_element(x.begin() + long(r0), x.begin() + long(r0 + cols));
-        double l = 0, gp = 0, gp_mag = 0;
-        for (int64_t j = 0; j < cols; ++j) l += std::exp(x[r0 + j] - m);
-        for (int64_t j = 0; j < cols; ++j) {
-          const double p = std::exp(x[r0 + j] - m) / l;
-          gp += g[r0 + j] * p, gp_mag += std::abs(g[r0 + j] * p);
-        }
-        for (int k = 0; k < 3; ++k) {
-          double want = 0, mag = 0;
-          for (int64_t j = 0; j < cols; ++j) {
-            const double t = std::exp(x[r0 + j] - m) / l * w[size_t(j * 3 + k)];
-            want += t, mag += std::abs(t);
-          }
-          // f32 products and sums of up to 9000 terms: 1e-5 of the terms' magnitudes.
-          ASSERT_NEAR(at(out[0], size_t(i * 3 + k)), want, 1e-5 * mag + 1e-7) << "row " << i << " product column " << k;
-        }
-        for (int64_t j = 0; j < cols; ++j) {
-          const double e = std::exp(x[r0 + j] - m), p = e / l;
-          const double want = e * (g[r0 + j] / l - gp);
-          // f32 rounding of each step: 1e-5 of the magnitudes the difference is taken of.
-          ASSERT_NEAR(at(out[1], r0 + size_t(j)), want, 1e-5 * e * (std::abs(g[r0 + j]) / l + gp_mag) + 1e-9) << "row " << i << " col " << j;
-          ASSERT_NEAR(at(out[2], r0 + size_t(j)), p, 1e-5 * p + 1e-9) << "row " << i << " col " << j;
-        }
-      }
+      auto out = exe->run_host({xt, tensor(ir::DType::F32, {rows, cols}, g), wt}, &st);
+      EXPECT_EQ(st.dispatches, product_dispatches(opts, rows, cols, xt, wt) + 1);  // one row kernel
+      check_softmax_gradient(out, rows, cols, x, g, w);
     }
 }
 
