@@ -212,7 +212,12 @@ TEST(RuntimeFusion, SoftmaxGradientIsOneRowKernelBesideItsProduct) {
       const HostTensor xt = tensor(ir::DType::F32, {rows, cols}, x), wt = tensor(ir::DType::F32, {cols, 3}, w);
       RunStats st;
       auto out = exe->run_host({xt, tensor(ir::DType::F32, {rows, cols}, g), wt}, &st);
-      EXPECT_EQ(st.dispatches, product_dispatches(opts, rows, cols, xt, wt) + 1);  // one row kernel
+      // One row kernel where a kernel may bind 6 storage buffers: before the merge the
+      // gradient's reads the scores, g, the max, the sum and the probabilities. Below that
+      // (vulkan-minimum's 4) fusion gives those buffers of their own and more kernels.
+      if (Device::open()->info().caps.max_storage_buffers >= 6) {
+        EXPECT_EQ(st.dispatches, product_dispatches(opts, rows, cols, xt, wt) + 1);
+      }
       check_softmax_gradient(out, rows, cols, x, g, w);
     }
 }
