@@ -527,7 +527,9 @@ void expect_close(const std::string& what, const ir::Literal& got, const ir::Lit
 // the dots read their patches through index maps of the padded input (an implicit GEMM:
 // slices stacked per spatial axis), over strides, dilations of input and kernel, padding,
 // feature and batch groups, and a weight gradient whose long contraction split-reduction
-// splits. The whole graph on this device, then every dot kernel under each target's tile
+// splits, and images folded into the windows (one product for the batch, a last tile of
+// windows partly past the end; rows of 12 and of 7 windows, which runs of 4 cross). The
+// whole graph on this device, then every dot kernel under each target's tile
 // choice (the staged kernels included) through run_spirv, its inputs and its result
 // evaluated by the interpreter on the graph as it is before fusion.
 TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
@@ -540,7 +542,8 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
   ASSERT_NE(fuse, pipeline.end());
   const std::vector<std::string> before(pipeline.begin(), fuse), after(fuse, pipeline.end());
   devtest::LeftOut left_out;
-  for (const std::string name : {"same", "strided_dilated", "feature_groups", "batch_groups", "long_contraction"}) {
+  for (const std::string name :
+       {"same", "strided_dilated", "feature_groups", "batch_groups", "long_contraction", "folded", "folded_odd_rows"}) {
     const ir::Graph g = test_graph("conv_" + name + ".json");
     bool lacks = false;
     for (const auto& n : g.nodes)
