@@ -4,7 +4,7 @@
 # installs the Vulkan loader from the .deb files in .gl/, points it at the NVIDIA ICD, and
 # runs what is asked in one lease, so that ratios are comparable.
 #   bash bench/run_device.sh pack      here: .gl/bin (nxv, nxv_bench, nxv_unit_tests, nxv_soak,
-#                                      nxv_nif.so, libspirv-cross-c-shared.so.0, spirv-as),
+#                                      nxv_nif.so, libspirv-cross-c-shared.so.0, spirv-as, zstd),
 #                                      the loader debs, .gl/otp.tar.xz (Erlang/OTP and Elixir),
 #                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13; given
 #                                      NXV_EXMC and NXV_JASON (eXMC and Jason source trees),
@@ -23,6 +23,10 @@
 #              $BENCH_FILTER and $RUNS (default 20) narrow it; nxv_bench stops after
 #              $SWEEP_TIMEOUT (default 230) s, jax_bench.py at $SWEEP_BUDGET (560) s from
 #              the start, each keeping the rows it finished
+#     sass     NVIDIA's machine code of each kernel of the workloads $BENCH_FILTER names
+#              ($SASS_ARGS, default "--size full --dtypes f32", selects them as nxv_bench
+#              does), from the driver's shader cache by bench/sass.py and nvdisasm: a listing
+#              per kernel in sass.tgz, its instructions counted by opcode in the output
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
 #     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
 #              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
@@ -68,6 +72,9 @@ pack() {
     strip -o ".gl/bin/$(basename $b)" "$build/$b"
   done
   cp -L /lib/x86_64-linux-gnu/libspirv-cross-c-shared.so.0 "$(command -v spirv-as)" .gl/bin/
+  # `sass` decompresses the driver's shader cache; that machine has no zstd.
+  bash scripts/install-deps.sh zstd
+  cp -L "$(command -v zstd)" /lib/x86_64-linux-gnu/liblz4.so.1 .gl/bin/
   # The baseline of `compare`: another build's nxv_bench (a build of main beside a branch's).
   if [ -n "${NXV_BASE_BUILD:-}" ]; then
     mkdir -p .gl/base && strip -o .gl/base/nxv_bench "$NXV_BASE_BUILD/bench/nxv_bench"
@@ -252,6 +259,14 @@ case $what in
       .gl/bin/nxv_bench "${compare_args[@]}" --json "$out/new_$round.json" >/dev/null
     done
     [ "${COMPARE_JAX:-1}" = 0 ] || python3 bench/jax_bench.py --size full --runs 30 --json "$out/jax.json" ;;
+  sass)
+    # Fresh caches, so that the driver compiles every kernel and writes it to its own.
+    cache=$(mktemp -d)
+    read -ra sass_args <<<"${SASS_ARGS:---size full --dtypes f32}"
+    __GL_SHADER_DISK_CACHE_PATH=$cache NXV_CACHE_DIR=$(mktemp -d) .gl/bin/nxv_bench "${sass_args[@]}" \
+      ${BENCH_FILTER:+--filter "$BENCH_FILTER"} --runs 1 --pipeline-stats >"$out/sass_stats.log" 2>&1
+    python3 bench/sass.py "$cache" "$out/sass_stats.log" "$out/sass" --zstd .gl/bin/zstd
+    tar -C "$out" -czf "$out/sass.tgz" sass && rm -rf "$out/sass" ;;
   scan)
     .gl/bin/nxv_bench --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/nxv_scan.json"
     python3 bench/jax_bench.py --size full --dtypes f32,f64 --filter copy,sum,cumsum --runs 30 --json "$out/jax_scan.json"
