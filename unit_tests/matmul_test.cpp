@@ -527,8 +527,9 @@ void expect_close(const std::string& what, const ir::Literal& got, const ir::Lit
 // the dots read their patches through index maps of the padded input (an implicit GEMM:
 // slices stacked per spatial axis), over strides, dilations of input and kernel, padding,
 // feature and batch groups, and a weight gradient whose long contraction split-reduction
-// splits, and images folded into the windows (one product for the batch, a last tile of
-// windows partly past the end; rows of 12 and of 7 windows, which runs of 4 cross). The
+// splits, and the form that folds the images into the windows (Nx.Vulkan.Conv's, here of one
+// image: a last tile of windows partly past the end; rows of 12 and of 7 windows, which
+// runs of 4 cross). The
 // whole graph on this device, then every dot kernel under each target's tile
 // choice (the staged kernels included) through run_spirv, its inputs and its result
 // evaluated by the interpreter on the graph as it is before fusion.

@@ -18,8 +18,8 @@ defmodule ConvGraphs do
     batch_groups: {{4, 16, 16, 16}, {32, 16, 3, 3}, batch_group_size: 2, padding: :same},
     # the weight gradient contracts 8 x 24 x 24 positions into 576 outputs: split-reduction
     long_contraction: {{8, 4, 24, 24}, {16, 4, 3, 3}, padding: :same},
-    # 288 terms: the images folded into the windows (Nx.Vulkan.Conv), 144 of them,
-    # the last tile of 128 windows partial
+    # 288 terms: Nx.Vulkan.Conv's form that folds the images into the windows (one image of
+    # 144 here), the last tile of 128 windows partial
     folded: {{1, 32, 12, 12}, {32, 32, 3, 3}, padding: :same},
     # rows of 7 windows: runs of 4 cross them
     folded_odd_rows: {{1, 32, 7, 7}, {32, 32, 3, 3}, padding: :same}
