@@ -121,6 +121,12 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
       Id v = b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), xt, at)});
       return soft::wide_sum_add(s, soft::WideSum::of(acc), v).values();
     };
+    f.settle = [&](Values& partial) {
+      const soft::WideSum settled = soft::wide_sum_settled(s, soft::WideSum::of(partial));
+      partial = settled.values();
+      return settled.exp;
+    };
+    f.rescale = [&](const Values& partial, Id top) { return soft::wide_sum_rescaled(s, soft::WideSum::of(partial), top).values(); };
     f.combine = [&](const Values& a, const Values& c) {
       return soft::wide_sum_combine(s, soft::WideSum::of(a), soft::WideSum::of(c)).values();
     };

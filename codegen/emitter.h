@@ -77,6 +77,12 @@ struct Fold {
   int64_t begin = 0, count = 0;
   std::function<std::vector<Id>(const std::vector<Id>& acc, Id r)> step;
   std::function<std::vector<Id>(const std::vector<Id>& a, const std::vector<Id>& b)> combine;
+  // Optional, for partials on scales of their own that are dear to combine across scales
+  // (emulated f64 sums' wide accumulators): settle(partial) may rewrite the partial and
+  // gives its scale (a u32), rescale(partial, top) puts it on the largest scale among those
+  // that meet, and combine then only ever merges partials of one scale.
+  std::function<Id(std::vector<Id>& partial)> settle;
+  std::function<std::vector<Id>(const std::vector<Id>& partial, Id top)> rescale;
 };
 
 // A reduction's axes under attrs[key] (a list, one axis, or null for all of them), each in
@@ -261,6 +267,7 @@ class Emitter {
   // Runs the fold at the level of `outer` (the ids the loop depends on); cooperatively when possible.
   std::vector<Id> fold(const std::vector<Id>& outer, const Fold& f);
   std::vector<Id> fold_cooperative(const Fold& f);
+  std::vector<Id> combine_partials(const Fold& f, std::vector<Id> partial);
   std::vector<Id> fold_share(const Fold& f, uint32_t reducers);
   std::vector<Id> butterflies(const Fold& f, std::vector<Id> partial, uint32_t lanes);
   std::vector<Id> combine_in_subgroups(const Fold& f, std::vector<Id> partial);

@@ -67,8 +67,22 @@ Id Emitter::output_lane() {
 // invocation gets its output's result. Runs in uniform control flow (the level of the
 // per-output code), as barriers require.
 Values Emitter::fold_cooperative(const Fold& f) {
+  Values partial = fold_share(f, coop_->size / coop_->outputs);
+  if (f.rescale) {
+    // The partials' largest scale first (a u32 maximum, a few instructions a step), so that
+    // their combinations are the cheap ones of one scale.
+    Fold largest;
+    largest.types = {u32()};
+    largest.combine = [&](const Values& a, const Values& c) { return Values{b.ext(GLSLstd450UMax, u32(), {a[0], c[0]})}; };
+    const Id scale = f.settle(partial);
+    partial = f.rescale(partial, combine_partials(largest, {scale})[0]);
+  }
+  return combine_partials(f, partial);
+}
+
+// The partials of each output combined, every invocation getting its output's.
+Values Emitter::combine_partials(const Fold& f, Values partial) {
   const uint32_t outputs = coop_->outputs;
-  Values partial = fold_share(f, coop_->size / outputs);
   const uint32_t sg = caps.subgroup_size, size = coop_->size;
   const bool shuffles = std::all_of(f.types.begin(), f.types.end(),
                                     [&](Id t) { return b.type_bytes(t) == 4 || b.emulated(t) || caps.subgroup_extended_types; });

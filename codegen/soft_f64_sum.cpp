@@ -138,27 +138,24 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   return {exp, sum, s.op(spv::OpBitwiseOr, {acc.flags, flag})};
 }
 
-WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b) {
-  // A cancelled partial of the larger exponent is normalised first (a rare branch), so that
-  // the other is not cut short on its exponent.
-  const std::vector<Id> types(10, s.u32);
-  Id a_small = s.both(small(s, a.m), s.test(spv::OpUGreaterThan, {a.exp, b.exp}));
-  Id b_small = s.both(small(s, b.m), s.test(spv::OpUGreaterThan, {b.exp, a.exp}));
-  auto both = s.b.if_else(
-      s.either(a_small, b_small), types,
+WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {
+  auto v = s.b.if_else(
+      small(s, acc.m), std::vector<Id>(5, s.u32),
       [&] {
-        auto v = normalized(s, a).values(), w = normalized(s, b).values();
-        v.pop_back(), w.pop_back();
-        v.insert(v.end(), w.begin(), w.end());
-        return v;
+        auto n = normalized(s, acc).values();
+        n.pop_back();
+        return n;
       },
-      [&] { return std::vector<Id>{a.exp, a.m[0], a.m[1], a.m[2], a.m[3], b.exp, b.m[0], b.m[1], b.m[2], b.m[3]}; });
-  const WideSum x{both[0], {both[1], both[2], both[3], both[4]}, a.flags}, y{both[5], {both[6], both[7], both[8], both[9]}, b.flags};
-  Id swap = s.test(spv::OpUGreaterThan, {y.exp, x.exp});
-  Id exp = s.select32(swap, y.exp, x.exp);
-  Words4 big = select4(s, swap, y.m, x.m), small_m = select4(s, swap, x.m, y.m);
-  Id d = s.op(spv::OpISub, {exp, s.select32(swap, x.exp, y.exp)});
-  return {exp, add_words(s, big, shift_right_arithmetic4(s, small_m, d)), s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
+      [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3]}; });
+  return {v[0], {v[1], v[2], v[3], v[4]}, acc.flags};
+}
+
+WideSum wide_sum_rescaled(Soft64& s, const WideSum& acc, Id exp) {
+  return {exp, shift_right_arithmetic4(s, acc.m, s.op(spv::OpISub, {exp, acc.exp})), acc.flags};
+}
+
+WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b) {
+  return {a.exp, add_words(s, a.m, b.m), s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
 }
 
 Id wide_sum_round(Soft64& s, const WideSum& acc) {

@@ -30,7 +30,14 @@ WideSum wide_sum_zero(Soft64& s);
 // (a branch: rare after the first elements). Bits more than 32 places below the larger
 // exponent's last place are dropped; m stays below 2^117 for up to 2^32 elements.
 WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x);
-// Two partial sums' total, on the larger exponent.
+// Partial sums meet on one exponent, the largest among them (Fold::rescale): each is first
+// settled, normalised where it has cancelled (a rare branch), so that the others are not cut
+// short on its exponent; its exponent is then the scale to take the largest of. Rescaled to
+// an exponent at or above its own, it keeps its bits down to 32 places below that exponent's
+// last place; two on one exponent combine by a 128-bit add, exactly (the elements behind all
+// of them, at most 2^32, keep m below 2^117).
+WideSum wide_sum_settled(Soft64& s, const WideSum& acc);
+WideSum wide_sum_rescaled(Soft64& s, const WideSum& acc, Id exp);
 WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b);
 // The total rounded to the nearest f64 (ties to even): NaN where a NaN, or both infinities,
 // were added; ±inf where one was, or where the sum overflows; +0 for an exact zero.

@@ -127,6 +127,37 @@ TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
   }
 }
 
+// Partials meet on the largest exponent among them; one that cancelled to nothing on a large
+// exponent (an invocation whose only elements were +2^60 and -2^60, its last two) is first
+// brought down, so that the others keep their bits and the row its exact total.
+TEST(EmulatedSums, CancelledPartialsGiveWayToTheOthers) {
+  auto emulated = device("f64,i64");
+  const int64_t rows = 4, cols = 6007;
+  const ir::Graph g = sum_graph(rows, cols, true);
+  auto exe = Executable::compile(emulated, g);
+  ASSERT_EQ(exe->kernels().size(), 1u);
+  const std::string& launch = exe->kernels()[0].launch;
+  ASSERT_NE(launch.find("cooperative"), std::string::npos) << launch;
+  // Invocation i of the row's workgroup folds the positions i, i + width, ...
+  const int64_t width = std::stoll(launch.substr(launch.rfind(' ', launch.find(" invocations") - 1) + 1));
+  ASSERT_GT(width, 1) << launch;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> half(0.5, 1);
+  std::vector<double> v(size_t(rows * cols));
+  const int64_t last = (cols - 1) / width * width;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = std::ldexp(rng() % 2 ? half(rng) : -half(rng), int(rng() % 12));
+      if (c % width == 0) x = c == last - width ? 0x1p60 : c == last ? -0x1p60 : 0;
+      v[size_t(r * cols + c)] = x;
+    }
+  const auto got = exe->run_host({literal(rows, cols, v)})[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    const double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols}), mine = ir::get_f64(got, r);
+    EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << "row " << r << " (" << launch << "): " << bits(mine) << ", want " << bits(want);
+  }
+}
+
 // Exponents over 600 binades: elements more than 32 places below the largest's last place
 // lose their lowest bits, so the total is within an ulp of the exact one rounded.
 TEST(EmulatedSums, RowsOfEveryMagnitudeStayWithinAnUlp) {

@@ -100,7 +100,17 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
          auto r = soft::wide_sum_add(s, wide(s, x[1], x[2]), x[0]);
          return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
        }},
-      {"sum combine", 4, 245,
+      {"sum settle", 2, 92,
+       [](Soft64& s, const std::vector<Id>& x) {
+         auto r = soft::wide_sum_settled(s, wide(s, x[0], x[1]));
+         return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.exp}));
+       }},
+      {"sum rescale", 3, 46,
+       [](Soft64& s, const std::vector<Id>& x) {
+         auto r = soft::wide_sum_rescaled(s, wide(s, x[0], x[1]), s.lo(x[2]));
+         return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
+       }},
+      {"sum combine", 4, 33,
        [](Soft64& s, const std::vector<Id>& x) {
          auto r = soft::wide_sum_combine(s, wide(s, x[0], x[1]), wide(s, x[2], x[3]));
          return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
