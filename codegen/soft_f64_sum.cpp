@@ -54,9 +54,9 @@ Words4 shift_left4(Soft64& s, const Words4& x, Id dist) {
 // Whether |m| is below about 2^64 (its two high words are its sign's): 2^-20 of an element
 // at acc's exponent, after a cancellation.
 Id small(Soft64& s, const Words4& m) {
-  Id sx = s.op(spv::OpShiftRightArithmetic, {m[3], s.c(31)});
-  Id high = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseXor, {m[3], sx}), s.op(spv::OpBitwiseXor, {m[2], sx})});
-  return s.test(spv::OpIEqual, {high, s.c(0)});
+  // The high word 0 or ~0 (m[3] + 1 at most 1), and the next the same.
+  Id top_is_sign = s.test(spv::OpULessThanEqual, {s.op(spv::OpIAdd, {m[3], s.c(1)}), s.c(1)});
+  return s.both(top_is_sign, s.test(spv::OpIEqual, {m[2], m[3]}));
 }
 
 // acc on the lowest exponent (1 at least) at which |m| keeps 86 bits, so that the elements
@@ -73,7 +73,8 @@ WideSum normalized(Soft64& s, const WideSum& acc) {
                          s.op(spv::OpIAdd, {i64_find_msb(s, s.pair(mag[0], mag[1])), s.c(1)}));
   Id room = s.select32(s.test(spv::OpIEqual, {length, s.c(0)}), s.c(0xffff),
                        s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {length, s.c(86)}), length}));
-  Id up = s.b.ext(GLSLstd450UMin, s.u32, {room, s.op(spv::OpISub, {acc.exp, s.c(1)})});
+  // (In place: hoisted, exp - 1 would be computed on every step's common path.)
+  Id up = s.b.ext(GLSLstd450UMin, s.u32, {room, s.b.op_in_place(spv::OpISub, s.u32, {acc.exp, s.c(1)})});
   return {s.op(spv::OpISub, {acc.exp, up}), shift_left4(s, acc.m, s.b.ext(GLSLstd450UMin, s.u32, {up, s.c(127)})), acc.flags};
 }
 
@@ -88,33 +89,41 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   Id hi = s.hi(x), lo = s.lo(x);
   Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
   Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
-  Id sign = s.op(spv::OpShiftRightLogical, {hi, s.c(31)});
-  // An inf or a NaN is a flag, and adds a zero significand at exponent 1.
-  Id special = s.test(spv::OpIEqual, {field, s.c(0x7ff)});
-  Id nan = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {frac_hi, lo}), s.c(0)});
-  Id flag = s.select32(special, s.select32(nan, s.c(4), s.op(spv::OpShiftLeftLogical, {s.c(1), sign})), s.c(0));
   Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
-  Id sig_hi = s.select32(special, s.c(0), s.op(spv::OpBitwiseOr, {frac_hi, hidden}));
-  Id sig_lo = s.select32(special, s.c(0), lo);
-  Id e = s.select32(special, s.c(1), s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)}));
+  Id sig_hi = s.op(spv::OpBitwiseOr, {frac_hi, hidden});
+  // An inf's or a NaN's exponent, 0x7ff, lies above every finite one: it takes the branch
+  // below, which leaves acc and sets a flag, and lies above exp there, so that its
+  // significand is shifted out entirely.
+  Id e = s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)});
 
   // Where the element's exponent exceeds acc's, acc moves to it; where acc has cancelled to
   // much less than an element at its exponent, it is first normalised. Both are rare after
   // the first elements: a branch, whose code its first instruction keeps inside.
-  const std::vector<Id> types(5, s.u32);
+  const std::vector<Id> types(6, s.u32);
   Id grows = s.test(spv::OpUGreaterThan, {e, acc.exp});
   Id shrinks = s.both(small(s, acc.m), s.test(spv::OpUGreaterThan, {acc.exp, e}));
   auto moved = s.b.if_else(
       s.either(grows, shrinks), types,
       [&] {
+        // The flag's work from a copy made here, so that none of it is hoisted out.
+        Id hi_here = s.b.op_in_place(spv::OpCopyObject, s.u32, {hi});
+        Id special = s.test(spv::OpIEqual, {s.op(spv::OpBitwiseAnd, {hi_here, s.c(0x7ff00000)}), s.c(0x7ff00000)});
+        Id frac = s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {hi_here, s.c(0xfffff)}), lo});
+        Id nan = s.test(spv::OpINotEqual, {frac, s.c(0)});
+        Id sign = s.op(spv::OpShiftRightLogical, {hi_here, s.c(31)});
+        Id flag = s.select32(special, s.select32(nan, s.c(4), s.op(spv::OpShiftLeftLogical, {s.c(1), sign})), s.c(0));
         WideSum n = normalized(s, acc);
         Id exp = s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp});
         Words4 m = shift_right_arithmetic4(s, n.m, s.op(spv::OpISub, {exp, n.exp}));
-        return std::vector<Id>{exp, m[0], m[1], m[2], m[3]};
+        std::vector<Id> v{s.select32(special, acc.exp, exp)};
+        for (int i = 0; i < 4; ++i) v.push_back(s.select32(special, acc.m[i], m[i]));
+        v.push_back(s.op(spv::OpBitwiseOr, {acc.flags, flag}));
+        return v;
       },
-      [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3]}; });
+      [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags}; });
   Id exp = moved[0];
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
+  Id sig_lo = lo;
 
   // The significand, words (0, lo, hi, 0), shifted right by exp - e (95 or more leave 0):
   // shift_right_arithmetic4's work for a value of two nonzero words and no sign, with 5
@@ -134,8 +143,8 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   Words4 sum = add_words(s, m,
                          {s.op(spv::OpBitwiseXor, {w0, mask}), s.op(spv::OpBitwiseXor, {w1, mask}),
                           s.op(spv::OpBitwiseXor, {w2, mask}), mask},
-                         sign);
-  return {exp, sum, s.op(spv::OpBitwiseOr, {acc.flags, flag})};
+                         s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
+  return {exp, sum, moved[5]};
 }
 
 WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {
