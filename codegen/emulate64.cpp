@@ -134,7 +134,10 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
     // f64 arithmetic.
     case spv::OpFAdd: return done(f64_add(s, a[0], a[1]));
     case spv::OpFSub: return done(f64_sub(s, a[0], a[1]));
-    case spv::OpFMul: return done(normal_range_ ? f64_mul_normal(s, a[0], a[1]) : f64_mul(s, a[0], a[1]));
+    case spv::OpFMul:
+      return done(normal_range_            ? f64_mul_normal(s, a[0], a[1])
+                  : common_case_branches_ ? f64_mul_branching(s, a[0], a[1])
+                                          : f64_mul(s, a[0], a[1]));
     case spv::OpFDiv: return done(normal_range_ ? f64_div_normal(s, a[0], a[1]) : f64_div(s, a[0], a[1]));
     case spv::OpFNegate: return done(f64_neg(s, a[0]));
     case spv::OpIsNan: return f64_is_nan(s, a[0]);

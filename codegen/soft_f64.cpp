@@ -345,6 +345,39 @@ Id f64_mul_normal(Soft64& s, Id a, Id b) {
   return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), f64_signed_zero(s, sign), r);
 }
 
+Id f64_mul_branching(Soft64& s, Id a, Id b) {
+  auto field = [&](Id v) { return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(20)}), s.c(0x7ff)}); };
+  Id fa = field(a), fb = field(b);
+  auto normal = [&](Id f) { return s.test(spv::OpULessThan, {s.op(spv::OpISub, {f, s.c(1)}), s.c(2046)}); };
+  Id sum_in_range = s.test(spv::OpULessThan, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {fa, fb}), s.c(1024)}), s.c(2044)});
+  Id common = s.both(s.both(normal(fa), normal(fb)), sum_in_range);
+  // Each side works on copies made in it of the operands computed at its branch's level:
+  // the builder hoists pure code to its operands' level, which would take the sides out of
+  // their branches. An operand from an outer level (a loop-invariant factor) is left as it
+  // is, so that the work on it alone stays hoisted out of the loop.
+  auto here = [&s](Id v, int level) {
+    return s.b.level_of(v) < level ? v : s.b.op_in_place(spv::OpCopyObject, s.uvec2, {v});
+  };
+  const int level = s.b.level();
+  auto rare = [&] {
+    Id x = here(a, level), y = here(b, level);
+    // A zero times a finite operand (a ReLU's outputs, a mask's) is a signed zero: those
+    // lanes skip the general routine, which runs only where a lane needs it.
+    auto zero = [&](Id v) {
+      return s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)}), s.lo(v)}), s.c(0)});
+    };
+    auto finite = [&](Id v) { return s.test(spv::OpULessThan, {s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0x7fffffff)}), s.c(0x7ff00000)}); };
+    Id zero_product = s.either(s.both(zero(x), finite(y)), s.both(zero(y), finite(x)));
+    Id sign = s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseXor, {s.hi(x), s.hi(y)}), s.c(0x80000000u)});
+    const int inner = s.b.level();
+    return std::vector<Id>{s.b.if_else(
+        zero_product, {s.uvec2}, [&] { return std::vector<Id>{s.pair(s.c(0), sign)}; },
+        [&] { return std::vector<Id>{f64_mul(s, here(x, inner), here(y, inner))}; })[0]};
+  };
+  return s.b.if_else(
+      common, {s.uvec2}, [&] { return std::vector<Id>{f64_mul_normal(s, here(a, level), here(b, level))}; }, rare)[0];
+}
+
 Id f64_div_normal(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
   Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});

@@ -25,6 +25,13 @@ Id f64_mul_normal(Soft64& s, Id a, Id b);
 Id f64_div_normal(Soft64& s, Id a, Id b);
 Id f64_fma_normal(Soft64& s, Id a, Id b, Id c);
 
+// f64_mul's result, through f64_mul_normal in a branch where both operands are normal and
+// their exact product lies in the normal range even once rounded (their exponent fields sum
+// to 1024..3067); in the other, a signed zero where one operand is zero and the other
+// finite, else f64_mul. On a GPU, whose branch skips the side no invocation of a subgroup
+// takes, about 130 instructions on the common path against 179.
+Id f64_mul_branching(Soft64& s, Id a, Id b);
+
 // Comparisons (OpFOrdEqual ... OpFOrdGreaterThanEqual, OpFUnordEqual ... OpFUnordNotEqual:
 // ordered ones false with a NaN, unordered ones true; -0 == +0) and classes, as bools.
 Id f64_compare(Soft64& s, spv::Op op, Id a, Id b);

@@ -167,6 +167,10 @@ class Builder {
   // f64 is unaffected.
   void set_normal_range(bool on) { normal_range_ = on; }
   bool normal_range() const { return normal_range_; }
+  // While set, emulated f64 multiplies outside a normal range branch to the *_normal form
+  // where their operands and product are normal (soft::f64_mul_branching): for devices
+  // whose branches skip the side no invocation takes (codegen/targets: branches_to_common_cases).
+  void set_common_case_branches(bool on) { common_case_branches_ = on; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);
@@ -330,6 +334,7 @@ class Builder {
   std::vector<Id> interface_;
   bool emulate_f64_ = false, emulate_i64_ = false;
   bool normal_range_ = false;
+  bool common_case_branches_ = false;
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id

@@ -246,6 +246,15 @@ TEST(SoftF64, MulIsIeee) {
               [](const std::vector<double>& v) { return v[0] * v[1]; });
 }
 
+// The branching form on the same operands and at the same boundaries: the branch's test
+// sends each product to the routine whose contract it meets (lavapipe runs both sides).
+TEST(SoftF64, MulBranchingToItsCommonCaseIsIeee) {
+  const Routine mul = [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul_branching(s, x[0], x[1]); };
+  const auto host = [](const std::vector<double>& v) { return v[0] * v[1]; };
+  expect_ieee(cases(2, 109, product_operands), mul, host);
+  expect_ieee(cases(2, 110, underflow_product_operands), mul, host);
+}
+
 // Dividend and divisor: any, close to each other, a product of the divisor (rounded, so
 // the quotient lands within an ulp of a short number), or quotients near the range's ends.
 void quotient_operands(std::mt19937_64& rng, Operands& t) {

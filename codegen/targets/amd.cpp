@@ -7,7 +7,7 @@ namespace nxv::codegen {
 
 LaunchConfig launch_amd(const DeviceCaps& caps, const KernelShape& k) {
   if (k.items < 16384 && k.reduction >= 256) return cooperate_reductions(caps, k, 256);
-  if (reduces_many_rows(k)) return cooperate_rows(caps, k);
+  if (reduces_many_rows(caps, k)) return cooperate_rows(caps, k);
   if (LaunchConfig c = segment_rows(caps, k); c.workgroup_size) return c;
   return cover(caps, k.items, 256, 65535, 1, vector_lanes(k, 16));
 }

@@ -91,7 +91,7 @@ LaunchConfig launch_generic(const DeviceCaps& caps, const KernelShape& k) {
   // Fewer outputs than a GPU has lanes, each with a long reduction: let a workgroup share each one.
   if (k.items < 8192 && k.reduction >= 256) return cooperate_reductions(caps, k, 128);
   // Many such outputs: a workgroup each too, so that a row is read by neighbouring lanes.
-  if (reduces_many_rows(k)) return cooperate_rows(caps, k);
+  if (reduces_many_rows(caps, k)) return cooperate_rows(caps, k);
   // Shorter rows: a segment of a workgroup each.
   if (LaunchConfig c = segment_rows(caps, k); c.workgroup_size) return c;
   return cover(caps, k.items, 64, 65535);

@@ -47,7 +47,10 @@ LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, 
   return c;
 }
 
-bool reduces_many_rows(const KernelShape& k) { return k.reduction >= 256 && k.strided_reduction_bytes == 0; }
+bool reduces_many_rows(const DeviceCaps& caps, const KernelShape& k) {
+  if (k.emulated_f64_reduction && caps.compute_units && k.items >= int64_t(caps.compute_units) * 1024) return false;
+  return k.reduction >= 256 && k.strided_reduction_bytes == 0;
+}
 
 LaunchConfig cooperate_rows(const DeviceCaps& caps, const KernelShape& k) {
   return cooperate(caps, k.items, k.reduction >= 2048 ? 256 : k.reduction >= 1024 ? 128 : 64, 65535);
@@ -86,6 +89,8 @@ bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor() != Vendo
 bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe && caps.float64; }
 
 bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
+
+bool branches_to_common_cases(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
 bool converts_f16_in_hardware(const DeviceCaps& caps) {
   return caps.vendor() != Vendor::Lavapipe && caps.float16 && caps.round_to_even_f16 &&

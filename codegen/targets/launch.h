@@ -183,6 +183,11 @@ bool computes_f32_in_f64(const DeviceCaps& caps);
 // correctly rounded, and whose Fma need not be fused.
 bool corrects_f32_division(const DeviceCaps& caps);
 
+// Whether emulated f64 multiplies branch to their common case (spirv::Builder::
+// set_common_case_branches): on GPUs, whose branches skip the side no invocation of a
+// subgroup takes; not on lavapipe, which runs both sides of a branch with lanes masked.
+bool branches_to_common_cases(const DeviceCaps& caps);
+
 // Whether f16 converts with the hardware's conversions (OpFConvert) rather than integer code:
 // where the device rounds f16 results to nearest even and keeps Inf and NaN, except on
 // lavapipe, where integer code is faster (docs/tuning.md, "f16 conversions").
@@ -262,8 +267,11 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
 LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size);
 // Whether a GPU's kernel has more outputs than cooperate_reductions was asked to take, each
 // a reduction of 256 or more along a row (its innermost axis), so that an invocation per
-// output would walk a row of its own, one memory sector per element.
-bool reduces_many_rows(const KernelShape& k);
+// output would walk a row of its own, one memory sector per element. Not in emulated f64
+// where the outputs alone give each compute unit 1024 invocations: each level of a
+// workgroup's combination then costs an emulated add and its shuffles, more than the reads
+// it coalesces save (docs/tuning.md, "Emulated reductions").
+bool reduces_many_rows(const DeviceCaps& caps, const KernelShape& k);
 // Their launch: a workgroup per output, whose neighbouring invocations read neighbouring
 // elements; 64 invocations for rows below 1024 elements, 128 below 2048, 256 from there
 // (docs/tuning.md, "Reductions over many rows").

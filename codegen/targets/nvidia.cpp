@@ -26,7 +26,7 @@ LaunchConfig launch_nvidia(const DeviceCaps& caps, const KernelShape& k) {
     return cooperate_reductions(caps, k, k.emulated_f64_reduction ? emulated_reduction_width(caps, k.items)
                                          : k.reduction >= 4096     ? 512
                                                                    : 256);
-  if (reduces_many_rows(k)) return cooperate_rows(caps, k);
+  if (reduces_many_rows(caps, k)) return cooperate_rows(caps, k);
   // Shorter rows: 8-11x faster than an invocation per row (docs/tuning.md, "Short rows").
   if (LaunchConfig c = segment_rows(caps, k); c.workgroup_size) return c;
   // Pairs of 64-bit integers stay scalar: driver 580 miscompiles some u64 arithmetic in
