@@ -48,7 +48,9 @@ LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, 
 }
 
 bool reduces_many_rows(const DeviceCaps& caps, const KernelShape& k) {
-  if (k.emulated_f64_reduction && caps.compute_units && k.items >= int64_t(caps.compute_units) * 1024) return false;
+  if (k.emulated_f64_reduction && k.contracts_or_scatters && caps.compute_units &&
+      k.items >= int64_t(caps.compute_units) * 1024)
+    return false;
   return k.reduction >= 256 && k.strided_reduction_bytes == 0;
 }
 

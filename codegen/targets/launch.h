@@ -267,10 +267,11 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
 LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size);
 // Whether a GPU's kernel has more outputs than cooperate_reductions was asked to take, each
 // a reduction of 256 or more along a row (its innermost axis), so that an invocation per
-// output would walk a row of its own, one memory sector per element. Not in emulated f64
-// where the outputs alone give each compute unit 1024 invocations: each level of a
+// output would walk a row of its own, one memory sector per element. Not for a product in
+// emulated f64 whose outputs alone give each compute unit 1024 invocations: each level of a
 // workgroup's combination then costs an emulated add and its shuffles, more than the reads
-// it coalesces save (docs/tuning.md, "Emulated reductions").
+// it coalesces save, and neighbouring outputs share their operands' rows in cache
+// (docs/tuning.md, "Emulated reductions").
 bool reduces_many_rows(const DeviceCaps& caps, const KernelShape& k);
 // Their launch: a workgroup per output, whose neighbouring invocations read neighbouring
 // elements; 64 invocations for rows below 1024 elements, 128 below 2048, 256 from there
