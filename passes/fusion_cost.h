@@ -27,9 +27,10 @@ struct KernelBounds {
   // with it, faster than linearly on some drivers. 0: no bound.
   double max_code = 0;
   // How many instructions one instruction on f64 / s64 / u64 values becomes where the
-  // target computes them in software (codegen/soft64.h; about 270 for an f64 add or
-  // multiply against a handful native, a few for 64-bit integer steps): max_code counts
-  // those kernels' code so.
+  // target computes them in software (codegen/soft64.h; 135 for an f64 add, 179 for a
+  // multiply or 352 where it branches to its common case, against a handful native; a few
+  // for 64-bit integer steps), as an average per instruction: max_code counts those
+  // kernels' code so.
   double emulated_f64_code = 1, emulated_i64_code = 1;
   // Loop steps one output element may take in the math library's loops (Estimate::loop_steps);
   // 0: no bound. Where the driver ends an invocation's loops after a number of steps, a
