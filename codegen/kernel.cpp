@@ -13,6 +13,7 @@
 #include "codegen/scan.h"
 #include "codegen/sort.h"
 #include "codegen/targets/launch.h"
+#include "ir/dot_epilogue.h"
 #include "ir/ops.h"
 
 namespace nxv::codegen {
@@ -190,7 +191,8 @@ std::set<ir::NodeId> at_output_position(const ir::Graph& body) {
 }
 
 // The body's dot when the kernel is a matrix multiplication for codegen/matmul.h: one
-// result, computed per element from the dot at its own position, no other loop.
+// result, each element of it computed from one of the dot's through its epilogue
+// (ir/dot_epilogue.h), no other loop.
 const ir::Node* matmul_dot(const ir::Node& kernel, const ir::Graph& body) {
   if (kernel.results.size() != 1) return nullptr;
   const ir::Node* dot = nullptr;
@@ -204,7 +206,7 @@ const ir::Node* matmul_dot(const ir::Node& kernel, const ir::Graph& body) {
       return nullptr;
     }
   }
-  if (!dot || dot->type().shape != kernel.results[0].shape || !at_output_position(body).count(dot->id)) return nullptr;
+  if (!dot || !ir::dot_epilogue(body, dot->id, body.outputs.at(0), [](ir::NodeId) { return true; })) return nullptr;
   return dot;
 }
 

@@ -242,7 +242,8 @@ Product::Product(const ir::Graph& g, const ir::Node& dot_node, const MatmulTiles
       batch_extents(extents_of(g.node(dot.args.at(0)).type().shape, d.b1)),
       k_extents(extents_of(g.node(dot.args.at(0)).type().shape, d.c1)),
       M(ir::num_elements(A.free_extents)), N(ir::num_elements(B.free_extents)), K(ir::num_elements(k_extents)),
-      tiles_m((M + t.m - 1) / t.m), tiles_n((N + t.n - 1) / t.n) {}
+      tiles_m((M + t.m - 1) / t.m), tiles_n((N + t.n - 1) / t.n),
+      epilogue(ir::dot_epilogue(g, dot.id, g.outputs.at(0), [](ir::NodeId) { return true; }).value()) {}
 
 Product::Tile Product::tile(Emitter& e, Id p) const {
   auto u = [&](spv::Op op, Id x, int64_t y) { return e.b.op(op, e.u32(), {x, e.u32c(uint64_t(y))}); };
@@ -260,7 +261,29 @@ void Product::store_inside(Emitter& e, const BufferRef& output, Id batch, Id row
   for (Id x : e.split(col, B.free_extents)) idx.dims.push_back(x);
   idx.linear = u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, batch, c(M)), row), c(N)), col);
   e.provide(dot, idx, e.dot_result(dot, acc));
-  e.store(output, idx.linear, e.value(body.node(body.outputs.at(0)), idx));
+  // Each move's element at its layout's index, computed from its operand's: what lies
+  // between is elementwise, evaluated from there.
+  std::vector<Index> at(epilogue.from.size());
+  at[0] = idx;
+  for (const auto& step : epilogue.steps) {
+    const ir::Node& n = body.node(step.id);
+    if (!ir::moves_elements(n)) continue;
+    Index& from = at[epilogue.from[step.layout]];
+    Index& to = at[step.layout];
+    if (n.op == "transpose") {
+      const auto axes = n.attrs.at("axes").get<std::vector<int64_t>>();
+      const std::vector<Id> d = e.dims(from);
+      std::vector<Id> moved;
+      for (int64_t a : axes) moved.push_back(d.at(size_t(a)));
+      to = e.index_from_dims(n.type().shape, moved);
+    } else {
+      to.shape = n.type().shape;
+    }
+    to.linear = n.op == "transpose" ? e.linear(to) : e.linear(from);
+    e.provide(n, to, e.value(body.node(n.args.at(0)), from));
+  }
+  Index& out = at[epilogue.layout_of_result];
+  e.store(output, out.linear, e.value(body.node(body.outputs.at(0)), out));
 }
 
 void Product::store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const {

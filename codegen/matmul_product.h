@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/matmul.h"
+#include "ir/dot_epilogue.h"
 
 namespace nxv::codegen::matmul {
 
@@ -127,6 +128,7 @@ struct Product {
   Operand A, B;
   std::vector<int64_t> batch_extents, k_extents;
   int64_t M, N, K, tiles_m, tiles_n;
+  ir::DotEpilogue epilogue;  // from the dot to the body's output (matmul_dot has checked it)
 
   Product(const ir::Graph& g, const ir::Node& dot_node, const MatmulTiles& tiles);
 
@@ -137,7 +139,7 @@ struct Product {
   Tile tile(Emitter& e, Id p) const;
 
   // Computes the body's output at (batch, row, col) from the dot's accumulator there and
-  // stores it, where the position lies inside the output (store) or where the caller has
+  // stores it where the epilogue's moves put that element, where the position lies inside the output (store) or where the caller has
   // tested that it does (store_inside).
   void store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
   void store_inside(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;

@@ -29,6 +29,7 @@
 #include <optional>
 #include <set>
 
+#include "ir/dot_epilogue.h"
 #include "ir/ops.h"
 #include "passes/fusion_cost.h"
 #include "passes/pass.h"
@@ -140,16 +141,32 @@ class Fuse : public Pass {
   // registers (codegen/matmul.h tiles the product and applies the user to each tile).
   // The user's own users must be elementwise of the same shape too (or none), or the user
   // gets a buffer anyway (read by another dot): inlined into a reduction, the user would
-  // take the dot along.
+  // take the dot along. Moves of the product's elements come first where each is the one
+  // user of the one before and keeps the innermost axis innermost (a convolution's output
+  // put back to channels first): the tiles store each element where the moves put it, along
+  // the rows as before, where a transpose kernel of its own would copy the whole product.
   static bool epilogue_fits(const Graph& g, const Node& dot, std::map<NodeId, std::vector<NodeId>>& users) {
+    NodeId last = dot.id;
+    while (users[last].size() == 1 && keeps_rows(g.node(users[last][0]))) last = users[last][0];
+    const ir::Shape& shape = g.node(last).type().shape;
     auto keeps_element = [&](NodeId id) {
       const Node& u = g.node(id);
-      return ir::is_elementwise(ir::op_family(u.op)) && u.type().shape == dot.type().shape;
+      return ir::is_elementwise(ir::op_family(u.op)) && u.type().shape == shape;
     };
-    const auto& us = users[dot.id];
+    const auto& us = users[last];
+    if (last != dot.id && us.empty()) return true;
     if (us.size() != 1 || !keeps_element(us[0])) return false;
     const auto& next = users[us[0]];
     return std::all_of(next.begin(), next.end(), keeps_element) || tiled_reader(g, us[0], users);
+  }
+
+  // A move whose result's rows are runs of its operand's: a reshape, or a transpose that
+  // keeps the last axis last.
+  static bool keeps_rows(const Node& n) {
+    if (!ir::moves_elements(n)) return false;
+    if (n.op != "transpose") return true;
+    const auto axes = n.attrs.value("axes", std::vector<int64_t>{});
+    return axes.empty() || axes.back() == int64_t(axes.size()) - 1;
   }
 
   // The dot or attention that reads `id`'s elements, directly or through a cheap prologue;
@@ -177,15 +194,9 @@ class Fuse : public Pass {
     for (NodeId m : r.members) {
       const Node& dot = g.node(m);
       if (dot.op != "dot" || std::find(r.roots.begin(), r.roots.end(), m) != r.roots.end()) continue;
-      if (r.roots.size() != 1 || g.node(r.roots[0]).type().shape != dot.type().shape) return m;
-      // Every member downstream of the dot keeps its element: elementwise of its shape.
-      std::set<NodeId> after{m};
-      for (const auto& n : g.nodes) {
-        if (!r.members.count(n.id) || after.count(n.id)) continue;
-        if (std::none_of(n.args.begin(), n.args.end(), [&](NodeId a) { return after.count(a) > 0; })) continue;
-        if (!ir::is_elementwise(ir::op_family(n.op)) || n.type().shape != dot.type().shape) return m;
-        after.insert(n.id);
-      }
+      // Every member downstream of the dot keeps its element or moves it (ir/dot_epilogue.h).
+      if (r.roots.size() != 1 || !ir::dot_epilogue(g, m, r.roots[0], [&](NodeId id) { return r.members.count(id) > 0; }))
+        return m;
     }
     return std::nullopt;
   }

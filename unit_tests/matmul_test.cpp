@@ -533,15 +533,69 @@ void expect_close(const std::string& what, const ir::Literal& got, const ir::Lit
 // whole graph on this device, then every dot kernel under each target's tile
 // choice (the staged kernels included) through run_spirv, its inputs and its result
 // evaluated by the interpreter on the graph as it is before fusion.
+// Graph g on this device against the interpreter, then every dot kernel under the tile
+// choice of each of `targets` (the staged kernels included) through run_spirv, its inputs
+// and its result evaluated by the interpreter on the graph as it is before fusion. Returns
+// how many of those kernels were tiled.
+int check_dot_kernels(const std::shared_ptr<runtime::Device>& dev, const ir::Graph& g, const std::string& name,
+                      unsigned seed, const std::vector<std::string>& targets) {
+  const auto& own = dev->info().caps;
+  const auto pipeline = passes::default_pipeline();
+  const auto fuse = std::find(pipeline.begin(), pipeline.end(), "fuse");
+  EXPECT_NE(fuse, pipeline.end());
+  const std::vector<std::string> before(pipeline.begin(), fuse), after(fuse, pipeline.end());
+  const auto in = inputs_for(g, seed);
+  const auto want = ir::interpret(g, in);
+  const auto got = runtime::Executable::compile(dev, g)->run_host(in);
+  EXPECT_EQ(got.size(), want.size()) << name;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) expect_close(name + " output " + std::to_string(i), got[i], want[i]);
+
+  ir::Graph pre = g;
+  passes::PassManager(before).run(pre);
+  ir::Graph low = pre;
+  passes::PassManager(after).run(low);
+  int tiled = 0;
+  for (const auto& kernel : low.nodes) {
+    if (kernel.op != "kernel" || kernel.attrs.value("kind", std::string()) != "dot") continue;
+    ir::Graph probe = pre;
+    probe.outputs = kernel.args;
+    probe.outputs.push_back(kernel.id);
+    const auto values = ir::interpret(probe, in);
+    for (const std::string& target : targets) {
+      codegen::DeviceCaps caps = own;
+      caps.vendor_id = codegen::target_caps(target).vendor_id;
+      const std::string what = name + " " + target + " k" + std::to_string(kernel.id);
+      auto kb = codegen::compile_kernel(kernel, low, caps);
+      tiled += kb.launch.rfind("matmul", 0) == 0;
+      EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << what;
+      std::vector<runtime::BufferPtr> bufs;
+      for (size_t a = 0; a < kernel.args.size(); ++a)
+        bufs.push_back(dev->upload(values[a].type, values[a].data.data(), values[a].data.size()));
+      runtime::SpirvLaunch launch;
+      launch.push_constants.assign(kb.push_constant_bytes, 0);
+      for (int i = 0; i < 3; ++i) launch.group_count[i] = kb.group_count[i];
+      auto out = runtime::run_spirv(dev, kb.spirv, bufs, kernel.results, launch);
+      ir::Literal result{kernel.results[0], std::vector<uint8_t>(kernel.results[0].byte_size())};
+      dev->download(*out[0], result.data.data(), result.data.size());
+      expect_close(what, result, values.back());
+    }
+  }
+  return tiled;
+}
+
+// Convolutions and the gradients of sum(sin(conv)) with respect to input and kernel, as
+// Elixir's compiler lowers them (graphs/conv_*.json, written by graphs/conv_graphs.exs):
+// the dots read their patches through index maps of the padded input (an implicit GEMM:
+// slices stacked per spatial axis), over strides, dilations of input and kernel, padding,
+// feature and batch groups, and a weight gradient whose long contraction split-reduction
+// splits, and the form that folds the images into the windows (Nx.Vulkan.Conv's, here of one
+// image: a last tile of windows partly past the end; rows of 12 and of 7 windows, which
+// runs of 4 cross), whose tiles store each element where the transpose to channels first
+// puts it. Each on every target's tiles (check_dot_kernels).
 TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
   runtime::RuntimeOptions robust;
   robust.robust_buffer_access = true;
   auto dev = runtime::Device::open(robust);
-  const auto& own = dev->info().caps;
-  const auto pipeline = passes::default_pipeline();
-  const auto fuse = std::find(pipeline.begin(), pipeline.end(), "fuse");
-  ASSERT_NE(fuse, pipeline.end());
-  const std::vector<std::string> before(pipeline.begin(), fuse), after(fuse, pipeline.end());
   devtest::LeftOut left_out;
   for (const std::string name :
        {"same", "strided_dilated", "feature_groups", "batch_groups", "long_contraction", "folded", "folded_odd_rows"}) {
@@ -550,43 +604,62 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
     for (const auto& n : g.nodes)
       for (const auto& r : n.results) lacks = left_out(r.dtype) || lacks;
     if (lacks) continue;
-    const auto in = inputs_for(g, 7);
-    const auto want = ir::interpret(g, in);
-    const auto got = runtime::Executable::compile(dev, g)->run_host(in);
-    ASSERT_EQ(got.size(), want.size()) << name;
-    for (size_t i = 0; i < want.size(); ++i) expect_close(name + " output " + std::to_string(i), got[i], want[i]);
+    EXPECT_GE(check_dot_kernels(dev, g, name, 7, {"nvidia", "amd", "generic", "lavapipe"}), 2 * 4)
+        << name << ": the forward and the weight gradient's dots are tiled on every target";
+  }
+  NXV_SKIP_IF_LEFT_OUT(left_out);
+}
 
-    ir::Graph pre = g;
-    passes::PassManager(before).run(pre);
-    ir::Graph low = pre;
-    passes::PassManager(after).run(low);
-    int tiled = 0;
-    for (const auto& kernel : low.nodes) {
-      if (kernel.op != "kernel" || kernel.attrs.value("kind", std::string()) != "dot") continue;
-      ir::Graph probe = pre;
-      probe.outputs = kernel.args;
-      probe.outputs.push_back(kernel.id);
-      const auto values = ir::interpret(probe, in);
-      for (const std::string target : {"nvidia", "amd", "generic", "lavapipe"}) {
-        codegen::DeviceCaps caps = own;
-        caps.vendor_id = codegen::target_caps(target).vendor_id;
-        const std::string what = name + " " + target + " k" + std::to_string(kernel.id);
-        auto kb = codegen::compile_kernel(kernel, low, caps);
-        tiled += kb.launch.rfind("matmul", 0) == 0;
-        EXPECT_EQ(codegen::validate(kb.spirv, caps.api_version), "") << what;
-        std::vector<runtime::BufferPtr> bufs;
-        for (size_t a = 0; a < kernel.args.size(); ++a)
-          bufs.push_back(dev->upload(values[a].type, values[a].data.data(), values[a].data.size()));
-        runtime::SpirvLaunch launch;
-        launch.push_constants.assign(kb.push_constant_bytes, 0);
-        for (int i = 0; i < 3; ++i) launch.group_count[i] = kb.group_count[i];
-        auto out = runtime::run_spirv(dev, kb.spirv, bufs, kernel.results, launch);
-        ir::Literal result{kernel.results[0], std::vector<uint8_t>(kernel.results[0].byte_size())};
-        dev->download(*out[0], result.data.data(), result.data.size());
-        expect_close(what, result, values.back());
-      }
-    }
-    EXPECT_GE(tiled, 2 * 4) << name << ": the forward and the weight gradient's dots are tiled on every target";
+// A product whose elements are moved before its epilogue (ir/dot_epilogue.h): batch axes
+// and free axes of several dims, transposed keeping the last axis last, reshaped, then
+// biased per output channel and rectified, in one tiled kernel that stores each element
+// where the moves put it. Shapes past and short of every target's tiles (rows of 30 to 130
+// windows, 40 to 70 channels), in f32 and f64 on every target's tiles, in f16 and
+// bf16 on lavapipe's (the others convert 16-bit values with capabilities lavapipe lacks);
+// and the moves alone (the kernel's result a transpose or a reshape of the product).
+TEST(Matmul, MovedEpiloguesStoreWhereTheMovesPutEachElement) {
+  runtime::RuntimeOptions robust;
+  robust.robust_buffer_access = true;
+  auto dev = runtime::Device::open(robust);
+  devtest::LeftOut left_out;
+  struct Moved {
+    int64_t batch, out, k, images, windows;
+    std::string t;
+    int tail;  // 0: bias and relu after the moves; 1: the transpose alone; 2: a reshape alone
+  };
+  const std::vector<Moved> cases = {{1, 70, 33, 5, 50, "f32", 0}, {3, 48, 72, 2, 45, "f32", 0},  {2, 64, 40, 9, 30, "f32", 1},
+                                    {1, 64, 19, 3, 130, "f32", 2}, {1, 70, 33, 5, 50, "f64", 0}, {2, 48, 40, 4, 37, "f16", 0},
+                                    {1, 40, 48, 3, 61, "bf16", 1}};
+  for (const Moved& c : cases) {
+    const DType dt = ir::parse_dtype(c.t);
+    if (left_out(dt)) continue;
+    const std::string t = "\"" + c.t + "\"";
+    const ir::Shape ws{c.batch, c.out, c.k}, xs{c.batch, c.k, c.images, c.windows};
+    const ir::Shape ds{c.batch, c.out, c.images, c.windows}, ms{c.batch, c.images, c.out, c.windows};
+    const ir::Shape rs{c.batch * c.images, c.out, c.windows};
+    std::string nodes = R"({"id": 0, "op": "parameter", "type": )" + t + R"(, "shape": )" + shape_json(ws) + R"(, "attrs": {"index": 0}},
+      {"id": 1, "op": "parameter", "type": )" + t + R"(, "shape": )" + shape_json(xs) + R"(, "attrs": {"index": 1}},
+      {"id": 2, "op": "parameter", "type": )" + t + R"(, "shape": [)" + std::to_string(c.out) + R"(], "attrs": {"index": 2}},
+      {"id": 3, "op": "dot", "args": [0, 1], "type": )" + t + R"(, "shape": )" + shape_json(ds) + R"(, "attrs": {"contract_axes1": [2], "contract_axes2": [1], "batch_axes1": [0], "batch_axes2": [0]}},
+      {"id": 4, "op": "transpose", "args": [3], "type": )" + t + R"(, "shape": )" + shape_json(ms) + R"(, "attrs": {"axes": [0, 2, 1, 3]}},
+      {"id": 5, "op": "reshape", "args": [4], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
+      {"id": 6, "op": "broadcast", "args": [2], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(, "attrs": {"shape": )" + shape_json(rs) + R"(, "axes": [1]}},
+      {"id": 7, "op": "add", "args": [5, 6], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
+      {"id": 8, "op": "constant", "type": )" + t + R"(, "shape": [], "attrs": {"value": 0.0}},
+      {"id": 9, "op": "max", "args": [7, 8], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
+      {"id": 10, "op": "reshape", "args": [3], "type": )" + t + R"(, "shape": [)" + std::to_string(c.batch * c.out) + ", " + std::to_string(c.images * c.windows) + R"(]})";
+    const int output = c.tail == 0 ? 9 : c.tail == 1 ? 4 : 10;
+    const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "moved", "nodes": [)" + nodes + R"(], "outputs": [)" +
+                                        std::to_string(output) + "]}");
+    const std::string what = c.t + " " + std::to_string(c.batch) + "x" + std::to_string(c.out) + "x" + std::to_string(c.k) + "x" +
+                             std::to_string(c.images) + "x" + std::to_string(c.windows) + " tail " + std::to_string(c.tail);
+    const std::vector<std::string> targets = ir::dtype_bits(dt) == 16 ? std::vector<std::string>{"lavapipe"}
+                                                                      : std::vector<std::string>{"nvidia", "amd", "generic", "lavapipe"};
+    const auto [low, kernel] = lowered(g);
+    ASSERT_NE(kernel, nullptr) << what;
+    EXPECT_EQ(std::vector<ir::NodeId>{kernel->id}, low.outputs) << what << ": the product's kernel computes the result";
+    EXPECT_EQ(check_dot_kernels(dev, g, what, unsigned(c.out * 7 + c.windows), targets), int(targets.size()))
+        << what << ": the product and its moves are one tiled kernel on every target";
   }
   NXV_SKIP_IF_LEFT_OUT(left_out);
 }

@@ -119,10 +119,10 @@ defmodule Nx.Vulkan.Conv do
   # of more than one tap and a contraction of @fold_contraction terms or more, the images are
   # folded into the product's columns: the kernel times the windows of the whole batch,
   # whose patches lie along the input's rows, transposed to [1, batch, out, windows...]
-  # afterwards. One product of all the windows fills tiles that an image's windows leave
-  # partly empty (ResNet-50's 28x28 images: 784 windows, 6.1 tiles of 128); over fewer
-  # terms the transposed copy of the output costs more than that saves (docs/tuning.md,
-  # "Convolutions' products").
+  # afterwards (the product's tiles store each element where the transpose puts it). One
+  # product of all the windows fills tiles that an image's windows leave partly empty
+  # (ResNet-50's 28x28 images: 784 windows, 6.1 tiles of 128); over fewer terms the folded
+  # product ran slower (docs/tuning.md, "Convolutions' products").
   defp contract({patches, patches_contract, per_tap?}, k, windows) do
     [_out, in_channels | taps] = Tuple.to_list(k.shape)
     tap_count = Enum.product(taps)
