@@ -276,10 +276,11 @@ void Product::store_inside(Emitter& e, const BufferRef& output, Id batch, Id row
       std::vector<Id> moved;
       for (int64_t a : axes) moved.push_back(d.at(size_t(a)));
       to = e.index_from_dims(n.type().shape, moved);
+      to.linear = e.linear(to);
     } else {
       to.shape = n.type().shape;
+      to.linear = e.linear(from);
     }
-    to.linear = n.op == "transpose" ? e.linear(to) : e.linear(from);
     e.provide(n, to, e.value(body.node(n.args.at(0)), from));
   }
   Index& out = at[epilogue.layout_of_result];

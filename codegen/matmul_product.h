@@ -139,8 +139,8 @@ struct Product {
   Tile tile(Emitter& e, Id p) const;
 
   // Computes the body's output at (batch, row, col) from the dot's accumulator there and
-  // stores it where the epilogue's moves put that element, where the position lies inside the output (store) or where the caller has
-  // tested that it does (store_inside).
+  // stores it where the epilogue's moves put that element: where the position lies inside
+  // the product (store) or where the caller has tested that it does (store_inside).
   void store(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
   void store_inside(Emitter& e, const BufferRef& output, Id batch, Id row, Id col, Id acc) const;
 };

@@ -25,7 +25,6 @@ struct DotEpilogue {
   std::vector<Step> steps;
   std::vector<size_t> from{0};  // per layout
   size_t layout_of_result = 0;
-  bool moves() const { return from.size() > 1; }
 };
 
 // The epilogue of `dot` up to `result`, among the nodes of `g` that `member` holds; nullopt
