@@ -34,6 +34,7 @@
 #include "passes/fusion_cost.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
+#include "passes/split_contraction.h"
 
 namespace nxv::passes {
 namespace {
@@ -86,6 +87,7 @@ class Fuse : public Pass {
       if (n.op == "dot" && !outputs.count(n.id) && !forced.count(n.id)) return !epilogue_fits(g, n, users);
       if (!inlinable(n) || outputs.count(n.id) || forced.count(n.id)) return true;
       if (!cheap_prologue(n) && tiled_reader(g, n.id, users)) return true;
+      if (pad_before_product(g, n, users)) return true;
       for (NodeId u : users[n.id])
         if (!can_root(g.node(u))) return true;
       return false;
@@ -145,7 +147,7 @@ class Fuse : public Pass {
   // user of the one before and keeps the innermost axis innermost (a convolution's output
   // put back to channels first): the tiles store each element where the moves put it, along
   // the rows as before, where a transpose kernel of its own would copy the whole product.
-  static bool epilogue_fits(const Graph& g, const Node& dot, std::map<NodeId, std::vector<NodeId>>& users) {
+  bool epilogue_fits(const Graph& g, const Node& dot, std::map<NodeId, std::vector<NodeId>>& users) const {
     NodeId last = dot.id;
     while (users[last].size() == 1 && keeps_rows(g.node(users[last][0]))) last = users[last][0];
     const ir::Shape& shape = g.node(last).type().shape;
@@ -169,16 +171,47 @@ class Fuse : public Pass {
     return axes.empty() || axes.back() == int64_t(axes.size()) - 1;
   }
 
-  // The dot or attention that reads `id`'s elements, directly or through a cheap prologue;
-  // nullptr where none does.
-  static const Node* tiled_reader(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) {
-    for (NodeId u : users[id]) {
-      const Node& un = g.node(u);
-      if (is_tiled(un)) return &un;
-      if (!cheap_prologue(un)) continue;
-      if (const Node* r = tiled_reader(g, u, users)) return r;
+  // The dots and attentions that read `id`'s elements, directly or through a cheap prologue
+  // (not through a pad that gets a buffer before its product: its kernel computes what it reads).
+  std::set<const Node*> tiled_readers(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) const {
+    std::set<const Node*> readers;
+    std::set<NodeId> seen;
+    std::vector<NodeId> todo{id};
+    while (!todo.empty()) {
+      const NodeId at = todo.back();
+      todo.pop_back();
+      for (NodeId u : users[at]) {
+        const Node& un = g.node(u);
+        if (is_tiled(un)) readers.insert(&un);
+        else if (cheap_prologue(un) && !pad_before_product(g, un, users) && seen.insert(u).second) todo.push_back(u);
+      }
     }
-    return nullptr;
+    return readers;
+  }
+  const Node* tiled_reader(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) const {
+    const auto readers = tiled_readers(g, id, users);
+    return readers.empty() ? nullptr : *readers.begin();
+  }
+
+  // A pad of edges alone (a convolution's) that one product reads through index maps, where
+  // the target keeps such padding in memory (KernelBounds::pad_product_types, _work).
+  bool pad_before_product(const Graph& g, const Node& n, std::map<NodeId, std::vector<NodeId>>& users) const {
+    if (n.op != "pad" || !bounds_.pad_product_types.count(n.type().dtype)) return false;
+    for (const auto& c : n.attrs.at("config"))
+      if (c[0].get<int64_t>() < 0 || c[1].get<int64_t>() < 0 || c[2].get<int64_t>() != 0) return false;
+    const auto readers = tiled_readers(g, n.id, users);
+    if (readers.size() != 1 || (*readers.begin())->op != "dot") return false;
+    const Node& dot = **readers.begin();
+    const ContractionAxes ax = ContractionAxes::of(dot);
+    // The parts of a split product (split-dot's batch axis after the dot's own, summed).
+    for (NodeId u : users[dot.id]) {
+      const auto axes = g.node(u).attrs.value("axes", std::vector<int64_t>{});
+      if (g.node(u).op == "sum" && !ax.b1.empty() && std::count(axes.begin(), axes.end(), int64_t(ax.b1.size()) - 1))
+        return false;
+    }
+    double work = double(dot.type().num_elements());
+    for (int64_t a : ax.c1) work *= double(g.node(dot.args.at(0)).type().shape.at(a));
+    return work >= double(bounds_.pad_product_work);
   }
 
   // A dot inlined where it is not computed at the region's one output position (the region
@@ -623,6 +656,7 @@ class Fuse : public Pass {
              std::to_string(bounds_.max_bindings) + " buffers";
     for (NodeId u : users[n.id])
       if (!can_root(g.node(u))) return "read by " + g.node(u).op + " %" + std::to_string(u) + ", which cannot inline it";
+    if (pad_before_product(g, n, users)) return "padding kept in memory for the product that reads it";
     if (const Node* reader = cheap_prologue(n) ? nullptr : tiled_reader(g, n.id, users))
       return "arithmetic read by " + std::string(reader->op == "dot" ? "a dot" : "an attention") +
              ", which inlines only index maps and casts";

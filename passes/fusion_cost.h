@@ -91,6 +91,14 @@ struct KernelBounds {
   double max_cooperative_epilogue_work = 0;
   std::set<ir::DType> cooperative_epilogue_types;
 
+  // A pad of edges alone (a convolution's) that one product of one of pad_product_types,
+  // of pad_product_work multiply-adds or more and not cut into parts, reads through index
+  // maps gets a kernel of its own, so that the product's gather reads each tap without
+  // testing it against the padding: where these are set, the copy costs less than the tests.
+  // Per target (codegen/targets: kernel_bounds).
+  std::set<ir::DType> pad_product_types;
+  int64_t pad_product_work = 0;
+
   // Not a bound: the target's kernels accumulate f32 sums, products and dots in f64
   // (codegen's computes_f32_in_f64), so split-reduction keeps f64 partial results for them.
   bool f32_accumulates_in_f64 = false;

@@ -610,6 +610,52 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
   NXV_SKIP_IF_LEFT_OUT(left_out);
 }
 
+// A convolution whose padding NVIDIA's fusion keeps in memory (KernelBounds::
+// pad_product_types, pad_product_work): under that target's code, on this device, the
+// padded input is a kernel of its own and the product's gather reads it, with the same
+// result as the interpreter's. 8 images of 64 channels at 32x32 (one row of taps padded by 1
+// on each side), 256 output channels: 2^30.2 multiply-adds, just over the bound, in tiles
+// enough for the 64 compute units assumed (unsplit).
+TEST(Matmul, ConvolutionPaddedInMemoryForTheProduct) {
+  auto dev = runtime::Device::open();
+  const int64_t b = 8, c = 64, h = 32, w = 32, o = 256;
+  std::string nodes = R"({"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({b, c, h, w}) + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({o, c, 9}) + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.0}},
+    {"id": 3, "op": "pad", "args": [0, 2], "type": "f32", "shape": )" + shape_json({b, c, h + 2, w + 2}) +
+                      R"(, "attrs": {"config": [[0, 0, 0], [0, 0, 0], [1, 1, 0], [1, 1, 0]]}})";
+  std::string taps;
+  for (int64_t t = 0; t < 9; ++t) {
+    nodes += R"(, {"id": )" + std::to_string(10 + t) + R"(, "op": "slice", "args": [3], "type": "f32", "shape": )" +
+             shape_json({b, c, h, w}) + R"(, "attrs": {"start": )" + list({0, 0, t / 3, t % 3}) + R"(, "lengths": )" +
+             shape_json({b, c, h, w}) + R"(, "strides": [1, 1, 1, 1]}})";
+    taps += (t ? ", " : "") + std::to_string(10 + t);
+  }
+  nodes += R"(, {"id": 4, "op": "stack", "args": [)" + taps + R"(], "type": "f32", "shape": )" + shape_json({b, c, 9, h, w}) +
+           R"(, "attrs": {"axis": 2}},
+    {"id": 5, "op": "dot", "args": [4, 1], "type": "f32", "shape": )" + shape_json({b, h, w, o}) +
+           R"(, "attrs": {"contract_axes1": [1, 2], "contract_axes2": [1, 2]}})";
+  const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "padded", "nodes": [)" + nodes + R"(], "outputs": [5]})");
+  runtime::CompileOptions nvidia;
+  nvidia.as_vendor = codegen::target_caps("nvidia").vendor_id;
+  nvidia.as_compute_units = 64;
+  const auto exe = runtime::Executable::compile(dev, g, nvidia);
+  int pads = 0, dots = 0;
+  for (const auto& k : exe->lowered().nodes) {
+    if (k.op != "kernel") continue;
+    const auto fused = k.attrs.value("fused_nodes", std::vector<int64_t>{});
+    pads += fused == std::vector<int64_t>{3};
+    dots += k.attrs.value("kind", std::string()) == "dot";
+  }
+  EXPECT_EQ(pads, 1) << "the pad is a kernel of its own";
+  EXPECT_EQ(dots, 1) << "one product, unsplit";
+  const auto in = inputs_for(g, 11);
+  const auto want = ir::interpret(g, in);
+  const auto got = exe->run_host(in);
+  ASSERT_EQ(got.size(), 1u);
+  expect_close("padded conv", got[0], want[0]);
+}
+
 // A product whose elements are moved before its epilogue (ir/dot_epilogue.h): batch axes
 // and free axes of several dims, transposed keeping the last axis last, reshaped, then
 // biased per output channel and rectified, in one tiled kernel that stores each element

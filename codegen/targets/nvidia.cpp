@@ -69,6 +69,9 @@ passes::KernelBounds kernel_bounds_nvidia(const DeviceCaps& caps) {
   b.max_cooperative_epilogue_work = 16;
   if (has_f32_fragments(caps, MatrixComponent::F16)) b.cooperative_epilogue_types.insert(ir::DType::F16);
   if (has_f32_fragments(caps, MatrixComponent::BF16)) b.cooperative_epilogue_types.insert(ir::DType::BF16);
+  // The padding tests of a convolution's gathered windows: docs/tuning.md, "Convolutions' products".
+  b.pad_product_types = {ir::DType::F32};
+  b.pad_product_work = int64_t(1) << 30;
   b.separate_attention_keys = 512;
   b.separate_attention_work = int64_t(1) << 30;
   b.separate_attention_bytes = int64_t(std::min({caps.max_storage_buffer_range, caps.max_memory_allocation_bytes,

@@ -8,7 +8,8 @@ defmodule Nx.Vulkan.Conv do
   # and one `dot` contracts the patches with the kernel over input channels and taps, with
   # the feature or batch groups as its batch axis. The pad, slices, stacks and transposes
   # are index maps, which the dot's kernel evaluates as it loads its tiles (no patches are
-  # written to memory); reshapes of the dot's result are read in place by its consumers.
+  # written to memory; on some targets a large product's padded input is a kernel of its
+  # own, passes/fuse.cpp); reshapes of the dot's result are read in place by its consumers.
   # Takes and returns `Nx.Defn.Expr` tensors, as Nx.Vulkan.LinAlg does.
 
   # Windows per image from which the kernel is the dot's left operand (see contract/3): two
