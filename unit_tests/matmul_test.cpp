@@ -610,11 +610,11 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
   NXV_SKIP_IF_LEFT_OUT(left_out);
 }
 
-// A convolution whose padding NVIDIA's fusion keeps in memory (KernelBounds::
-// pad_product_types, pad_product_work): under that target's code, on this device, the
-// padded input is a kernel of its own and the product's gather reads it, with the same
-// result as the interpreter's. 8 images of 64 channels at 32x32 (one row of taps padded by 1
-// on each side), 256 output channels: 2^30.2 multiply-adds, just over the bound, in tiles
+// A convolution of a ReLU's output whose padding NVIDIA's fusion keeps in memory
+// (KernelBounds::pad_product_types, pad_product_work): under that target's code, on this
+// device, the ReLU and the pad are one kernel and the product's gather reads its result,
+// with the same result as the interpreter's. 8 images of 64 channels at 32x32 padded by 1
+// on each side, 256 output channels: 2^30.2 multiply-adds, just over the bound, in tiles
 // enough for the 64 compute units assumed (unsplit).
 TEST(Matmul, ConvolutionPaddedInMemoryForTheProduct) {
   auto dev = runtime::Device::open();
@@ -622,7 +622,8 @@ TEST(Matmul, ConvolutionPaddedInMemoryForTheProduct) {
   std::string nodes = R"({"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({b, c, h, w}) + R"(, "attrs": {"index": 0}},
     {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({o, c, 9}) + R"(, "attrs": {"index": 1}},
     {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.0}},
-    {"id": 3, "op": "pad", "args": [0, 2], "type": "f32", "shape": )" + shape_json({b, c, h + 2, w + 2}) +
+    {"id": 6, "op": "max", "args": [0, 2], "type": "f32", "shape": )" + shape_json({b, c, h, w}) + R"(},
+    {"id": 3, "op": "pad", "args": [6, 2], "type": "f32", "shape": )" + shape_json({b, c, h + 2, w + 2}) +
                       R"(, "attrs": {"config": [[0, 0, 0], [0, 0, 0], [1, 1, 0], [1, 1, 0]]}})";
   std::string taps;
   for (int64_t t = 0; t < 9; ++t) {
@@ -644,10 +645,10 @@ TEST(Matmul, ConvolutionPaddedInMemoryForTheProduct) {
   for (const auto& k : exe->lowered().nodes) {
     if (k.op != "kernel") continue;
     const auto fused = k.attrs.value("fused_nodes", std::vector<int64_t>{});
-    pads += fused == std::vector<int64_t>{3};
+    pads += fused == std::vector<int64_t>{6, 3};
     dots += k.attrs.value("kind", std::string()) == "dot";
   }
-  EXPECT_EQ(pads, 1) << "the pad is a kernel of its own";
+  EXPECT_EQ(pads, 1) << "the ReLU and the pad are a kernel of their own";
   EXPECT_EQ(dots, 1) << "one product, unsplit";
   const auto in = inputs_for(g, 11);
   const auto want = ir::interpret(g, in);
