@@ -172,9 +172,10 @@ class Fuse : public Pass {
   }
 
   // The dots and attentions that read `id`'s elements, directly or through a cheap prologue
-  // (not through a pad that gets a buffer before its product: its kernel computes what it reads).
-  std::set<const Node*> tiled_readers(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) const {
-    std::set<const Node*> readers;
+  // (not through a pad that gets a buffer before its product: its kernel computes what it
+  // reads), each once, in the order the walk meets them (so that explore's reasons are stable).
+  std::vector<const Node*> tiled_readers(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) const {
+    std::vector<const Node*> readers;
     std::set<NodeId> seen;
     std::vector<NodeId> todo{id};
     while (!todo.empty()) {
@@ -182,15 +183,16 @@ class Fuse : public Pass {
       todo.pop_back();
       for (NodeId u : users[at]) {
         const Node& un = g.node(u);
-        if (is_tiled(un)) readers.insert(&un);
-        else if (cheap_prologue(un) && !pad_before_product(g, un, users) && seen.insert(u).second) todo.push_back(u);
+        if (!seen.insert(u).second) continue;
+        if (is_tiled(un)) readers.push_back(&un);
+        else if (cheap_prologue(un) && !pad_before_product(g, un, users)) todo.push_back(u);
       }
     }
     return readers;
   }
   const Node* tiled_reader(const Graph& g, NodeId id, std::map<NodeId, std::vector<NodeId>>& users) const {
     const auto readers = tiled_readers(g, id, users);
-    return readers.empty() ? nullptr : *readers.begin();
+    return readers.empty() ? nullptr : readers.front();
   }
 
   // A pad of edges alone (a convolution's) that one product reads through index maps, where
@@ -200,8 +202,8 @@ class Fuse : public Pass {
     for (const auto& c : n.attrs.at("config"))
       if (c[0].get<int64_t>() < 0 || c[1].get<int64_t>() < 0 || c[2].get<int64_t>() != 0) return false;
     const auto readers = tiled_readers(g, n.id, users);
-    if (readers.size() != 1 || (*readers.begin())->op != "dot") return false;
-    const Node& dot = **readers.begin();
+    if (readers.size() != 1 || readers[0]->op != "dot") return false;
+    const Node& dot = *readers[0];
     const ContractionAxes ax = ContractionAxes::of(dot);
     // The parts of a split product (split-dot's batch axis after the dot's own, summed).
     for (NodeId u : users[dot.id]) {
