@@ -230,9 +230,14 @@ Index Emitter::operand_index(const ir::Shape& shape, const std::vector<int64_t>&
   Index idx;
   idx.shape = shape;
   idx.dims.assign(shape.size(), 0);
-  for (size_t i = 0; i < batch_axes.size(); ++i) idx.dims.at(batch_axes[i]) = batch.at(i);
-  for (size_t i = 0; i < free_axes.size(); ++i) idx.dims.at(free_axes[i]) = free.at(i);
-  for (size_t i = 0; i < contract_axes.size(); ++i) idx.dims.at(contract_axes[i]) = contract.at(i);
+  // (An axis of -1 is one of 1 the operand lacks: matmul::operand_of.)
+  auto place = [&](const std::vector<int64_t>& axes, const std::vector<Id>& ids) {
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] >= 0) idx.dims.at(size_t(axes[i])) = ids.at(i);
+  };
+  place(batch_axes, batch);
+  place(free_axes, free);
+  place(contract_axes, contract);
   return idx;
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -55,19 +57,45 @@ int64_t innermost_axis(const ir::Graph& body, const ir::Node& n) {
   return same && at != in_big.end() ? out_big[at - in_big.begin()] : last;
 }
 
+// The axis of reshape `n`'s operand that each of its axes is (-1 for an axis of 1 it
+// inserts), where it only inserts or removes axes of 1; nullopt where it merges or splits
+// axes, or removes one (its index would need a constant).
+std::optional<std::vector<int64_t>> unit_axes_map(const ir::Shape& in, const ir::Shape& out) {
+  std::vector<int64_t> m(out.size(), -1);
+  size_t i = 0;
+  for (size_t j = 0; j < out.size(); ++j) {
+    if (out[j] == 1 && (i == in.size() || in[i] != 1)) continue;
+    if (i == in.size() || in[i] != out[j]) return std::nullopt;
+    m[j] = int64_t(i++);
+  }
+  if (i != in.size()) return std::nullopt;
+  return m;
+}
+
 // A dot's operand (`node`, its axes as the dot pairs them) with tiles `tile` along its free
-// axes; for texel kernels (`in_place`), a graph input behind transposes (index maps that move
-// no data: Nx.transpose(w) fused into the dot's kernel) is read in place, its axes named as
-// the input's.
+// axes. A graph input behind reshapes that only insert axes of 1 (a convolution's kernel
+// given a batch axis) is read in place, its axes named as the input's (-1 for those it
+// lacks), and for texel kernels (`in_place`) behind transposes too (index maps that move no
+// data: Nx.transpose(w) fused into the dot's kernel).
 Operand operand_of(const ir::Graph& body, const ir::Node& node, const std::vector<int64_t>& batch,
                    const std::vector<int64_t>& free, const std::vector<int64_t>& contract, uint32_t tile, bool in_place) {
   const std::vector<int64_t> extents = extents_of(node.type().shape, free);
   const ir::Node* n = &node;
   std::array<std::vector<int64_t>, 3> axes{batch, free, contract};
-  while (in_place && n->op == "transpose") {
-    const auto perm = n->attrs.at("axes").get<std::vector<int64_t>>();
+  auto relabel = [&](const std::vector<int64_t>& to) {
     for (auto& list : axes)
-      for (int64_t& a : list) a = perm.at(size_t(a));
+      for (int64_t& a : list) a = a < 0 ? a : to.at(size_t(a));
+  };
+  for (;;) {
+    if (in_place && n->op == "transpose") {
+      relabel(n->attrs.at("axes").get<std::vector<int64_t>>());
+    } else if (n->op == "reshape" && !n->args.empty()) {
+      const auto m = unit_axes_map(body.node(n->args[0]).type().shape, n->type().shape);
+      if (!m) break;
+      relabel(*m);
+    } else {
+      break;
+    }
     n = &body.node(n->args.at(0));
   }
   if (n->op != "parameter") return {node, batch, free, contract, extents, tile};
@@ -85,8 +113,16 @@ uint32_t texel_run(const ir::Node& node) { return kTexelBytes / uint32_t(ir::dty
 bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes) {
   const ir::Shape& s = node.type().shape;
   const DType t = node.type().dtype;
-  return lanes > 1 && node.op == "parameter" && (t == DType::F32 || (t == DType::F64 && lanes <= 2)) && !s.empty() && !axes.empty() &&
-         axes.back() == int64_t(s.size()) - 1 && s.back() % lanes == 0;
+  if (lanes <= 1 || node.op != "parameter" || !(t == DType::F32 || (t == DType::F64 && lanes <= 2)) || s.empty()) return false;
+  // The last of `axes` that are the input's innermost axes, in order: a run along `axes`
+  // steps through them as through memory (an axis of 1 the operand lacks, -1, adds nothing).
+  std::vector<int64_t> a;
+  std::copy_if(axes.begin(), axes.end(), std::back_inserter(a), [](int64_t x) { return x >= 0; });
+  int64_t innermost = 1;
+  size_t n = 0;
+  for (int64_t last = int64_t(s.size()) - 1; n < a.size() && a[a.size() - 1 - n] == last - int64_t(n); ++n)
+    innermost *= s[size_t(last) - n];
+  return n > 0 && innermost % lanes == 0;
 }
 
 TexelLayout texel_layout(const Operand& A, const Operand& B) {
@@ -302,13 +338,12 @@ using namespace matmul;
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
   if (t.vector == 1 || t.fragment.m || t.pairs) return {};
-  const ir::Node& an = body.node(dot.args.at(0));
-  const ir::Node& bn = body.node(dot.args.at(1));
-  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
+  const Product pr(body, dot, t);
+  const Operand &A = pr.A, &B = pr.B;
   std::vector<const ir::Node*> r;
   // Staged kernels read each operand along whichever of its axes runs along memory.
-  if (reads_as_vectors(an, d.c1, t.vector) || (t.staged && reads_as_vectors(an, d.free1, t.vector))) r.push_back(&an);
-  if (reads_as_vectors(bn, d.free2, t.vector) || (t.staged && reads_as_vectors(bn, d.c2, t.vector))) r.push_back(&bn);
+  if (reads_as_vectors(A.node, A.contract_axes, t.vector) || (t.staged && reads_as_vectors(A.node, A.free_axes, t.vector))) r.push_back(&A.node);
+  if (reads_as_vectors(B.node, B.free_axes, t.vector) || (t.staged && reads_as_vectors(B.node, B.contract_axes, t.vector))) r.push_back(&B.node);
   return r;
 }
 

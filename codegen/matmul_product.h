@@ -37,9 +37,10 @@ uint32_t texel_run(const ir::Node& node);
 // neighbouring addresses.
 bool contiguous_along_k(const ir::Graph& body, const ir::Node& operand, const std::vector<int64_t>& contract);
 
-// Whether `node` can be read `lanes` elements at a time along the last of `axes`: a graph
-// input whose innermost axis that is, a multiple of `lanes` long (so that no vector straddles
-// two rows and every vector's first element is a multiple of `lanes` into the buffer).
+// Whether `node` can be read `lanes` elements at a time along `axes`: a graph input whose
+// innermost axes the last of them are, in order, together a multiple of `lanes` long (so that
+// a run of consecutive positions along `axes` is one of consecutive elements in memory, and
+// every vector's first element is a multiple of `lanes` into the buffer).
 bool reads_as_vectors(const ir::Node& node, const std::vector<int64_t>& axes, uint32_t lanes);
 
 // How a dot's operands can be read as texels (both what MatmulShape::texel_run asks and what
