@@ -170,6 +170,72 @@ struct IndexOps {
 };
 }  // namespace
 
+// A reshape's operand position: the element's dims carried over where only axes of 1 come
+// and go, each operand dim combined from its run where axes are only split, else the
+// linear index.
+Index Emitter::reshape_position(const ir::Node& node, const ir::Node& x, Index& index) {
+  const ir::Shape& out = node.type().shape;
+  const ir::Shape& in = x.type().shape;
+  if (ir::num_elements(in) != ir::num_elements(out))
+    throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
+                                ir::to_string(node.type()) + ")");
+  // Only axes of size 1 inserted or removed (a complex value's part views): the other
+  // dims carry over, so the element keeps its index ids, and a value read through
+  // several such reshapes is computed once, not once per path as after a linearisation.
+  std::vector<int64_t> in_extents, out_extents;
+  std::copy_if(in.begin(), in.end(), std::back_inserter(in_extents), [](int64_t e) { return e != 1; });
+  std::copy_if(out.begin(), out.end(), std::back_inserter(out_extents), [](int64_t e) { return e != 1; });
+  if (index.has_dims() && in_extents == out_extents) {
+    std::vector<Id> id;
+    for (size_t i = 0, j = 0; i < in.size(); ++i) {
+      if (in[i] == 1) {
+        id.push_back(u32c(0));
+        continue;
+      }
+      while (out[j] == 1) ++j;
+      id.push_back(index.dims[j++]);
+    }
+    return index_from_dims(in, id);
+  }
+  // Axes only split, the position known by its dims alone: each operand dim combines its
+  // run's dims, where computing the linear index would take as many multiply-adds and the
+  // operand may need it divided into dims again (a dot's split operand read through its
+  // gather: a convolution's patches). A known linear index is used as it is.
+  const auto runs = index.has_dims() && !index.linear ? split_runs(in, out) : std::nullopt;
+  if (runs) {
+    std::vector<Id> id;
+    for (auto [first, last] : *runs) {
+      Id acc = 0;
+      for (size_t j = first; j < last; ++j)
+        if (out[j] != 1)
+          acc = acc ? b.op(spv::OpIAdd, u32(), {b.op(spv::OpIMul, u32(), {acc, u32c(out[j])}), index.dims[j]}) : index.dims[j];
+      id.push_back(acc ? acc : u32c(0));
+    }
+    return index_from_dims(in, id);
+  }
+  Index idx;
+  idx.shape = in;
+  idx.linear = linear(index);
+  return idx;
+}
+
+Index Emitter::squeeze_position(const ir::Node& node, const ir::Node& x, Index& index) {
+  const ir::Shape& in = x.type().shape;
+  Index idx;
+  idx.shape = in;
+  idx.linear = index.linear;
+  if (!idx.linear) {
+    // Only the listed axes go: Nx keeps an unlisted axis of size 1.
+    auto d = dims(index);
+    auto axes = int_list(node, "axes");
+    size_t k = 0;
+    for (size_t a = 0; a < in.size(); ++a)
+      idx.dims.push_back(std::ranges::count(axes, int64_t(a)) ? u32c(0) : d.at(k++));
+    if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
+  }
+  return idx;
+}
+
 std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& index) {
   static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
   const std::string& op = node.op;
@@ -179,64 +245,8 @@ std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& inde
   const ir::Node& x = arg(node, 0);
   const ir::Shape& in = x.type().shape;
 
-  if (op == "reshape") {
-    if (ir::num_elements(in) != ir::num_elements(out))
-      throw ir::IrError(node, "reshape changes the element count (" + ir::to_string(x.type()) + " -> " +
-                                  ir::to_string(node.type()) + ")");
-    // Only axes of size 1 inserted or removed (a complex value's part views): the other
-    // dims carry over, so the element keeps its index ids, and a value read through
-    // several such reshapes is computed once, not once per path as after a linearisation.
-    std::vector<int64_t> in_extents, out_extents;
-    std::copy_if(in.begin(), in.end(), std::back_inserter(in_extents), [](int64_t e) { return e != 1; });
-    std::copy_if(out.begin(), out.end(), std::back_inserter(out_extents), [](int64_t e) { return e != 1; });
-    if (index.has_dims() && in_extents == out_extents) {
-      std::vector<Id> id;
-      for (size_t i = 0, j = 0; i < in.size(); ++i) {
-        if (in[i] == 1) {
-          id.push_back(u32c(0));
-          continue;
-        }
-        while (out[j] == 1) ++j;
-        id.push_back(index.dims[j++]);
-      }
-      return index_from_dims(in, id);
-    }
-    // Axes only split, the position known by its dims alone: each operand dim combines its
-    // run's dims, where computing the linear index would take as many multiply-adds and the
-    // operand may need it divided into dims again (a dot's split operand read through its
-    // gather: a convolution's patches). A known linear index is used as it is.
-    const auto runs = index.has_dims() && !index.linear ? split_runs(in, out) : std::nullopt;
-    if (runs) {
-      std::vector<Id> id;
-      for (auto [first, last] : *runs) {
-        Id acc = 0;
-        for (size_t j = first; j < last; ++j)
-          if (out[j] != 1)
-            acc = acc ? b.op(spv::OpIAdd, u32(), {b.op(spv::OpIMul, u32(), {acc, u32c(out[j])}), index.dims[j]}) : index.dims[j];
-        id.push_back(acc ? acc : u32c(0));
-      }
-      return index_from_dims(in, id);
-    }
-    Index idx;
-    idx.shape = in;
-    idx.linear = linear(index);
-    return idx;
-  }
-  if (op == "squeeze") {
-    Index idx;
-    idx.shape = in;
-    idx.linear = index.linear;
-    if (!idx.linear) {
-      // Only the listed axes go: Nx keeps an unlisted axis of size 1.
-      auto d = dims(index);
-      auto axes = int_list(node, "axes");
-      size_t k = 0;
-      for (size_t a = 0; a < in.size(); ++a)
-        idx.dims.push_back(std::ranges::count(axes, int64_t(a)) ? u32c(0) : d.at(k++));
-      if (k != d.size()) throw ir::IrError(node, "squeeze: result rank does not match the squeezed operand");
-    }
-    return idx;
-  }
+  if (op == "reshape") return reshape_position(node, x, index);
+  if (op == "squeeze") return squeeze_position(node, x, index);
   auto d = dims(index);
   auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
   if (op == "broadcast") {
@@ -377,11 +387,116 @@ Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d)
   return 0;
 }
 
+// put_slice: the update's element inside its window, the operand's elsewhere.
+Id Emitter::emit_put_slice(const ir::Node& node, Index& index) {
+  const DType t = node.type().dtype;
+  const ir::Node& x = arg(node, 0);
+  const ir::Shape& in = x.type().shape;
+  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
+  auto d = dims(index);
+  const ir::Shape& out = node.type().shape;
+  IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
+  auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
+  const ir::Node& upd = arg(node, 1);
+  const ir::Shape& us = upd.type().shape;
+  const auto& start = node.attrs.at("start");
+  require(in == out && us.size() == in.size() && start.size() == in.size(), "put_slice shapes do not match");
+  for (size_t i = 0; i < in.size(); ++i) require(us[i] <= in[i], "put_slice update larger than the tensor");
+  std::vector<Id> inside, ud;
+  for (size_t i = 0; i < in.size(); ++i) {
+    Id s = ix.dynamic_start(start.at(i), in[i] - us.at(i));
+    Id rel = b.op(spv::OpISub, u32(), {d[i], s});  // wraps when d < s: then it is >= us[i] as unsigned
+    inside.push_back(b.op(spv::OpULessThan, boolean(), {rel, u32c(us[i])}));
+    ud.push_back(b.ext(GLSLstd450UMin, u32(), {rel, u32c(us[i] - 1)}));
+  }
+  Id from_update = convert(value(upd, index_from_dims(us, ud)), upd.type().dtype, t);
+  return select(t, all_true(inside), from_update, read(index));
+}
+
+// pad: the operand's element where the position maps inside it, else the pad value.
+Id Emitter::emit_pad(const ir::Node& node, Index& index) {
+  const DType t = node.type().dtype;
+  const ir::Node& x = arg(node, 0);
+  const ir::Shape& in = x.type().shape;
+  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
+  auto d = dims(index);
+  const auto& config = node.attrs.at("config");
+  const ir::Node& pv = arg(node, 1);
+  std::vector<Id> valid, id;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t lo = config.at(i).at(0).get<int64_t>(), interior = config.at(i).at(2).get<int64_t>();
+    // p = d - lo in two's complement; a negative p is a huge unsigned value and fails the bound test.
+    Id p = b.op(spv::OpISub, u32(), {d[i], u32c(uint64_t(lo))});
+    Id q = p;
+    if (interior > 0) {
+      q = b.op(spv::OpUDiv, u32(), {p, u32c(interior + 1)});
+      valid.push_back(b.op(spv::OpIEqual, boolean(), {b.op(spv::OpUMod, u32(), {p, u32c(interior + 1)}), u32c(0)}));
+    }
+    valid.push_back(b.op(spv::OpULessThan, boolean(), {q, u32c(in[i])}));
+    id.push_back(in[i] == 0 ? u32c(0) : b.ext(GLSLstd450UMin, u32(), {q, u32c(in[i] - 1)}));
+  }
+  Id pad_value = convert(value(pv, index_from_dims({}, {})), pv.type().dtype, t);
+  if (ir::num_elements(in) == 0) return pad_value;
+  return select(t, all_true(valid), read(index_from_dims(in, id)), pad_value);
+}
+
+// concatenate and stack: the operand whose part holds the position.
+Id Emitter::emit_concatenate(const ir::Node& node, Index& index) {
+  const DType t = node.type().dtype;
+  const ir::Shape& out = node.type().shape;
+  auto d = dims(index);
+  const int64_t axis = node.attrs.at("axis").get<int64_t>();
+  if (axis < 0 || size_t(axis) >= out.size()) throw ir::IrError(node, "axis out of range");
+  // Where the position along the axis is a constant (a complex value's part), only the
+  // operand holding it is read: reading every operand and selecting would evaluate all
+  // their cones, and a chain of such reads grows exponentially.
+  const std::optional<uint64_t> at = b.int_constant(d[axis]);
+  const bool stack = node.op == "stack";
+  for (size_t k = 0; k < node.args.size(); ++k) {
+    const ir::Node& a = arg(node, k);
+    const ir::Shape& as = a.type().shape;
+    bool fits = as.size() + (stack ? 1 : 0) == out.size();
+    for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
+      if (int64_t(i) == axis && stack) continue;
+      fits = int64_t(i) == axis || as[j] == out[i];
+      ++j;
+    }
+    if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
+                                           " does not fit the result " + ir::to_string(node.type()));
+  }
+  if (!at)
+    if (Id v = select_common_source(node, d)) return v;
+  // Later operands take precedence in the select chain, so walk from the first.
+  Id result = 0;
+  int64_t offset = 0;
+  for (size_t k = 0; k < node.args.size(); ++k) {
+    const ir::Node& a = arg(node, k);
+    const ir::Shape& as = a.type().shape;
+    std::vector<Id> id;
+    int64_t extent = stack ? 1 : as[axis];
+    if (extent == 0 || (at && (int64_t(*at) < offset || int64_t(*at) >= offset + extent))) {
+      offset += extent;
+      continue;
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (int64_t(i) != axis) id.push_back(d[i]);
+      else if (!stack)
+        id.push_back(b.ext(GLSLstd450UMin, u32(), {b.op(spv::OpISub, u32(), {d[i], u32c(offset)}), u32c(extent - 1)}));
+    }
+    Id v = convert(value(a, index_from_dims(as, id)), a.type().dtype, t);
+    Id here = b.op(spv::OpUGreaterThanEqual, boolean(), {d[axis], u32c(offset)});
+    result = result ? select(t, here, v, result) : v;
+    offset += extent;
+  }
+  // Every operand empty: the result has no elements, so no invocation reads it (a dot
+  // contracting over it, say, runs its loop zero times); any value stands in.
+  return result ? result : constant(t, 0);
+}
+
 Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
   const ir::Shape& out = node.type().shape;
-  IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
 
   if (op == "iota") {
     Id v;
@@ -401,95 +516,10 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
   }
 
   const ir::Node& x = arg(node, 0);
-  const ir::Shape& in = x.type().shape;
-  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
-  if (auto at = operand_position(node, index)) return read(std::move(*at));
-  auto d = dims(index);
-  auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
-  if (op == "put_slice") {
-    const ir::Node& upd = arg(node, 1);
-    const ir::Shape& us = upd.type().shape;
-    const auto& start = node.attrs.at("start");
-    require(in == out && us.size() == in.size() && start.size() == in.size(), "put_slice shapes do not match");
-    for (size_t i = 0; i < in.size(); ++i) require(us[i] <= in[i], "put_slice update larger than the tensor");
-    std::vector<Id> inside, ud;
-    for (size_t i = 0; i < in.size(); ++i) {
-      Id s = ix.dynamic_start(start.at(i), in[i] - us.at(i));
-      Id rel = b.op(spv::OpISub, u32(), {d[i], s});  // wraps when d < s: then it is >= us[i] as unsigned
-      inside.push_back(b.op(spv::OpULessThan, boolean(), {rel, u32c(us[i])}));
-      ud.push_back(b.ext(GLSLstd450UMin, u32(), {rel, u32c(us[i] - 1)}));
-    }
-    Id from_update = convert(value(upd, index_from_dims(us, ud)), upd.type().dtype, t);
-    return select(t, all_true(inside), from_update, read(index));
-  }
-  if (op == "pad") {
-    const auto& config = node.attrs.at("config");
-    const ir::Node& pv = arg(node, 1);
-    std::vector<Id> valid, id;
-    for (size_t i = 0; i < in.size(); ++i) {
-      int64_t lo = config.at(i).at(0).get<int64_t>(), interior = config.at(i).at(2).get<int64_t>();
-      // p = d - lo in two's complement; a negative p is a huge unsigned value and fails the bound test.
-      Id p = b.op(spv::OpISub, u32(), {d[i], u32c(uint64_t(lo))});
-      Id q = p;
-      if (interior > 0) {
-        q = b.op(spv::OpUDiv, u32(), {p, u32c(interior + 1)});
-        valid.push_back(b.op(spv::OpIEqual, boolean(), {b.op(spv::OpUMod, u32(), {p, u32c(interior + 1)}), u32c(0)}));
-      }
-      valid.push_back(b.op(spv::OpULessThan, boolean(), {q, u32c(in[i])}));
-      id.push_back(in[i] == 0 ? u32c(0) : b.ext(GLSLstd450UMin, u32(), {q, u32c(in[i] - 1)}));
-    }
-    Id pad_value = convert(value(pv, index_from_dims({}, {})), pv.type().dtype, t);
-    if (ir::num_elements(in) == 0) return pad_value;
-    return select(t, all_true(valid), read(index_from_dims(in, id)), pad_value);
-  }
-  if (op == "concatenate" || op == "stack") {
-    const int64_t axis = node.attrs.at("axis").get<int64_t>();
-    if (axis < 0 || size_t(axis) >= out.size()) throw ir::IrError(node, "axis out of range");
-    // Where the position along the axis is a constant (a complex value's part), only the
-    // operand holding it is read: reading every operand and selecting would evaluate all
-    // their cones, and a chain of such reads grows exponentially.
-    const std::optional<uint64_t> at = b.int_constant(d[axis]);
-    const bool stack = op == "stack";
-    for (size_t k = 0; k < node.args.size(); ++k) {
-      const ir::Node& a = arg(node, k);
-      const ir::Shape& as = a.type().shape;
-      bool fits = as.size() + (stack ? 1 : 0) == out.size();
-      for (size_t i = 0, j = 0; fits && i < out.size(); ++i) {
-        if (int64_t(i) == axis && stack) continue;
-        fits = int64_t(i) == axis || as[j] == out[i];
-        ++j;
-      }
-      if (!fits) throw ir::IrError(node, "operand " + std::to_string(k) + " " + ir::to_string(a.type()) +
-                                             " does not fit the result " + ir::to_string(node.type()));
-    }
-    if (!at)
-      if (Id v = select_common_source(node, d)) return v;
-    // Later operands take precedence in the select chain, so walk from the first.
-    Id result = 0;
-    int64_t offset = 0;
-    for (size_t k = 0; k < node.args.size(); ++k) {
-      const ir::Node& a = arg(node, k);
-      const ir::Shape& as = a.type().shape;
-      std::vector<Id> id;
-      int64_t extent = stack ? 1 : as[axis];
-      if (extent == 0 || (at && (int64_t(*at) < offset || int64_t(*at) >= offset + extent))) {
-        offset += extent;
-        continue;
-      }
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (int64_t(i) != axis) id.push_back(d[i]);
-        else if (!stack)
-          id.push_back(b.ext(GLSLstd450UMin, u32(), {b.op(spv::OpISub, u32(), {d[i], u32c(offset)}), u32c(extent - 1)}));
-      }
-      Id v = convert(value(a, index_from_dims(as, id)), a.type().dtype, t);
-      Id here = b.op(spv::OpUGreaterThanEqual, boolean(), {d[axis], u32c(offset)});
-      result = result ? select(t, here, v, result) : v;
-      offset += extent;
-    }
-    // Every operand empty: the result has no elements, so no invocation reads it (a dot
-    // contracting over it, say, runs its loop zero times); any value stands in.
-    return result ? result : constant(t, 0);
-  }
+  if (auto at = operand_position(node, index)) return convert(value(x, std::move(*at)), x.type().dtype, t);
+  if (op == "put_slice") return emit_put_slice(node, index);
+  if (op == "pad") return emit_pad(node, index);
+  if (op == "concatenate" || op == "stack") return emit_concatenate(node, index);
   throw ir::IrError(node, "op not supported inside a kernel body");
 }
 

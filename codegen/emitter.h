@@ -238,6 +238,11 @@ class Emitter {
   // The operand index of an index map that reads one operand element per element, always
   // (reshape, squeeze, broadcast, transpose, reverse, slice); nullopt for other ops.
   std::optional<Index> operand_position(const ir::Node& node, Index& index);
+  Index reshape_position(const ir::Node& node, const ir::Node& x, Index& index);
+  Index squeeze_position(const ir::Node& node, const ir::Node& x, Index& index);
+  Id emit_put_slice(const ir::Node& node, Index& index);
+  Id emit_pad(const ir::Node& node, Index& index);
+  Id emit_concatenate(const ir::Node& node, Index& index);  // and stack
   // A concatenate's or stack's element at dims `d` where its operands read one value: that
   // value, read once; 0 where they do not.
   Id select_common_source(const ir::Node& node, const std::vector<Id>& d);
