@@ -168,6 +168,87 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
   throw ir::IrError(node, op + " is not a float function");
 }
 
+// a / c for floats, correctly rounded where the device's division is not.
+Id Emitter::float_divide(Id a, Id c, DType t) {
+  Id rt = reg_type(t);
+  // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126], and
+  // NVIDIA's goes through a reciprocal that loses its precision near the bottom of the
+  // normal range and flushes below it (on the H100, bf16 inf / 3.39e38 gave NaN and
+  // 3.39e38 / 3.39e38 gave 0, then 0.996 with the divisor scaled to just below 2^126).
+  // Divisors above 2^120 scale both operands by 2^-8 first: exact, the same quotient
+  // (a dividend made subnormal only where the quotient is far below the normal range).
+  if (register_bits(t) == 32) {
+    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p120)});
+    Id s = select(t, big, constant(t, 0x1p-8), constant(t, 1.0));
+    a = b.op(spv::OpFMul, rt, {a, s});
+    c = b.op(spv::OpFMul, rt, {c, s});
+    b.decorate(a, spv::DecorationNoContraction);
+    b.decorate(c, spv::DecorationNoContraction);
+  }
+  Id q = b.op(spv::OpFDiv, rt, {a, c});
+  if (register_bits(t) == 32 && corrects_f32_division(caps)) {
+    // One correction by the exact residual a - q c rounds the quotient as IEEE does
+    // (codegen/targets/launch.h; NVIDIA's x / x gave 0.99999994, which Nx's truncation to
+    // bf16 makes 0.996). Not where q is ±0 (its sign) or the correction is not finite (q
+    // infinite or NaN).
+    Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
+    Id corr = b.op(spv::OpFDiv, rt, {r, c});
+    Id finite = b.op(spv::OpLogicalNot, boolean(),
+                     {b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpIsNan, boolean(), {corr}), b.op(spv::OpIsInf, boolean(), {corr})})});
+    Id magnitude = b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {q}), u32c(0x7FFFFFFF)});
+    Id use = b.op(spv::OpLogicalAnd, boolean(), {finite, b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)})});
+    Id fixed = b.op(spv::OpFAdd, rt, {q, corr});
+    b.decorate(fixed, spv::DecorationNoContraction);
+    q = select(t, use, fixed, q);
+  }
+  return normalize(q, t);
+}
+
+// Integer quotient (or remainder) with Nx's results for a zero divisor and MIN / -1.
+Id Emitter::int_divide(bool quotient, Id a, Id c, DType t) {
+  Id rt = reg_type(t);
+  const int rb = register_bits(t);
+  // x / 0 = -1 (all bits), x rem 0 = x; MIN / -1 = MIN, MIN rem -1 = 0 (docs/ir.md, as XLA).
+  Id zero = b.op(spv::OpIEqual, boolean(), {c, constant(t, 0)});
+  Id bad = zero;
+  if (is_s(t)) {
+    Id min_reg = b.const_int(rb, uint64_t(1) << (rb - 1));
+    Id overflow = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpIEqual, boolean(), {a, min_reg}),
+                                                      b.op(spv::OpIEqual, boolean(), {c, constant(t, -1)})});
+    bad = b.op(spv::OpLogicalOr, boolean(), {zero, overflow});
+  }
+  Id safe = select(t, bad, constant(t, 1), c);
+  if (quotient) {
+    Id q = b.op(is_s(t) ? spv::OpSDiv : spv::OpUDiv, rt, {a, safe});  // a / 1 = a covers MIN / -1
+    return normalize(select(t, zero, constant_int(t, ~uint64_t(0)), q), t);
+  }
+  Id r;
+  if (is_s(t)) {
+    // Vulkan leaves OpSRem undefined for negative operands (NVIDIA differs from the SPIR-V
+    // definition), so take the remainder of the magnitudes and give it the dividend's sign.
+    Id m = b.op(spv::OpUMod, rt, {b.ext(GLSLstd450SAbs, rt, {a}), b.ext(GLSLstd450SAbs, rt, {safe})});
+    r = select(t, b.op(spv::OpSLessThan, boolean(), {a, constant(t, 0)}), b.op(spv::OpSNegate, rt, {m}), m);
+  } else {
+    r = b.op(spv::OpUMod, rt, {a, safe});
+  }
+  return select(t, zero, a, select(t, bad, constant(t, 0), r));
+}
+
+// Integer shifts: out-of-range amounts give 0, or the sign fill for an arithmetic right shift.
+Id Emitter::int_shift(bool left, Id a, Id c, DType t) {
+  Id rt = reg_type(t);
+  const int rb = register_bits(t);
+  Id out_of_range = is_s(t) ? b.op(spv::OpLogicalOr, boolean(),
+                                   {b.op(spv::OpSLessThan, boolean(), {c, constant(t, 0)}),
+                                    b.op(spv::OpSGreaterThanEqual, boolean(), {c, constant(t, rb)})})
+                            : b.op(spv::OpUGreaterThanEqual, boolean(), {c, constant(t, rb)});
+  Id amount = select(t, out_of_range, constant(t, rb - 1), c);
+  if (left)
+    return select(t, out_of_range, constant(t, 0), normalize(b.op(spv::OpShiftLeftLogical, rt, {a, amount}), t));
+  if (is_s(t)) return b.op(spv::OpShiftRightArithmetic, rt, {a, amount});
+  return select(t, out_of_range, constant(t, 0), b.op(spv::OpShiftRightLogical, rt, {a, amount}));
+}
+
 Id Emitter::emit_binary(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
@@ -192,39 +273,7 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     if (op == "add") return normalize(b.op(spv::OpFAdd, rt, {a, c}), t);
     if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
     if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
-    if (op == "divide") {
-      // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126], and
-      // NVIDIA's goes through a reciprocal that loses its precision near the bottom of the
-      // normal range and flushes below it (on the H100, bf16 inf / 3.39e38 gave NaN and
-      // 3.39e38 / 3.39e38 gave 0, then 0.996 with the divisor scaled to just below 2^126).
-      // Divisors above 2^120 scale both operands by 2^-8 first: exact, the same quotient
-      // (a dividend made subnormal only where the quotient is far below the normal range).
-      if (register_bits(t) == 32) {
-        Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p120)});
-        Id s = select(t, big, constant(t, 0x1p-8), constant(t, 1.0));
-        a = b.op(spv::OpFMul, rt, {a, s});
-        c = b.op(spv::OpFMul, rt, {c, s});
-        b.decorate(a, spv::DecorationNoContraction);
-        b.decorate(c, spv::DecorationNoContraction);
-      }
-      Id q = b.op(spv::OpFDiv, rt, {a, c});
-      if (register_bits(t) == 32 && corrects_f32_division(caps)) {
-        // One correction by the exact residual a - q c rounds the quotient as IEEE does
-        // (codegen/targets/launch.h; NVIDIA's x / x gave 0.99999994, which Nx's truncation to
-        // bf16 makes 0.996). Not where q is ±0 (its sign) or the correction is not finite (q
-        // infinite or NaN).
-        Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
-        Id corr = b.op(spv::OpFDiv, rt, {r, c});
-        Id finite = b.op(spv::OpLogicalNot, boolean(),
-                         {b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpIsNan, boolean(), {corr}), b.op(spv::OpIsInf, boolean(), {corr})})});
-        Id magnitude = b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {q}), u32c(0x7FFFFFFF)});
-        Id use = b.op(spv::OpLogicalAnd, boolean(), {finite, b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)})});
-        Id fixed = b.op(spv::OpFAdd, rt, {q, corr});
-        b.decorate(fixed, spv::DecorationNoContraction);
-        q = select(t, use, fixed, q);
-      }
-      return normalize(q, t);
-    }
+    if (op == "divide") return float_divide(a, c, t);
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
       const DType ct = math_type(t);
@@ -236,51 +285,14 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
   }
 
   // Integers: wrap around, then re-normalise narrow types.
-  const int rb = register_bits(t);
   if (op == "add") return normalize(b.op(spv::OpIAdd, rt, {a, c}), t);
   if (op == "subtract") return normalize(b.op(spv::OpISub, rt, {a, c}), t);
   if (op == "multiply") return normalize(b.op(spv::OpIMul, rt, {a, c}), t);
   if (op == "bitwise_and") return b.op(spv::OpBitwiseAnd, rt, {a, c});
   if (op == "bitwise_or") return b.op(spv::OpBitwiseOr, rt, {a, c});
   if (op == "bitwise_xor") return b.op(spv::OpBitwiseXor, rt, {a, c});
-  if (op == "quotient" || op == "remainder") {
-    // x / 0 = -1 (all bits), x rem 0 = x; MIN / -1 = MIN, MIN rem -1 = 0 (docs/ir.md, as XLA).
-    Id zero = b.op(spv::OpIEqual, boolean(), {c, constant(t, 0)});
-    Id bad = zero;
-    if (is_s(t)) {
-      Id min_reg = b.const_int(rb, uint64_t(1) << (rb - 1));
-      Id overflow = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpIEqual, boolean(), {a, min_reg}),
-                                                        b.op(spv::OpIEqual, boolean(), {c, constant(t, -1)})});
-      bad = b.op(spv::OpLogicalOr, boolean(), {zero, overflow});
-    }
-    Id safe = select(t, bad, constant(t, 1), c);
-    if (op == "quotient") {
-      Id q = b.op(is_s(t) ? spv::OpSDiv : spv::OpUDiv, rt, {a, safe});  // a / 1 = a covers MIN / -1
-      return normalize(select(t, zero, constant_int(t, ~uint64_t(0)), q), t);
-    }
-    Id r;
-    if (is_s(t)) {
-      // Vulkan leaves OpSRem undefined for negative operands (NVIDIA differs from the SPIR-V
-      // definition), so take the remainder of the magnitudes and give it the dividend's sign.
-      Id m = b.op(spv::OpUMod, rt, {b.ext(GLSLstd450SAbs, rt, {a}), b.ext(GLSLstd450SAbs, rt, {safe})});
-      r = select(t, b.op(spv::OpSLessThan, boolean(), {a, constant(t, 0)}), b.op(spv::OpSNegate, rt, {m}), m);
-    } else {
-      r = b.op(spv::OpUMod, rt, {a, safe});
-    }
-    return select(t, zero, a, select(t, bad, constant(t, 0), r));
-  }
-  if (op == "left_shift" || op == "right_shift") {
-    // Out-of-range amounts give 0, or the sign fill for an arithmetic right shift.
-    Id out_of_range = is_s(t) ? b.op(spv::OpLogicalOr, boolean(),
-                                     {b.op(spv::OpSLessThan, boolean(), {c, constant(t, 0)}),
-                                      b.op(spv::OpSGreaterThanEqual, boolean(), {c, constant(t, rb)})})
-                              : b.op(spv::OpUGreaterThanEqual, boolean(), {c, constant(t, rb)});
-    Id amount = select(t, out_of_range, constant(t, rb - 1), c);
-    if (op == "left_shift")
-      return select(t, out_of_range, constant(t, 0), normalize(b.op(spv::OpShiftLeftLogical, rt, {a, amount}), t));
-    if (is_s(t)) return b.op(spv::OpShiftRightArithmetic, rt, {a, amount});
-    return select(t, out_of_range, constant(t, 0), b.op(spv::OpShiftRightLogical, rt, {a, amount}));
-  }
+  if (op == "quotient" || op == "remainder") return int_divide(op == "quotient", a, c, t);
+  if (op == "left_shift" || op == "right_shift") return int_shift(op == "left_shift", a, c, t);
   if (op == "pow") return int_pow(a, c, t);
   throw ir::IrError(node, op + " needs float operands");
 }

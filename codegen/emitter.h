@@ -232,6 +232,9 @@ class Emitter {
   // Families, each in its own file.
   Id emit_unary(const ir::Node& node, Index& index);
   Id emit_binary(const ir::Node& node, Index& index);
+  Id float_divide(Id a, Id c, ir::DType t);
+  Id int_divide(bool quotient, Id a, Id c, ir::DType t);
+  Id int_shift(bool left, Id a, Id c, ir::DType t);
   Id emit_compare(const ir::Node& node, Index& index);
   Id emit_misc_elementwise(const ir::Node& node, Index& index);  // select clip as_type bitcast
   Id emit_index_op(const ir::Node& node, Index& index);          // broadcast, slice, pad, ...
