@@ -725,23 +725,17 @@ std::string describe(const LaunchConfig& launch, bool rows) {
 }
 }  // namespace
 
-KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps) {
-  if (kernel.op != "kernel") throw ir::IrError(kernel, "compile_kernel needs a kernel node");
-  auto it = kernel.regions.find("body");
-  if (it == kernel.regions.end() || !it->second) throw ir::IrError(kernel, "kernel without a body region");
-  const ir::Graph& body = *it->second;
+namespace {
+
+// The kernel's buffers, inputs then outputs, checked against its body: each parameter's
+// type its argument's, each output's its result's, and within the device's storage buffers.
+void bind_buffers(const ir::Node& kernel, const ir::Graph& parent, const ir::Graph& body, const DeviceCaps& caps,
+                  KernelBinary& out) {
   if (body.outputs.size() != kernel.results.size())
     throw ir::IrError(kernel, "body has " + std::to_string(body.outputs.size()) + " outputs but the kernel " +
                                   std::to_string(kernel.results.size()) + " results");
-
-  KernelBinary out;
-  out.name = kernel_name(kernel, body);
-  out.fused_nodes = fused_nodes(kernel, body);
-  std::vector<DType> arg_types(kernel.args.size());
-  for (size_t i = 0; i < kernel.args.size(); ++i) {
-    arg_types[i] = parent.node(kernel.args[i]).type().dtype;
-    out.bindings.push_back({Binding::Kind::Input, int(i), arg_types[i]});
-  }
+  for (size_t i = 0; i < kernel.args.size(); ++i)
+    out.bindings.push_back({Binding::Kind::Input, int(i), parent.node(kernel.args[i]).type().dtype});
   for (const auto* p : body.parameters()) {
     int64_t i = p->attrs.value("index", int64_t(-1));
     if (i < 0 || size_t(i) >= kernel.args.size())
@@ -756,13 +750,51 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
                                     " but the body computes " + ir::to_string(body.node(body.outputs[k]).type()));
     out.bindings.push_back({Binding::Kind::Output, int(k), kernel.results[k].dtype});
   }
-
   // Past the limit a driver may crash rather than fail (lavapipe does): refuse here. Texel
-  // views (added below) count against the sampled-image limit, not this one.
+  // views (added later) count against the sampled-image limit, not this one.
   if (out.bindings.size() > caps.max_storage_buffers)
     throw ir::IrError(kernel, "needs " + std::to_string(out.bindings.size()) + " storage buffers; " + caps.name +
                                   " allows " + std::to_string(caps.max_storage_buffers) +
                                   " per kernel (maxPerStageDescriptorStorageBuffers)");
+}
+
+// The module under `launch`, refitted where it needs more shared memory than the device has
+// (`sized`: launches sized to fit, where that is a codegen bug) or more loop steps per
+// invocation than it allows; `launch` is left as the module's.
+Module emit_fitted(const ir::Node& kernel, const ir::Graph& body, const DeviceCaps& caps, const KernelBinary& out,
+                   const KernelShape& shape, int64_t items, bool sized, LaunchConfig& launch) {
+  Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
+  if (m.shared_bytes > caps.max_shared_memory_bytes && sized)
+    throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory; " + caps.name +
+                                  " has " + std::to_string(caps.max_shared_memory_bytes));
+  if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
+    launch = choose_launch(caps, {shape.items, 0});
+    m = emit_module(kernel, body, caps, out.bindings, launch, items);
+  }
+  // At most three times: to a cooperative launch, to its widest workgroup, then to more of its
+  // groups (which leaves the steps per trip as they are, so the last fit holds).
+  while (auto fitted = fit_loop_steps(kernel, out.name, caps, launch, items, m.steps)) {
+    launch = *fitted;
+    m = emit_module(kernel, body, caps, out.bindings, launch, items);
+    if (m.shared_bytes > caps.max_shared_memory_bytes)
+      throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory to stay within " +
+                                    std::to_string(caps.max_loop_steps) + " loop steps per invocation on " + caps.name);
+  }
+  return m;
+}
+
+}  // namespace
+
+KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, const DeviceCaps& caps) {
+  if (kernel.op != "kernel") throw ir::IrError(kernel, "compile_kernel needs a kernel node");
+  auto it = kernel.regions.find("body");
+  if (it == kernel.regions.end() || !it->second) throw ir::IrError(kernel, "kernel without a body region");
+  const ir::Graph& body = *it->second;
+
+  KernelBinary out;
+  out.name = kernel_name(kernel, body);
+  out.fused_nodes = fused_nodes(kernel, body);
+  bind_buffers(kernel, parent, body, caps, out);
   int64_t items = 0;
   for (const auto& r : kernel.results) items = std::max(items, r.num_elements());
   // A row kernel's parallel items are its rows; each row's elements form its "reduction".
@@ -792,23 +824,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
                         : !rs && tile_transposes(caps) && !staged_transposes(body, kernel).empty() && items > 0
                             ? launch_tiles(caps, items / (kTile * kTile))
                             : choose_launch(caps, shape);
-  Module m = emit_module(kernel, body, caps, out.bindings, launch, items);
-  if (m.shared_bytes > caps.max_shared_memory_bytes && (stage || attn))  // both sized to fit: a codegen bug
-    throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory; " + caps.name +
-                                  " has " + std::to_string(caps.max_shared_memory_bytes));
-  if (m.shared_bytes > caps.max_shared_memory_bytes) {  // too many reductions to share: one invocation per output
-    launch = choose_launch(caps, {shape.items, 0});
-    m = emit_module(kernel, body, caps, out.bindings, launch, items);
-  }
-  // At most three times: to a cooperative launch, to its widest workgroup, then to more of its
-  // groups (which leaves the steps per trip as they are, so the last fit holds).
-  while (auto fitted = fit_loop_steps(kernel, out.name, caps, launch, items, m.steps)) {
-    launch = *fitted;
-    m = emit_module(kernel, body, caps, out.bindings, launch, items);
-    if (m.shared_bytes > caps.max_shared_memory_bytes)
-      throw ir::IrError(kernel, out.name + " needs " + std::to_string(m.shared_bytes) + " bytes of shared memory to stay within " +
-                                    std::to_string(caps.max_loop_steps) + " loop steps per invocation on " + caps.name);
-  }
+  Module m = emit_fitted(kernel, body, caps, out, shape, items, stage || attn, launch);
   out.spirv = std::move(m.spirv);
   out.push_constant_bytes = m.push_constant_bytes;
   out.workgroup_size[0] = launch.workgroup_size;
