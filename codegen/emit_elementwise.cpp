@@ -15,6 +15,41 @@ namespace {
 bool is_s(DType t) { return ir::is_signed_int(t); }
 }  // namespace
 
+// population_count and count_leading_zeros of integer x, within the Nx width of its type.
+Id Emitter::count_bits(const ir::Node& node, Id x) {
+  const std::string& op = node.op;
+  const DType t = node.type().dtype;
+  Id rt = reg_type(t);
+  if (!ir::is_integer(t)) throw ir::IrError(node, op + " needs an integer operand");
+  const int bits = ir::dtype_bits(t);
+  // Count within the Nx width: mask off the sign-extension of narrow types.
+  Id v = bits < 32 ? b.op(spv::OpBitwiseAnd, u32(), {x, u32c((1u << bits) - 1)}) : x;
+  std::vector<Id> halves{v};
+  if (bits == 64)
+    halves = {b.op(spv::OpUConvert, u32(), {b.op(spv::OpShiftRightLogical, rt, {v, b.const_int(64, 32)})}),
+              b.op(spv::OpUConvert, u32(), {v})};
+  if (op == "population_count") {
+    Id n = b.op(spv::OpBitCount, u32(), {halves[0]});
+    if (bits == 64) n = b.op(spv::OpIAdd, u32(), {n, b.op(spv::OpBitCount, u32(), {halves[1]})});
+    return convert(n, DType::U32, t);
+  }
+  // clz of a 32-bit word w within `width` bits: width - 1 - msb(w), and `width` when w == 0.
+  auto clz32 = [&](Id w, int width) {
+    Id msb = b.ext(GLSLstd450FindUMsb, u32(), {w});  // -1 (all ones) for 0
+    Id r = b.op(spv::OpISub, u32(), {u32c(width - 1), msb});
+    return b_select(u32(), b.op(spv::OpIEqual, boolean(), {w, u32c(0)}), u32c(width), r);
+  };
+  Id n;
+  if (bits == 64) {
+    Id hi = clz32(halves[0], 32);
+    n = b_select(u32(), b.op(spv::OpIEqual, boolean(), {halves[0], u32c(0)}),
+                 b.op(spv::OpIAdd, u32(), {u32c(32), clz32(halves[1], 32)}), hi);
+  } else {
+    n = clz32(v, bits);
+  }
+  return convert(n, DType::U32, t);
+}
+
 Id Emitter::emit_unary(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
@@ -28,36 +63,7 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
     return from_bool(b.op(op == "is_nan" ? spv::OpIsNan : spv::OpIsInf, boolean(), {x}), t);
   }
   if (op == "logical_not") return from_bool(b.op(spv::OpLogicalNot, boolean(), {to_bool(x, xt)}), t);
-  if (op == "population_count" || op == "count_leading_zeros") {
-    if (!ir::is_integer(t)) throw ir::IrError(node, op + " needs an integer operand");
-    const int bits = ir::dtype_bits(t);
-    // Count within the Nx width: mask off the sign-extension of narrow types.
-    Id v = bits < 32 ? b.op(spv::OpBitwiseAnd, u32(), {x, u32c((1u << bits) - 1)}) : x;
-    std::vector<Id> halves{v};
-    if (bits == 64)
-      halves = {b.op(spv::OpUConvert, u32(), {b.op(spv::OpShiftRightLogical, rt, {v, b.const_int(64, 32)})}),
-                b.op(spv::OpUConvert, u32(), {v})};
-    if (op == "population_count") {
-      Id n = b.op(spv::OpBitCount, u32(), {halves[0]});
-      if (bits == 64) n = b.op(spv::OpIAdd, u32(), {n, b.op(spv::OpBitCount, u32(), {halves[1]})});
-      return convert(n, DType::U32, t);
-    }
-    // clz of a 32-bit word w within `width` bits: width - 1 - msb(w), and `width` when w == 0.
-    auto clz32 = [&](Id w, int width) {
-      Id msb = b.ext(GLSLstd450FindUMsb, u32(), {w});  // -1 (all ones) for 0
-      Id r = b.op(spv::OpISub, u32(), {u32c(width - 1), msb});
-      return b_select(u32(), b.op(spv::OpIEqual, boolean(), {w, u32c(0)}), u32c(width), r);
-    };
-    Id n;
-    if (bits == 64) {
-      Id hi = clz32(halves[0], 32);
-      n = b_select(u32(), b.op(spv::OpIEqual, boolean(), {halves[0], u32c(0)}),
-                   b.op(spv::OpIAdd, u32(), {u32c(32), clz32(halves[1], 32)}), hi);
-    } else {
-      n = clz32(v, bits);
-    }
-    return convert(n, DType::U32, t);
-  }
+  if (op == "population_count" || op == "count_leading_zeros") return count_bits(node, x);
 
   if (ir::is_integer(t)) {
     if (op == "negate") return normalize(b.op(spv::OpSNegate, rt, {x}), t);

@@ -231,6 +231,7 @@ class Emitter {
 
   // Families, each in its own file.
   Id emit_unary(const ir::Node& node, Index& index);
+  Id count_bits(const ir::Node& node, Id x);
   Id emit_binary(const ir::Node& node, Index& index);
   Id float_divide(Id a, Id c, ir::DType t);
   Id int_divide(bool quotient, Id a, Id c, ir::DType t);
