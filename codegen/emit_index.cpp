@@ -387,14 +387,19 @@ Id Emitter::select_common_source(const ir::Node& node, const std::vector<Id>& d)
   return 0;
 }
 
+// Element `idx` of an index map's operand, in the map's type.
+Id Emitter::map_operand(const ir::Node& node, Index idx) {
+  const ir::Node& x = arg(node, 0);
+  return convert(value(x, std::move(idx)), x.type().dtype, node.type().dtype);
+}
+
 // put_slice: the update's element inside its window, the operand's elsewhere.
 Id Emitter::emit_put_slice(const ir::Node& node, Index& index) {
   const DType t = node.type().dtype;
   const ir::Node& x = arg(node, 0);
   const ir::Shape& in = x.type().shape;
-  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
-  auto d = dims(index);
   const ir::Shape& out = node.type().shape;
+  auto d = dims(index);
   IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
   auto require = [&](bool ok, const std::string& what) { require_shapes(node, x, ok, what); };
   const ir::Node& upd = arg(node, 1);
@@ -410,15 +415,13 @@ Id Emitter::emit_put_slice(const ir::Node& node, Index& index) {
     ud.push_back(b.ext(GLSLstd450UMin, u32(), {rel, u32c(us[i] - 1)}));
   }
   Id from_update = convert(value(upd, index_from_dims(us, ud)), upd.type().dtype, t);
-  return select(t, all_true(inside), from_update, read(index));
+  return select(t, all_true(inside), from_update, map_operand(node, index));
 }
 
 // pad: the operand's element where the position maps inside it, else the pad value.
 Id Emitter::emit_pad(const ir::Node& node, Index& index) {
   const DType t = node.type().dtype;
-  const ir::Node& x = arg(node, 0);
-  const ir::Shape& in = x.type().shape;
-  auto read = [&](Index idx) { return convert(value(x, std::move(idx)), x.type().dtype, t); };
+  const ir::Shape& in = arg(node, 0).type().shape;
   auto d = dims(index);
   const auto& config = node.attrs.at("config");
   const ir::Node& pv = arg(node, 1);
@@ -437,7 +440,7 @@ Id Emitter::emit_pad(const ir::Node& node, Index& index) {
   }
   Id pad_value = convert(value(pv, index_from_dims({}, {})), pv.type().dtype, t);
   if (ir::num_elements(in) == 0) return pad_value;
-  return select(t, all_true(valid), read(index_from_dims(in, id)), pad_value);
+  return select(t, all_true(valid), map_operand(node, index_from_dims(in, id)), pad_value);
 }
 
 // concatenate and stack: the operand whose part holds the position.
@@ -515,8 +518,7 @@ Id Emitter::emit_index_op(const ir::Node& node, Index& index) {
     return from_bool(b.op(spv::OpIEqual, boolean(), {d[d.size() - 2], d[d.size() - 1]}), t);
   }
 
-  const ir::Node& x = arg(node, 0);
-  if (auto at = operand_position(node, index)) return convert(value(x, std::move(*at)), x.type().dtype, t);
+  if (auto at = operand_position(node, index)) return map_operand(node, std::move(*at));
   if (op == "put_slice") return emit_put_slice(node, index);
   if (op == "pad") return emit_pad(node, index);
   if (op == "concatenate" || op == "stack") return emit_concatenate(node, index);

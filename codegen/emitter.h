@@ -244,6 +244,7 @@ class Emitter {
   std::optional<Index> operand_position(const ir::Node& node, Index& index);
   Index reshape_position(const ir::Node& node, const ir::Node& x, Index& index);
   Index squeeze_position(const ir::Node& node, const ir::Node& x, Index& index);
+  Id map_operand(const ir::Node& node, Index idx);
   Id emit_put_slice(const ir::Node& node, Index& index);
   Id emit_pad(const ir::Node& node, Index& index);
   Id emit_concatenate(const ir::Node& node, Index& index);  // and stack
