@@ -57,9 +57,9 @@ int64_t innermost_axis(const ir::Graph& body, const ir::Node& n) {
   return same && at != in_big.end() ? out_big[at - in_big.begin()] : last;
 }
 
-// The axis of reshape `n`'s operand that each of its axes is (-1 for an axis of 1 it
-// inserts), where it only inserts or removes axes of 1; nullopt where it merges or splits
-// axes, or removes one (its index would need a constant).
+// The axis of a reshape's operand (`in`) that each of its axes (`out`) is, -1 for an axis
+// of 1 it inserts; nullopt where it merges or splits axes, or removes an axis of 1 (that
+// axis's index would need a constant).
 std::optional<std::vector<int64_t>> unit_axes_map(const ir::Shape& in, const ir::Shape& out) {
   std::vector<int64_t> m(out.size(), -1);
   size_t i = 0;
@@ -338,8 +338,11 @@ using namespace matmul;
 
 std::vector<const ir::Node*> matmul_vector_operands(const ir::Graph& body, const ir::Node& dot, const MatmulTiles& t) {
   if (t.vector == 1 || t.fragment.m || t.pairs) return {};
-  const Product pr(body, dot, t);
-  const Operand &A = pr.A, &B = pr.B;
+  const ir::Node &an = body.node(dot.args.at(0)), &bn = body.node(dot.args.at(1));
+  const DotAxes d = DotAxes::of(dot, an.type().shape, bn.type().shape);
+  // The operands as the product reads them (Product's, without its epilogue).
+  const Operand A = operand_of(body, an, d.b1, d.free1, d.c1, t.m, t.texels);
+  const Operand B = operand_of(body, bn, d.b2, d.free2, d.c2, t.n, t.texels);
   std::vector<const ir::Node*> r;
   // Staged kernels read each operand along whichever of its axes runs along memory.
   if (reads_as_vectors(A.node, A.contract_axes, t.vector) || (t.staged && reads_as_vectors(A.node, A.free_axes, t.vector))) r.push_back(&A.node);
