@@ -59,6 +59,21 @@ int64_t longest_reduction(const ir::Graph& body) {
   return longest;
 }
 
+// Whether a product keeps its second operand's innermost axis (x . w, w [K, N]), whose rows
+// hold whole runs of 32 bytes: consecutive outputs then read consecutive elements of w and
+// share x's, as a column sum's outputs read its rows (docs/tuning.md, "Products read along
+// their weights' rows").
+bool reads_rows_of_second(const ir::Graph& body, const ir::Node& dot) {
+  const auto& w = body.node(dot.args.at(1)).type();
+  if (w.shape.empty() || (w.shape.back() * ir::dtype_bytes(w.dtype)) % 32 != 0) return false;
+  const int64_t last = int64_t(w.shape.size()) - 1;
+  for (const char* key : {"contract_axes2", "batch_axes2"})
+    if (dot.attrs.contains(key) && dot.attrs[key].is_array())
+      for (int64_t a : dot.attrs[key].get<std::vector<int64_t>>())
+        if (a == last || a == -1) return false;
+  return true;
+}
+
 // KernelShape::strided_reduction_bytes: 0 where a reduction or contraction runs along its
 // operand's innermost axis (its elements lie next to each other) or the body reduces nothing.
 int64_t strided_reduction_bytes(const ir::Graph& body) {
@@ -74,7 +89,8 @@ int64_t strided_reduction_bytes(const ir::Graph& body) {
       const std::vector<int64_t> axes = reduce_axes(n, key, rank);
       return !axes.empty() && axes.back() == int64_t(rank) - 1;
     };
-    const bool contiguous = f == ir::OpFamily::Dot ? along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2")
+    const bool contiguous = f == ir::OpFamily::Dot ? !reads_rows_of_second(body, n) &&
+                                                         (along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2"))
                             : f == ir::OpFamily::ArgReduction ? along_innermost(0, "axis")
                                                               : along_innermost(0, "axes");
     if (contiguous) return 0;

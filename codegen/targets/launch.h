@@ -144,8 +144,9 @@ struct KernelShape {
   bool int64_arithmetic = false;
   // Where every reduction and contraction in the body runs along axes other than its
   // operands' innermost (a bias gradient's column sums, a weight gradient's product over the
-  // batch), so that consecutive outputs read consecutive elements: their widest element's
-  // bytes; else 0.
+  // batch) or reads its second operand along rows of whole 32-byte runs (x . w, w [K, N]),
+  // so that consecutive outputs read consecutive elements: their widest element's bytes;
+  // else 0.
   int64_t strided_reduction_bytes = 0;
   // A reduction kernel (not a row kernel, whose elements' values stay live between its
   // passes) computing in emulated f64 (DeviceCaps::emulate_f64): its invocations' partial
