@@ -59,21 +59,6 @@ int64_t longest_reduction(const ir::Graph& body) {
   return longest;
 }
 
-// Whether a product keeps its second operand's innermost axis (x . w, w [K, N]), whose rows
-// hold whole runs of 32 bytes: consecutive outputs then read consecutive elements of w and
-// share x's, as a column sum's outputs read its rows (docs/tuning.md, "Products read along
-// their weights' rows").
-bool reads_rows_of_second(const ir::Graph& body, const ir::Node& dot) {
-  const auto& w = body.node(dot.args.at(1)).type();
-  if (w.shape.empty() || (w.shape.back() * ir::dtype_bytes(w.dtype)) % 32 != 0) return false;
-  const int64_t last = int64_t(w.shape.size()) - 1;
-  for (const char* key : {"contract_axes2", "batch_axes2"})
-    if (dot.attrs.contains(key) && dot.attrs[key].is_array())
-      for (int64_t a : dot.attrs[key].get<std::vector<int64_t>>())
-        if (a == last || a == -1) return false;
-  return true;
-}
-
 // KernelShape::strided_reduction_bytes: 0 where a reduction or contraction runs along its
 // operand's innermost axis (its elements lie next to each other) or the body reduces nothing.
 int64_t strided_reduction_bytes(const ir::Graph& body) {
@@ -89,14 +74,39 @@ int64_t strided_reduction_bytes(const ir::Graph& body) {
       const std::vector<int64_t> axes = reduce_axes(n, key, rank);
       return !axes.empty() && axes.back() == int64_t(rank) - 1;
     };
-    const bool contiguous = f == ir::OpFamily::Dot ? !reads_rows_of_second(body, n) &&
-                                                         (along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2"))
+    const bool contiguous = f == ir::OpFamily::Dot ? along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2")
                             : f == ir::OpFamily::ArgReduction ? along_innermost(0, "axis")
                                                               : along_innermost(0, "axes");
     if (contiguous) return 0;
     for (ir::NodeId a : n.args) bytes = std::max<int64_t>(bytes, ir::dtype_bytes(body.node(a).type().dtype));
   }
   return bytes;
+}
+
+// KernelShape::weight_row_run: where the body's only folds are products that keep their
+// second operand's innermost axis (x . w, w [K, N]), the most consecutive outputs a run can
+// hold and stay within one of w's rows: the largest power of two dividing N whose elements
+// (of the products' widest operand) fill no more than 32 bytes; else 0.
+int64_t weight_row_run(const ir::Graph& body) {
+  int64_t run = 0;
+  for (const auto& n : body.nodes) {
+    if (n.args.empty() || n.is_tuple()) continue;
+    const auto f = ir::op_family(n.op);
+    if (f == ir::OpFamily::Scatter || f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction) return 0;
+    if (f != ir::OpFamily::Dot) continue;
+    const auto& w = body.node(n.args.at(1)).type();
+    if (w.shape.empty()) return 0;
+    const int64_t last = int64_t(w.shape.size()) - 1;
+    for (const char* key : {"contract_axes2", "batch_axes2"})
+      if (n.attrs.contains(key) && n.attrs[key].is_array())
+        for (int64_t a : n.attrs[key].get<std::vector<int64_t>>())
+          if (a == last || a == -1) return 0;
+    const int64_t bytes = std::max(ir::dtype_bytes(body.node(n.args[0]).type().dtype), ir::dtype_bytes(w.dtype));
+    int64_t r = 1;
+    while (w.shape.back() % (r * 2) == 0 && r * 2 * bytes <= 32) r *= 2;
+    run = run ? std::min(run, r) : r;
+  }
+  return run > 1 ? run : 0;
 }
 
 std::string kernel_name(const ir::Node& kernel, const ir::Graph& body) {
@@ -818,6 +828,7 @@ KernelBinary compile_kernel(const ir::Node& kernel, const ir::Graph& parent, con
   KernelShape shape = rs ? KernelShape{rs->rows(), std::max(rs->cols(), longest_reduction(body))}
                          : KernelShape{items, longest_reduction(body), vector_element_bytes(kernel, body, caps),
                                        computes_int64(body), strided_reduction_bytes(body), computes_emulated_f64(body, caps)};
+  if (!rs) shape.weight_row_run = weight_row_run(body);
   shape.contracts_or_scatters = std::any_of(body.nodes.begin(), body.nodes.end(), [](const ir::Node& n) {
     return ir::op_family(n.op) == ir::OpFamily::Dot || ir::op_family(n.op) == ir::OpFamily::Scatter;
   });

@@ -170,16 +170,16 @@ ir::Graph reduction_graph(const std::string& op, DType t, const ir::Shape& shape
   return ir::parse_graph(g.dump());
 }
 
-// An f32 product of a and b contracting a's axis `axis` with b's first.
-ir::Graph product_graph(const ir::Shape& a, const ir::Shape& b, const ir::Shape& out, int64_t axis) {
+// A product of a and b (f32 unless said) contracting a's axis `axis` with b's first.
+ir::Graph product_graph(const ir::Shape& a, const ir::Shape& b, const ir::Shape& out, int64_t axis, const char* type = "f32") {
   json g = {{"version", 1},
             {"outputs", {2}},
             {"nodes",
-             {{{"id", 0}, {"op", "parameter"}, {"type", "f32"}, {"shape", a}, {"attrs", {{"index", 0}}}},
-              {{"id", 1}, {"op", "parameter"}, {"type", "f32"}, {"shape", b}, {"attrs", {{"index", 1}}}},
+             {{{"id", 0}, {"op", "parameter"}, {"type", type}, {"shape", a}, {"attrs", {{"index", 0}}}},
+              {{"id", 1}, {"op", "parameter"}, {"type", type}, {"shape", b}, {"attrs", {{"index", 1}}}},
               {{"id", 2},
                {"op", "dot"},
-               {"type", "f32"},
+               {"type", type},
                {"shape", out},
                {"args", {0, 1}},
                {"attrs", {{"contract_axes1", {axis}}, {"contract_axes2", {0}}, {"batch_axes1", json::array()}, {"batch_axes2", json::array()}}}}}}};
@@ -200,15 +200,17 @@ ir::Literal eighths(const ir::TensorType& t, unsigned seed) {
   return lit;
 }
 
-// g on eighths() under `vendor`'s launch on this device (or `device`): the interpreter's bits.
+// g on eighths() under `vendor`'s launch on this device (or `device`), computing the types
+// `emulate` names in software: the interpreter's bits.
 void expect_bits_as_vendor(const ir::Graph& g, const std::string& what, uint32_t vendor,
-                           std::shared_ptr<runtime::Device> device = nullptr) {
+                           std::shared_ptr<runtime::Device> device = nullptr, const std::string& emulate = "") {
   std::vector<ir::Literal> in;
   unsigned seed = 1;
   for (const auto* p : g.parameters()) in.push_back(eighths(p->type(), seed++));
   const auto want = ir::interpret(g, in);
   runtime::CompileOptions opts;
   opts.as_vendor = vendor;
+  opts.emulate = emulate;
   std::vector<ir::Literal> got;
   try {
     got = runtime::Executable::compile(device ? device : devtest::device(), g, opts)->run_host(in);
@@ -364,12 +366,12 @@ TEST(CodegenReduce, ShortRowsTakeASegmentOfAWorkgroupEach) {
   EXPECT_EQ(cgtest::compile(g, narrow).launch.rfind("rows; ", 0), 0u);
 }
 
-// Products that read their second operand along its rows (x . w, w [K, N] with rows of whole
-// 32-byte runs: a batch-1 layer) take runs of consecutive outputs as column sums do, each run
-// reading a sector of w's row per term. Under NVIDIA's, AMD's and the generic launch, on this
-// device, bit for bit: contractions of 256, 2560 and 25600 terms, several rows of x (runs
-// that end where x's rows do), and a layer of 10 units, whose rows of 40 bytes keep a
-// workgroup per output.
+// Products that read their second operand along its rows (x . w, w [K, N]: a batch-1 layer,
+// a 10-unit one) take runs of consecutive outputs as column sums do, each run within one of
+// w's rows (the largest power of two dividing N, up to 32 bytes). Under NVIDIA's, AMD's and
+// the generic launch, on this device, bit for bit: contractions of 256, 2560 and 25600 terms,
+// several rows of x (runs that end where x's rows do), 10 units (runs of 2), and 7 (odd:
+// a workgroup per output); f64 natively and emulated.
 TEST(CodegenReduce, ProductsAlongTheirWeightsRowsOnEachVendorsLaunch) {
   struct Case {
     ir::Shape x, w, out;
@@ -378,15 +380,26 @@ TEST(CodegenReduce, ProductsAlongTheirWeightsRowsOnEachVendorsLaunch) {
       {{1, 256}, {256, 1024}, {1, 1024}}, {{1, 2560}, {2560, 1024}, {1, 1024}},
       {{1, 25600}, {25600, 64}, {1, 64}}, {{3, 300}, {300, 64}, {3, 64}},
       {{1, 784}, {784, 1024}, {1, 1024}}, {{1, 1024}, {1024, 10}, {1, 10}},
+      {{40, 1024}, {1024, 10}, {40, 10}}, {{5, 300}, {300, 7}, {5, 7}},
   };
   auto f32 = [](const ir::Shape& s) { return ir::to_string(ir::TensorType{DType::F32, s}); };
   for (uint32_t vendor : {0x10DEu, 0x1002u, 0x8086u})
     for (const Case& c : cases)
       expect_bits_as_vendor(product_graph(c.x, c.w, c.out, 1), f32(c.x) + " . " + f32(c.w) + " as vendor " + std::to_string(vendor),
                             vendor);
+  for (uint32_t vendor : {0x10DEu, 0x1002u, 0x8086u})
+    for (const std::string emulate : {"", "f64"}) {
+      if (emulate.empty() && !devtest::missing_feature(DType::F64).empty()) continue;
+      expect_bits_as_vendor(product_graph({40, 1024}, {1024, 10}, {40, 10}, 1, "f64"), "f64 emulated '" + emulate + "' as vendor " + std::to_string(vendor),
+                            vendor, nullptr, emulate);
+      expect_bits_as_vendor(product_graph({1, 300}, {300, 64}, {1, 64}, 1, "f64"), "f64 emulated '" + emulate + "' as vendor " + std::to_string(vendor),
+                            vendor, nullptr, emulate);
+    }
   EXPECT_EQ(launch_on_nvidia(product_graph({1, 784}, {784, 1024}, {1, 1024}, 1)),
             "elements, cooperative in runs of 8 outputs; 256 invocations x 128 groups");
-  EXPECT_EQ(launch_on_nvidia(product_graph({1, 1024}, {1024, 10}, {1, 10}, 1)), "elements, cooperative; 256 invocations x 10 groups");
+  EXPECT_EQ(launch_on_nvidia(product_graph({1024, 1024}, {1024, 10}, {1024, 10}, 1)),
+            "elements, cooperative in runs of 2 outputs; 256 invocations x 5120 groups");
+  EXPECT_EQ(launch_on_nvidia(product_graph({5, 300}, {300, 7}, {5, 7}, 1)), "elements, cooperative; 256 invocations x 35 groups");
 }
 
 }  // namespace

@@ -36,12 +36,15 @@ LaunchConfig cooperate(const DeviceCaps& caps, int64_t items, uint32_t workgroup
 // Reductions across rows, a workgroup per output: each lane of a warp reads a different
 // row, a 32-byte sector per element. Outputs in runs of 32 bytes make each reduced row's
 // read one whole sector, shared by the run's invocations (docs/tuning.md, "Reductions across
-// rows").
+// rows"); a product reading w's rows takes runs that stay within one of them ("Products read
+// along their weights' rows").
 LaunchConfig cooperate_reductions(const DeviceCaps& caps, const KernelShape& k, uint32_t workgroup_size) {
   LaunchConfig c = cooperate(caps, k.items, workgroup_size, 65535);
-  if (k.strided_reduction_bytes <= 0 || k.strided_reduction_bytes >= 32 || c.workgroup_size < 4) return c;
+  const int64_t limit = k.strided_reduction_bytes > 0 && k.strided_reduction_bytes < 32 ? 32 / k.strided_reduction_bytes
+                                                                                          : k.weight_row_run;
+  if (limit < 2 || c.workgroup_size < 4) return c;
   uint32_t run = 1;
-  while (run * 2 * uint64_t(k.strided_reduction_bytes) <= 32 && run * 2 <= c.workgroup_size / 2) run *= 2;
+  while (run * 2 <= limit && run * 2 <= c.workgroup_size / 2) run *= 2;
   c.outputs_per_group = run;
   c.group_count = uint32_t(std::min<int64_t>({(std::max<int64_t>(k.items, 1) + run - 1) / run, 65535, caps.max_workgroup_count_x}));
   return c;

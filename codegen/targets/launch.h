@@ -144,9 +144,8 @@ struct KernelShape {
   bool int64_arithmetic = false;
   // Where every reduction and contraction in the body runs along axes other than its
   // operands' innermost (a bias gradient's column sums, a weight gradient's product over the
-  // batch) or reads its second operand along rows of whole 32-byte runs (x . w, w [K, N]),
-  // so that consecutive outputs read consecutive elements: their widest element's bytes;
-  // else 0.
+  // batch), so that consecutive outputs read consecutive elements: their widest element's
+  // bytes; else 0.
   int64_t strided_reduction_bytes = 0;
   // A reduction kernel (not a row kernel, whose elements' values stay live between its
   // passes) computing in emulated f64 (DeviceCaps::emulate_f64): its invocations' partial
@@ -155,6 +154,11 @@ struct KernelShape {
   // The body has a dot or a scatter: their folds run over operands that neighbouring
   // outputs share (a row of x for a product's outputs, the updates for a scatter's).
   bool contracts_or_scatters = false;
+  // Where the body's folds are products keeping their second operand's innermost axis (x . w,
+  // w [K, N]): consecutive outputs read consecutive elements of w's rows and share x's, as
+  // across rows; the most outputs a run holds within one of w's rows (a power of two, 32
+  // bytes at most); else 0.
+  int64_t weight_row_run = 0;
 };
 
 LaunchConfig choose_launch(const DeviceCaps& caps, const KernelShape& k);
