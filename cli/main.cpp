@@ -32,6 +32,7 @@ struct Args {
   std::string cmd, file, stage = "all", kernel, device, target, passes, inputs, outputs, profile, emulate;
   codegen::Precision precision = codegen::Precision::Highest;
   bool check = false;
+  ir::Tolerance tolerance;
   uint64_t seed = 0;
   int repeat = 1;
   bool host_loops = false;
@@ -43,7 +44,7 @@ const char* kUsage =
     "                [--device=SEL | --target=generic|nvidia|amd|lavapipe] [--profile=NAME|FILE.json]\n"
     "                [--emulate=auto|none|f64|i64|f64,i64] [--precision=highest|high|default]\n"
     "       nxv run GRAPH.json [--passes=a,b,c] [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N]\n"
-    "                [--device=SEL] [--profile=NAME|FILE.json] [--emulate=...] [--host-loops]\n"
+    "                [--rtol=R] [--atol=A] [--device=SEL] [--profile=NAME|FILE.json] [--emulate=...] [--host-loops]\n"
     "                [--precision=highest|high|default]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
@@ -52,7 +53,10 @@ const char* kUsage =
     "  run       compiles and runs on a device; inputs from FILE (a JSON array of\n"
     "            {\"type\", \"shape\", \"data\"} tensors) or seeded random; --outputs writes\n"
     "            the results in the same form; --check compares them with the reference\n"
-    "            interpreter (Nx semantics) and fails on a difference beyond 1e-5 relative\n"
+    "            interpreter (Nx semantics) and fails on a difference beyond --rtol relative\n"
+    "            plus --atol absolute (default 1e-5 and 1e-6; 16-bit floats at least 1e-2\n"
+    "            each): long f32 sums summed in another order through several layers can\n"
+    "            need more\n"
     "  --passes  the pass pipeline to run instead of the default one (e.g. without\n"
     "            constant-fold, to run what the driver would otherwise never see)\n"
     "  --device  index or name substring (default: $NXV_DEVICE, else the first device)\n"
@@ -67,6 +71,19 @@ const char* kUsage =
     "            on devices without them\n"
     "  --host-loops  drives loops that hold loops or conds from the host, as before serial\n"
     "            loops (codegen/serial_loop.h), to compare the two\n";
+
+// A tolerance flag's value: a finite number, 0 or more.
+double tolerance(const std::string& text, const char* flag) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || !std::isfinite(v) || v < 0)
+    throw std::invalid_argument(std::string(flag) + " needs a number, 0 or more; got '" + text + "'");
+  return v;
+}
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -91,6 +108,10 @@ Args parse(int argc, char** argv) {
                opt("inputs", a.inputs) || opt("outputs", a.outputs)) {
     } else if (opt("precision", num)) {
       a.precision = codegen::parse_precision(num);
+    } else if (opt("rtol", num)) {
+      a.tolerance.relative = tolerance(num, "--rtol");
+    } else if (opt("atol", num)) {
+      a.tolerance.absolute = tolerance(num, "--atol");
     } else if (opt("seed", num)) {
       a.seed = std::stoull(num);
     } else if (opt("repeat", num)) {
@@ -323,7 +344,7 @@ int run(const Args& a) {
   for (size_t i = 0; i < inputs.size(); ++i) std::printf("input %zu: %s\n", i, format(inputs[i]).c_str());
   for (size_t i = 0; i < outs.size(); ++i) std::printf("output %zu: %s\n", i, format(outs[i]).c_str());
   if (a.check) {
-    std::string diff = ir::check_outputs(ir::interpret(g, inputs), outs);
+    std::string diff = ir::check_outputs(ir::interpret(g, inputs), outs, a.tolerance);
     if (!diff.empty()) throw std::runtime_error("check: " + diff);
     std::printf("check: all outputs match the reference interpreter\n");
   }

@@ -9,9 +9,15 @@
 
 namespace nxv::ir {
 
-// "" when every output of `got` matches `want`, else the first difference, naming the output
-// and element. Floats agree within 1e-5 relative + 1e-6 absolute (1e-2 and 1e-2 for 16-bit
-// types), in class (NaN, infinities) exactly; integers exactly.
-std::string check_outputs(const std::vector<Literal>& want, const std::vector<Literal>& got);
+// How far a computed float may lie from the interpreter's: |got - want| <= absolute +
+// relative * |want|. 16-bit types take at least 1e-2 of each.
+struct Tolerance {
+  double relative = 1e-5, absolute = 1e-6;
+};
+
+// "" when every output of `got` matches `want`, else the first difference, naming the output,
+// the element and the tolerance it exceeds. Floats agree within `tol`, in class (NaN,
+// infinities) exactly; integers exactly.
+std::string check_outputs(const std::vector<Literal>& want, const std::vector<Literal>& got, const Tolerance& tol = {});
 
 }  // namespace nxv::ir
