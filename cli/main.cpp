@@ -337,6 +337,10 @@ int run(const Args& a) {
     st = runtime::RunStats{};
     outs = exe->run_host(inputs, &st);
     best_device_ms = i == 0 ? st.device_ms : std::min(best_device_ms, st.device_ms);
+    // A driver may compile its pipelines on their first dispatch (lavapipe's LLVM does).
+    if (i == 0 && a.repeat > 1)
+      std::printf("first run: wall %.3f ms, device %.3f ms (with what the driver compiles on first use)\n", st.wall_ms,
+                  st.device_ms);
   }
   std::printf("run: %d dispatches in %d submit, wall %.3f ms, device %.3f ms\n", st.dispatches, st.submits, st.wall_ms,
               st.device_ms);

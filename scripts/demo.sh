@@ -10,4 +10,4 @@ GRAPH=${1:-examples/softmax.json}
 "$BUILD_DIR"/cli/nxv devices
 "$BUILD_DIR"/cli/nxv explore "$GRAPH" --stage=passes
 "$BUILD_DIR"/cli/nxv explore "$GRAPH" --stage=kernels --device="${NXV_DEVICE:-0}"
-"$BUILD_DIR"/cli/nxv run "$GRAPH" --seed 1 --check
+"$BUILD_DIR"/cli/nxv run "$GRAPH" --seed 1 --repeat 5 --check
