@@ -16,8 +16,9 @@ Literal values(DType t, const std::vector<double>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     Scalar s;
     s.f = v[i];
-    s.i = int64_t(v[i]);
+    // (Only integers convert: NaN or an infinity to int64 is undefined.)
     s.is_integer = !is_float(t);
+    if (s.is_integer) s.i = int64_t(v[i]);
     set_element(lit, int64_t(i), s);
   }
   return lit;
