@@ -95,12 +95,8 @@ int64_t weight_row_run(const ir::Graph& body) {
     if (f == ir::OpFamily::Scatter || f == ir::OpFamily::Reduction || f == ir::OpFamily::ArgReduction) return 0;
     if (f != ir::OpFamily::Dot) continue;
     const auto& w = body.node(n.args.at(1)).type();
-    if (w.shape.empty()) return 0;
-    const int64_t last = int64_t(w.shape.size()) - 1;
-    for (const char* key : {"contract_axes2", "batch_axes2"})
-      if (n.attrs.contains(key) && n.attrs[key].is_array())
-        for (int64_t a : n.attrs[key].get<std::vector<int64_t>>())
-          if (a == last || a == -1) return 0;
+    const DotAxes axes = DotAxes::of(n, body.node(n.args.at(0)).type().shape, w.shape);
+    if (axes.free2.empty() || axes.free2.back() != int64_t(w.shape.size()) - 1) return 0;
     const int64_t bytes = std::max(ir::dtype_bytes(body.node(n.args[0]).type().dtype), ir::dtype_bytes(w.dtype));
     int64_t r = 1;
     while (w.shape.back() % (r * 2) == 0 && r * 2 * bytes <= 32) r *= 2;

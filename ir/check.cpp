@@ -42,10 +42,12 @@ std::string check_outputs(const std::vector<Literal>& want, const std::vector<Li
     const Tolerance t = for_type(tol, got[i].type.dtype);
     for (int64_t k = 0; k < got[i].type.num_elements(); ++k)
       if (!element_matches(want[i], got[i], k, t)) {
+        const std::string head = "output " + std::to_string(i) + " element " + std::to_string(k) + " is ";
+        if (!is_float(got[i].type.dtype))
+          return head + std::to_string(get_i64(got[i], k)) + ", the interpreter gives " + std::to_string(get_i64(want[i], k));
         const bool narrow = dtype_bits(got[i].type.dtype) <= 32;
-        std::string s = "output " + std::to_string(i) + " element " + std::to_string(k) + " is " +
-                        number(get_f64(got[i], k), narrow) + ", the interpreter gives " + number(get_f64(want[i], k), narrow);
-        if (is_float(got[i].type.dtype) && std::isfinite(get_f64(want[i], k)))
+        std::string s = head + number(get_f64(got[i], k), narrow) + ", the interpreter gives " + number(get_f64(want[i], k), narrow);
+        if (std::isfinite(get_f64(want[i], k)))
           s += " (beyond " + number(t.relative, false) + " relative + " + number(t.absolute, false) + " absolute)";
         return s;
       }

@@ -57,6 +57,9 @@ TEST(IrCheck, SpecialValuesByClassIntegersExactly) {
   EXPECT_NE(check_outputs({want}, {values(DType::F64, {nan, 1e308, -inf, 0.0})}, Tolerance{1e300, 1e300}), "");
   const std::string diff = check_outputs({values(DType::S32, {7, 8})}, {values(DType::S32, {7, 9})}, Tolerance{1, 1});
   EXPECT_EQ(diff, "output 0 element 1 is 9, the interpreter gives 8");
+  // Integers print exactly, past f32's and f64's 24 and 53 bits.
+  EXPECT_EQ(check_outputs({values(DType::S32, {16777217})}, {values(DType::S32, {16777219})}),
+            "output 0 element 0 is 16777219, the interpreter gives 16777217");
   EXPECT_EQ(check_outputs({values(DType::F32, {1})}, {values(DType::F64, {1})}), "output 0 is f64[1], the interpreter gives f32[1]");
 }
 
