@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/hazards.h"
 #include "runtime/memory_pool.h"
 #include "runtime/pipeline_cache.h"
 #include "runtime/runtime.h"
@@ -83,10 +84,9 @@ class DeviceImpl : public Device {
   void record_update(VkCommandBuffer cb, const Buffer& b, const std::vector<uint8_t>& bytes);
   // Copies src's first `bytes` into dst.
   void record_copy(VkCommandBuffer cb, const Buffer& src, const Buffer& dst, uint64_t bytes);
-  // Makes the writes of the dispatches and transfers recorded before it visible to the
-  // dispatches, transfers and indirect reads recorded after it, which start only once
-  // those before have finished.
-  static void record_barrier(VkCommandBuffer cb);
+  // Orders the commands recorded after it behind those recorded before it, with the masks
+  // of plan_barriers (runtime/hazards.h).
+  static void record_barrier(VkCommandBuffer cb, const BarrierMasks& masks);
 
   // Submitter::submit, record_kept and submit_kept, on a device not lost.
   double submit(const Recording& record, std::chrono::microseconds spin = std::chrono::microseconds(200),

@@ -249,12 +249,14 @@ const Instance& instance() {
     const bool validate = validation_requested();
     const char* layer = validation_layer_name();
     VkDebugUtilsMessengerCreateInfoEXT messenger = validation_messenger_info();
+    VkValidationFeaturesEXT features = validation_features(&messenger);
     if (validate) {
       if (failure = validation_layer_missing(); !failure.empty()) return;
       enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+      enabled.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
       ci.enabledLayerCount = 1;
       ci.ppEnabledLayerNames = &layer;
-      ci.pNext = &messenger;
+      ci.pNext = &features;
     }
     ci.pApplicationInfo = &app;
     ci.enabledExtensionCount = uint32_t(enabled.size());

@@ -160,12 +160,16 @@ void add_stats(RunStats* into, const RunStats& s) {
 // depends on one before it (runtime/hazards.h): kernels that do not depend on each other
 // (a backward pass's weight and input gradients) run side by side on the GPU.
 void record_batch(DeviceImpl& dev, const std::vector<Pending>& batch, VkCommandBuffer cb, SubmitContext& ctx) {
+  std::vector<Command> commands(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    accesses(batch[i], commands[i].reads, commands[i].writes);
+    commands[i].kind = {batch[i].kernel != nullptr, batch[i].kernel == nullptr, batch[i].indirect != nullptr};
+  }
+  const std::vector<std::optional<BarrierMasks>> barriers = plan_barriers(commands);
   std::vector<const Buffer*> buffers;
-  std::vector<const void*> reads, writes;
-  Hazards hazards;
-  for (const auto& p : batch) {
-    accesses(p, reads, writes);
-    if (hazards.barrier_before(reads, writes)) DeviceImpl::record_barrier(cb);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Pending& p = batch[i];
+    if (barriers[i]) DeviceImpl::record_barrier(cb, *barriers[i]);
     if (!p.kernel) {
       if (p.copy) dev.record_copy(cb, *p.buffers.at(1), *p.buffers.at(0), p.buffers.at(0)->bytes());
       else dev.record_update(cb, *p.buffers.at(0), p.bytes);

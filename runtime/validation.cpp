@@ -1,5 +1,5 @@
-// NXV_VALIDATE=1: the Khronos validation layer as a test oracle, its errors turned into
-// runtime errors naming the kernel being created or dispatched.
+// NXV_VALIDATE=1: the Khronos validation layer (synchronization validation included) as a
+// test oracle, its errors turned into runtime errors naming the kernel being created or dispatched.
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -36,6 +36,16 @@ VkDebugUtilsMessengerCreateInfoEXT validation_messenger_info() {
   mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
   mi.pfnUserCallback = on_message;
   return mi;
+}
+
+// Synchronization validation as well: it reports a missing or too narrow barrier between
+// the commands of a submission (runtime/hazards.h) as a hazard error.
+VkValidationFeaturesEXT validation_features(const void* next) {
+  static const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT f{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT, next};
+  f.enabledValidationFeatureCount = 1;
+  f.pEnabledValidationFeatures = enables;
+  return f;
 }
 
 std::string validation_layer_missing() {

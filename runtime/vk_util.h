@@ -17,6 +17,7 @@ bool validation_requested();
 std::string validation_layer_missing();  // "" where the loader has the layer, else the error
 const char* validation_layer_name();
 VkDebugUtilsMessengerCreateInfoEXT validation_messenger_info();
+VkValidationFeaturesEXT validation_features(const void* next);  // chained before `next`
 // Throws Error(Vulkan) with the first validation error reported since the last check.
 void check_validation(const std::string& during);
 // Names a Vulkan object in validation messages (a no-op without VK_EXT_debug_utils).
