@@ -34,7 +34,7 @@ struct BarrierMasks {
 
 // A barrier between a stage of `before`'s kinds and one of `after`'s: it names only their
 // stages and accesses. One that named transfers and indirect reads around dispatches alone
-// held each dependent dispatch on NVIDIA's driver about 2 us longer (docs/tuning.md,
+// held each dependent dispatch on NVIDIA's driver 1.3-2.3 us longer (docs/tuning.md,
 // "Barriers name only the stages they order").
 BarrierMasks barrier_masks(CommandKinds before, CommandKinds after);
 
