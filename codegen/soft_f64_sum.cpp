@@ -2,6 +2,8 @@
 // its sign as a 128-bit integer, and one rounding at the end.
 #include "codegen/soft_f64_sum.h"
 
+#include <array>
+
 #include "codegen/soft_i64.h"
 
 namespace nxv::codegen::soft {
@@ -78,6 +80,35 @@ WideSum normalized(Soft64& s, const WideSum& acc) {
   return {s.op(spv::OpISub, {acc.exp, up}), shift_left4(s, acc.m, s.b.ext(GLSLstd450UMin, s.u32, {up, s.c(127)})), acc.flags};
 }
 
+// An element's significand as words (0, lo, hi, 0) of m at its own exponent.
+struct Significand {
+  Id lo, hi;
+};
+using Words3 = std::array<Id, 3>;
+
+// The significand's three low words shifted right by dist below 32: shift_right_arithmetic4's
+// work for a value of two nonzero words and no sign, with no selects, on every element.
+Words3 placed_near(Soft64& s, const Significand& sig, Id dist) {
+  Id rest = s.op(spv::OpBitwiseXor, {dist, s.c(31)});
+  return {s.low_bits_up(sig.lo, rest),
+          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {sig.lo, dist}), s.low_bits_up(sig.hi, rest)}),
+          s.op(spv::OpShiftRightLogical, {sig.hi, dist})};
+}
+
+// The same for any dist (95 or more leave 0).
+Words3 placed_far(Soft64& s, const Significand& sig, Id dist) {
+  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(95)});
+  Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
+  Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
+  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
+  Id src0 = s.select32(q0, s.c(0), s.select32(q1, sig.lo, sig.hi));
+  Id src1 = s.select32(q0, sig.lo, s.select32(q1, sig.hi, s.c(0)));
+  Id src2 = s.select32(q0, sig.hi, s.c(0));
+  return {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), s.low_bits_up(src1, rest)}),
+          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), s.low_bits_up(src2, rest)}),
+          s.op(spv::OpShiftRightLogical, {src2, r})};
+}
+
 }  // namespace
 
 std::vector<Id> WideSum::values() const { return {exp, m[0], m[1], m[2], m[3], flags}; }
@@ -90,20 +121,23 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
   Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
   Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
-  Id sig_hi = s.op(spv::OpBitwiseOr, {frac_hi, hidden});
+  const Significand sig{lo, s.op(spv::OpBitwiseOr, {frac_hi, hidden})};
   // An inf's or a NaN's exponent, 0x7ff, lies above every finite one: it takes the branch
   // below, which leaves acc and sets a flag, and lies above exp there, so that its
   // significand is shifted out entirely.
   Id e = s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)});
 
-  // Where the element's exponent exceeds acc's, acc moves to it; where acc has cancelled to
-  // much less than an element at its exponent, it is first normalised. Both are rare after
-  // the first elements: a branch, whose code its first instruction keeps inside.
-  const std::vector<Id> types(6, s.u32);
-  Id grows = s.test(spv::OpUGreaterThan, {e, acc.exp});
-  Id shrinks = s.both(small(s, acc.m), s.test(spv::OpUGreaterThan, {acc.exp, e}));
+  // The common step places an element less than 32 binades below acc's exponent, exactly.
+  // Any other nonzero element takes a branch, rare after the first elements: one whose
+  // exponent exceeds acc's moves acc up to it (gap wraps past 32 then); one further below
+  // normalises acc where it has cancelled, so that the element is not cut short on the
+  // exponent of a larger sum that cancelled, and is shifted by the general routine. A zero
+  // adds nothing at any gap. The branch's code its first instruction keeps inside.
+  Id gap = s.op(spv::OpISub, {acc.exp, e});
+  Id nonzero = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {hi, s.c(1)}), lo}), s.c(0)});
+  const std::vector<Id> types(9, s.u32);
   auto moved = s.b.if_else(
-      s.either(grows, shrinks), types,
+      s.both(s.test(spv::OpUGreaterThanEqual, {gap, s.c(32)}), nonzero), types,
       [&] {
         // The flag's work from a copy made here, so that none of it is hoisted out.
         Id hi_here = s.b.op_in_place(spv::OpCopyObject, s.u32, {hi});
@@ -113,38 +147,27 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
         Id sign = s.op(spv::OpShiftRightLogical, {hi_here, s.c(31)});
         Id flag = s.select32(special, s.select32(nan, s.c(4), s.op(spv::OpShiftLeftLogical, {s.c(1), sign})), s.c(0));
         WideSum n = normalized(s, acc);
-        Id exp = s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp});
+        Id exp = s.select32(special, acc.exp, s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}));
         Words4 m = shift_right_arithmetic4(s, n.m, s.op(spv::OpISub, {exp, n.exp}));
-        std::vector<Id> v{s.select32(special, acc.exp, exp)};
+        Words3 w = placed_far(s, sig, s.op(spv::OpISub, {exp, e}));
+        std::vector<Id> v{exp};
         for (int i = 0; i < 4; ++i) v.push_back(s.select32(special, acc.m[i], m[i]));
         v.push_back(s.op(spv::OpBitwiseOr, {acc.flags, flag}));
+        v.insert(v.end(), w.begin(), w.end());
         return v;
       },
-      [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags}; });
-  Id exp = moved[0];
+      [&] {
+        Words3 w = placed_near(s, sig, gap);
+        return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags, w[0], w[1], w[2]};
+      });
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
-  Id sig_lo = lo;
-
-  // The significand, words (0, lo, hi, 0), shifted right by exp - e (95 or more leave 0):
-  // shift_right_arithmetic4's work for a value of two nonzero words and no sign, with 5
-  // selects where it takes 12, on every element.
-  Id d = s.b.ext(GLSLstd450UMin, s.u32, {s.op(spv::OpISub, {exp, e}), s.c(95)});
-  Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
-  Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
-  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
-  Id src0 = s.select32(q0, s.c(0), s.select32(q1, sig_lo, sig_hi));
-  Id src1 = s.select32(q0, sig_lo, s.select32(q1, sig_hi, s.c(0)));
-  Id src2 = s.select32(q0, sig_hi, s.c(0));
-  Id w0 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), s.low_bits_up(src1, rest)});
-  Id w1 = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), s.low_bits_up(src2, rest)});
-  Id w2 = s.op(spv::OpShiftRightLogical, {src2, r});
   // Added with the element's sign: m + (w ^ mask) + 1 is m - w for mask ~0.
   Id mask = s.op(spv::OpShiftRightArithmetic, {hi, s.c(31)});
   Words4 sum = add_words(s, m,
-                         {s.op(spv::OpBitwiseXor, {w0, mask}), s.op(spv::OpBitwiseXor, {w1, mask}),
-                          s.op(spv::OpBitwiseXor, {w2, mask}), mask},
+                         {s.op(spv::OpBitwiseXor, {moved[6], mask}), s.op(spv::OpBitwiseXor, {moved[7], mask}),
+                          s.op(spv::OpBitwiseXor, {moved[8], mask}), mask},
                          s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
-  return {exp, sum, moved[5]};
+  return {moved[0], sum, moved[5]};
 }
 
 WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {

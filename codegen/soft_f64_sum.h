@@ -26,9 +26,11 @@ struct WideSum {
 
 // The empty sum (+0).
 WideSum wide_sum_zero(Soft64& s);
-// acc + x, for an f64 uvec2 x. An element whose exponent exceeds acc's moves acc down to it
-// (a branch: rare after the first elements). Bits more than 32 places below the larger
-// exponent's last place are dropped; m stays below 2^117 for up to 2^32 elements.
+// acc + x, for an f64 uvec2 x. An element less than 32 binades below acc's exponent is
+// placed by two shifts a word; any other nonzero one takes a branch (rare after the first
+// elements), which moves acc up to a larger exponent, or normalises a cancelled acc before
+// a smaller element. Bits more than 32 places below the larger exponent's last place are
+// dropped; m stays below 2^117 for up to 2^32 elements.
 WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x);
 // Partial sums meet on one exponent, the largest among them (Fold::rescale): each is first
 // settled, normalised where it has cancelled (a rare branch), so that the others are not cut

@@ -97,7 +97,7 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
        [](Soft64& s, const std::vector<Id>& x) { return s.pair(soft::f64_to_int(s, x[0], 32, true), s.c(0)); }},
       // An emulated sum's step (its rare branch included), combination and rounding
       // (soft_f64_sum.h), on accumulators made of the operands' words.
-      {"sum step", 3, 205,
+      {"sum step", 3, 215,
        [](Soft64& s, const std::vector<Id>& x) {
          auto r = soft::wide_sum_add(s, wide(s, x[1], x[2]), x[0]);
          return s.pair(s.op(spv::OpBitwiseXor, {r.m[0], r.m[3]}), s.op(spv::OpBitwiseXor, {r.m[1], r.m[2]}));
