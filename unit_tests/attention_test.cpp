@@ -186,14 +186,27 @@ void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& 
   }
 }
 
+// A NaN in row 3 of q makes that row's scores NaN, an inf in row 2 makes its scores ±inf
+// (a maximum of +inf, so inf - inf): both rows NaN as Nx's max and exp give them, the other
+// rows untouched.
+void check_nan_and_inf_scores(const Case& c) {
+  if (c.sq < 4) return;
+  check(c, [&](std::vector<ir::Literal>& in) {
+    ir::set_element(in[0], 3 * c.d, ir::Scalar{NAN, 0, false});
+    ir::set_element(in[0], 2 * c.d + 1, ir::Scalar{INFINITY, 0, false});
+  });
+}
+
 TEST(Attention, EdgeShapes) {
   for (const Case& c : std::vector<Case>{{{}, 1, 1, 8, 8},
                                          {{2}, 7, 13, 8, 8},
                                          {{1, 3}, 67, 67, 64, 64},
                                          {{2}, 33, 50, 24, 40},
                                          {{3}, 5, 130, 16, 9},
-                                         {{1}, 97, 31, 128, 128}})
+                                         {{1}, 97, 31, 128, 128}}) {
     check(c);
+    check_nan_and_inf_scores(c);
+  }
 }
 
 // n, 10n, 100n keys: the online softmax over 1, 10 and 100 slices of keys. Unmasked, 4000
@@ -232,11 +245,24 @@ void check_blank_row_and_inf(const Case& c) {
   });
 }
 
+// A NaN score beside keys the mask drops: k's key 0 NaN, and row 6 keeps key 0 and keys 64
+// on, so that its first slice of keys (16 to 64 wide) holds the NaN and -inf only. Nx's max
+// is NaN there and so is the row; a maximum that passed the NaN over would leave that
+// slice's probabilities 0 and the row finite.
+void check_nan_beside_masked_keys(const Case& c) {
+  check(c, [&](std::vector<ir::Literal>& in) {
+    ir::Scalar zero{0, 0, true}, one{0, 1, true};
+    ir::set_element(in[1], 0, ir::Scalar{NAN, 0, false});
+    for (int64_t j = 0; j < c.sk; ++j) ir::set_element(in[3], 6 * c.sk + j, j == 0 || j >= 64 ? one : zero);
+  });
+}
+
 TEST(Attention, MaskBiasAndDivide) {
   Case c{{2}, 45, 77, 16, 24};
   c.mask = c.bias = c.divide = true;
   check(c);
   check_blank_row_and_inf(c);
+  check_nan_beside_masked_keys(c);
 }
 
 TEST(Attention, TransposedKey) {
@@ -272,7 +298,8 @@ TEST(Attention, HalfTypes) {
     if (!devtest::missing_feature(t).empty()) continue;
     for (const Case& c : half_cases(t)) {
       check(c);
-      if (c.mask) check_blank_row_and_inf(c);
+      check_nan_and_inf_scores(c);
+      if (c.mask) check_blank_row_and_inf(c), check_nan_beside_masked_keys(c);
     }
   }
 }
