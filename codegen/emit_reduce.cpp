@@ -8,6 +8,7 @@
 // dots accumulate in f64 where that is cheap (computes_f32_in_f64).
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "codegen/emitter.h"
 #include "codegen/soft_f64_sum.h"
@@ -117,10 +118,31 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     Soft64 s(b);
     f.types.assign(soft::WideSum::kValues, u32());
     f.init = soft::wide_sum_zero(s).values();
-    f.step = [&](const Values& acc, Id counter) {
-      Id v = b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), xt, at)});
-      return soft::wide_sum_add(s, soft::WideSum::of(acc), v).values();
+    auto element = [&](Id counter) { return b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), xt, at)}); };
+    auto elements = [&](const std::vector<Id>& counters) {
+      std::vector<Id> xs;
+      for (Id c : counters) xs.push_back(element(c));
+      return xs;
     };
+    f.step = [&](const Values& acc, Id counter) { return soft::wide_sum_add(s, soft::WideSum::of(acc), element(counter)).values(); };
+    // An invocation starts on its first four elements' largest exponent, so that they do
+    // not all take the branch that moves it up. Elements read from a buffer are folded four
+    // under one test: the loop and the branch around each cost about a sixth of their
+    // instructions. Computed ones (softmax's exponentials) one by one: four at once measured
+    // slower (docs/portability.md, "Sums round once").
+    f.group = 4;
+    // (Elements a buffer's, read through reshapes, transposes, pads with a constant and the
+    // like.)
+    static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
+    const ir::Node* read = &x;
+    while ((maps.count(read->op) && read->args.size() == 1) ||
+           (read->op == "pad" && read->args.size() == 2 && arg(*read, 1).op == "constant"))
+      read = &arg(*read, 0);
+    if (read->op == "parameter")
+      f.step_many = [&](const Values& acc, const std::vector<Id>& counters) {
+        return soft::wide_sum_add_many(s, soft::WideSum::of(acc), elements(counters)).values();
+      };
+    f.start = [&](const std::vector<Id>& counters) { return soft::wide_sum_start(s, elements(counters)).values(); };
     f.settle = [&](Values& partial) {
       const soft::WideSum settled = soft::wide_sum_settled(s, soft::WideSum::of(partial));
       partial = settled.values();

@@ -83,6 +83,14 @@ struct Fold {
   // that meet, and combine then only ever merges partials of one scale.
   std::function<Id(std::vector<Id>& partial)> settle;
   std::function<std::vector<Id>(const std::vector<Id>& partial, Id top)> rescale;
+  // Optional, for steps that test for a rare branch (emulated f64 sums): step_many folds
+  // `group` positions under one test (a loop trip and a test cost about a sixth of a cheap
+  // element's instructions); start gives the accumulator an invocation begins from in place
+  // of init, given the first `group` positions it folds next, where they are folded
+  // straight-line or by step_many before a loop.
+  uint32_t group = 1;
+  std::function<std::vector<Id>(const std::vector<Id>& rs)> start;
+  std::function<std::vector<Id>(const std::vector<Id>& acc, const std::vector<Id>& rs)> step_many;
 };
 
 // A reduction's axes under attrs[key] (a list, one axis, or null for all of them), each in

@@ -9,22 +9,58 @@ namespace nxv::codegen {
 using Values = spirv::Builder::Values;
 
 namespace {
-// r = start, start + stride, ... < count, folding f.step; start >= f.begin.
-Values strided_loop(Emitter& e, const Fold& f, Id start, uint32_t stride) {
-  const uint64_t trips = uint64_t(std::max<int64_t>(f.count - f.begin, 0) + stride - 1) / stride;
+// n positions from r, `stride` apart.
+std::vector<Id> positions(Emitter& e, Id r, uint32_t stride, uint32_t n) {
+  std::vector<Id> rs;
+  for (uint32_t k = 0; k < n; ++k) rs.push_back(k ? e.b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(k) * stride)}) : r);
+  return rs;
+}
+
+// r = from, from + stride * width, ... while r < bound, folding `width` positions a trip;
+// the accumulators after it, and r last.
+Values loop_from(Emitter& e, const Fold& f, Values acc, Id from, uint64_t bound, uint32_t stride, uint32_t width,
+                 uint64_t max_trips) {
   auto& b = e.b;
   std::vector<Id> types = f.types;
   types.push_back(e.u32());
-  Values init = f.init;
-  init.push_back(start);
-  auto r = b.loop(
-      types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(f.count)}); },
+  acc.push_back(from);
+  return b.loop(
+      types, acc, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), e.u32c(bound)}); },
       [&](const Values& s) {
-        Values next = f.step(Values(s.begin(), s.end() - 1), s.back());
-        next.push_back(b.op(spv::OpIAdd, e.u32(), {s.back(), e.u32c(stride)}));
+        const Values a(s.begin(), s.end() - 1);
+        Values next = width == 1 ? f.step(a, s.back()) : f.step_many(a, positions(e, s.back(), stride, width));
+        next.push_back(b.op(spv::OpIAdd, e.u32(), {s.back(), e.u32c(uint64_t(width) * stride)}));
         return next;
       },
-      trips);
+      max_trips);
+}
+
+// r = start, start + stride, ... < count, folding f.step, or f.step_many over f.group
+// positions a trip and f.step over the rest; start >= f.begin.
+Values strided_loop(Emitter& e, const Fold& f, Id start, uint32_t stride) {
+  const uint64_t span = uint64_t(std::max<int64_t>(f.count - f.begin, 0));
+  const uint64_t trips = (span + stride - 1) / stride;
+  const uint32_t u = f.group;
+  // (Without step_many, beginning a loop from f.start after a first group folded one by one
+  // measured slower than the plain loop: docs/portability.md, "Sums round once".)
+  if (!f.step_many || span / stride < 2 * uint64_t(u)) {
+    Values r = loop_from(e, f, f.init, start, uint64_t(f.count), stride, 1, trips);
+    r.pop_back();
+    return r;
+  }
+  // The first group (every invocation has one, and one more) outside the loop, from
+  // f.start: its elements are computed once for both.
+  const std::vector<Id> first = positions(e, start, stride, u);
+  Values r = f.step_many(f.start ? f.start(first) : f.init, first);
+  // Whole groups while r + (u - 1) stride < count; then the rest, fewer than u trips,
+  // unless every invocation's trips are a multiple of u.
+  r = loop_from(e, f, r, e.b.op(spv::OpIAdd, e.u32(), {start, e.u32c(uint64_t(u) * stride)}),
+                uint64_t(f.count) - uint64_t(u - 1) * stride, stride, u, trips / u - 1);
+  if (span % (uint64_t(u) * stride) != 0) {
+    Id at = r.back();
+    r.pop_back();
+    r = loop_from(e, f, r, at, uint64_t(f.count), stride, 1, u - 1);
+  }
   r.pop_back();
   return r;
 }
@@ -105,17 +141,23 @@ Values Emitter::combine_partials(const Fold& f, Values partial) {
 // where they are few.
 Values Emitter::fold_share(const Fold& f, uint32_t reducers) {
   if (f.count - f.begin > int64_t(reducers) * kMaxUnrolledPositions) return strided_loop(*this, f, lane(uint64_t(f.begin)), reducers);
+  std::vector<Id> whole;
+  int64_t first = f.begin;
+  for (; first + reducers <= f.count; first += reducers) whole.push_back(lane(uint64_t(first)));
   Values partial = f.init;
-  for (int64_t first = f.begin; first < f.count; first += reducers) {
-    if (first + reducers <= f.count) {
-      partial = f.step(partial, lane(uint64_t(first)));
-      continue;
-    }
+  size_t i = 0;
+  if (f.group > 1 && whole.size() >= f.group) {
+    if (f.start) partial = f.start({whole.begin(), whole.begin() + f.group});
+    if (f.step_many)
+      for (; i + f.group <= whole.size(); i += f.group) partial = f.step_many(partial, {whole.begin() + i, whole.begin() + i + f.group});
+  }
+  for (; i < whole.size(); ++i) partial = f.step(partial, whole[i]);
+  if (first < f.count) {
     // The last, partial round: positions past the end fold a clamped one and keep the accumulator.
     Id r = lane(uint64_t(first));
     Id valid = b.op(spv::OpULessThan, boolean(), {r, u32c(f.count)});
     Values stepped = f.step(partial, b.ext(GLSLstd450UMin, u32(), {r, u32c(f.count - 1)}));
-    for (size_t i = 0; i < partial.size(); ++i) partial[i] = b_select(f.types[i], valid, stepped[i], partial[i]);
+    for (size_t j = 0; j < partial.size(); ++j) partial[j] = b_select(f.types[j], valid, stepped[j], partial[j]);
   }
   return partial;
 }

@@ -109,6 +109,37 @@ Words3 placed_far(Soft64& s, const Significand& sig, Id dist) {
           s.op(spv::OpShiftRightLogical, {src2, r})};
 }
 
+// An element's words, exponent (a subnormal's as 1, an inf's or NaN's as 0x7ff) and
+// significand, and whether it is nonzero.
+struct Element {
+  Id hi, lo, e;
+  Significand sig;
+  Id nonzero;
+};
+Element element(Soft64& s, Id x) {
+  Id hi = s.hi(x), lo = s.lo(x);
+  Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
+  Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
+  Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
+  Id nonzero = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {hi, s.c(1)}), lo}), s.c(0)});
+  return {hi, lo, s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)}), {lo, s.op(spv::OpBitwiseOr, {frac_hi, hidden})}, nonzero};
+}
+
+// Whether the element leaves the common step: nonzero and not less than 32 binades below
+// exp (gap = exp - e, which wraps past 32 for an element above exp).
+Id far(Soft64& s, const Element& x, Id gap) {
+  return s.both(s.test(spv::OpUGreaterThanEqual, {gap, s.c(32)}), x.nonzero);
+}
+
+// m plus the placed words w with the element's sign: m + (w ^ mask) + 1 is m - w for mask ~0.
+Words4 add_signed(Soft64& s, const Words4& m, const Words3& w, Id hi) {
+  Id mask = s.op(spv::OpShiftRightArithmetic, {hi, s.c(31)});
+  return add_words(s, m,
+                   {s.op(spv::OpBitwiseXor, {w[0], mask}), s.op(spv::OpBitwiseXor, {w[1], mask}),
+                    s.op(spv::OpBitwiseXor, {w[2], mask}), mask},
+                   s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
+}
+
 }  // namespace
 
 std::vector<Id> WideSum::values() const { return {exp, m[0], m[1], m[2], m[3], flags}; }
@@ -117,16 +148,13 @@ WideSum WideSum::of(const std::vector<Id>& v) { return {v.at(0), {v.at(1), v.at(
 WideSum wide_sum_zero(Soft64& s) { return {s.c(1), {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0)}; }
 
 WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
-  Id hi = s.hi(x), lo = s.lo(x);
-  Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
-  Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
-  Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
-  const Significand sig{lo, s.op(spv::OpBitwiseOr, {frac_hi, hidden})};
+  const Element el = element(s, x);
+  const Id hi = el.hi, lo = el.lo, e = el.e;
+  const Significand sig = el.sig;
   // An inf's or a NaN's exponent, 0x7ff, lies above every finite one: it takes the branch
   // below, which leaves acc and sets a flag, and lies above exp there, so that its
   // significand is shifted out entirely.
-  Id e = s.b.ext(GLSLstd450UMax, s.u32, {field, s.c(1)});
-
+  //
   // The common step places an element less than 32 binades below acc's exponent, exactly.
   // Any other nonzero element takes a branch, rare after the first elements: one whose
   // exponent exceeds acc's moves acc up to it (gap wraps past 32 then); one further below
@@ -134,10 +162,9 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   // exponent of a larger sum that cancelled, and is shifted by the general routine. A zero
   // adds nothing at any gap. The branch's code its first instruction keeps inside.
   Id gap = s.op(spv::OpISub, {acc.exp, e});
-  Id nonzero = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {hi, s.c(1)}), lo}), s.c(0)});
   const std::vector<Id> types(9, s.u32);
   auto moved = s.b.if_else(
-      s.both(s.test(spv::OpUGreaterThanEqual, {gap, s.c(32)}), nonzero), types,
+      far(s, el, gap), types,
       [&] {
         // The flag's work from a copy made here, so that none of it is hoisted out.
         Id hi_here = s.b.op_in_place(spv::OpCopyObject, s.u32, {hi});
@@ -161,13 +188,46 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
         return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags, w[0], w[1], w[2]};
       });
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
-  // Added with the element's sign: m + (w ^ mask) + 1 is m - w for mask ~0.
-  Id mask = s.op(spv::OpShiftRightArithmetic, {hi, s.c(31)});
-  Words4 sum = add_words(s, m,
-                         {s.op(spv::OpBitwiseXor, {moved[6], mask}), s.op(spv::OpBitwiseXor, {moved[7], mask}),
-                          s.op(spv::OpBitwiseXor, {moved[8], mask}), mask},
-                         s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
-  return {moved[0], sum, moved[5]};
+  return {moved[0], add_signed(s, m, {moved[6], moved[7], moved[8]}, hi), moved[5]};
+}
+
+WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs) {
+  Id exp = s.c(1);
+  for (Id x : xs) {
+    const Element el = element(s, x);
+    exp = s.b.ext(GLSLstd450UMax, s.u32, {exp, s.select32(s.test(spv::OpIEqual, {el.e, s.c(0x7ff)}), s.c(1), el.e)});
+  }
+  return {exp, {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0)};
+}
+
+WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& xs) {
+  std::vector<Element> els;
+  std::vector<Id> gaps;
+  Id any_far = 0;
+  for (Id x : xs) {
+    els.push_back(element(s, x));
+    gaps.push_back(s.op(spv::OpISub, {acc.exp, els.back().e}));
+    Id f = far(s, els.back(), gaps.back());
+    any_far = any_far ? s.either(any_far, f) : f;
+  }
+  // Where any is not near, they go one by one through wide_sum_add, from copies of acc made
+  // in the branch so that its code stays there; else all are added on acc's exponent.
+  const int level = s.b.level();
+  return WideSum::of(s.b.if_else(
+      any_far, std::vector<Id>(WideSum::kValues, s.u32),
+      [&] {
+        std::vector<Id> v = acc.values();
+        for (Id& w : v)
+          if (s.b.level_of(w) >= level) w = s.b.op_in_place(spv::OpCopyObject, s.u32, {w});
+        WideSum a = WideSum::of(v);
+        for (Id x : xs) a = wide_sum_add(s, a, x);
+        return a.values();
+      },
+      [&] {
+        Words4 m = acc.m;
+        for (size_t i = 0; i < els.size(); ++i) m = add_signed(s, m, placed_near(s, els[i].sig, gaps[i]), els[i].hi);
+        return WideSum{acc.exp, m, acc.flags}.values();
+      }));
 }
 
 WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {

@@ -32,6 +32,13 @@ WideSum wide_sum_zero(Soft64& s);
 // a smaller element. Bits more than 32 places below the larger exponent's last place are
 // dropped; m stays below 2^117 for up to 2^32 elements.
 WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x);
+// The same for several elements, under one test: where each is less than 32 binades below
+// acc's exponent, or zero, they are placed and added with no branch; else each goes through
+// wide_sum_add.
+WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& xs);
+// The empty sum on the largest finite exponent among xs (1 at least), so that the elements
+// of a share that begins with them seldom move it up: any exponent holds a sum of 0.
+WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs);
 // Partial sums meet on one exponent, the largest among them (Fold::rescale): each is first
 // settled, normalised where it has cancelled (a rare branch), so that the others are not cut
 // short on its exponent; its exponent is then the scale to take the largest of. Rescaled to

@@ -59,20 +59,29 @@ std::shared_ptr<Device> device(const std::string& emulate) {
 }
 
 // The sum over axis 1 of a rows x cols f64 array (whole rows: one fold each), or over
-// everything (split across kernels where long).
-ir::Graph sum_graph(int64_t rows, int64_t cols, bool rows_only) {
+// everything (split across kernels where long); of the array negated where `negated` (an
+// element computed in the fold, which folds it one by one, not four at a time).
+ir::Graph sum_graph(int64_t rows, int64_t cols, bool rows_only, bool negated = false) {
   const std::string r = std::to_string(rows), c = std::to_string(cols);
   const std::string attrs = rows_only ? R"({"axes": [1], "keep_axes": false})" : R"({"axes": null, "keep_axes": false})";
+  const std::string shape = "[" + r + ", " + c + "]";
   return ir::parse_graph(R"({"version": 1, "name": "sum", "nodes": [
-    {"id": 0, "op": "parameter", "type": "f64", "shape": [)" + r + ", " + c + R"(], "attrs": {"index": 0}},
-    {"id": 1, "op": "sum", "args": [0], "type": "f64", "shape": )" + (rows_only ? "[" + r + "]" : "[]") +
-                         R"(, "attrs": )" + attrs + R"(}], "outputs": [1]})");
+    {"id": 0, "op": "parameter", "type": "f64", "shape": )" + shape + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "negate", "args": [0], "type": "f64", "shape": )" + shape + R"(},
+    {"id": 2, "op": "sum", "args": [)" + (negated ? "1" : "0") + R"(], "type": "f64", "shape": )" +
+                         (rows_only ? "[" + r + "]" : "[]") + R"(, "attrs": )" + attrs + R"(}], "outputs": [2]})");
 }
 
 ir::Literal literal(int64_t rows, int64_t cols, const std::vector<double>& v) {
   ir::Literal l{{DType::F64, {rows, cols}}, std::vector<uint8_t>(v.size() * 8)};
   std::memcpy(l.data.data(), v.data(), v.size() * 8);
   return l;
+}
+
+// The invocations of a cooperative kernel's workgroup, from its launch ("elements,
+// cooperative; 64 invocations x 2 groups; ..."): those that fold one row together.
+int64_t row_width(const std::string& launch) {
+  return std::stoll(launch.substr(launch.rfind(' ', launch.find(" invocations") - 1) + 1));
 }
 
 double ulp(double x) { return std::nextafter(std::fabs(x), INFINITY) - std::fabs(x); }
@@ -116,13 +125,17 @@ TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
   for (auto [rows, cols] :
        std::vector<std::pair<int64_t, int64_t>>{{10, 617}, {10, 6007}, {10, 60013}, {3000, 37}, {8192, 300}}) {
     const auto v = rows_within_32_binades(rows, cols, unsigned(cols));
-    const ir::Graph g = sum_graph(rows, cols, true);
-    auto exe = Executable::compile(emulated, g);
-    for (const auto& k : exe->kernels()) EXPECT_NE(k.launch.find("emulated"), std::string::npos) << k.launch;
-    const auto got = exe->run_host({literal(rows, cols, v)})[0];
-    for (int64_t r = 0; r < rows; ++r) {
-      const double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols}), mine = ir::get_f64(got, r);
-      EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << cols << " columns, row " << r << ": " << bits(mine) << ", want " << bits(want) << " (kernels: " << exe->kernels().size() << ")";
+    for (bool negated : {false, true}) {
+      auto exe = Executable::compile(emulated, sum_graph(rows, cols, true, negated));
+      for (const auto& k : exe->kernels()) EXPECT_NE(k.launch.find("emulated"), std::string::npos) << k.launch;
+      const auto got = exe->run_host({literal(rows, cols, v)})[0];
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols});
+        if (negated) want = -want;
+        const double mine = ir::get_f64(got, r);
+        EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << cols << " columns, row " << r << (negated ? " negated" : "") << ": " << bits(mine)
+                                                   << ", want " << bits(want) << " (kernels: " << exe->kernels().size() << ")";
+      }
     }
   }
 }
@@ -139,7 +152,7 @@ TEST(EmulatedSums, CancelledPartialsGiveWayToTheOthers) {
   const std::string& launch = exe->kernels()[0].launch;
   ASSERT_NE(launch.find("cooperative"), std::string::npos) << launch;
   // Invocation i of the row's workgroup folds the positions i, i + width, ...
-  const int64_t width = std::stoll(launch.substr(launch.rfind(' ', launch.find(" invocations") - 1) + 1));
+  const int64_t width = row_width(launch);
   ASSERT_GT(width, 1) << launch;
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<double> half(0.5, 1);
@@ -189,29 +202,65 @@ TEST(EmulatedSums, SplitSumsStayWithinAnUlp) {
   }
 }
 
-// Infinities and NaNs as Nx's f64 gives them; a total that leaves f64's range is ±inf, and
-// one that comes back within it is the exact total (per-element rounding could give inf).
-TEST(EmulatedSums, SpecialsAndOverflow) {
+// Rows of three and the totals Nx's f64 gives them: infinities and NaNs; a total that leaves
+// f64's range is ±inf, and one that comes back within it is the exact total (per-element
+// rounding could give inf).
+struct SumCase {
+  std::vector<double> row;
+  double want;
+};
+std::vector<SumCase> special_cases() {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::nan(""), max = std::numeric_limits<double>::max();
   const double tiny = std::numeric_limits<double>::denorm_min();
-  struct Case {
-    std::vector<double> row;
-    double want;
-  };
-  const std::vector<Case> cases = {
+  return {
       {{1, inf, 2}, inf},          {{1, -inf, 2}, -inf},      {{inf, 3, -inf}, nan},      {{1, nan, inf}, nan},
       {{max, max, 1}, inf},        {{-max, -max, 1}, -inf},   {{max, max, -max}, max},    {{-0.0, -0.0, -0.0}, 0.0},
       {{1, -1, 0}, 0.0},           {{tiny, tiny, -tiny}, tiny}, {{max, -max, tiny}, tiny}, {{0x1p-1022, -tiny, 0}, 0x1p-1022 - tiny},
       {{1, 0x1p-53, 0x1p-53}, 1 + 0x1p-52},  // two halves of the last place: rounded once, not twice to even
   };
+}
+
+void expect_total(double want, double mine, const std::string& where) {
+  if (std::isnan(want)) EXPECT_TRUE(std::isnan(mine)) << where << bits(mine);
+  else EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << where << bits(mine) << ", want " << bits(want);
+}
+
+TEST(EmulatedSums, SpecialsAndOverflow) {
+  const auto cases = special_cases();
   const int64_t cols = 3, rows = int64_t(cases.size());
   std::vector<double> v;
   for (const auto& c : cases) v.insert(v.end(), c.row.begin(), c.row.end());
   const auto got = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
-  for (int64_t r = 0; r < rows; ++r) {
-    const double want = cases[size_t(r)].want, mine = ir::get_f64(got, r);
-    if (std::isnan(want)) EXPECT_TRUE(std::isnan(mine)) << "row " << r << ": " << bits(mine);
-    else EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << "row " << r << ": " << bits(mine) << ", want " << bits(want);
+  for (int64_t r = 0; r < rows; ++r) expect_total(cases[size_t(r)].want, ir::get_f64(got, r), "row " + std::to_string(r) + ": ");
+}
+
+// The same cases, and cancellations before and after a small element, among zeros in rows long
+// enough that an invocation folds four elements under one test: the case's elements one
+// position of the invocation apart, in its first group of four (which also gives its starting
+// exponent) and across its second and third.
+TEST(EmulatedSums, SpecialsAmongManyElements) {
+  auto cases = special_cases();
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  cases.insert(cases.end(), {{{1, -1, 0x1p-60}, 0x1p-60}, {{0x1p-60, 1, -1}, 0x1p-60}, {{0x1p40, -0x1p40, tiny}, tiny}});
+  // Each case in two rows: a workgroup's loop over each where rows are few, an invocation's
+  // over each where they are many (the cases repeated).
+  for (int64_t rows : {int64_t(2), int64_t(1024)}) {
+    const int64_t cols = 4001;
+    auto exe = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true));
+    ASSERT_EQ(exe->kernels().size(), 1u);
+    const std::string& launch = exe->kernels()[0].launch;
+    const int64_t width = launch.find("cooperative") == std::string::npos ? 1 : row_width(launch);
+    ASSERT_LT(12 * width, cols) << launch;
+    for (size_t first = 0; first < cases.size(); first += size_t(rows / 2)) {
+      auto case_of = [&](int64_t r) { return (first + size_t(r / 2)) % cases.size(); };
+      std::vector<double> v(size_t(rows * cols), 0.0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (size_t k = 0; k < 3; ++k) v[size_t(r * cols + 5 + (int64_t(k) + 3 * (r % 2)) * width)] = cases[case_of(r)].row[k];
+      const auto got = exe->run_host({literal(rows, cols, v)})[0];
+      for (int64_t r = 0; r < rows; ++r)
+        expect_total(cases[case_of(r)].want, ir::get_f64(got, r),
+                     "case " + std::to_string(case_of(r)) + ", row " + std::to_string(r) + " (" + launch + "): ");
+    }
   }
 }
 
