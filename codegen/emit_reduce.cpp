@@ -127,9 +127,10 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     f.step = [&](const Values& acc, Id counter) { return soft::wide_sum_add(s, soft::WideSum::of(acc), element(counter)).values(); };
     // An invocation starts on its first four elements' largest exponent, so that they do
     // not all take the branch that moves it up. Elements read from a buffer are folded four
-    // under one test: the loop and the branch around each cost about a sixth of their
-    // instructions. Computed ones (softmax's exponentials) one by one: four at once measured
-    // slower (docs/portability.md, "Sums round once").
+    // under one test where branches skip the side no invocation takes (not on lavapipe,
+    // which would run four rare steps a group): the loop and the branch around each cost
+    // about a sixth of their instructions. Computed ones (softmax's exponentials) one by
+    // one: four at once measured slower (docs/portability.md, "Sums round once").
     f.group = 4;
     // (Elements a buffer's, read through reshapes, transposes, pads with a constant and the
     // like.)
@@ -138,7 +139,7 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     while ((maps.count(read->op) && read->args.size() == 1) ||
            (read->op == "pad" && read->args.size() == 2 && arg(*read, 1).op == "constant"))
       read = &arg(*read, 0);
-    if (read->op == "parameter")
+    if (read->op == "parameter" && b.common_case_branches())
       f.step_many = [&](const Values& acc, const std::vector<Id>& counters) {
         return soft::wide_sum_add_many(s, soft::WideSum::of(acc), elements(counters)).values();
       };

@@ -171,6 +171,7 @@ class Builder {
   // where their operands and product are normal (soft::f64_mul_branching): for devices
   // whose branches skip the side no invocation takes (codegen/targets: branches_to_common_cases).
   void set_common_case_branches(bool on) { common_case_branches_ = on; }
+  bool common_case_branches() const { return common_case_branches_; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);

@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel.h"
+#include "codegen/targets/launch.h"
 #include "ir/json.h"
 #include "ir/literal.h"
+#include "passes/pass.h"
 #include "runtime/runtime.h"
 
 namespace nxv::runtime {
@@ -234,10 +237,10 @@ TEST(EmulatedSums, SpecialsAndOverflow) {
   for (int64_t r = 0; r < rows; ++r) expect_total(cases[size_t(r)].want, ir::get_f64(got, r), "row " + std::to_string(r) + ": ");
 }
 
-// The same cases, and cancellations before and after a small element, among zeros in rows long
-// enough that an invocation folds four elements under one test: the case's elements one
-// position of the invocation apart, in its first group of four (which also gives its starting
-// exponent) and across its second and third.
+// The same cases, and cancellations before and after a small element, among zeros in long
+// rows: the case's elements one position of the invocation apart, in its first four (which
+// give its starting exponent) and across its next four, which GPUs whose branches skip the
+// side no invocation takes fold under one test (GroupedStepsUnderNvidiasCode runs that here).
 TEST(EmulatedSums, SpecialsAmongManyElements) {
   auto cases = special_cases();
   const double tiny = std::numeric_limits<double>::denorm_min();
@@ -261,6 +264,55 @@ TEST(EmulatedSums, SpecialsAmongManyElements) {
         expect_total(cases[case_of(r)].want, ir::get_f64(got, r),
                      "case " + std::to_string(case_of(r)) + ", row " + std::to_string(r) + " (" + launch + "): ");
     }
+  }
+}
+
+// Where branches skip the side no invocation takes (not lavapipe, which runs both), elements
+// read from a buffer are folded four under one test: NVIDIA's code for the row sums above,
+// run here as a module, gives the same totals.
+TEST(EmulatedSums, GroupedStepsUnderNvidiasCode) {
+  RuntimeOptions o;
+  o.emulate = "f64,i64";
+  o.profile = "none";
+  o.robust_buffer_access = true;
+  auto dev = Device::open(o);
+  codegen::DeviceCaps nvidia = dev->info().caps;
+  nvidia.vendor_id = codegen::target_caps("nvidia").vendor_id;
+  ASSERT_TRUE(codegen::branches_to_common_cases(nvidia));
+  auto cases = special_cases();
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{2, 6007}, {3000, 37}, {1024, 4001}}) {
+    ir::Graph low = sum_graph(rows, cols, true);
+    passes::PassManager(passes::default_pipeline()).run(low);
+    const ir::Node* kernel = nullptr;
+    for (const auto& n : low.nodes)
+      if (n.op == "kernel") kernel = &n;
+    ASSERT_NE(kernel, nullptr);
+    auto kb = codegen::compile_kernel(*kernel, low, nvidia);
+    EXPECT_NE(kb.spirv, codegen::compile_kernel(*kernel, low, dev->info().caps).spirv) << "the target changes the fold";
+    // Rows within 32 binades (exact totals), and every third row a special case, its elements
+    // in one invocation's groups as above.
+    const int64_t width = kb.launch.find("cooperative") == std::string::npos ? 1 : row_width(kb.launch);
+    std::vector<double> v = rows_within_32_binades(rows, cols, unsigned(rows));
+    std::vector<double> want(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      if (r % 3 == 2) {
+        const SumCase& c = cases[size_t(r) % cases.size()];
+        std::fill(v.begin() + r * cols, v.begin() + (r + 1) * cols, 0.0);
+        for (size_t k = 0; k < 3; ++k) v[size_t(r * cols + 5 + int64_t(3 * k + 1) * width)] = c.row[k];
+        want[size_t(r)] = c.want;
+      } else {
+        want[size_t(r)] = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols});
+      }
+    }
+    const ir::Literal in = literal(rows, cols, v);
+    runtime::SpirvLaunch launch;
+    launch.push_constants.assign(kb.push_constant_bytes, 0);
+    for (int i = 0; i < 3; ++i) launch.group_count[i] = kb.group_count[i];
+    auto out = runtime::run_spirv(dev, kb.spirv, {dev->upload(in.type, in.data.data(), in.data.size())}, kernel->results, launch);
+    ir::Literal got{kernel->results[0], std::vector<uint8_t>(kernel->results[0].byte_size())};
+    dev->download(*out[0], got.data.data(), got.data.size());
+    for (int64_t r = 0; r < rows; ++r)
+      expect_total(want[size_t(r)], ir::get_f64(got, r), std::to_string(cols) + " columns, row " + std::to_string(r) + " (" + kb.launch + "): ");
   }
 }
 
