@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
-#include <set>
 
 #include "codegen/emitter.h"
+#include "ir/ops.h"
 
 namespace nxv::codegen {
 
@@ -237,9 +237,8 @@ Index Emitter::squeeze_position(const ir::Node& node, const ir::Node& x, Index& 
 }
 
 std::optional<Index> Emitter::operand_position(const ir::Node& node, Index& index) {
-  static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
   const std::string& op = node.op;
-  if (!maps.count(op)) return std::nullopt;
+  if (!ir::reads_one_element(op)) return std::nullopt;
   const ir::Shape& out = node.type().shape;
   IndexOps ix{*this, node, [&](size_t k) -> const ir::Node& { return arg(node, k); }};
   const ir::Node& x = arg(node, 0);

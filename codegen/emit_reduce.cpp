@@ -8,10 +8,10 @@
 // dots accumulate in f64 where that is cheap (computes_f32_in_f64).
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "codegen/emitter.h"
 #include "codegen/soft_f64_sum.h"
+#include "ir/ops.h"
 
 namespace nxv::codegen {
 
@@ -134,9 +134,8 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
     f.group = 4;
     // (Elements a buffer's, read through reshapes, transposes, pads with a constant and the
     // like.)
-    static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
     const ir::Node* read = &x;
-    while ((maps.count(read->op) && read->args.size() == 1) ||
+    while ((ir::reads_one_element(read->op) && read->args.size() == 1) ||
            (read->op == "pad" && read->args.size() == 2 && arg(*read, 1).op == "constant"))
       read = &arg(*read, 0);
     if (read->op == "parameter" && b.common_case_branches())

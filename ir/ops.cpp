@@ -1,6 +1,7 @@
 #include "ir/ops.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 namespace nxv::ir {
@@ -45,6 +46,11 @@ OpFamily op_family(const std::string& op) {
   }();
   auto it = table.find(op);
   return it == table.end() ? F::Unknown : it->second;
+}
+
+bool reads_one_element(const std::string& op) {
+  static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
+  return maps.count(op) > 0;
 }
 
 bool is_elementwise(OpFamily f) {

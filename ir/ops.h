@@ -41,6 +41,9 @@ OpFamily op_family(const std::string& op);
 inline bool is_known_op(const std::string& op) { return op_family(op) != OpFamily::Unknown; }
 // Computed per element from the same element of its operands (with broadcasting).
 bool is_elementwise(OpFamily f);
+// An index map whose every element is one element of its first operand, read once (reshape,
+// squeeze, broadcast, transpose, reverse, slice; not pad, concatenate or stack).
+bool reads_one_element(const std::string& op);
 
 // The Gather and Scatter ops' attrs.axes (Nx's :axes option): the axes of a rank-`rank`
 // operand that the `depth` components of an index address, increasing; the leading `depth`

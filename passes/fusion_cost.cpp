@@ -149,12 +149,11 @@ bool cheap_prologue(const Node& n) {
 // A concatenate's or stack's operands that are chains of one-read index maps of one value
 // read that value once (Emitter::select_common_source): the value, or nullptr.
 const Node* common_source(const Node& n, const Graph& g, const std::set<NodeId>& members) {
-  static const std::set<std::string> maps = {"reshape", "squeeze", "broadcast", "transpose", "reverse", "slice"};
   if ((n.op != "concatenate" && n.op != "stack") || n.args.size() < 2) return nullptr;
   std::vector<std::vector<const Node*>> chains;
   for (NodeId a : n.args) {
     std::vector<const Node*> chain{&g.node(a)};
-    while (members.count(chain.back()->id) && maps.count(chain.back()->op)) chain.push_back(&g.node(chain.back()->args.at(0)));
+    while (members.count(chain.back()->id) && ir::reads_one_element(chain.back()->op)) chain.push_back(&g.node(chain.back()->args.at(0)));
     chains.push_back(std::move(chain));
   }
   for (const Node* s : chains[0])
