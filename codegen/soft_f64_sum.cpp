@@ -88,11 +88,14 @@ using Words3 = std::array<Id, 3>;
 
 // The significand's three low words shifted right by dist below 32: shift_right_arithmetic4's
 // work for a value of two nonzero words and no sign, with no selects, on every element.
+// A zero element comes here at any dist: its words are 0 at dist mod 32, where a shift by 32
+// or more would be SPIR-V's undefined value (AMD's, Intel's and NIR's shifts take the count
+// mod 32 anyway and NVIDIA's funnel shift has a wrapping form, so drivers fold the mask).
 Words3 placed_near(Soft64& s, const Significand& sig, Id dist) {
-  Id rest = s.op(spv::OpBitwiseXor, {dist, s.c(31)});
+  Id d = s.op(spv::OpBitwiseAnd, {dist, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {d, s.c(31)});
   return {s.low_bits_up(sig.lo, rest),
-          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {sig.lo, dist}), s.low_bits_up(sig.hi, rest)}),
-          s.op(spv::OpShiftRightLogical, {sig.hi, dist})};
+          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {sig.lo, d}), s.low_bits_up(sig.hi, rest)}),
+          s.op(spv::OpShiftRightLogical, {sig.hi, d})};
 }
 
 // The same for any dist (95 or more leave 0).
