@@ -132,8 +132,9 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
       return type == s.uvec2 ? a[0] : done(a[0]);
     }
     // f64 arithmetic.
-    case spv::OpFAdd: return done(f64_add(s, a[0], a[1]));
-    case spv::OpFSub: return done(f64_sub(s, a[0], a[1]));
+    case spv::OpFAdd: return done(latency_bound_ ? f64_add_two_path(s, a[0], a[1]) : f64_add(s, a[0], a[1]));
+    case spv::OpFSub:
+      return done(latency_bound_ ? f64_add_two_path(s, a[0], f64_neg(s, a[1])) : f64_sub(s, a[0], a[1]));
     case spv::OpFMul:
       return done(normal_range_            ? f64_mul_normal(s, a[0], a[1])
                   : common_case_branches_ ? f64_mul_branching(s, a[0], a[1])

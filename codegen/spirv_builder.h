@@ -172,6 +172,10 @@ class Builder {
   // whose branches skip the side no invocation takes (codegen/targets: branches_to_common_cases).
   void set_common_case_branches(bool on) { common_case_branches_ = on; }
   bool common_case_branches() const { return common_case_branches_; }
+  // While set, emulated f64 adds take the form of the shortest dependent chain (soft::
+  // f64_add_two_path) over the one of the fewest instructions: for kernels whose invocations
+  // are too few to fill the device (codegen/targets: latency_bound).
+  void set_latency_bound(bool on) { latency_bound_ = on; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);
@@ -336,6 +340,7 @@ class Builder {
   bool emulate_f64_ = false, emulate_i64_ = false;
   bool normal_range_ = false;
   bool common_case_branches_ = false;
+  bool latency_bound_ = false;
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id

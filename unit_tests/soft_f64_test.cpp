@@ -153,16 +153,25 @@ void sum_operands(std::mt19937_64& rng, Operands& t) {
   if (r & 512) std::swap(t[0], t[1]);
 }
 
+// Both forms of the add: the fewest instructions, and the shortest dependent chain.
+const std::pair<const char*, Id (*)(Soft64&, Id, Id)> kAdds[] = {{"f64_add", soft::f64_add},
+                                                                 {"f64_add_two_path", soft::f64_add_two_path}};
+
 TEST(SoftF64, AddIsIeee) {
-  expect_ieee(cases(2, 101, sum_operands),
-              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
-              [](const std::vector<double>& v) { return v[0] + v[1]; });
+  for (auto [name, add] : kAdds) {
+    SCOPED_TRACE(name);
+    expect_ieee(cases(2, 101, sum_operands), [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
+                [](const std::vector<double>& v) { return v[0] + v[1]; });
+  }
 }
 
 TEST(SoftF64, SubIsIeee) {
-  expect_ieee(cases(2, 102, sum_operands),
-              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sub(s, x[0], x[1]); },
-              [](const std::vector<double>& v) { return v[0] - v[1]; });
+  for (auto [name, add] : kAdds) {
+    SCOPED_TRACE(name);
+    expect_ieee(cases(2, 102, sum_operands),
+                [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], soft::f64_neg(s, x[1])); },
+                [](const std::vector<double>& v) { return v[0] - v[1]; });
+  }
 }
 
 // A significand (52 stored bits) at the edges rounding meets: all ones (a carry into the
@@ -181,7 +190,7 @@ uint64_t edge_fraction(std::mt19937_64& rng) {
 // guard-bit boundaries, the sticky-only clamp), with edge significands; y half an ulp of x
 // (or just off it) for ties; results crossing the subnormal boundary and overflowing.
 void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
-  static const int diffs[] = {0, 1, 2, 3, 9, 10, 11, 12, 31, 32, 33, 51, 52, 53, 54, 55, 56, 61, 62, 63, 64, 65, 66, 100};
+  static const int diffs[] = {0, 1, 2, 3, 9, 10, 11, 12, 31, 32, 33, 51, 52, 53, 54, 55, 56, 61, 62, 63, 64, 65, 66, 84, 85, 94, 95, 96, 97, 100, 128, 200};
   const uint64_t r = rng();
   const int diff = diffs[r % std::size(diffs)];
   int ex;
@@ -201,9 +210,12 @@ void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, AddAtShiftAndRoundingBoundaries) {
-  expect_ieee(cases(2, 107, aligned_sum_operands),
-              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
-              [](const std::vector<double>& v) { return v[0] + v[1]; });
+  for (auto [name, add] : kAdds) {
+    SCOPED_TRACE(name);
+    expect_ieee(cases(2, 107, aligned_sum_operands),
+                [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
+                [](const std::vector<double>& v) { return v[0] + v[1]; });
+  }
 }
 
 // Factors with edge significands whose product lies around the subnormal boundary, one

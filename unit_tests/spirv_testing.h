@@ -2,9 +2,13 @@
 // instructions.
 #pragma once
 
+#include <spirv-tools/libspirv.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <spirv/unified1/spirv.hpp>
@@ -42,6 +46,41 @@ inline size_t function_instructions(const std::vector<uint32_t>& words) {
     if (opcode == spv::OpFunctionEnd) inside = false;
   }
   return count;
+}
+
+// The longest chain of dependent instructions in the module's functions: what bounds the
+// latency of straight-line code once a GPU has no other work to hide it behind (a leapfrog
+// step on few elements). Moves between words and pairs (composite construct, extract, copy,
+// shuffle),
+// loads, access chains and phis count nothing, every other instruction one.
+inline size_t dependent_depth(const std::vector<uint32_t>& words) {
+  struct State {
+    std::unordered_map<uint32_t, size_t> depth;
+    size_t deepest = 0;
+    bool inside = false;
+  } state;
+  auto step = [](void* user, const spv_parsed_instruction_t* inst) {
+    auto& st = *static_cast<State*>(user);
+    const auto opcode = spv::Op(inst->opcode);
+    st.inside = st.inside || opcode == spv::OpFunction;
+    if (!st.inside || !inst->result_id) return SPV_SUCCESS;
+    size_t from = 0;
+    for (uint16_t k = 0; k < inst->num_operands; ++k) {
+      const spv_parsed_operand_t& operand = inst->operands[k];
+      if (operand.type != SPV_OPERAND_TYPE_ID) continue;
+      if (auto it = st.depth.find(inst->words[operand.offset]); it != st.depth.end()) from = std::max(from, it->second);
+    }
+    const bool free = opcode == spv::OpCompositeConstruct || opcode == spv::OpCompositeExtract || opcode == spv::OpCopyObject ||
+                      opcode == spv::OpVectorShuffle || opcode == spv::OpLoad || opcode == spv::OpAccessChain || opcode == spv::OpPhi;
+    const size_t d = from + (free || opcode == spv::OpLabel || opcode == spv::OpFunction ? 0 : 1);
+    st.depth[inst->result_id] = d;
+    st.deepest = std::max(st.deepest, d);
+    return SPV_SUCCESS;
+  };
+  spv_context context = spvContextCreate(SPV_ENV_UNIVERSAL_1_3);
+  spvBinaryParse(context, &state, words.data(), words.size(), nullptr, step, nullptr);
+  spvContextDestroy(context);
+  return state.deepest;
 }
 
 }  // namespace nxv::spirvtest
