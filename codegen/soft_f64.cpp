@@ -333,16 +333,39 @@ Id f64_sqrt(Soft64& s, Id a) {
 // results no underflow shift, and no special case but zero is tested.
 
 Id f64_mul_normal(Soft64& s, Id a, Id b) {
-  F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);
-  F64Normal na = normal_operand(s, pa, 63), nb = normal_operand(s, pb, 63);
-  Id sign = s.op(spv::OpBitwiseXor, {pa.sign, pb.sign});
-  // As f64_mul: the product's high word in [2^62, 2^64), one place down (jamming) where at 63.
-  Wide p = mul_wide(s, na.sig, nb.sig);
-  Id sig = jam(s, p.hi, nonzero(s, p.lo));
-  Id top = s.test(spv::OpSLessThan, {s.hi(sig), s.c(0)});
-  Id exp = s.op(spv::OpIAdd, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {na.exp, nb.exp}), s.c(0x400)}), s.bit(top)});
-  Id r = pack_rounded(s, sign, exp, s.select(top, halve_jam(s, sig), sig), 10);
-  return s.select(s.either(is_zero_normal(s, pa), is_zero_normal(s, pb)), f64_signed_zero(s, sign), r);
+  // The 53-bit significands as they lie in the words (hidden bits set: a zero operand's
+  // product is chosen apart), their 106-bit product as four words w0..w3 from four 32-bit
+  // products, each column summed by a carry tree (a_lo b_hi and a_hi b_lo are below 2^53, so
+  // their high words' sum carries nothing).
+  auto sig_hi = [&](Id v) { return s.op(spv::OpBitwiseOr, {s.op(spv::OpBitwiseAnd, {s.hi(v), s.c(0xfffff)}), s.c(0x100000)}); };
+  Id ah = sig_hi(a), bh = sig_hi(b), al = s.lo(a), bl = s.lo(b);
+  auto [w0, h00] = two_words(s, spv::OpUMulExtended, al, bl);
+  auto [l01, h01] = two_words(s, spv::OpUMulExtended, al, bh);
+  auto [l10, h10] = two_words(s, spv::OpUMulExtended, ah, bl);
+  auto [l11, h11] = two_words(s, spv::OpUMulExtended, ah, bh);
+  auto [middle, c1] = two_words(s, spv::OpIAddCarry, l01, l10);
+  auto [w1, c2] = two_words(s, spv::OpIAddCarry, h00, middle);
+  auto [upper, c3] = two_words(s, spv::OpIAddCarry, s.op(spv::OpIAdd, {h01, h10}), l11);
+  auto [w2, c4] = two_words(s, spv::OpIAddCarry, upper, s.op(spv::OpIAdd, {c1, c2}));
+  Id w3 = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {h11, c3}), c4});
+  // The product lies in [2^104, 2^106): q its 53 bits from 104 or 105 down, each way rounded
+  // beside the other (the contract keeps the result normal: no overflow or underflow).
+  auto field = [&](Id v) { return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(20)}), s.c(0x7ff)}); };
+  Id fa = field(a), fb = field(b);
+  Id sign = s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseXor, {s.hi(a), s.hi(b)}), s.c(0x80000000u)});
+  Id e = s.op(spv::OpIAdd, {fa, fb});  // the result's exponent field + 1023, one more from 2^105
+  Id jam = s.bit(s.test(spv::OpINotEqual, {w0, s.c(0)}));
+  auto window = [&](uint32_t k, Id bias) {
+    return Window{s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {w1, s.c(k)}), s.op(spv::OpShiftLeftLogical, {w2, s.c(32 - k)})}),
+                  s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {w2, s.c(k)}), s.op(spv::OpShiftLeftLogical, {w3, s.c(32 - k)})}),
+                  s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {w1, s.c(k)}), s.c(1)}),
+                  s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {w1, s.c(32 - k)}), jam}),
+                  s.op(spv::OpBitwiseOr, {sign, s.op(spv::OpShiftLeftLogical, {s.op(spv::OpISub, {e, bias}), s.c(20)})})};
+  };
+  Id top = s.test(spv::OpUGreaterThanEqual, {w3, s.c(0x200)});
+  Id r = s.select(top, rounded(s, window(21, s.c(1023))), rounded(s, window(20, s.c(1024))));
+  Id zero = s.either(s.test(spv::OpIEqual, {fa, s.c(0)}), s.test(spv::OpIEqual, {fb, s.c(0)}));
+  return s.select(zero, s.pair(s.c(0), sign), r);
 }
 
 Id f64_mul_branching(Soft64& s, Id a, Id b) {

@@ -52,24 +52,6 @@ Aligned align(Soft64& s, Id y, Id d, Id sticky) {
           s.op(spv::OpBitwiseOr, {w0, s.bit(sticky)})};
 }
 
-// One way to normalise the far path's sum: its significand q (leading 1 at bit 52), q's last
-// bit (from the sum's words, not through q), the word below q's last place (the round bit
-// at its top, the sticky bits under it), and the high word's part from exponent and sign.
-struct Window {
-  Id q_lo, q_hi, odd, below, high;
-};
-
-// The window's f64: q rounded to nearest even, packed by adding high to its high word (q's
-// hidden bit adds the one that high's exponent is short of; a rounding carry into bit 53
-// moves the exponent up, from the largest one to inf's bits). q + 1 is formed beside q.
-Id rounded(Soft64& s, const Window& w) {
-  // Up above half an ulp, or at half where q is odd: below >= 0x80000001 - odd.
-  Id up = s.test(spv::OpUGreaterThanEqual, {w.below, s.op(spv::OpISub, {s.c(0x80000001u), w.odd})});
-  Id hi = s.op(spv::OpIAdd, {w.q_hi, w.high});
-  auto [next_lo, carry] = two_words(s, spv::OpIAddCarry, w.q_lo, s.c(1));
-  return s.pair(s.select32(up, next_lo, w.q_lo), s.select32(up, s.op(spv::OpIAdd, {hi, carry}), hi));
-}
-
 // The far path: x ± y for x of exponent ex and y aligned to it, rounded once (borrow:
 // whether y had bits below its high words). The sum's leading 1 is at x's,
 // one place above (a carry) or one below (a borrow), so normalising is a choice of three

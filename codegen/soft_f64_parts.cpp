@@ -83,6 +83,14 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
                 s.op(spv::OpBitwiseOr, {sign, s.select32(overflow, s.c(0x7ff00000), hi)}));
 }
 
+Id rounded(Soft64& s, const Window& w) {
+  // Up above half an ulp, or at half where q is odd: below >= 0x80000001 - odd.
+  Id up = s.test(spv::OpUGreaterThanEqual, {w.below, s.op(spv::OpISub, {s.c(0x80000001u), w.odd})});
+  Id hi = s.op(spv::OpIAdd, {w.q_hi, w.high});
+  auto [next_lo, carry] = two_words(s, spv::OpIAddCarry, w.q_lo, s.c(1));
+  return s.pair(s.select32(up, next_lo, w.q_lo), s.select32(up, s.op(spv::OpIAdd, {hi, carry}), hi));
+}
+
 Id round_pack(Soft64& s, Id sign, Id exp, Id sig, uint32_t k) {
   Id tiny = s.test(spv::OpSLessThan, {exp, s.c(0)});
   sig = shift_right_jam(s, sig, s.select32(tiny, s.op(spv::OpISub, {s.c(0), exp}), s.c(0)));

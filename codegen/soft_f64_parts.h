@@ -64,6 +64,19 @@ Id pack_rounded(Soft64& s, Id sign, Id exp, Id sig, uint32_t k);
 // exp; a sig with bit 63 set is shifted right one place, jamming).
 Id normalize_round_pack(Soft64& s, Id sign, Id exp, Id sig);
 
+// One way to normalise a wide result where the choice waits on its leading bit: its
+// significand q (leading 1 at bit 52), q's last bit (from the result's words, not through
+// q), the word below q's last place (the round bit at its top, the sticky bits under it),
+// and the high word's part from the sign and the exponent less one. Routines of the shortest
+// dependent chain round each window beside the others and choose last.
+struct Window {
+  Id q_lo, q_hi, odd, below, high;
+};
+// The window's f64: q rounded to nearest even, packed by adding high to its high word (q's
+// hidden bit adds the one that high's exponent is short of; a rounding carry into bit 53
+// moves the exponent up, from the largest one to inf's bits). q + 1 is formed beside q.
+Id rounded(Soft64& s, const Window& w);
+
 // A struct-valued u32 instruction (OpIAddCarry, OpISubBorrow, OpUMulExtended) as its two
 // members: the low word and the carry, borrow or high word.
 std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y);
