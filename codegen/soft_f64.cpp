@@ -1,4 +1,4 @@
-// soft_f64.h's arithmetic: add, sub, mul, div, fma, sqrt, neg and abs on the uvec2 bits of
+// soft_f64.h's arithmetic: add, mul, div, fma, sqrt, neg and abs on the uvec2 bits of
 // an f64, correctly rounded through soft_f64_parts.h's round_pack.
 #include "codegen/soft_f64.h"
 
@@ -170,8 +170,6 @@ Id f64_add(Soft64& s, Id a, Id b) {
   Id finite = s.select(cancel, s.c64(0), r);
   return s.select(special, s.select(cancel, f64_default_nan(s), s.pair(x_lo, x_hi)), finite);
 }
-
-Id f64_sub(Soft64& s, Id a, Id b) { return f64_add(s, a, f64_neg(s, b)); }
 
 Id f64_mul(Soft64& s, Id a, Id b) {
   F64Parts pa = f64_unpack(s, a), pb = f64_unpack(s, b);

@@ -7,9 +7,9 @@
 
 namespace nxv::codegen::soft {
 
-// Arithmetic (OpFAdd, OpFSub, OpFMul, OpFDiv, OpFNegate, GLSL Fma with one rounding, Sqrt).
+// Arithmetic (OpFAdd, OpFMul, OpFDiv, OpFNegate, GLSL Fma with one rounding, Sqrt; OpFSub
+// adds the negated operand).
 Id f64_add(Soft64& s, Id a, Id b);
-Id f64_sub(Soft64& s, Id a, Id b);
 // f64_add's sum by a two-path adder: about twice its instructions (272 against 135) for
 // half its longest dependent chain (22 against 42), for kernels whose invocations are too
 // few to fill the device, which wait on that chain (Builder::set_latency_bound).

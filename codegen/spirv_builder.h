@@ -69,7 +69,8 @@ class Builder {
   // OpIsNan/OpIsInf on f32 and/or f64 values become tests on their bits (special_bits.cpp):
   // for the widths whose kernels cannot declare SignedZeroInfNanPreserve.
   void test_specials_on_bits(bool f32, bool f64);
-  // What the module computes in software so far: "f64", "i64", "f64, i64" or "".
+  // What the module computes in software so far: "f64", "i64", "f64, i64" or "", f64 said
+  // as "f64 (two-path adds)" where its adds took soft::f64_add_two_path (set_latency_bound).
   std::string emulated_types() const;
   // The type of a result, phi or constant made through this builder (0 for others).
   Id type_of(Id id) const { return id < type_of_.size() ? type_of_[id] : 0; }
@@ -341,6 +342,7 @@ class Builder {
   bool normal_range_ = false;
   bool common_case_branches_ = false;
   bool latency_bound_ = false;
+  bool two_path_adds_ = false;  // an emulated add took f64_add_two_path
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id
