@@ -342,17 +342,18 @@ Id f64_mul_normal(Soft64& s, Id a, Id b) {
   auto [l10, h10] = two_words(s, spv::OpUMulExtended, ah, bl);
   auto [l11, h11] = two_words(s, spv::OpUMulExtended, ah, bh);
   auto [middle, c1] = two_words(s, spv::OpIAddCarry, l01, l10);
-  auto [w1, c2] = two_words(s, spv::OpIAddCarry, h00, middle);
+  auto [sum1, c2] = two_words(s, spv::OpIAddCarry, h00, middle);
   auto [upper, c3] = two_words(s, spv::OpIAddCarry, s.op(spv::OpIAdd, {h01, h10}), l11);
-  auto [w2, c4] = two_words(s, spv::OpIAddCarry, upper, s.op(spv::OpIAdd, {c1, c2}));
-  Id w3 = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {h11, c3}), c4});
+  auto [sum2, c4] = two_words(s, spv::OpIAddCarry, upper, s.op(spv::OpIAdd, {c1, c2}));
+  // (Plain ids for the lambda below: C++20 lets clang 14 capture no structured binding.)
+  const Id w1 = sum1, w2 = sum2, w3 = s.op(spv::OpIAdd, {s.op(spv::OpIAdd, {h11, c3}), c4});
+  const Id jam = s.bit(s.test(spv::OpINotEqual, {w0, s.c(0)}));
   // The product lies in [2^104, 2^106): q its 53 bits from 104 or 105 down, each way rounded
   // beside the other (the contract keeps the result normal: no overflow or underflow).
   auto field = [&](Id v) { return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(20)}), s.c(0x7ff)}); };
   Id fa = field(a), fb = field(b);
   Id sign = s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseXor, {s.hi(a), s.hi(b)}), s.c(0x80000000u)});
   Id e = s.op(spv::OpIAdd, {fa, fb});  // the result's exponent field + 1023, one more from 2^105
-  Id jam = s.bit(s.test(spv::OpINotEqual, {w0, s.c(0)}));
   auto window = [&](uint32_t k, Id bias) {
     return Window{s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {w1, s.c(k)}), s.op(spv::OpShiftLeftLogical, {w2, s.c(32 - k)})}),
                   s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {w2, s.c(k)}), s.op(spv::OpShiftLeftLogical, {w3, s.c(32 - k)})}),

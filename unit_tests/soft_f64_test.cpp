@@ -158,16 +158,18 @@ const std::pair<const char*, Id (*)(Soft64&, Id, Id)> kAdds[] = {{"f64_add", sof
                                                                  {"f64_add_two_path", soft::f64_add_two_path}};
 
 TEST(SoftF64, AddIsIeee) {
-  for (auto [name, add] : kAdds) {
-    SCOPED_TRACE(name);
+  for (const auto& form : kAdds) {
+    SCOPED_TRACE(form.first);
+    auto* add = form.second;
     expect_ieee(cases(2, 101, sum_operands), [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
                 [](const std::vector<double>& v) { return v[0] + v[1]; });
   }
 }
 
 TEST(SoftF64, SubIsIeee) {
-  for (auto [name, add] : kAdds) {
-    SCOPED_TRACE(name);
+  for (const auto& form : kAdds) {
+    SCOPED_TRACE(form.first);
+    auto* add = form.second;
     expect_ieee(cases(2, 102, sum_operands),
                 [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], soft::f64_neg(s, x[1])); },
                 [](const std::vector<double>& v) { return v[0] - v[1]; });
@@ -210,8 +212,9 @@ void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST(SoftF64, AddAtShiftAndRoundingBoundaries) {
-  for (auto [name, add] : kAdds) {
-    SCOPED_TRACE(name);
+  for (const auto& form : kAdds) {
+    SCOPED_TRACE(form.first);
+    auto* add = form.second;
     expect_ieee(cases(2, 107, aligned_sum_operands),
                 [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
                 [](const std::vector<double>& v) { return v[0] + v[1]; });
