@@ -350,8 +350,7 @@ Id f64_mul_normal(Soft64& s, Id a, Id b) {
   const Id jam = s.bit(s.test(spv::OpINotEqual, {w0, s.c(0)}));
   // The product lies in [2^104, 2^106): q its 53 bits from 104 or 105 down, each way rounded
   // beside the other (the contract keeps the result normal: no overflow or underflow).
-  auto field = [&](Id v) { return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(20)}), s.c(0x7ff)}); };
-  Id fa = field(a), fb = field(b);
+  Id fa = f64_exponent_field(s, s.hi(a)), fb = f64_exponent_field(s, s.hi(b));
   Id sign = s.op(spv::OpBitwiseAnd, {s.op(spv::OpBitwiseXor, {s.hi(a), s.hi(b)}), s.c(0x80000000u)});
   Id e = s.op(spv::OpIAdd, {fa, fb});  // the result's exponent field + 1023, one more from 2^105
   auto window = [&](uint32_t k, Id bias) {
@@ -368,8 +367,7 @@ Id f64_mul_normal(Soft64& s, Id a, Id b) {
 }
 
 Id f64_mul_branching(Soft64& s, Id a, Id b) {
-  auto field = [&](Id v) { return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {s.hi(v), s.c(20)}), s.c(0x7ff)}); };
-  Id fa = field(a), fb = field(b);
+  Id fa = f64_exponent_field(s, s.hi(a)), fb = f64_exponent_field(s, s.hi(b));
   auto normal = [&](Id f) { return s.test(spv::OpULessThan, {s.op(spv::OpISub, {f, s.c(1)}), s.c(2046)}); };
   Id sum_in_range = s.test(spv::OpULessThan, {s.op(spv::OpISub, {s.op(spv::OpIAdd, {fa, fb}), s.c(1024)}), s.c(2044)});
   Id common = s.both(s.both(normal(fa), normal(fb)), sum_in_range);

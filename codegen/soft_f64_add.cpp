@@ -32,27 +32,8 @@ Addend addend(Soft64& s, Id hi, Id lo) {
   return {abs, exp, s.pair(lo, sig_hi), lowest32, s.test(spv::OpIEqual, {s.op(spv::OpBitwiseOr, {abs, lo}), s.c(0)})};
 }
 
-// y's significand times 2^32 shifted right by d (any u32) as three words, high first, with
-// `sticky` (whether any bits were shifted out) jammed into bit 0 of the low one: 32 guard
-// bits below x's last place.
-struct Aligned {
-  Id w2, w1, w0;
-};
-Aligned align(Soft64& s, Id y, Id d, Id sticky) {
-  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
-  auto from = [&](uint32_t k) { return s.test(spv::OpUGreaterThanEqual, {d, s.c(k)}); };
-  Id words1 = from(32), words2 = from(64), words3 = from(96);
-  Id lo = s.lo(y), hi = s.hi(y), zero = s.c(0);
-  // The words for d below 32; each further 32 places move them one word down.
-  Id top = s.op(spv::OpShiftRightLogical, {hi, m});
-  Id mid = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {lo, m}), s.low_bits_up(hi, rest)});
-  Id low = s.low_bits_up(lo, rest);
-  Id w0 = s.select32(words1, s.select32(words2, s.select32(words3, zero, top), mid), low);
-  return {s.select32(words1, zero, top), s.select32(words1, s.select32(words2, zero, top), mid),
-          s.op(spv::OpBitwiseOr, {w0, s.bit(sticky)})};
-}
-
-// The far path: x ± y for x of exponent ex and y aligned to it, rounded once (borrow:
+// The far path: x ± y for x of exponent ex and y aligned to it (shifted_below, the sticky
+// bit jammed into its low word: 32 guard bits below x's last place), rounded once (borrow:
 // whether y had bits below its high words). The sum's leading 1 is at x's,
 // one place above (a carry) or one below (a borrow), so normalising is a choice of three
 // windows, each rounded beside the others. Where an addition carries from the largest
@@ -60,13 +41,13 @@ Aligned align(Soft64& s, Id y, Id d, Id sticky) {
 struct Far {
   Id bits, overflow;
 };
-Far far_sum(Soft64& s, Id sign, Id ex, Id x, const Aligned& y, Id borrow, Id subtract) {
+Far far_sum(Soft64& s, Id sign, Id ex, Id x, const Words<3>& y, Id borrow, Id subtract) {
   // x 2^32 - y is (x - y's high words - borrow) 2^32 + (-w0): x + ~y + 1 - borrow, that is
   // x + ~y or (x + 1) + ~y.
   Id mask = s.select32(subtract, s.c(~0u), s.c(0));
-  Id ym = s.pair(s.op(spv::OpBitwiseXor, {y.w1, mask}), s.op(spv::OpBitwiseXor, {y.w2, mask}));
+  Id ym = s.pair(s.op(spv::OpBitwiseXor, {y[1], mask}), s.op(spv::OpBitwiseXor, {y[2], mask}));
   Id top = s.select(s.both(subtract, s.isnt(borrow)), i64_add(s, i64_add(s, x, s.c64(1)), ym), i64_add(s, x, ym));
-  Id s2 = s.hi(top), s1 = s.lo(top), s0 = s.op(spv::OpISub, {s.op(spv::OpBitwiseXor, {y.w0, mask}), mask});
+  Id s2 = s.hi(top), s1 = s.lo(top), s0 = s.op(spv::OpISub, {s.op(spv::OpBitwiseXor, {y[0], mask}), mask});
   // (An addition's sum is below x's leading place only where x is subnormal: it stays.)
   Id carried = s.test(spv::OpUGreaterThanEqual, {s2, s.c(0x200000)});
   Id lowered = s.test(spv::OpULessThan, {s2, s.select32(subtract, s.c(0x100000), s.c(0))});
@@ -132,8 +113,9 @@ Id f64_add_two_path(Soft64& s, Id a, Id b) {
   Id y_lowest32 = s.select32(b_above, pa.lowest32, pb.lowest32);
   Id sticky = s.test(spv::OpULessThan, {y_lowest32, d});
   Id borrow = s.test(spv::OpULessThan, {y_lowest32, s.op(spv::OpIAdd, {d, s.c(32)})});
-  Far far = far_sum(s, sign, ex, s.select(b_above, pb.sig, pa.sig), align(s, s.select(b_above, pa.sig, pb.sig), d, sticky),
-                    borrow, subtract);
+  Words<3> y = shifted_below(s, s.select(b_above, pa.sig, pb.sig), d);
+  y[0] = s.op(spv::OpBitwiseOr, {y[0], s.bit(sticky)});
+  Far far = far_sum(s, sign, ex, s.select(b_above, pb.sig, pa.sig), y, borrow, subtract);
   Near near = near_difference(s, pa, pb, sign);
   // An inf or NaN operand: the larger one, unless the other is its opposite (x NaN or
   // inf - inf: NaN either way). The paths' results are the last choices made, being the

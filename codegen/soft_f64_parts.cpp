@@ -13,9 +13,12 @@ std::pair<Id, Id> two_words(Soft64& s, spv::Op opcode, Id x, Id y) {
 
 F64Parts f64_unpack(Soft64& s, Id a) {
   Id hi = s.hi(a);
-  return {s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)}),
-          s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)}),
+  return {s.op(spv::OpBitwiseAnd, {hi, s.c(0x80000000u)}), f64_exponent_field(s, hi),
           s.pair(s.lo(a), s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)}))};
+}
+
+Id f64_exponent_field(Soft64& s, Id hi) {
+  return s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
 }
 
 Id f64_parts_nan(Soft64& s, const F64Parts& p) {
@@ -125,6 +128,19 @@ Wide mul_wide(Soft64& s, Id a, Id b) {
 Id mul32_wide(Soft64& s, Id x, Id y) {
   auto [low, high] = two_words(s, spv::OpUMulExtended, x, y);
   return s.pair(low, high);
+}
+
+Words<3> shifted_below(Soft64& s, Id v, Id d) {
+  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  auto from = [&](uint32_t k) { return s.test(spv::OpUGreaterThanEqual, {d, s.c(k)}); };
+  Id words1 = from(32), words2 = from(64), words3 = from(96);
+  Id lo = s.lo(v), hi = s.hi(v), zero = s.c(0);
+  // The words for d below 32; each further 32 places move them one word down.
+  Id top = s.op(spv::OpShiftRightLogical, {hi, m});
+  Id mid = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {lo, m}), s.low_bits_up(hi, rest)});
+  Id low = s.low_bits_up(lo, rest);
+  return {s.select32(words1, s.select32(words2, s.select32(words3, zero, top), mid), low),
+          s.select32(words1, s.select32(words2, zero, top), mid), s.select32(words1, zero, top)};
 }
 
 Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {

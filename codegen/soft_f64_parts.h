@@ -17,6 +17,8 @@ struct F64Parts {
   Id sign, exp, frac;
 };
 F64Parts f64_unpack(Soft64& s, Id a);
+// The biased exponent field (0..0x7ff) of an f64 whose high word is `hi`.
+Id f64_exponent_field(Soft64& s, Id hi);
 
 // Predicates on the fields (bools): NaN, ±inf, ±0.
 Id f64_parts_nan(Soft64& s, const F64Parts& p);
@@ -120,6 +122,12 @@ Words<N> negate_words_if(Soft64& s, const Words<N>& x, Id mask, Id carry) {
   }
   return r;
 }
+
+// v 2^32 >> d for a uvec2 v and any u32 d, as three words (bits shifted out dropped; 96
+// places and more leave 0): an operand aligned below another with a guard word. Each word
+// is shifted before the choice by d's word count, so that the shifts wait only on d's low
+// bits.
+Words<3> shifted_below(Soft64& s, Id v, Id d);
 
 // 128-bit values: fma's exact sums, the wide sums' accumulators.
 using Words4 = Words<4>;

@@ -98,19 +98,8 @@ Words3 placed_near(Soft64& s, const Significand& sig, Id dist) {
           s.op(spv::OpShiftRightLogical, {sig.hi, d})};
 }
 
-// The same for any dist (95 or more leave 0).
-Words3 placed_far(Soft64& s, const Significand& sig, Id dist) {
-  Id d = s.b.ext(GLSLstd450UMin, s.u32, {dist, s.c(95)});
-  Id r = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {r, s.c(31)});
-  Id q = s.op(spv::OpShiftRightLogical, {d, s.c(5)});
-  Id q0 = s.test(spv::OpIEqual, {q, s.c(0)}), q1 = s.test(spv::OpIEqual, {q, s.c(1)});
-  Id src0 = s.select32(q0, s.c(0), s.select32(q1, sig.lo, sig.hi));
-  Id src1 = s.select32(q0, sig.lo, s.select32(q1, sig.hi, s.c(0)));
-  Id src2 = s.select32(q0, sig.hi, s.c(0));
-  return {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src0, r}), s.low_bits_up(src1, rest)}),
-          s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {src1, r}), s.low_bits_up(src2, rest)}),
-          s.op(spv::OpShiftRightLogical, {src2, r})};
-}
+// The same for any dist (96 or more leave 0).
+Words3 placed_far(Soft64& s, const Significand& sig, Id dist) { return shifted_below(s, s.pair(sig.lo, sig.hi), dist); }
 
 // An element's words, exponent (a subnormal's as 1, an inf's or NaN's as 0x7ff) and
 // significand, and whether it is nonzero.
@@ -121,7 +110,7 @@ struct Element {
 };
 Element element(Soft64& s, Id x) {
   Id hi = s.hi(x), lo = s.lo(x);
-  Id field = s.op(spv::OpBitwiseAnd, {s.op(spv::OpShiftRightLogical, {hi, s.c(20)}), s.c(0x7ff)});
+  Id field = f64_exponent_field(s, hi);
   Id frac_hi = s.op(spv::OpBitwiseAnd, {hi, s.c(0xfffff)});
   Id hidden = s.op(spv::OpShiftLeftLogical, {s.b.ext(GLSLstd450UMin, s.u32, {field, s.c(1)}), s.c(20)});
   Id nonzero = s.test(spv::OpINotEqual, {s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftLeftLogical, {hi, s.c(1)}), lo}), s.c(0)});
