@@ -132,6 +132,66 @@ Words4 add_signed(Soft64& s, const Words4& m, const Words3& w, Id hi) {
                    s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
 }
 
+// Where the builder computes on native 64-bit integers (Builder::native_int64), m's words as
+// two u64 (low, high) and an element as a signed 128-bit value in two more: the add is then
+// two 64-bit adds, whose carries drivers keep in their add-with-carry instructions (on
+// NVIDIA's, 32-bit words' carries are compares and predicated moves).
+Id as_u64(Soft64& s, Id low, Id high) { return s.b.op(spv::OpBitcast, s.b.type_int(64), {s.pair(low, high)}); }
+std::pair<Id, Id> words_of(Soft64& s, Id v) {
+  Id w = s.b.op(spv::OpBitcast, s.uvec2, {v});
+  return {s.b.op(spv::OpCompositeExtract, s.u32, {w}, {0}), s.b.op(spv::OpCompositeExtract, s.u32, {w}, {1})};
+}
+Words4 add_wide(Soft64& s, const Words4& m, std::pair<Id, Id> v) {
+  const Id u64 = s.b.type_int(64);
+  Id carry_type = s.b.type_struct({u64, u64});
+  Id low = s.b.op(spv::OpIAddCarry, carry_type, {as_u64(s, m[0], m[1]), v.first});
+  Id carry = s.b.op(spv::OpCompositeExtract, u64, {low}, {1});
+  Id high = s.b.op(spv::OpIAdd, u64, {s.b.op(spv::OpIAdd, u64, {as_u64(s, m[2], m[3]), v.second}), carry});
+  auto [m0, m1] = words_of(s, s.b.op(spv::OpCompositeExtract, u64, {low}, {0}));
+  auto [m2, m3] = words_of(s, high);
+  return {m0, m1, m2, m3};
+}
+
+// An element ready for adding into m: its placed words and sign (add_signed), or, with
+// native 64-bit integers, its signed value (add_wide).
+struct Addend {
+  std::vector<Id> values;
+};
+std::vector<Id> addend_types(Soft64& s) {
+  return s.b.native_int64() ? std::vector<Id>(2, s.b.type_int(64)) : std::vector<Id>(3, s.u32);
+}
+Words4 plus(Soft64& s, const Words4& m, const Addend& a, const Element& x) {
+  const auto& v = a.values;
+  return s.b.native_int64() ? add_wide(s, m, {v.at(0), v.at(1)}) : add_signed(s, m, {v.at(0), v.at(1), v.at(2)}, x.hi);
+}
+
+// The element at gap below acc's exponent, gap below 32 (or the element 0). In 64-bit
+// integers: the signed significand v times 2^(32 - d) is v << (32 - d) in the low u64 and
+// v's high word shifted right by d, arithmetically, in the high one.
+Addend near_addend(Soft64& s, const Element& x, Id gap) {
+  if (!s.b.native_int64()) {
+    Words3 w = placed_near(s, x.sig, gap);
+    return {{w[0], w[1], w[2]}};
+  }
+  const Id u64 = s.b.type_int(64);
+  Id mask = s.op(spv::OpShiftRightArithmetic, {x.hi, s.c(31)});
+  Id mask64 = as_u64(s, mask, mask);
+  Id v = s.b.op(spv::OpISub, u64, {s.b.op(spv::OpBitwiseXor, u64, {as_u64(s, x.sig.lo, x.sig.hi), mask64}), mask64});
+  Id d = s.op(spv::OpBitwiseAnd, {gap, s.c(31)});
+  Id v_high = words_of(s, v).second;
+  return {{s.b.op(spv::OpShiftLeftLogical, u64, {v, s.op(spv::OpISub, {s.c(32), d})}),
+           as_u64(s, s.op(spv::OpShiftRightArithmetic, {v_high, d}), s.op(spv::OpShiftRightArithmetic, {v_high, s.c(31)}))}};
+}
+
+// The element dist below the exponent it is added on, for any dist; for code in a branch.
+Addend far_addend(Soft64& s, const Element& x, Id dist) {
+  Words3 w = placed_far(s, x.sig, dist);
+  if (!s.b.native_int64()) return {{w[0], w[1], w[2]}};
+  Id mask = s.op(spv::OpShiftRightArithmetic, {x.hi, s.c(31)});
+  Words4 v = negate_words_if(s, Words4{w[0], w[1], w[2], s.c(0)}, mask, s.op(spv::OpShiftRightLogical, {x.hi, s.c(31)}));
+  return {{as_u64(s, v[0], v[1]), as_u64(s, v[2], v[3])}};
+}
+
 }  // namespace
 
 std::vector<Id> WideSum::values() const { return {exp, m[0], m[1], m[2], m[3], flags}; }
@@ -154,7 +214,8 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   // exponent of a larger sum that cancelled, and is shifted by the general routine. A zero
   // adds nothing at any gap. The branch's code its first instruction keeps inside.
   Id gap = s.op(spv::OpISub, {acc.exp, e});
-  const std::vector<Id> types(9, s.u32);
+  std::vector<Id> types(6, s.u32);
+  for (Id t : addend_types(s)) types.push_back(t);
   auto moved = s.b.if_else(
       far(s, el, gap), types,
       [&] {
@@ -168,19 +229,21 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
         WideSum n = normalized(s, acc);
         Id exp = s.select32(special, acc.exp, s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}));
         Words4 m = shift_right_arithmetic4(s, n.m, s.op(spv::OpISub, {exp, n.exp}));
-        Words3 w = placed_far(s, sig, s.op(spv::OpISub, {exp, e}));
+        Addend a = far_addend(s, {hi_here, lo, e, sig, el.nonzero}, s.op(spv::OpISub, {exp, e}));
         std::vector<Id> v{exp};
         for (int i = 0; i < 4; ++i) v.push_back(s.select32(special, acc.m[i], m[i]));
         v.push_back(s.op(spv::OpBitwiseOr, {acc.flags, flag}));
-        v.insert(v.end(), w.begin(), w.end());
+        v.insert(v.end(), a.values.begin(), a.values.end());
         return v;
       },
       [&] {
-        Words3 w = placed_near(s, sig, gap);
-        return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags, w[0], w[1], w[2]};
+        Addend a = near_addend(s, el, gap);
+        std::vector<Id> v{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags};
+        v.insert(v.end(), a.values.begin(), a.values.end());
+        return v;
       });
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
-  return {moved[0], add_signed(s, m, {moved[6], moved[7], moved[8]}, hi), moved[5]};
+  return {moved[0], plus(s, m, {{moved.begin() + 6, moved.end()}}, el), moved[5]};
 }
 
 WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs) {
@@ -217,7 +280,7 @@ WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& 
       },
       [&] {
         Words4 m = acc.m;
-        for (size_t i = 0; i < els.size(); ++i) m = add_signed(s, m, placed_near(s, els[i].sig, gaps[i]), els[i].hi);
+        for (size_t i = 0; i < els.size(); ++i) m = plus(s, m, near_addend(s, els[i], gaps[i]), els[i]);
         return WideSum{acc.exp, m, acc.flags}.values();
       }));
 }
@@ -239,7 +302,8 @@ WideSum wide_sum_rescaled(Soft64& s, const WideSum& acc, Id exp) {
 }
 
 WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b) {
-  return {a.exp, add_words(s, a.m, b.m), s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
+  Words4 m = s.b.native_int64() ? add_wide(s, a.m, {as_u64(s, b.m[0], b.m[1]), as_u64(s, b.m[2], b.m[3])}) : add_words(s, a.m, b.m);
+  return {a.exp, m, s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
 }
 
 Id wide_sum_round(Soft64& s, const WideSum& acc) {

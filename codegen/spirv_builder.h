@@ -177,6 +177,12 @@ class Builder {
   // f64_add_two_path) over the one of the fewest instructions: for kernels whose invocations
   // are too few to fill the device (codegen/targets: latency_bound).
   void set_latency_bound(bool on) { latency_bound_ = on; }
+  // While set, emulated f64 routines may compute on 64-bit integers: for devices with
+  // shaderInt64 whose s64 is not emulated (Apple's, Intel Arc's), where a 64-bit add keeps
+  // its carry in the driver's add-with-carry instructions and 32-bit words' carries are
+  // compares.
+  void set_native_int64(bool on) { native_int64_ = on && !emulate_i64_; }
+  bool native_int64() const { return native_int64_; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);
@@ -342,6 +348,7 @@ class Builder {
   bool normal_range_ = false;
   bool common_case_branches_ = false;
   bool latency_bound_ = false;
+  bool native_int64_ = false;
   bool two_path_adds_ = false;  // an emulated add took f64_add_two_path
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;

@@ -16,6 +16,7 @@
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
+#include "spirv_testing.h"
 
 namespace nxv::runtime {
 namespace {
@@ -53,6 +54,12 @@ double exact_sum(const std::vector<double>& xs) {
   }
   return hi;
 }
+
+// Each test runs with s64 emulated too, the sum's words then added as 32-bit integers, and
+// with f64 alone, as on Apple's and Intel Arc's GPUs, where they are added as 64-bit ones.
+class EmulatedSums : public testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Words32, EmulatedSums, testing::Values("f64,i64"));
+INSTANTIATE_TEST_SUITE_P(Words64, EmulatedSums, testing::Values("f64"));
 
 std::shared_ptr<Device> device(const std::string& emulate) {
   RuntimeOptions o;
@@ -119,8 +126,8 @@ std::vector<double> rows_within_32_binades(int64_t rows, int64_t cols, unsigned 
   return v;
 }
 
-TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
-  auto emulated = device("f64,i64");
+TEST_P(EmulatedSums, RowsRoundTheExactTotalOnce) {
+  auto emulated = device(GetParam());
   // Below 65536 a row is one fold (longer ones split: SplitSumsStayWithinAnUlp): a workgroup's
   // for few long rows, an invocation's loop for many short ones, and for many rows of a few
   // hundred a workgroup of 64 (whose subgroups' totals, on lavapipe's 8 lanes, combine by
@@ -146,8 +153,8 @@ TEST(EmulatedSums, RowsRoundTheExactTotalOnce) {
 // Partials meet on the largest exponent among them; one that cancelled to nothing on a large
 // exponent (an invocation whose only elements were +2^60 and -2^60, its last two) is first
 // brought down, so that the others keep their bits and the row its exact total.
-TEST(EmulatedSums, CancelledPartialsGiveWayToTheOthers) {
-  auto emulated = device("f64,i64");
+TEST_P(EmulatedSums, CancelledPartialsGiveWayToTheOthers) {
+  auto emulated = device(GetParam());
   const int64_t rows = 4, cols = 6007;
   const ir::Graph g = sum_graph(rows, cols, true);
   auto exe = Executable::compile(emulated, g);
@@ -176,13 +183,13 @@ TEST(EmulatedSums, CancelledPartialsGiveWayToTheOthers) {
 
 // Exponents over 600 binades: elements more than 32 places below the largest's last place
 // lose their lowest bits, so the total is within an ulp of the exact one rounded.
-TEST(EmulatedSums, RowsOfEveryMagnitudeStayWithinAnUlp) {
+TEST_P(EmulatedSums, RowsOfEveryMagnitudeStayWithinAnUlp) {
   const int64_t rows = 8, cols = 20011;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> u(-1, 1);
   std::vector<double> v(size_t(rows * cols));
   for (auto& x : v) x = std::ldexp(u(rng), int(rng() % 600) - 300);
-  const auto got = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
+  const auto got = Executable::compile(device(GetParam()), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
   for (int64_t r = 0; r < rows; ++r) {
     const double want = exact_sum({v.begin() + r * cols, v.begin() + (r + 1) * cols}), mine = ir::get_f64(got, r);
     EXPECT_LE(std::fabs(mine - want), ulp(want)) << "row " << r << ": " << bits(mine) << ", want " << bits(want);
@@ -191,8 +198,8 @@ TEST(EmulatedSums, RowsOfEveryMagnitudeStayWithinAnUlp) {
 
 // A sum long enough to be split across kernels rounds each part's total once and then
 // their sum: within an ulp for positive elements.
-TEST(EmulatedSums, SplitSumsStayWithinAnUlp) {
-  auto emulated = device("f64,i64");
+TEST_P(EmulatedSums, SplitSumsStayWithinAnUlp) {
+  auto emulated = device(GetParam());
   for (int64_t n : {100000, 1000000}) {
     std::mt19937_64 rng{uint64_t(n)};
     std::uniform_real_distribution<double> u(0, 1);
@@ -228,12 +235,12 @@ void expect_total(double want, double mine, const std::string& where) {
   else EXPECT_EQ(std::memcmp(&want, &mine, 8), 0) << where << bits(mine) << ", want " << bits(want);
 }
 
-TEST(EmulatedSums, SpecialsAndOverflow) {
+TEST_P(EmulatedSums, SpecialsAndOverflow) {
   const auto cases = special_cases();
   const int64_t cols = 3, rows = int64_t(cases.size());
   std::vector<double> v;
   for (const auto& c : cases) v.insert(v.end(), c.row.begin(), c.row.end());
-  const auto got = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
+  const auto got = Executable::compile(device(GetParam()), sum_graph(rows, cols, true))->run_host({literal(rows, cols, v)})[0];
   for (int64_t r = 0; r < rows; ++r) expect_total(cases[size_t(r)].want, ir::get_f64(got, r), "row " + std::to_string(r) + ": ");
 }
 
@@ -241,7 +248,7 @@ TEST(EmulatedSums, SpecialsAndOverflow) {
 // rows: the case's elements one position of the invocation apart, in its first four (which
 // give its starting exponent) and across its next four, which GPUs whose branches skip the
 // side no invocation takes fold under one test (GroupedStepsUnderNvidiasCode runs that here).
-TEST(EmulatedSums, SpecialsAmongManyElements) {
+TEST_P(EmulatedSums, SpecialsAmongManyElements) {
   auto cases = special_cases();
   const double tiny = std::numeric_limits<double>::denorm_min();
   cases.insert(cases.end(), {{{1, -1, 0x1p-60}, 0x1p-60}, {{0x1p-60, 1, -1}, 0x1p-60}, {{0x1p40, -0x1p40, tiny}, tiny}});
@@ -249,7 +256,7 @@ TEST(EmulatedSums, SpecialsAmongManyElements) {
   // straight-line code where they are short, an invocation's loop where they are many (the
   // cases repeated).
   for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{2, 4001}, {2, 2000}, {1024, 4001}}) {
-    auto exe = Executable::compile(device("f64,i64"), sum_graph(rows, cols, true));
+    auto exe = Executable::compile(device(GetParam()), sum_graph(rows, cols, true));
     ASSERT_EQ(exe->kernels().size(), 1u);
     const std::string& launch = exe->kernels()[0].launch;
     const int64_t width = launch.find("cooperative") == std::string::npos ? 1 : row_width(launch);
@@ -270,9 +277,9 @@ TEST(EmulatedSums, SpecialsAmongManyElements) {
 // Where branches skip the side no invocation takes (not lavapipe, which runs both), elements
 // read from a buffer are folded four under one test: NVIDIA's code for the row sums above,
 // run here as a module, gives the same totals.
-TEST(EmulatedSums, GroupedStepsUnderNvidiasCode) {
+TEST_P(EmulatedSums, GroupedStepsUnderNvidiasCode) {
   RuntimeOptions o;
-  o.emulate = "f64,i64";
+  o.emulate = GetParam();
   o.profile = "none";
   o.robust_buffer_access = true;
   auto dev = Device::open(o);
@@ -289,6 +296,7 @@ TEST(EmulatedSums, GroupedStepsUnderNvidiasCode) {
     ASSERT_NE(kernel, nullptr);
     auto kb = codegen::compile_kernel(*kernel, low, nvidia);
     EXPECT_NE(kb.spirv, codegen::compile_kernel(*kernel, low, dev->info().caps).spirv) << "the target changes the fold";
+    EXPECT_EQ(spirvtest::declares_capability(kb.spirv, spv::CapabilityInt64), GetParam() == "f64") << "64-bit integers where s64 is native";
     // Rows within 32 binades (exact totals), and every third row a special case, its elements
     // in one invocation's groups as above.
     const int64_t width = kb.launch.find("cooperative") == std::string::npos ? 1 : row_width(kb.launch);

@@ -88,9 +88,8 @@ void expect_as_native(const ir::Graph& g, const std::vector<ir::Literal>& inputs
   auto exe = Executable::compile(open_emulating("f64,i64"), g);
   for (const auto& k : exe->kernels()) {
     EXPECT_NE(k.launch.find("emulated"), std::string::npos) << g.name << ": " << k.name << " " << k.launch;
-    // No Int64 (11) or Float64 (10) capability: OpCapability is opcode 17, two words.
-    for (size_t w = 5; w + 1 < k.spirv.size() && (k.spirv[w] & 0xFFFF) == 17; w += 2)
-      EXPECT_TRUE(k.spirv[w + 1] != 10 && k.spirv[w + 1] != 11) << g.name << " declares capability " << k.spirv[w + 1];
+    for (auto c : {spv::CapabilityInt64, spv::CapabilityFloat64})
+      EXPECT_FALSE(spirvtest::declares_capability(k.spirv, c)) << g.name << " declares capability " << c;
   }
   auto emulated = exe->run_host(inputs);
   ASSERT_EQ(native.size(), emulated.size());

@@ -34,6 +34,13 @@ inline std::vector<uint32_t> bf16_as_f16(const std::vector<uint32_t>& in) {
   return out;
 }
 
+// Whether the module declares the capability (OpCapability leads every module).
+inline bool declares_capability(const std::vector<uint32_t>& words, spv::Capability capability) {
+  for (size_t i = 5; i + 1 < words.size() && (words[i] & 0xffff) == spv::OpCapability; i += words[i] >> 16)
+    if (words[i + 1] == uint32_t(capability)) return true;
+  return false;
+}
+
 // Instructions inside the module's functions (OpFunction to OpFunctionEnd): the code a
 // kernel runs, without its types, constants and decorations.
 inline size_t function_instructions(const std::vector<uint32_t>& words) {
