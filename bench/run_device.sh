@@ -309,7 +309,7 @@ case $what in
     for p in $profiles; do echo "== $p: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |exit' "$out/profile_$p.log" | tr '\n' ' ')"; done ;;
   emulated)
     NXV_TEST_DATA=$PWD/unit_tests timeout 200 .gl/bin/nxv_unit_tests --gtest_brief=1 \
-      --gtest_filter='Soft*:RuntimeEmulation*:EmulationOption*' 2>&1 | tail -8
+      --gtest_filter='*Soft*:RuntimeEmulation*:EmulationOption*' 2>&1 | tail -8
     timeout 120 .gl/bin/nxv_bench --size full --runs 10 --dtypes f32,f64 --json "$out/native.json" | tail -2
     NXV_EMULATE=f64,i64 timeout 300 .gl/bin/nxv_bench --size full --runs 10 --dtypes f64 --json "$out/emulated.json" ;;
   soak)

@@ -29,17 +29,6 @@ bool is_float_compare(spv::Op op) {
   }
 }
 
-bool is_int_compare(spv::Op op) {
-  switch (op) {
-    case spv::OpIEqual: case spv::OpINotEqual: case spv::OpULessThan: case spv::OpULessThanEqual:
-    case spv::OpUGreaterThan: case spv::OpUGreaterThanEqual: case spv::OpSLessThan: case spv::OpSLessThanEqual:
-    case spv::OpSGreaterThan: case spv::OpSGreaterThanEqual:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 void Builder::emulate_64(bool f64, bool i64) {
@@ -184,7 +173,7 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
       no_lowering("a conversion of a 64-bit integer below 32 bits");
     default:
       if (is_float_compare(opcode)) return f64_compare(s, opcode, a[0], a[1]);
-      if (is_int_compare(opcode)) return i64_compare(s, opcode, a[0], a[1]);
+      if (soft::is_integer_compare(opcode)) return i64_compare(s, opcode, a[0], a[1]);
       no_lowering("opcode " + std::to_string(uint32_t(opcode)));
   }
 }

@@ -37,6 +37,10 @@ class Soft64 {
     made_.emplace(v, std::pair{low, high});
     return v;
   }
+  // Where the builder computes on native 64-bit integers (Builder::native_int64), a pair as
+  // the u64 of the same bits, and back.
+  Id as_u64(Id v) { return b.op(spv::OpBitcast, b.type_int(64), {v}); }
+  Id from_u64(Id v) { return b.op(spv::OpBitcast, uvec2, {v}); }
   // A u32 operation (op(OpIAdd, x, y), ...).
   Id op(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, u32, ids); }
   Id test(spv::Op opcode, const std::vector<Id>& ids) { return b.op(opcode, boolean, ids); }

@@ -136,10 +136,10 @@ Words4 add_signed(Soft64& s, const Words4& m, const Words3& w, Id hi) {
 // two u64 (low, high) and an element as a signed 128-bit value in two more: the add is then
 // two 64-bit adds, whose carries drivers keep in their add-with-carry instructions (on
 // NVIDIA's, 32-bit words' carries are compares and predicated moves).
-Id as_u64(Soft64& s, Id low, Id high) { return s.b.op(spv::OpBitcast, s.b.type_int(64), {s.pair(low, high)}); }
+Id as_u64(Soft64& s, Id low, Id high) { return s.as_u64(s.pair(low, high)); }
 std::pair<Id, Id> words_of(Soft64& s, Id v) {
-  Id w = s.b.op(spv::OpBitcast, s.uvec2, {v});
-  return {s.b.op(spv::OpCompositeExtract, s.u32, {w}, {0}), s.b.op(spv::OpCompositeExtract, s.u32, {w}, {1})};
+  Id w = s.from_u64(v);
+  return {s.lo(w), s.hi(w)};
 }
 Words4 add_wide(Soft64& s, const Words4& m, std::pair<Id, Id> v) {
   const Id u64 = s.b.type_int(64);

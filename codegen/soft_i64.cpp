@@ -25,14 +25,24 @@ Id less(Soft64& s, Id a, Id b, spv::Op low_op, spv::Op high_less) {
                 {high_equal, s.test(low_op, {s.lo(a), s.lo(b)}), s.test(high_less, {s.hi(a), s.hi(b)})});
 }
 
+// Where the builder computes on native 64-bit integers (Builder::native_int64: emulated
+// f64 on a device with shaderInt64), a 64-bit instruction on the u64 the pairs are bitcast
+// to: drivers' own 64-bit code (add-with-carry, funnel shifts) is shorter than the words'.
+Id native(Soft64& s, spv::Op op, Id a, Id b) { return s.from_u64(s.b.op(op, s.b.type_int(64), {s.as_u64(a), s.as_u64(b)})); }
+Id native_shift(Soft64& s, spv::Op op, Id a, Id count) {
+  return s.from_u64(s.b.op(op, s.b.type_int(64), {s.as_u64(a), count}));
+}
+
 }  // namespace
 
 Id i64_add(Soft64& s, Id a, Id b) {
+  if (s.b.native_int64()) return native(s, spv::OpIAdd, a, b);
   Id sum = s.b.op(spv::OpIAddCarry, carry_struct(s), {a, b});
   return s.b.op(spv::OpIAdd, s.uvec2, {member(s, s.uvec2, sum, 0), carry_up(s, member(s, s.uvec2, sum, 1))});
 }
 
 Id i64_sub(Soft64& s, Id a, Id b) {
+  if (s.b.native_int64()) return native(s, spv::OpISub, a, b);
   Id diff = s.b.op(spv::OpISubBorrow, carry_struct(s), {a, b});
   return s.b.op(spv::OpISub, s.uvec2, {member(s, s.uvec2, diff, 0), carry_up(s, member(s, s.uvec2, diff, 1))});
 }
@@ -40,6 +50,7 @@ Id i64_sub(Soft64& s, Id a, Id b) {
 Id i64_neg(Soft64& s, Id a) { return i64_sub(s, s.c64(0), a); }
 
 Id i64_mul(Soft64& s, Id a, Id b) {
+  if (s.b.native_int64()) return native(s, spv::OpIMul, a, b);
   // (ah 2^32 + al)(bh 2^32 + bl) mod 2^64: al bl in full, the cross products' low words.
   Id al = s.lo(a), ah = s.hi(a), bl = s.lo(b), bh = s.hi(b);
   Id low = s.b.op(spv::OpUMulExtended, s.b.type_struct({s.u32, s.u32}), {al, bl});
@@ -74,6 +85,7 @@ Id shift_right_by(Soft64& s, Id a, uint32_t k, spv::Op high_shift, Id fill) {
 // zero for m = 0, and counts of 32 and more select the other word shifted by count - 32 = m.
 Id i64_shl(Soft64& s, Id a, Id count) {
   if (auto k = s.b.int_constant(count)) return shl_by(s, a, uint32_t(*k));
+  if (s.b.native_int64()) return native_shift(s, spv::OpShiftLeftLogical, a, count);
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id low = s.op(spv::OpShiftLeftLogical, {al, m});
@@ -87,6 +99,7 @@ namespace {
 // shr and sar: the high word shifted by `high_shift`, its vacated word `fill` for counts of 32 on.
 Id shift_right(Soft64& s, Id a, Id count, spv::Op high_shift, Id fill) {
   if (auto k = s.b.int_constant(count)) return shift_right_by(s, a, uint32_t(*k), high_shift, fill);
+  if (s.b.native_int64()) return native_shift(s, high_shift, a, count);
   Id al = s.lo(a), ah = s.hi(a);
   Id m = s.op(spv::OpBitwiseAnd, {count, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
   Id high = s.op(high_shift, {ah, m});
@@ -103,7 +116,19 @@ Id i64_sar(Soft64& s, Id a, Id count) {
   return shift_right(s, a, count, spv::OpShiftRightArithmetic, s.op(spv::OpShiftRightArithmetic, {s.hi(a), s.c(31)}));
 }
 
+bool is_integer_compare(spv::Op op) {
+  switch (op) {
+    case spv::OpIEqual: case spv::OpINotEqual: case spv::OpULessThan: case spv::OpULessThanEqual:
+    case spv::OpUGreaterThan: case spv::OpUGreaterThanEqual: case spv::OpSLessThan: case spv::OpSLessThanEqual:
+    case spv::OpSGreaterThan: case spv::OpSGreaterThanEqual:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Id i64_compare(Soft64& s, spv::Op op, Id a, Id b) {
+  if (s.b.native_int64() && is_integer_compare(op)) return s.test(op, {s.as_u64(a), s.as_u64(b)});
   switch (op) {
     case spv::OpIEqual: return s.all(s.b.op(spv::OpIEqual, s.bvec2, {a, b}));
     case spv::OpINotEqual: return s.b.op(spv::OpAny, s.boolean, {s.b.op(spv::OpINotEqual, s.bvec2, {a, b})});

@@ -26,6 +26,8 @@ Id i64_sar(Soft64& s, Id a, Id count);
 // A comparison (spv::OpIEqual, OpINotEqual, OpULessThan, OpULessThanEqual, OpUGreaterThan,
 // OpUGreaterThanEqual and the OpS... ones) as a bool.
 Id i64_compare(Soft64& s, spv::Op op, Id a, Id b);
+// Whether op is one of those.
+bool is_integer_compare(spv::Op op);
 // Whether a, as an s64, is below 0 (its sign bit), as a bool.
 Id i64_is_negative(Soft64& s, Id a);
 // GLSL.std.450 SAbs, SSign, SMin, SMax, UMin, UMax (SClamp is max then min).

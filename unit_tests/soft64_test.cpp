@@ -32,8 +32,9 @@ TEST(Soft64, WordsAndSelectsKeepEveryBit) {
 
 // A module computing `routine` on loaded operands (or returning its first operand).
 std::vector<uint32_t> routine_module(int operands, const std::function<Id(Soft64&, const std::vector<Id>&)>& routine,
-                                     bool with_routine) {
+                                     bool with_routine, bool native_int64 = false) {
   spirv::Builder b;
+  b.set_native_int64(native_int64);
   Soft64 s(b);
   Id buffer = b.storage_buffer(s.uvec2, 8, 0, false);
   b.begin_main();
@@ -53,7 +54,8 @@ codegen::soft::WideSum wide(Soft64& s, Id a, Id b) { return {s.lo(a), {s.hi(a), 
 // The emulated routines' sizes, which is what emulated f64 costs a device where it has work
 // enough to fill it, and their longest dependent chains, which is what it costs where it has
 // not: printed for the record (bench/results) and held under budgets (a few percent above
-// them) so that a change that grows one shows here.
+// them) so that a change that grows one shows here. Beside them, the same with native 64-bit
+// integer steps (Builder::native_int64), for the record.
 TEST(Soft64, RoutineSizesStayWithinBudget) {
   namespace soft = codegen::soft;
   using Routine = std::function<Id(Soft64&, const std::vector<Id>&)>;
@@ -124,7 +126,11 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
     const size_t size =
         spirvtest::function_instructions(module) - spirvtest::function_instructions(routine_module(row.operands, row.routine, false));
     const size_t depth = spirvtest::dependent_depth(module);
-    std::printf("[ size     ] %-13s %4zu instructions, %3zu deep\n", row.name, size, depth);
+    const auto native = routine_module(row.operands, row.routine, true, true);
+    const size_t native_size =
+        spirvtest::function_instructions(native) - spirvtest::function_instructions(routine_module(row.operands, row.routine, false, true));
+    std::printf("[ size     ] %-13s %4zu instructions, %3zu deep; with int64 %4zu, %3zu deep\n", row.name, size, depth, native_size,
+                spirvtest::dependent_depth(native));
     EXPECT_GT(size, 0u) << row.name;
     EXPECT_LE(size, row.budget) << row.name;
     if (row.depth_budget) {

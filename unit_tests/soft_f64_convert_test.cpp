@@ -87,7 +87,7 @@ bool same_double(uint64_t got, uint64_t want) {
   return std::isnan(double_of(want)) ? std::isnan(double_of(got)) : got == want;
 }
 
-class SoftF64Convert : public ::testing::Test {
+class SoftF64Convert : public SoftRoutines {
  protected:
   static void SetUpTestSuite() { dev_ = soft_device(); }
   static void TearDownTestSuite() { dev_.reset(); }
@@ -106,13 +106,14 @@ class SoftF64Convert : public ::testing::Test {
   }
 };
 std::shared_ptr<runtime::Device> SoftF64Convert::dev_;
+NXV_SOFT_ROUTINE_SUITE(SoftF64Convert);
 
-TEST_F(SoftF64Convert, NegAbsFlipAndClearTheSignOfEveryPattern) {
+TEST_P(SoftF64Convert, NegAbsFlipAndClearTheSignOfEveryPattern) {
   unary("neg", 1, soft::f64_neg, [](double d) { return -d; });
   unary("abs", 2, soft::f64_abs, [](double d) { return std::fabs(d); });
 }
 
-TEST_F(SoftF64Convert, IsNanIsInf) {
+TEST_P(SoftF64Convert, IsNanIsInf) {
   auto in = double_cases(3);
   auto got = run_soft(
       dev_,
@@ -131,7 +132,7 @@ TEST_F(SoftF64Convert, IsNanIsInf) {
 }
 
 // All twelve comparisons of each pair, as one word of 12 bits.
-TEST_F(SoftF64Convert, ComparisonsOrderedAndUnordered) {
+TEST_P(SoftF64Convert, ComparisonsOrderedAndUnordered) {
   const spv::Op ops[] = {spv::OpFOrdEqual,           spv::OpFUnordEqual,        spv::OpFOrdNotEqual,
                          spv::OpFUnordNotEqual,      spv::OpFOrdLessThan,       spv::OpFUnordLessThan,
                          spv::OpFOrdGreaterThan,     spv::OpFUnordGreaterThan,  spv::OpFOrdLessThanEqual,
@@ -167,13 +168,13 @@ TEST_F(SoftF64Convert, ComparisonsOrderedAndUnordered) {
   m.expect_none("comparisons (bit k: ops[k])");
 }
 
-TEST_F(SoftF64Convert, FloorCeilTrunc) {
+TEST_P(SoftF64Convert, FloorCeilTrunc) {
   unary("floor", 7, soft::f64_floor, [](double d) { return std::floor(d); });
   unary("ceil", 8, soft::f64_ceil, [](double d) { return std::ceil(d); });
   unary("trunc", 9, soft::f64_trunc, [](double d) { return std::trunc(d); });
 }
 
-TEST_F(SoftF64Convert, RoundEvenFractSign) {
+TEST_P(SoftF64Convert, RoundEvenFractSign) {
   ASSERT_EQ(std::fegetround(), FE_TONEAREST);
   unary("round_even", 10, soft::f64_round_even, [](double d) { return std::nearbyint(d); });
   unary("fract", 11, soft::f64_fract, [](double d) { return d - std::floor(d); });
@@ -194,7 +195,7 @@ double max_ref(double x, double y) {
   return y > x ? y : x;
 }
 
-TEST_F(SoftF64Convert, MinMax) {
+TEST_P(SoftF64Convert, MinMax) {
   auto a = double_cases(13), b = double_cases(14);
   const auto sp = special_doubles();
   for (size_t i = 0; i < sp.size() * sp.size(); ++i) a[i] = bits_of(sp[i / sp.size()]), b[i] = bits_of(sp[i % sp.size()]);
@@ -214,7 +215,7 @@ TEST_F(SoftF64Convert, MinMax) {
 }
 
 // Exponents that stay in range, cross into the subnormals or out to inf, and any s32.
-TEST_F(SoftF64Convert, LdexpRoundsOnceIntoTheSubnormals) {
+TEST_P(SoftF64Convert, LdexpRoundsOnceIntoTheSubnormals) {
   auto a = double_cases(19);
   std::mt19937_64 rng(20);
   std::vector<uint64_t> n(a.size());
@@ -234,7 +235,7 @@ TEST_F(SoftF64Convert, LdexpRoundsOnceIntoTheSubnormals) {
   m.expect_none("ldexp");
 }
 
-TEST_F(SoftF64Convert, ToF32RoundsToNearestEven) {
+TEST_P(SoftF64Convert, ToF32RoundsToNearestEven) {
   auto in = double_cases(15);
   // Values in and around f32's range, with the 29 bits rounded off near a tie.
   std::mt19937_64 rng(16);
@@ -256,7 +257,7 @@ TEST_F(SoftF64Convert, ToF32RoundsToNearestEven) {
   m.expect_none("to_f32");
 }
 
-TEST_F(SoftF64Convert, FromF32IsExact) {
+TEST_P(SoftF64Convert, FromF32IsExact) {
   std::mt19937 rng(17);
   std::vector<uint64_t> in;
   for (double d : special_doubles())
@@ -298,7 +299,7 @@ std::vector<uint64_t> int_cases(uint64_t seed, int bits) {
   return v;
 }
 
-TEST_F(SoftF64Convert, FromInt) {
+TEST_P(SoftF64Convert, FromInt) {
   for (int bits : {32, 64})
     for (bool is_signed : {false, true}) {
       auto in = int_cases(18 + bits + is_signed, bits);
@@ -336,7 +337,7 @@ std::vector<uint64_t> in_range_cases(uint64_t seed, int bits, bool is_signed) {
   return v;
 }
 
-TEST_F(SoftF64Convert, ToIntTruncates) {
+TEST_P(SoftF64Convert, ToIntTruncates) {
   for (int bits : {32, 64})
     for (bool is_signed : {false, true}) {
       auto in = in_range_cases(24 + bits + is_signed, bits, is_signed);

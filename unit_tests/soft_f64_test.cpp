@@ -157,7 +157,10 @@ void sum_operands(std::mt19937_64& rng, Operands& t) {
 const std::pair<const char*, Id (*)(Soft64&, Id, Id)> kAdds[] = {{"f64_add", soft::f64_add},
                                                                  {"f64_add_two_path", soft::f64_add_two_path}};
 
-TEST(SoftF64, AddIsIeee) {
+class SoftF64 : public SoftRoutines {};
+NXV_SOFT_ROUTINE_SUITE(SoftF64);
+
+TEST_P(SoftF64, AddIsIeee) {
   for (const auto& form : kAdds) {
     SCOPED_TRACE(form.first);
     auto* add = form.second;
@@ -166,7 +169,7 @@ TEST(SoftF64, AddIsIeee) {
   }
 }
 
-TEST(SoftF64, SubIsIeee) {
+TEST_P(SoftF64, SubIsIeee) {
   for (const auto& form : kAdds) {
     SCOPED_TRACE(form.first);
     auto* add = form.second;
@@ -211,7 +214,7 @@ void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
   t[1] = (r >> 30) & 1 ? x : y;
 }
 
-TEST(SoftF64, AddAtShiftAndRoundingBoundaries) {
+TEST_P(SoftF64, AddAtShiftAndRoundingBoundaries) {
   for (const auto& form : kAdds) {
     SCOPED_TRACE(form.first);
     auto* add = form.second;
@@ -234,7 +237,7 @@ void underflow_product_operands(std::mt19937_64& rng, Operands& t) {
   if ((r >> 42) % 4 == 0) t[1] = nudge(rng, t[1]);
 }
 
-TEST(SoftF64, MulAtUnderflowAndOverflowBoundaries) {
+TEST_P(SoftF64, MulAtUnderflowAndOverflowBoundaries) {
   expect_ieee(cases(2, 108, underflow_product_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] * v[1]; });
@@ -255,7 +258,7 @@ void product_operands(std::mt19937_64& rng, Operands& t) {
   t[1] = near_exponent(rng, std::clamp(sum - ea, 0, 2046), 1);
 }
 
-TEST(SoftF64, MulIsIeee) {
+TEST_P(SoftF64, MulIsIeee) {
   expect_ieee(cases(2, 103, product_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] * v[1]; });
@@ -263,7 +266,7 @@ TEST(SoftF64, MulIsIeee) {
 
 // The branching form on the same operands and at the same boundaries: the branch's test
 // sends each product to the routine whose contract it meets (lavapipe runs both sides).
-TEST(SoftF64, MulBranchingToItsCommonCaseIsIeee) {
+TEST_P(SoftF64, MulBranchingToItsCommonCaseIsIeee) {
   const Routine mul = [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul_branching(s, x[0], x[1]); };
   const auto host = [](const std::vector<double>& v) { return v[0] * v[1]; };
   expect_ieee(cases(2, 109, product_operands), mul, host);
@@ -293,7 +296,7 @@ void quotient_operands(std::mt19937_64& rng, Operands& t) {
   }
 }
 
-TEST(SoftF64, DivIsIeee) {
+TEST_P(SoftF64, DivIsIeee) {
   expect_ieee(cases(2, 104, quotient_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); },
               [](const std::vector<double>& v) { return v[0] / v[1]; });
@@ -323,7 +326,7 @@ void fma_operands(std::mt19937_64& rng, Operands& t) {
   }
 }
 
-TEST(SoftF64, FmaIsIeee) {
+TEST_P(SoftF64, FmaIsIeee) {
   expect_ieee(cases(3, 105, fma_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); },
               [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
@@ -344,7 +347,7 @@ void word_boundary_fma_operands(std::mt19937_64& rng, Operands& t) {
   if ((r >> 44) % 4 == 0) t[2] = nudge(rng, bits_of(-(double_of(t[0]) * double_of(t[1]))));
 }
 
-TEST(SoftF64, FmaAtWordBoundaries) {
+TEST_P(SoftF64, FmaAtWordBoundaries) {
   expect_ieee(cases(3, 109, word_boundary_fma_operands),
               [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); },
               [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); });
@@ -373,7 +376,7 @@ void root_operands(std::mt19937_64& rng, Operands& t) {
   }
 }
 
-TEST(SoftF64, SqrtIsIeee) {
+TEST_P(SoftF64, SqrtIsIeee) {
   std::vector<Operands> in = cases(1, 106, root_operands);
   for (size_t i = 0; i < specials().size(); ++i) in[0][i] = specials()[i];
   expect_ieee(in, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_sqrt(s, x[0]); },
@@ -413,7 +416,7 @@ std::vector<Operands> normal_cases(size_t operands, uint64_t seed, const std::fu
   return in;
 }
 
-TEST(SoftF64, NormalFormsAreIeeeWithinTheirContract) {
+TEST_P(SoftF64, NormalFormsAreIeeeWithinTheirContract) {
   auto mul = [](const std::vector<double>& v) { return v[0] * v[1]; };
   auto div = [](const std::vector<double>& v) { return v[0] / v[1]; };
   auto fma = [](const std::vector<double>& v) { return std::fma(v[0], v[1], v[2]); };

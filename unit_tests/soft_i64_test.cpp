@@ -89,7 +89,10 @@ Routine binary(Binary f) {
 }
 int64_t sgn(uint64_t v) { return int64_t(v); }
 
-TEST(SoftI64, AddSubNegWrapAround) {
+class SoftI64 : public SoftRoutines {};
+NXV_SOFT_ROUTINE_SUITE(SoftI64);
+
+TEST_P(SoftI64, AddSubNegWrapAround) {
   const auto in = cases(2, 1);
   expect_lanes(in, binary(soft::i64_add), [](const auto& a) { return a[0] + a[1]; });
   expect_lanes(in, binary(soft::i64_sub), [](const auto& a) { return a[0] - a[1]; });
@@ -98,7 +101,7 @@ TEST(SoftI64, AddSubNegWrapAround) {
       [](const auto& a) { return 0 - a[0]; });
 }
 
-TEST(SoftI64, MulKeepsTheLow64Bits) {
+TEST_P(SoftI64, MulKeepsTheLow64Bits) {
   expect_lanes(cases(2, 2), binary(soft::i64_mul), [](const auto& a) { return a[0] * a[1]; });
 }
 
@@ -111,7 +114,7 @@ std::vector<std::vector<uint64_t>> shift_cases(uint64_t seed) {
   return in;
 }
 
-TEST(SoftI64, ShiftsByEveryCountBelow64) {
+TEST_P(SoftI64, ShiftsByEveryCountBelow64) {
   const auto in = shift_cases(3);
   auto lo = [](const auto& a) { return unsigned(a[1]); };
   expect_lanes(
@@ -125,7 +128,7 @@ TEST(SoftI64, ShiftsByEveryCountBelow64) {
       [&](const auto& a) { return uint64_t(sgn(a[0]) >> lo(a)); });
 }
 
-TEST(SoftI64, ComparisonsSignedAndUnsigned) {
+TEST_P(SoftI64, ComparisonsSignedAndUnsigned) {
   // All ten comparisons of a lane in one word, bit k for kOps[k]; equal operands often.
   static constexpr spv::Op kOps[] = {spv::OpIEqual,         spv::OpINotEqual,        spv::OpULessThan,
                                      spv::OpULessThanEqual, spv::OpUGreaterThan,     spv::OpUGreaterThanEqual,
@@ -155,7 +158,7 @@ TEST(SoftI64, ComparisonsSignedAndUnsigned) {
       Result::Word32);
 }
 
-TEST(SoftI64, FindMsbOfEveryWidth) {
+TEST_P(SoftI64, FindMsbOfEveryWidth) {
   auto in = cases(1, 5);
   // Single bits and all-ones runs of each width, then random values shifted to each width.
   for (size_t i = 0; i < 64; ++i) in[0][100 + i] = uint64_t(1) << i, in[0][200 + i] = ~uint64_t(0) >> i;
@@ -166,7 +169,7 @@ TEST(SoftI64, FindMsbOfEveryWidth) {
       Result::Word32);
 }
 
-TEST(SoftI64, WidenU32AndS32) {
+TEST_P(SoftI64, WidenU32AndS32) {
   const auto in = cases(1, 6);
   expect_lanes(
       in, [](Soft64& s, const std::vector<Id>& x) { return soft::i64_from_u32(s, s.lo(x[0])); },
@@ -176,7 +179,7 @@ TEST(SoftI64, WidenU32AndS32) {
       [](const auto& a) { return uint64_t(int64_t(int32_t(uint32_t(a[0])))); });
 }
 
-TEST(SoftI64, AbsSignMinMax) {
+TEST_P(SoftI64, AbsSignMinMax) {
   const auto in = cases(2, 7);
   expect_lanes(
       in, [](Soft64& s, const std::vector<Id>& x) { return soft::i64_abs(s, x[0]); },
@@ -195,7 +198,7 @@ TEST(SoftI64, AbsSignMinMax) {
   }
 }
 
-TEST(SoftI64, PopcountOfEveryWeight) {
+TEST_P(SoftI64, PopcountOfEveryWeight) {
   auto in = cases(1, 8);
   std::mt19937_64 rng(8);
   for (size_t i = 100; i < kCases; i += 2) in[0][i] &= rng() & rng();  // sparser
@@ -226,7 +229,7 @@ std::vector<std::vector<uint64_t>> division_cases(uint64_t seed) {
   return in;
 }
 
-TEST(SoftI64, UnsignedDivisionAndRemainder) {
+TEST_P(SoftI64, UnsignedDivisionAndRemainder) {
   const auto in = division_cases(9);
   expect_lanes(in, binary(soft::i64_udiv), [](const auto& a) { return a[0] / a[1]; });
   expect_lanes(in, binary(soft::i64_umod), [](const auto& a) { return a[0] % a[1]; });
@@ -241,14 +244,14 @@ TEST(SoftI64, UnsignedDivisionAndRemainder) {
       [](const auto& a) { return (a[0] / a[1]) ^ (a[0] % a[1]); });
 }
 
-TEST(SoftI64, SignedDivisionTruncatesTowardZero) {
+TEST_P(SoftI64, SignedDivisionTruncatesTowardZero) {
   const auto in = division_cases(10);
   expect_lanes(in, binary(soft::i64_sdiv), [](const auto& a) { return uint64_t(sgn(a[0]) / sgn(a[1])); });
   expect_lanes(in, binary(soft::i64_srem), [](const auto& a) { return uint64_t(sgn(a[0]) % sgn(a[1])); });
 }
 
 
-TEST(SoftI64, ToF32RoundsToNearestEven) {
+TEST_P(SoftI64, ToF32RoundsToNearestEven) {
   auto in = cases(1, 11);
   std::mt19937_64 rng(11);
   // 24 kept bits (odd or even) shifted to every place, then exactly half an ulp below
@@ -270,7 +273,7 @@ TEST(SoftI64, ToF32RoundsToNearestEven) {
         Result::Word32);
 }
 
-TEST(SoftI64, FromF32TruncatesTowardZero) {
+TEST_P(SoftI64, FromF32TruncatesTowardZero) {
   for (bool is_signed : {false, true}) {
     // Floats in range of every exponent, bits in the low word: |f| < 2^63 for s64, and
     // (-1, 2^64) for u64; fractions, ties and signed zeros among them.

@@ -26,6 +26,22 @@ enum class Result { Word64, Bool, Word32 };
 
 constexpr uint32_t kLocalSize = 64;
 
+// Whether run_soft's builder computes the routines' 64-bit integer steps as native
+// instructions (Builder::native_int64), as where emulated f64 meets a device with
+// shaderInt64: set by SoftRoutines' parameter.
+inline bool run_native_int64 = false;
+
+// The fixture of the routine suites: each test runs on 32-bit words alone (Words32/...) and
+// with native 64-bit integer steps (Int64/...).
+class SoftRoutines : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { run_native_int64 = GetParam(); }
+  void TearDown() override { run_native_int64 = false; }
+};
+#define NXV_SOFT_ROUTINE_SUITE(suite)                                  \
+  INSTANTIATE_TEST_SUITE_P(Words32, suite, testing::Values(false)); \
+  INSTANTIATE_TEST_SUITE_P(Int64, suite, testing::Values(true))
+
 // The device run_soft runs on: run_spirv checks bounds through robust buffer access where the
 // device cannot for one pipeline alone (lavapipe).
 inline std::shared_ptr<runtime::Device> soft_device() {
@@ -36,12 +52,14 @@ inline std::shared_ptr<runtime::Device> soft_device() {
 
 // The routine over each element of `inputs` (one array per operand, uvec2 each; a routine
 // that takes a u32 uses the low word), as one kernel of the builder's making, spirv-val'd and
-// checked to declare no 64-bit type or capability (what a device without them accepts).
+// checked to declare no f64 (and, but for run_native_int64, no 64-bit type or capability:
+// what a device without them accepts).
 inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& dev,
                                       const std::function<Id(Soft64&, const std::vector<Id>&)>& routine,
                                       const std::vector<std::vector<uint64_t>>& inputs, Result result = Result::Word64) {
   const size_t n = inputs.at(0).size();
   spirv::Builder b;
+  b.set_native_int64(run_native_int64);
   Soft64 s(b);
   std::vector<Id> buffers;
   for (size_t i = 0; i <= inputs.size(); ++i)
@@ -63,8 +81,9 @@ inline std::vector<uint64_t> run_soft(const std::shared_ptr<runtime::Device>& de
   const std::string invalid = codegen::validate(words, dev->info().caps.api_version);
   const std::string text = codegen::disassemble(words);
   EXPECT_EQ(invalid, "") << text;
-  for (const char* wide : {"OpTypeInt 64", "OpTypeFloat 64", "Int64", "Float64"})
-    EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
+  for (const char* wide : {"OpTypeFloat 64", "Float64", "OpTypeInt 64", "Int64"})
+    if (!run_native_int64 || std::string(wide).find("Float") != std::string::npos)
+      EXPECT_EQ(text.find(wide), std::string::npos) << wide << " in\n" << text;
 
   std::vector<runtime::BufferPtr> in;
   for (const auto& v : inputs) in.push_back(dev->upload({ir::DType::U64, {int64_t(n)}}, v.data(), n * 8));

@@ -58,8 +58,8 @@ inline size_t function_instructions(const std::vector<uint32_t>& words) {
 // The longest chain of dependent instructions in the module's functions: what bounds the
 // latency of straight-line code once a GPU has no other work to hide it behind (a leapfrog
 // step on few elements). Moves between words and pairs (composite construct, extract, copy,
-// shuffle),
-// loads, access chains and phis count nothing, every other instruction one.
+// shuffle, bitcast: a uvec2 and a u64 share registers), loads, access chains and phis count
+// nothing, every other instruction one.
 inline size_t dependent_depth(const std::vector<uint32_t>& words) {
   struct State {
     std::unordered_map<uint32_t, size_t> depth;
@@ -78,6 +78,7 @@ inline size_t dependent_depth(const std::vector<uint32_t>& words) {
       if (auto it = st.depth.find(inst->words[operand.offset]); it != st.depth.end()) from = std::max(from, it->second);
     }
     const bool free = opcode == spv::OpCompositeConstruct || opcode == spv::OpCompositeExtract || opcode == spv::OpCopyObject ||
+                      opcode == spv::OpBitcast ||
                       opcode == spv::OpVectorShuffle || opcode == spv::OpLoad || opcode == spv::OpAccessChain || opcode == spv::OpPhi;
     const size_t d = from + (free || opcode == spv::OpLabel || opcode == spv::OpFunction ? 0 : 1);
     st.depth[inst->result_id] = d;
