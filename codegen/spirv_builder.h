@@ -181,8 +181,8 @@ class Builder {
   // shaderInt64 whose s64 is not emulated (Apple's, Intel Arc's), where a 64-bit add keeps
   // its carry in the driver's add-with-carry instructions and 32-bit words' carries are
   // compares.
-  void set_native_int64(bool on) { native_int64_ = on && !emulate_i64_; }
-  bool native_int64() const { return native_int64_; }
+  void set_native_int64(bool on) { native_int64_ = on; }
+  bool native_int64() const { return native_int64_ && !emulate_i64_; }
   // A table of u32 words that kernels read and never write: a Private array with the words
   // as its initializer (drivers place such arrays in constant memory), one per content.
   Id constant_words(const std::vector<uint32_t>& words);
