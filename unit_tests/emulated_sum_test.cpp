@@ -295,7 +295,10 @@ TEST_P(EmulatedSums, GroupedStepsUnderNvidiasCode) {
       if (n.op == "kernel") kernel = &n;
     ASSERT_NE(kernel, nullptr);
     auto kb = codegen::compile_kernel(*kernel, low, nvidia);
-    EXPECT_NE(kb.spirv, codegen::compile_kernel(*kernel, low, dev->info().caps).spirv) << "the target changes the fold";
+    // On a device that branches already (any GPU), its own code is NVIDIA's.
+    if (!codegen::branches_to_common_cases(dev->info().caps)) {
+      EXPECT_NE(kb.spirv, codegen::compile_kernel(*kernel, low, dev->info().caps).spirv) << "the target changes the fold";
+    }
     EXPECT_EQ(spirvtest::declares_capability(kb.spirv, spv::CapabilityInt64), dev->info().caps.int64) << "64-bit integers where s64 is native";
     // Rows within 32 binades (exact totals), and every third row a special case, its elements
     // in one invocation's groups as above.
