@@ -39,9 +39,8 @@ void Builder::emulate_64(bool f64, bool i64) {
 }
 
 std::string Builder::emulated_types() const {
-  const std::string f64 = two_path_adds_ ? "f64 (two-path adds)" : "f64";
-  if (emulated_f64_ && emulated_i64_) return f64 + ", i64";
-  return emulated_f64_ ? f64 : emulated_i64_ ? "i64" : "";
+  if (emulated_f64_ && emulated_i64_) return "f64, i64";
+  return emulated_f64_ ? "f64" : emulated_i64_ ? "i64" : "";
 }
 
 Id Builder::real_type(Id type) { return emulated(type) ? type_vector(type_int(32), 2) : type; }
@@ -124,8 +123,7 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
     // f64 arithmetic.
     case spv::OpFAdd: case spv::OpFSub: {
       const Id b = opcode == spv::OpFSub ? f64_neg(s, a[1]) : a[1];
-      two_path_adds_ = two_path_adds_ || latency_bound_;
-      return done(latency_bound_ ? f64_add_two_path(s, a[0], b) : f64_add(s, a[0], b));
+      return done(f64_add(s, a[0], b));
     }
     case spv::OpFMul:
       return done(normal_range_            ? f64_mul_normal(s, a[0], a[1])

@@ -617,7 +617,6 @@ Module emit_module(const ir::Node& kernel, const ir::Graph& body, const DeviceCa
   b.emulate_64(caps.emulate_f64, caps.emulate_i64);
   b.set_native_int64(caps.int64);
   b.set_common_case_branches(branches_to_common_cases(caps));
-  b.set_latency_bound(latency_bound(caps, launch.group_count));
   b.test_specials_on_bits(!caps.preserve_signed_zero_inf_nan_f32, !caps.preserve_signed_zero_inf_nan_f64);
   Emitter e(b, caps, body);
   check_types(kernel, body, caps, e, bindings);

@@ -400,7 +400,6 @@ SerialLoopBinary compile_serial_loop(const ir::Node& loop, const SerialRegion& c
     b.emulate_64(caps.emulate_f64, caps.emulate_i64);
     b.set_native_int64(caps.int64);
     b.set_common_case_branches(branches_to_common_cases(caps));
-    b.set_latency_bound(latency_bound(caps, 1));
     b.test_specials_on_bits(!caps.preserve_signed_zero_inf_nan_f32, !caps.preserve_signed_zero_inf_nan_f64);
     SerialEmitter e(b, caps, reserve, limit);
     SerialLoopBinary out = e.run(loop, condition, body);

@@ -10,10 +10,6 @@ namespace nxv::codegen::soft {
 // Arithmetic (OpFAdd, OpFMul, OpFDiv, OpFNegate, GLSL Fma with one rounding, Sqrt; OpFSub
 // adds the negated operand).
 Id f64_add(Soft64& s, Id a, Id b);
-// f64_add's sum by a two-path adder: about twice its instructions (272 against 135) for
-// half its longest dependent chain (22 against 42), for kernels whose invocations are too
-// few to fill the device, which wait on that chain (Builder::set_latency_bound).
-Id f64_add_two_path(Soft64& s, Id a, Id b);
 Id f64_mul(Soft64& s, Id a, Id b);
 Id f64_div(Soft64& s, Id a, Id b);
 Id f64_fma(Soft64& s, Id a, Id b, Id c);

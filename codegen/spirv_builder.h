@@ -69,8 +69,7 @@ class Builder {
   // OpIsNan/OpIsInf on f32 and/or f64 values become tests on their bits (special_bits.cpp):
   // for the widths whose kernels cannot declare SignedZeroInfNanPreserve.
   void test_specials_on_bits(bool f32, bool f64);
-  // What the module computes in software so far: "f64", "i64", "f64, i64" or "", f64 said
-  // as "f64 (two-path adds)" where its adds took soft::f64_add_two_path (set_latency_bound).
+  // What the module computes in software so far: "f64", "i64", "f64, i64" or "".
   std::string emulated_types() const;
   // The type of a result, phi or constant made through this builder (0 for others).
   Id type_of(Id id) const { return id < type_of_.size() ? type_of_[id] : 0; }
@@ -173,10 +172,6 @@ class Builder {
   // whose branches skip the side no invocation takes (codegen/targets: branches_to_common_cases).
   void set_common_case_branches(bool on) { common_case_branches_ = on; }
   bool common_case_branches() const { return common_case_branches_; }
-  // While set, emulated f64 adds take the form of the shortest dependent chain (soft::
-  // f64_add_two_path) over the one of the fewest instructions: for kernels whose invocations
-  // are too few to fill the device (codegen/targets: latency_bound).
-  void set_latency_bound(bool on) { latency_bound_ = on; }
   // While set, emulated f64 routines may compute on 64-bit integers: for devices with
   // shaderInt64 whose s64 is not emulated (Apple's, Intel Arc's), where a 64-bit add keeps
   // its carry in the driver's add-with-carry instructions and 32-bit words' carries are
@@ -347,9 +342,7 @@ class Builder {
   bool emulate_f64_ = false, emulate_i64_ = false;
   bool normal_range_ = false;
   bool common_case_branches_ = false;
-  bool latency_bound_ = false;
   bool native_int64_ = false;
-  bool two_path_adds_ = false;  // an emulated add took f64_add_two_path
   bool bits_tested_f32_ = false, bits_tested_f64_ = false;
   Id emulated_f64_ = 0, emulated_i64_ = 0;
   std::vector<Id> type_of_;  // by id

@@ -124,28 +124,6 @@ TEST_F(Emulation, F64ArithmeticAndComparisonsGiveTheNativeBits) {
   for (const char* op : {"is_nan", "is_infinity"}) expect_as_native(op_graph(op, DType::F64, 1, DType::U8, n), {x});
 }
 
-// A kernel of fewer workgroups than the device has compute units takes the add of the
-// shortest dependent chain (its launch says so); a larger one the add of the fewest
-// instructions. Both give native f64's bits, the special values among them.
-TEST_F(Emulation, AddsTakeTheShortestChainWhereWorkgroupsLeaveUnitsIdle) {
-  auto dev = open_emulating("f64,i64");
-  for (int64_t n : {256, 1 << 16}) {
-    const auto x = input(DType::F64, n, 5), y = input(DType::F64, n, 6);
-    for (const char* op : {"add", "subtract"}) {
-      const ir::Graph g = op_graph(op, DType::F64, 2, DType::F64, n);
-      auto exe = Executable::compile(dev, g);
-      ASSERT_EQ(exe->kernels().size(), 1u);
-      const auto& k = exe->kernels()[0];
-      EXPECT_EQ(k.launch.find("emulated f64 (two-path adds)") != std::string::npos,
-                codegen::latency_bound(dev->info().caps, k.group_count[0]))
-          << n << " elements: " << k.launch;
-      expect_as_native(g, {x, y});
-    }
-  }
-  EXPECT_TRUE(codegen::latency_bound(dev->info().caps, 1));
-  EXPECT_FALSE(codegen::latency_bound(dev->info().caps, 1 << 16));
-}
-
 TEST_F(Emulation, F64MathFunctionsStayWithinAnUlpOfNative) {
   const int64_t n = 4096;
   const auto x = input(DType::F64, n, 3), y = input(DType::F64, n, 4);
@@ -221,7 +199,6 @@ TEST_F(Emulation, ReductionsProductsScansAndSortsGiveTheNativeBits) {
 // six-addition sums). Both errors are exact either way, so the results are the same bits;
 // their accuracy is CodegenMath's under NXV_EMULATE.
 TEST(EmulationCode, MathTakesProductErrorsFromTheSoftwareFma) {
-  // Enough elements to fill any device (with fewer, adds take their longer two-path form).
   auto exe = Executable::compile(open_emulating("f64,i64"), op_graph("asinh", DType::F64, 1, DType::F64, 1 << 20));
   ASSERT_EQ(exe->kernels().size(), 1u);
   const size_t instructions = spirvtest::function_instructions(exe->kernels()[0].spirv);

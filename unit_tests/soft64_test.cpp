@@ -68,7 +68,6 @@ TEST(Soft64, RoutineSizesStayWithinBudget) {
   };
   const Row rows[] = {
       {"add", 2, 140, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); }, 44},
-      {"add two-path", 2, 280, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add_two_path(s, x[0], x[1]); }, 23},
       {"mul", 2, 190, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_mul(s, x[0], x[1]); }},
       {"div", 2, 320, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_div(s, x[0], x[1]); }},
       {"fma", 3, 390, [](Soft64& s, const std::vector<Id>& x) { return soft::f64_fma(s, x[0], x[1], x[2]); }},

@@ -153,30 +153,18 @@ void sum_operands(std::mt19937_64& rng, Operands& t) {
   if (r & 512) std::swap(t[0], t[1]);
 }
 
-// Both forms of the add: the fewest instructions, and the shortest dependent chain.
-const std::pair<const char*, Id (*)(Soft64&, Id, Id)> kAdds[] = {{"f64_add", soft::f64_add},
-                                                                 {"f64_add_two_path", soft::f64_add_two_path}};
-
 class SoftF64 : public SoftRoutines {};
 NXV_SOFT_ROUTINE_SUITE(SoftF64);
 
 TEST_P(SoftF64, AddIsIeee) {
-  for (const auto& form : kAdds) {
-    SCOPED_TRACE(form.first);
-    auto* add = form.second;
-    expect_ieee(cases(2, 101, sum_operands), [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
-                [](const std::vector<double>& v) { return v[0] + v[1]; });
-  }
+  expect_ieee(cases(2, 101, sum_operands), [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
+              [](const std::vector<double>& v) { return v[0] + v[1]; });
 }
 
 TEST_P(SoftF64, SubIsIeee) {
-  for (const auto& form : kAdds) {
-    SCOPED_TRACE(form.first);
-    auto* add = form.second;
-    expect_ieee(cases(2, 102, sum_operands),
-                [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], soft::f64_neg(s, x[1])); },
-                [](const std::vector<double>& v) { return v[0] - v[1]; });
-  }
+  expect_ieee(cases(2, 102, sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], soft::f64_neg(s, x[1])); },
+              [](const std::vector<double>& v) { return v[0] - v[1]; });
 }
 
 // A significand (52 stored bits) at the edges rounding meets: all ones (a carry into the
@@ -215,13 +203,9 @@ void aligned_sum_operands(std::mt19937_64& rng, Operands& t) {
 }
 
 TEST_P(SoftF64, AddAtShiftAndRoundingBoundaries) {
-  for (const auto& form : kAdds) {
-    SCOPED_TRACE(form.first);
-    auto* add = form.second;
-    expect_ieee(cases(2, 107, aligned_sum_operands),
-                [add](Soft64& s, const std::vector<Id>& x) { return add(s, x[0], x[1]); },
-                [](const std::vector<double>& v) { return v[0] + v[1]; });
-  }
+  expect_ieee(cases(2, 107, aligned_sum_operands),
+              [](Soft64& s, const std::vector<Id>& x) { return soft::f64_add(s, x[0], x[1]); },
+              [](const std::vector<double>& v) { return v[0] + v[1]; });
 }
 
 // Factors with edge significands whose product lies around the subnormal boundary, one

@@ -97,10 +97,6 @@ bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor() != Ven
 
 bool branches_to_common_cases(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
-bool latency_bound(const DeviceCaps& caps, uint32_t group_count) {
-  return group_count < (caps.compute_units ? caps.compute_units : 8);
-}
-
 bool converts_f16_in_hardware(const DeviceCaps& caps) {
   return caps.vendor() != Vendor::Lavapipe && caps.float16 && caps.round_to_even_f16 &&
          caps.preserve_signed_zero_inf_nan_f16;

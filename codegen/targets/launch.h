@@ -193,12 +193,6 @@ bool corrects_f32_division(const DeviceCaps& caps);
 // subgroup takes; not on lavapipe, which runs both sides of a branch with lanes masked.
 bool branches_to_common_cases(const DeviceCaps& caps);
 
-// Whether a kernel of `group_count` workgroups leaves the device's compute units idle: fewer
-// workgroups than units (8 where the device does not count them), each then alone on its
-// unit, whose time is that of its dependent chains rather than of its instruction count
-// (spirv::Builder::set_latency_bound). Serial loops ask it for their one workgroup.
-bool latency_bound(const DeviceCaps& caps, uint32_t group_count);
-
 // Whether f16 converts with the hardware's conversions (OpFConvert) rather than integer code:
 // where the device rounds f16 results to nearest even and keeps Inf and NaN, except on
 // lavapipe, where integer code is faster (docs/tuning.md, "f16 conversions").
