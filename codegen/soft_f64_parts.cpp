@@ -130,19 +130,6 @@ Id mul32_wide(Soft64& s, Id x, Id y) {
   return s.pair(low, high);
 }
 
-Words<3> shifted_below(Soft64& s, Id v, Id d) {
-  Id m = s.op(spv::OpBitwiseAnd, {d, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
-  auto from = [&](uint32_t k) { return s.test(spv::OpUGreaterThanEqual, {d, s.c(k)}); };
-  Id words1 = from(32), words2 = from(64), words3 = from(96);
-  Id lo = s.lo(v), hi = s.hi(v), zero = s.c(0);
-  // The words for d below 32; each further 32 places move them one word down.
-  Id top = s.op(spv::OpShiftRightLogical, {hi, m});
-  Id mid = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {lo, m}), s.low_bits_up(hi, rest)});
-  Id low = s.low_bits_up(lo, rest);
-  return {s.select32(words1, s.select32(words2, s.select32(words3, zero, top), mid), low),
-          s.select32(words1, s.select32(words2, zero, top), mid), s.select32(words1, zero, top)};
-}
-
 Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y) {
   return {s.select32(cond, x[0], y[0]), s.select32(cond, x[1], y[1]), s.select32(cond, x[2], y[2]),
           s.select32(cond, x[3], y[3])};

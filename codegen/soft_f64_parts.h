@@ -123,12 +123,6 @@ Words<N> negate_words_if(Soft64& s, const Words<N>& x, Id mask, Id carry) {
   return r;
 }
 
-// v 2^32 >> d for a uvec2 v and any u32 d, as three words (bits shifted out dropped; 96
-// places and more leave 0): an operand aligned below another with a guard word. Each word
-// is shifted before the choice by d's word count, so that the shifts wait only on d's low
-// bits.
-Words<3> shifted_below(Soft64& s, Id v, Id d);
-
 // 128-bit values: fma's exact sums, the wide sums' accumulators.
 using Words4 = Words<4>;
 Words4 select4(Soft64& s, Id cond, const Words4& x, const Words4& y);

@@ -98,8 +98,20 @@ Words3 placed_near(Soft64& s, const Significand& sig, Id dist) {
           s.op(spv::OpShiftRightLogical, {sig.hi, d})};
 }
 
-// The same for any dist (96 or more leave 0).
-Words3 placed_far(Soft64& s, const Significand& sig, Id dist) { return shifted_below(s, s.pair(sig.lo, sig.hi), dist); }
+// The same for any dist (96 or more leave 0, bits shifted out dropped). Each word is
+// shifted before the choice by dist's word count, so that the shifts wait only on dist's
+// low bits.
+Words3 placed_far(Soft64& s, const Significand& sig, Id dist) {
+  Id m = s.op(spv::OpBitwiseAnd, {dist, s.c(31)}), rest = s.op(spv::OpBitwiseXor, {m, s.c(31)});
+  auto from = [&](uint32_t k) { return s.test(spv::OpUGreaterThanEqual, {dist, s.c(k)}); };
+  Id words1 = from(32), words2 = from(64), words3 = from(96), zero = s.c(0);
+  // The words for dist below 32; each further 32 places move them one word down.
+  Id top = s.op(spv::OpShiftRightLogical, {sig.hi, m});
+  Id mid = s.op(spv::OpBitwiseOr, {s.op(spv::OpShiftRightLogical, {sig.lo, m}), s.low_bits_up(sig.hi, rest)});
+  Id low = s.low_bits_up(sig.lo, rest);
+  return {s.select32(words1, s.select32(words2, s.select32(words3, zero, top), mid), low),
+          s.select32(words1, s.select32(words2, zero, top), mid), s.select32(words1, zero, top)};
+}
 
 // An element's words, exponent (a subnormal's as 1, an inf's or NaN's as 0x7ff) and
 // significand, and whether it is nonzero.
