@@ -89,6 +89,56 @@ Id Emitter::reduce_step(const std::string& op, DType t, DType at, Id a, Id v) {
   return select(t, take, v, a);
 }
 
+Id Emitter::emulated_f64_sum(const ir::Node& x, DType t, const std::vector<Id>& out, Fold f,
+                              const std::function<Id(Id)>& operand) {
+  // Emulated f64 sums add into a wide accumulator and round once (soft_f64_sum.h): each
+  // addition errs by under 2^-12 of a last place, at half the software add's instructions.
+  Soft64 s(b);
+  // (Elements a buffer's, read through reshapes, transposes, pads with a constant and the
+  // like.)
+  const ir::Node* read = &x;
+  while ((ir::reads_one_element(read->op) && read->args.size() == 1) ||
+         (read->op == "pad" && read->args.size() == 2 && arg(*read, 1).op == "constant"))
+    read = &arg(*read, 0);
+  const bool from_buffer = read->op == "parameter";
+  // 64-bit integer adds where the device has them, for elements read from a buffer: a
+  // computed element's (softmax's exponentials) measured slower added so on NVIDIA, with
+  // the same registers and shared memory (docs/portability.md, "Sums round once").
+  const auto adds = b.native_int64() && from_buffer ? soft::SumAdds::int64 : soft::SumAdds::words;
+  f.types.assign(soft::WideSum::kValues, u32());
+  f.init = soft::wide_sum_zero(s, adds).values();
+  auto element = [&](Id counter) { return b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), x.type().dtype, DType::F64)}); };
+  auto elements = [&](const std::vector<Id>& counters) {
+    std::vector<Id> xs;
+    for (Id c : counters) xs.push_back(element(c));
+    return xs;
+  };
+  f.step = [&](const Values& acc, Id counter) { return soft::wide_sum_add(s, soft::WideSum::of(acc, adds), element(counter)).values(); };
+  // An invocation starts on its first four elements' largest exponent, so that they do
+  // not all take the branch that moves it up. Elements read from a buffer are folded four
+  // under one test where branches skip the side no invocation takes (not on lavapipe,
+  // which would run four rare steps a group): the loop and the branch around each cost
+  // about a sixth of their instructions. Computed ones (softmax's exponentials) one by
+  // one: four at once measured slower (docs/portability.md, "Sums round once").
+  f.group = 4;
+  if (from_buffer && b.common_case_branches())
+    f.step_many = [&](const Values& acc, const std::vector<Id>& counters) {
+      return soft::wide_sum_add_many(s, soft::WideSum::of(acc, adds), elements(counters)).values();
+    };
+  f.start = [&](const std::vector<Id>& counters) { return soft::wide_sum_start(s, elements(counters), adds).values(); };
+  f.settle = [&](Values& partial) {
+    const soft::WideSum settled = soft::wide_sum_settled(s, soft::WideSum::of(partial, adds));
+    partial = settled.values();
+    return settled.exp;
+  };
+  f.rescale = [&](const Values& partial, Id top) { return soft::wide_sum_rescaled(s, soft::WideSum::of(partial, adds), top).values(); };
+  f.combine = [&](const Values& a, const Values& c) {
+    return soft::wide_sum_combine(s, soft::WideSum::of(a, adds), soft::WideSum::of(c, adds)).values();
+  };
+  Id r = b.op(spv::OpBitcast, reg_type(DType::F64), {soft::wide_sum_round(s, soft::WideSum::of(fold(out, f), adds))});
+  return normalize(convert(r, DType::F64, t), t);
+}
+
 Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   const std::string& op = node.op;
   const DType t = node.type().dtype;
@@ -112,49 +162,7 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   };
   Fold f;
   f.count = ir::num_elements(extents);
-  if (op == "sum" && at == DType::F64 && b.emulated(rt)) {
-    // Emulated f64 sums add into a wide accumulator and round once (soft_f64_sum.h): each
-    // addition errs by under 2^-12 of a last place, at half the software add's instructions.
-    Soft64 s(b);
-    f.types.assign(soft::WideSum::kValues, u32());
-    f.init = soft::wide_sum_zero(s).values();
-    auto element = [&](Id counter) { return b.op(spv::OpBitcast, s.uvec2, {convert(operand(counter), xt, at)}); };
-    auto elements = [&](const std::vector<Id>& counters) {
-      std::vector<Id> xs;
-      for (Id c : counters) xs.push_back(element(c));
-      return xs;
-    };
-    f.step = [&](const Values& acc, Id counter) { return soft::wide_sum_add(s, soft::WideSum::of(acc), element(counter)).values(); };
-    // An invocation starts on its first four elements' largest exponent, so that they do
-    // not all take the branch that moves it up. Elements read from a buffer are folded four
-    // under one test where branches skip the side no invocation takes (not on lavapipe,
-    // which would run four rare steps a group): the loop and the branch around each cost
-    // about a sixth of their instructions. Computed ones (softmax's exponentials) one by
-    // one: four at once measured slower (docs/portability.md, "Sums round once").
-    f.group = 4;
-    // (Elements a buffer's, read through reshapes, transposes, pads with a constant and the
-    // like.)
-    const ir::Node* read = &x;
-    while ((ir::reads_one_element(read->op) && read->args.size() == 1) ||
-           (read->op == "pad" && read->args.size() == 2 && arg(*read, 1).op == "constant"))
-      read = &arg(*read, 0);
-    if (read->op == "parameter" && b.common_case_branches())
-      f.step_many = [&](const Values& acc, const std::vector<Id>& counters) {
-        return soft::wide_sum_add_many(s, soft::WideSum::of(acc), elements(counters)).values();
-      };
-    f.start = [&](const std::vector<Id>& counters) { return soft::wide_sum_start(s, elements(counters)).values(); };
-    f.settle = [&](Values& partial) {
-      const soft::WideSum settled = soft::wide_sum_settled(s, soft::WideSum::of(partial));
-      partial = settled.values();
-      return settled.exp;
-    };
-    f.rescale = [&](const Values& partial, Id top) { return soft::wide_sum_rescaled(s, soft::WideSum::of(partial), top).values(); };
-    f.combine = [&](const Values& a, const Values& c) {
-      return soft::wide_sum_combine(s, soft::WideSum::of(a), soft::WideSum::of(c)).values();
-    };
-    Id r = b.op(spv::OpBitcast, rt, {soft::wide_sum_round(s, soft::WideSum::of(fold(out, f)))});
-    return normalize(convert(r, at, t), t);
-  }
+  if (op == "sum" && at == DType::F64 && b.emulated(rt)) return emulated_f64_sum(x, t, out, f, operand);
   auto merge = [&](Id a, Id v) { return reduce_step(op, t, at, a, v); };
   f.types = {rt};
   f.init = {reduce_identity(op, t, at)};

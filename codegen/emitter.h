@@ -269,6 +269,9 @@ class Emitter {
   struct IndexedElement;
   IndexedElement indexed_element(const ir::Node& node, Index& index);
   Id emit_reduction(const ir::Node& node, Index& index);
+  // An emulated f64 sum of x's elements operand(counter) over f.count positions, in a wide
+  // accumulator (soft_f64_sum.h), as Nx's type t.
+  Id emulated_f64_sum(const ir::Node& x, ir::DType t, const std::vector<Id>& out, Fold f, const std::function<Id(Id)>& operand);
   Id emit_argreduce(const ir::Node& node, Index& index);
   Id emit_dot(const ir::Node& node, Index& index);
   Id emit_scan_element(const ir::Node& node, Index& index);  // a scan read inside another kernel (emit_scan.cpp)

@@ -77,7 +77,8 @@ WideSum normalized(Soft64& s, const WideSum& acc) {
                        s.op(spv::OpISub, {s.b.ext(GLSLstd450UMax, s.u32, {length, s.c(86)}), length}));
   // (In place: hoisted, exp - 1 would be computed on every step's common path.)
   Id up = s.b.ext(GLSLstd450UMin, s.u32, {room, s.b.op_in_place(spv::OpISub, s.u32, {acc.exp, s.c(1)})});
-  return {s.op(spv::OpISub, {acc.exp, up}), shift_left4(s, acc.m, s.b.ext(GLSLstd450UMin, s.u32, {up, s.c(127)})), acc.flags};
+  return {s.op(spv::OpISub, {acc.exp, up}), shift_left4(s, acc.m, s.b.ext(GLSLstd450UMin, s.u32, {up, s.c(127)})), acc.flags,
+          acc.adds};
 }
 
 // An element's significand as words (0, lo, hi, 0) of m at its own exponent.
@@ -144,10 +145,10 @@ Words4 add_signed(Soft64& s, const Words4& m, const Words3& w, Id hi) {
                    s.op(spv::OpShiftRightLogical, {hi, s.c(31)}));
 }
 
-// Where the builder computes on native 64-bit integers (Builder::native_int64), m's words as
-// two u64 (low, high) and an element as a signed 128-bit value in two more: the add is then
-// two 64-bit adds, whose carries drivers keep in their add-with-carry instructions (on
-// NVIDIA's, 32-bit words' carries are compares and predicated moves).
+// SumAdds::int64: m's words as two u64 (low, high) and an element as a signed 128-bit value
+// in two more: the add is then two 64-bit adds, whose carries drivers keep in their
+// add-with-carry instructions (on NVIDIA's, 32-bit words' carries are compares and
+// predicated moves).
 Id as_u64(Soft64& s, Id low, Id high) { return s.as_u64(s.pair(low, high)); }
 std::pair<Id, Id> words_of(Soft64& s, Id v) {
   Id w = s.from_u64(v);
@@ -164,24 +165,24 @@ Words4 add_wide(Soft64& s, const Words4& m, std::pair<Id, Id> v) {
   return {m0, m1, m2, m3};
 }
 
-// An element ready for adding into m: its placed words and sign (add_signed), or, with
-// native 64-bit integers, its signed value (add_wide).
+// An element ready for adding into m: its placed words and sign (add_signed), or, as 64-bit
+// integers, its signed value (add_wide).
 struct Addend {
   std::vector<Id> values;
 };
-std::vector<Id> addend_types(Soft64& s) {
-  return s.b.native_int64() ? std::vector<Id>(2, s.b.type_int(64)) : std::vector<Id>(3, s.u32);
+std::vector<Id> addend_types(Soft64& s, SumAdds adds) {
+  return adds == SumAdds::int64 ? std::vector<Id>(2, s.b.type_int(64)) : std::vector<Id>(3, s.u32);
 }
-Words4 plus(Soft64& s, const Words4& m, const Addend& a, const Element& x) {
+Words4 plus(Soft64& s, const Words4& m, const Addend& a, const Element& x, SumAdds adds) {
   const auto& v = a.values;
-  return s.b.native_int64() ? add_wide(s, m, {v.at(0), v.at(1)}) : add_signed(s, m, {v.at(0), v.at(1), v.at(2)}, x.hi);
+  return adds == SumAdds::int64 ? add_wide(s, m, {v.at(0), v.at(1)}) : add_signed(s, m, {v.at(0), v.at(1), v.at(2)}, x.hi);
 }
 
 // The element at gap below acc's exponent, gap below 32 (or the element 0). In 64-bit
 // integers: the signed significand v times 2^(32 - d) is v << (32 - d) in the low u64 and
 // v's high word shifted right by d, arithmetically, in the high one.
-Addend near_addend(Soft64& s, const Element& x, Id gap) {
-  if (!s.b.native_int64()) {
+Addend near_addend(Soft64& s, const Element& x, Id gap, SumAdds adds) {
+  if (adds == SumAdds::words) {
     Words3 w = placed_near(s, x.sig, gap);
     return {{w[0], w[1], w[2]}};
   }
@@ -196,9 +197,9 @@ Addend near_addend(Soft64& s, const Element& x, Id gap) {
 }
 
 // The element dist below the exponent it is added on, for any dist; for code in a branch.
-Addend far_addend(Soft64& s, const Element& x, Id dist) {
+Addend far_addend(Soft64& s, const Element& x, Id dist, SumAdds adds) {
   Words3 w = placed_far(s, x.sig, dist);
-  if (!s.b.native_int64()) return {{w[0], w[1], w[2]}};
+  if (adds == SumAdds::words) return {{w[0], w[1], w[2]}};
   Id mask = s.op(spv::OpShiftRightArithmetic, {x.hi, s.c(31)});
   Words4 v = negate_words_if(s, Words4{w[0], w[1], w[2], s.c(0)}, mask, s.op(spv::OpShiftRightLogical, {x.hi, s.c(31)}));
   return {{as_u64(s, v[0], v[1]), as_u64(s, v[2], v[3])}};
@@ -207,9 +208,11 @@ Addend far_addend(Soft64& s, const Element& x, Id dist) {
 }  // namespace
 
 std::vector<Id> WideSum::values() const { return {exp, m[0], m[1], m[2], m[3], flags}; }
-WideSum WideSum::of(const std::vector<Id>& v) { return {v.at(0), {v.at(1), v.at(2), v.at(3), v.at(4)}, v.at(5)}; }
+WideSum WideSum::of(const std::vector<Id>& v, SumAdds adds) {
+  return {v.at(0), {v.at(1), v.at(2), v.at(3), v.at(4)}, v.at(5), adds};
+}
 
-WideSum wide_sum_zero(Soft64& s) { return {s.c(1), {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0)}; }
+WideSum wide_sum_zero(Soft64& s, SumAdds adds) { return {s.c(1), {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0), adds}; }
 
 WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   const Element el = element(s, x);
@@ -227,7 +230,7 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
   // adds nothing at any gap. The branch's code its first instruction keeps inside.
   Id gap = s.op(spv::OpISub, {acc.exp, e});
   std::vector<Id> types(6, s.u32);
-  for (Id t : addend_types(s)) types.push_back(t);
+  for (Id t : addend_types(s, acc.adds)) types.push_back(t);
   auto moved = s.b.if_else(
       far(s, el, gap), types,
       [&] {
@@ -241,7 +244,7 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
         WideSum n = normalized(s, acc);
         Id exp = s.select32(special, acc.exp, s.b.ext(GLSLstd450UMax, s.u32, {e, n.exp}));
         Words4 m = shift_right_arithmetic4(s, n.m, s.op(spv::OpISub, {exp, n.exp}));
-        Addend a = far_addend(s, {hi_here, lo, e, sig, el.nonzero}, s.op(spv::OpISub, {exp, e}));
+        Addend a = far_addend(s, {hi_here, lo, e, sig, el.nonzero}, s.op(spv::OpISub, {exp, e}), acc.adds);
         std::vector<Id> v{exp};
         for (int i = 0; i < 4; ++i) v.push_back(s.select32(special, acc.m[i], m[i]));
         v.push_back(s.op(spv::OpBitwiseOr, {acc.flags, flag}));
@@ -249,22 +252,22 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x) {
         return v;
       },
       [&] {
-        Addend a = near_addend(s, el, gap);
+        Addend a = near_addend(s, el, gap, acc.adds);
         std::vector<Id> v{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3], acc.flags};
         v.insert(v.end(), a.values.begin(), a.values.end());
         return v;
       });
   const Words4 m{moved[1], moved[2], moved[3], moved[4]};
-  return {moved[0], plus(s, m, {{moved.begin() + 6, moved.end()}}, el), moved[5]};
+  return {moved[0], plus(s, m, {{moved.begin() + 6, moved.end()}}, el, acc.adds), moved[5], acc.adds};
 }
 
-WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs) {
+WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs, SumAdds adds) {
   Id exp = s.c(1);
   for (Id x : xs) {
     const Element el = element(s, x);
     exp = s.b.ext(GLSLstd450UMax, s.u32, {exp, s.select32(s.test(spv::OpIEqual, {el.e, s.c(0x7ff)}), s.c(1), el.e)});
   }
-  return {exp, {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0)};
+  return {exp, {s.c(0), s.c(0), s.c(0), s.c(0)}, s.c(0), adds};
 }
 
 WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& xs) {
@@ -280,21 +283,22 @@ WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& 
   // Where any is not near, they go one by one through wide_sum_add, from copies of acc made
   // in the branch so that its code stays there; else all are added on acc's exponent.
   const int level = s.b.level();
-  return WideSum::of(s.b.if_else(
+  auto v = s.b.if_else(
       any_far, std::vector<Id>(WideSum::kValues, s.u32),
       [&] {
         std::vector<Id> v = acc.values();
         for (Id& w : v)
           if (s.b.level_of(w) >= level) w = s.b.op_in_place(spv::OpCopyObject, s.u32, {w});
-        WideSum a = WideSum::of(v);
+        WideSum a = WideSum::of(v, acc.adds);
         for (Id x : xs) a = wide_sum_add(s, a, x);
         return a.values();
       },
       [&] {
         Words4 m = acc.m;
-        for (size_t i = 0; i < els.size(); ++i) m = plus(s, m, near_addend(s, els[i], gaps[i]), els[i]);
+        for (size_t i = 0; i < els.size(); ++i) m = plus(s, m, near_addend(s, els[i], gaps[i], acc.adds), els[i], acc.adds);
         return WideSum{acc.exp, m, acc.flags}.values();
-      }));
+      });
+  return WideSum::of(v, acc.adds);
 }
 
 WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {
@@ -306,16 +310,16 @@ WideSum wide_sum_settled(Soft64& s, const WideSum& acc) {
         return n;
       },
       [&] { return std::vector<Id>{acc.exp, acc.m[0], acc.m[1], acc.m[2], acc.m[3]}; });
-  return {v[0], {v[1], v[2], v[3], v[4]}, acc.flags};
+  return {v[0], {v[1], v[2], v[3], v[4]}, acc.flags, acc.adds};
 }
 
 WideSum wide_sum_rescaled(Soft64& s, const WideSum& acc, Id exp) {
-  return {exp, shift_right_arithmetic4(s, acc.m, s.op(spv::OpISub, {exp, acc.exp})), acc.flags};
+  return {exp, shift_right_arithmetic4(s, acc.m, s.op(spv::OpISub, {exp, acc.exp})), acc.flags, acc.adds};
 }
 
 WideSum wide_sum_combine(Soft64& s, const WideSum& a, const WideSum& b) {
-  Words4 m = s.b.native_int64() ? add_wide(s, a.m, {as_u64(s, b.m[0], b.m[1]), as_u64(s, b.m[2], b.m[3])}) : add_words(s, a.m, b.m);
-  return {a.exp, m, s.op(spv::OpBitwiseOr, {a.flags, b.flags})};
+  Words4 m = a.adds == SumAdds::int64 ? add_wide(s, a.m, {as_u64(s, b.m[0], b.m[1]), as_u64(s, b.m[2], b.m[3])}) : add_words(s, a.m, b.m);
+  return {a.exp, m, s.op(spv::OpBitwiseOr, {a.flags, b.flags}), a.adds};
 }
 
 Id wide_sum_round(Soft64& s, const WideSum& acc) {

@@ -9,6 +9,11 @@
 
 namespace nxv::codegen::soft {
 
+// How elements and partial sums are added into m: as 32-bit words, whose carries are
+// compares, or as 64-bit integers (where Builder::native_int64), whose carries drivers keep
+// in add-with-carry instructions. The caller chooses (emit_reduce.cpp says by what).
+enum class SumAdds { words, int64 };
+
 // A partial sum worth m * 2^(exp - 1107): m a two's complement 128-bit integer, exp an f64
 // exponent field (1 or more; past 0x7fe once the sum leaves f64's range). An element of
 // exponent field e has its last place at 2^(e - 1075), 32 bits above m's where e = exp.
@@ -17,15 +22,16 @@ struct WideSum {
   Id exp;
   Words4 m;
   Id flags;
+  SumAdds adds = SumAdds::words;
 
   // As a fold's u32 values, and back.
   static constexpr size_t kValues = 6;
   std::vector<Id> values() const;
-  static WideSum of(const std::vector<Id>& v);
+  static WideSum of(const std::vector<Id>& v, SumAdds adds);
 };
 
 // The empty sum (+0).
-WideSum wide_sum_zero(Soft64& s);
+WideSum wide_sum_zero(Soft64& s, SumAdds adds);
 // acc + x, for an f64 uvec2 x. An element less than 32 binades below acc's exponent is
 // placed by two shifts a word; any other nonzero one takes a branch (rare after the first
 // elements), which moves acc up to a larger exponent, or normalises a cancelled acc before
@@ -38,7 +44,7 @@ WideSum wide_sum_add(Soft64& s, const WideSum& acc, Id x);
 WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& xs);
 // The empty sum on the largest finite exponent among xs (1 at least), so that the elements
 // of a share that begins with them seldom move it up: any exponent holds a sum of 0.
-WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs);
+WideSum wide_sum_start(Soft64& s, const std::vector<Id>& xs, SumAdds adds);
 // Partial sums meet on one exponent, the largest among them (Fold::rescale): each is first
 // settled, normalised where it has cancelled (a rare branch), so that the others are not cut
 // short on its exponent; its exponent is then the scale to take the largest of. Rescaled to

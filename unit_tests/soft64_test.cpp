@@ -48,8 +48,12 @@ std::vector<uint32_t> routine_module(int operands, const std::function<Id(Soft64
   return b.finish();
 }
 
-// A wide sum's accumulator from two uvec2s' words.
-codegen::soft::WideSum wide(Soft64& s, Id a, Id b) { return {s.lo(a), {s.hi(a), s.lo(b), s.hi(b), s.lo(a)}, s.hi(b)}; }
+// A wide sum's accumulator from two uvec2s' words, added in 64-bit integers where the
+// builder has them.
+codegen::soft::WideSum wide(Soft64& s, Id a, Id b) {
+  const auto adds = s.b.native_int64() ? codegen::soft::SumAdds::int64 : codegen::soft::SumAdds::words;
+  return {s.lo(a), {s.hi(a), s.lo(b), s.hi(b), s.lo(a)}, s.hi(b), adds};
+}
 
 // The emulated routines' sizes, which is what emulated f64 costs a device where it has work
 // enough to fill it, and their longest dependent chains, which is what it costs where it has
