@@ -296,7 +296,7 @@ WideSum wide_sum_add_many(Soft64& s, const WideSum& acc, const std::vector<Id>& 
       [&] {
         Words4 m = acc.m;
         for (size_t i = 0; i < els.size(); ++i) m = plus(s, m, near_addend(s, els[i], gaps[i], acc.adds), els[i], acc.adds);
-        return WideSum{acc.exp, m, acc.flags}.values();
+        return WideSum{acc.exp, m, acc.flags, acc.adds}.values();
       });
   return WideSum::of(v, acc.adds);
 }

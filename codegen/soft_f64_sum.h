@@ -22,7 +22,7 @@ struct WideSum {
   Id exp;
   Words4 m;
   Id flags;
-  SumAdds adds = SumAdds::words;
+  SumAdds adds;
 
   // As a fold's u32 values, and back.
   static constexpr size_t kValues = 6;
