@@ -27,6 +27,10 @@
 #              ($SASS_ARGS, default "--size full --dtypes f32", selects them as nxv_bench
 #              does), from the driver's shader cache by bench/sass.py and nvdisasm: a listing
 #              per kernel in sass.tgz, its instructions counted by opcode in the output
+#     latency  emulated f64's cost per dependent operation where one subgroup has the device: a
+#              leapfrog of 8, 32 and 128 steps and chains of 32 and 512 adds and of multiplies
+#              (bench/latency_graphs.py), native and under NXV_EMULATE=f64,i64 and f64, each
+#              nxv run's best device time of 200; latency.md fits time per step and fixed time
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
 #     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
 #              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
@@ -312,6 +316,18 @@ case $what in
       --gtest_filter='*Soft*:RuntimeEmulation*:EmulationOption*' 2>&1 | tail -8
     timeout 120 .gl/bin/nxv_bench --size full --runs 10 --dtypes f32,f64 --json "$out/native.json" | tail -2
     NXV_EMULATE=f64,i64 timeout 300 .gl/bin/nxv_bench --size full --runs 10 --dtypes f64 --json "$out/emulated.json" ;;
+  latency)
+    graphs=$(mktemp -d)
+    python3 bench/latency_graphs.py make "$graphs"
+    for g in leapfrog_s8 leapfrog_s32 leapfrog_s128 add_s32 add_s512 multiply_s32 multiply_s512; do
+      inputs=$graphs/chain_inputs.json
+      [ "${g#leapfrog}" != "$g" ] && inputs=$graphs/leapfrog_inputs.json
+      for form in none f64,i64 f64; do
+        NXV_CACHE_DIR=$(mktemp -d) timeout 60 .gl/bin/nxv run "$graphs/$g.json" --inputs="$inputs" --repeat=200 \
+          --emulate=$form --check | awk -v g="$g" -v f="$form" '/best device time/ {print g, f, $(NF-1)}'
+      done
+    done | tee "$out/latency.txt"
+    python3 bench/latency_graphs.py report "$out/latency.txt" | tee "$out/latency.md" ;;
   soak)
     .gl/bin/nxv_soak --minutes="${SOAK_MINUTES:-9}" --threads=4 --out="$out/soak.md" 2>&1 | tail -20 ;;
   elixir)
