@@ -5,75 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codegen/attention.h"
-#include "codegen/attention_rows.h"
+#include "codegen/attention_cooperative.h"
 
 namespace nxv::codegen {
 
-namespace {
-
 using Values = spirv::Builder::Values;
-
-// Shared memory as 16-byte chunks (8 16-bit elements or 4 f32). First q's rows, which the
-// subgroups load into fragments once per tile, then in their place k's slice [key][d] and
-// v's [key][dv]; rows padded by a chunk against bank conflicts, head dims rounded up to the
-// fragments' k (d) and n (dv) with zeros. Then per subgroup: its scores [row][key] in f32,
-// its probabilities [row][key] in the operands' type, and the factor each row's outputs take
-// [row][fragment.n] in f32 (a whole accumulator, since fragments multiply element by element).
-struct Layout {
-  uint32_t d, dv;                    // the padded head dims
-  uint32_t qk_pitch, v_pitch;        // chunks per row of q or k, of v
-  uint32_t s_pitch, p_pitch;         // chunks per row of scores, of probabilities
-  uint32_t qkv, per_subgroup;        // chunks
-
-  Layout(const AttentionTiles& t, int64_t D, int64_t Dv) {
-    const auto& f = t.fragment;
-    d = uint32_t((D + f.k - 1) / f.k * f.k), dv = uint32_t((Dv + f.n - 1) / f.n * f.n);
-    qk_pitch = d / 8 + 1, v_pitch = dv / 8 + 1;
-    s_pitch = t.keys / 4 + 1, p_pitch = t.keys / 8 + 1;
-    qkv = std::max(t.rows * qk_pitch, t.keys * (qk_pitch + v_pitch));
-    per_subgroup = f.m * (s_pitch + p_pitch + f.n / 4);
-  }
-  uint32_t chunks(const AttentionTiles& t) const { return qkv + t.rows / t.fragment.m * per_subgroup; }
-};
-
-class CooperativeAttention : public AttentionRows {
- public:
-  CooperativeAttention(const ir::Graph& body, const ir::Node& attn, Emitter& em, const std::vector<BufferRef>& inputs,
-                       const AttentionTiles& tiles, uint64_t* shared_bytes);
-  void emit_tile(Id p, const BufferRef& output);
-
- private:
-  Id chunk_ptr(Id at) { return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, vec), {smem, at}); }
-  Id word_ptr(Id chunk, Id word) {
-    return b.op(spv::OpAccessChain, b.type_pointer(spv::StorageClassWorkgroup, e.u32()), {smem, chunk, word});
-  }
-  Id load(Id type, Id chunk, uint32_t stride, bool row_major) { return fr.load(type, chunk_ptr(chunk), stride, row_major); }
-  void store(Id matrix, Id chunk, uint32_t stride) { fr.store(chunk_ptr(chunk), matrix, stride); }
-  Id across_row(Id x, bool sum);  // else the maximum
-  Id pack_rounded_pair(Id x0, Id x1);
-
-  Id fetch_chunk(const ir::Node& n, Id view, const RowTile& at, Id row, int64_t extent, Id d0, int64_t width, uint32_t padded);
-  Values fetch_rows(const ir::Node& n, Id view, const RowTile& at, Id r0, uint32_t rows, int64_t extent, int64_t width,
-                    uint32_t padded);
-  void stage_rows(const Values& xs, uint32_t rows, uint32_t padded, uint32_t base, uint32_t pitch);
-
-  Values q_fragments(const RowTile& at);
-  Values key_loop(const RowTile& at, const Values& qf);
-  void scores(const Values& qf);
-  Values softmax(const RowTile& at, Id k0, Id m, Id l);
-  Values add_products(Values o);
-  void finish(const RowTile& at, const Values& state, const BufferRef& output);
-
-  const AttentionTiles t;
-  const CooperativeMatrixShape& f;
-  const Layout lay;
-  const uint32_t wg, lanes, per_lane, frags_o;
-  const matmul::Fragments fr;
-  Id vec = 0, bvec = 0, zero_vec = 0, smem = 0, local = 0, subgroup = 0, lane = 0, r = 0, x = 0;
-  Id s_base = 0, p_base = 0, a_base = 0;
-  Id view_q = 0, view_k = 0, view_v = 0;
-};
 
 CooperativeAttention::CooperativeAttention(const ir::Graph& body, const ir::Node& attn, Emitter& em,
                                            const std::vector<BufferRef>& inputs, const AttentionTiles& tiles,
@@ -333,8 +269,6 @@ void CooperativeAttention::emit_tile(Id p, const BufferRef& output) {
   finish(at, key_loop(at, q_fragments(at)), output);
 }
 
-}  // namespace
-
 AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DType type, int64_t d, int64_t dv) {
   const MatrixComponent component = type == ir::DType::F16 ? MatrixComponent::F16 : type == ir::DType::BF16 ? MatrixComponent::BF16
                                                                                                             : MatrixComponent::None;
@@ -353,13 +287,20 @@ AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DT
     // A row's invocations, consecutive in a subgroup, combine by shuffles of lanes apart; each
     // takes whole chunks of its row's probabilities and an equal share of a fragment's columns.
     if (!lanes || sg % f.m || (lanes & (lanes - 1)) || f.n % lanes) continue;
-    for (auto [subgroups, keys] : {std::pair{4u, 64u}, {4u, 32u}, {2u, 64u}, {2u, 32u}, {1u, 32u}, {1u, 16u}}) {
+    // In registers a slice's scores and probabilities take keys x m / subgroup size registers
+    // each an invocation: 32 keys leave room for the loads of the next slices, where 64 spilled
+    // on an H100 (docs/tuning.md).
+    const bool registers = attention_register_layout(f, sg).has_value();
+    using Tiles = std::vector<std::pair<uint32_t, uint32_t>>;  // subgroups, keys
+    Tiles candidates = registers ? Tiles{{4, 32}, {2, 32}, {1, 32}, {1, 16}} : Tiles{{4, 64}, {4, 32}, {2, 64}, {2, 32}, {1, 32}, {1, 16}};
+    for (auto [subgroups, keys] : candidates) {
       AttentionTiles t;
       t.rows = subgroups * f.m, t.keys = keys, t.lanes = lanes, t.row_step = 1;
       t.shuffles = t.own_v = true;
       t.fragment = f;
+      t.registers = registers;
       if (keys % f.n || keys % f.k || keys % (8 * lanes) || t.invocations() > caps.max_workgroup_invocations ||
-          uint64_t(Layout(t, d, dv).chunks(t)) * 16 > caps.max_shared_memory_bytes)
+          uint64_t(CooperativeLayout(t, d, dv).chunks(t)) * 16 > caps.max_shared_memory_bytes)
         continue;
       return t;
     }
@@ -369,6 +310,7 @@ AttentionTiles choose_cooperative_attention_tiles(const DeviceCaps& caps, ir::DT
 
 void emit_cooperative_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const std::vector<BufferRef>& inputs,
                                 const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes) {
+  if (launch.attention.registers) return emit_register_attention(body, attn, e, inputs, output, launch, shared_bytes);
   CooperativeAttention k(body, attn, e, inputs, launch.attention, shared_bytes);
   k.each_tile(launch, [&](Id p) { k.emit_tile(p, output); });
 }

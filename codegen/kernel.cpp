@@ -721,7 +721,7 @@ std::string describe(const LaunchConfig& launch, bool rows) {
   if (const AttentionTiles& a = launch.attention; a.fragment.m) {
     s = "cooperative attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
         std::to_string(a.rows / a.fragment.m) + " subgroups of " + to_string(a.fragment) + " fragments, " +
-        std::to_string(a.lanes) + " invocations per row";
+        (a.registers ? std::string("softmax in registers") : std::to_string(a.lanes) + " invocations per row");
   } else if (a.rows) {
     s = "attention " + std::to_string(a.rows) + " rows x " + std::to_string(a.keys) + " keys per step, " +
         std::to_string(a.row_step) + " rows x " + std::to_string(a.keys / a.lanes) + " keys per invocation" +

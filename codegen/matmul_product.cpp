@@ -180,7 +180,6 @@ Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
 
 Fragments::Fragments(Emitter& em, const CooperativeMatrixShape& f, bool nv_opcodes) : e(em), nv(nv_opcodes) {
   spirv::Builder& bld = e.b;
-  Id component;
   if (f.operands == MatrixComponent::F16) {
     bld.capability(spv::CapabilityFloat16);
     component = bld.type_float(16);

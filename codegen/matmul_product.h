@@ -85,6 +85,7 @@ struct Fragments {
 
   Emitter& e;
   const bool nv;
+  Id component = 0;  // the operands' element type
   Id a = 0, b = 0, c = 0, zero_c = 0;
 };
 

@@ -212,6 +212,8 @@ class Builder {
   using Values = std::vector<Id>;
   Values loop(const std::vector<Id>& types, const Values& init, const std::function<Id(const Values&)>& cond,
               const std::function<Values(const Values&)>& body, uint64_t max_trips);
+  // The next loop's OpLoopMerge asks the driver not to unroll it.
+  void dont_unroll_next_loop() { loop_control_ = spv::LoopControlDontUnrollMask; }
   // The loop over a kernel's positions (elements, rows, tiles): the steps of the loops in
   // its body are counted per trip of it (LoopSteps::per_trip), its own steps not at all,
   // so that the caller can bound an invocation's steps for any trip count.
@@ -355,6 +357,7 @@ class Builder {
   std::vector<std::vector<Scope>> suspended_;
   std::vector<int> levels_;  // by id
   bool finished_main_ = false;
+  uint32_t loop_control_ = spv::LoopControlMaskNone;
   int hoist_floor_ = 0;
   LoopSteps steps_;
 };

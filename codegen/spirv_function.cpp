@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "codegen/spirv_builder.h"
 
@@ -286,7 +287,7 @@ Builder::Values Builder::structured_loop(const std::vector<Id>& types, const Val
     phis.push_back(phi.get());
     header->phis.push_back(std::move(phi));
   }
-  append_inst(header->terminator, spv::OpLoopMerge, {merge->label, cont->label, uint32_t(spv::LoopControlMaskNone)});
+  append_inst(header->terminator, spv::OpLoopMerge, {merge->label, cont->label, std::exchange(loop_control_, spv::LoopControlMaskNone)});
   append_inst(header->terminator, spv::OpBranch, {test->label});
   header->successors = {test};
 

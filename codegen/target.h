@@ -15,6 +15,15 @@ namespace nxv::codegen {
 // Element types of cooperative-matrix operands and accumulators.
 enum class MatrixComponent : uint8_t { None, F16, BF16, F32 };
 
+// Which element of a fragment each invocation of a subgroup holds, as the device reports it
+// (the spec leaves it to the implementation; runtime/fragment_probe.cpp measures it): for
+// invocation l and its element i, entry l * elements + i is the element's row and column.
+// Empty where unmeasured.
+struct FragmentLayout {
+  std::vector<uint16_t> row, col;
+  bool operator==(const FragmentLayout&) const = default;
+};
+
 // A product a subgroup computes together (VK_KHR_cooperative_matrix, subgroup scope): an
 // m x k matrix of `operands` times a k x n one, added to an m x n one of `accumulator`.
 struct CooperativeMatrixShape {
@@ -24,6 +33,8 @@ struct CooperativeMatrixShape {
   // SPV_KHR_cooperative_matrix's opcodes where the KHR extension lists the shape, else
   // SPV_NV_cooperative_matrix's (codegen/emit_matmul_cooperative.cpp says why).
   bool khr = false, nv = false;
+  // The layouts of the accumulator (m x n) and of the A operand (m x k), where measured.
+  FragmentLayout accumulator_layout, a_layout;
 };
 
 // How f32 dot products (and convolutions, which are dots) may compute on cooperative

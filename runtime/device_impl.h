@@ -46,6 +46,11 @@ class DeviceImpl : public Device {
   ~DeviceImpl() override;
 
   const DeviceInfo& info() const override { return info_; }
+  // The fragment shapes with their measured layouts (runtime/fragment_probe.h), set once
+  // as the device opens, before any kernel is compiled for it.
+  void set_cooperative_matrix_shapes(std::vector<codegen::CooperativeMatrixShape> s) {
+    info_.caps.cooperative_matrix_shapes = std::move(s);
+  }
   const RuntimeOptions& options() const override { return opts_; }
   BufferPtr upload(const ir::TensorType& type, const void* data, size_t bytes) override;
   void download(const Buffer& buf, void* dst, size_t bytes) override;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "runtime/cooperative_matrix.h"
+#include "runtime/fragment_probe.h"
 #include "runtime/profile.h"
 #include "runtime/device_impl.h"
 #include "runtime/vk_util.h"
@@ -423,6 +424,7 @@ std::shared_ptr<Device> Device::open(const RuntimeOptions& opts) {
   std::lock_guard<std::mutex> lock(m);
   if (auto d = open_devices[key]) return d;
   auto d = std::make_shared<DeviceImpl>(inst.physical[pick], std::move(info), resolved);
+  d->set_cooperative_matrix_shapes(probe_fragment_layouts(*d));
   open_devices[key] = d;
   return d;
 }

@@ -361,9 +361,14 @@ TEST(Attention, NvidiaRunsLongUnmaskedF32AttentionUnfused) {
 // On any device: the cooperative kernels an H100 would run (its canned caps: SPV_KHR
 // opcodes, which only a driver that has them validates), and the same kernels for a device
 // whose fragments only VK_NV_cooperative_matrix lists: SPV_NV opcodes, validated here (bf16
-// read as f16). f32 keeps the SIMT kernel.
+// read as f16); each with the H100's fragment layout in registers, and through shared memory
+// where the layout is unknown.
+// f32 keeps the SIMT kernel.
 TEST(Attention, CooperativeKernelsForNvidiaValidate) {
-  const codegen::DeviceCaps khr = codegen::target_caps("nvidia");
+  for (bool registers : {false, true}) {
+  codegen::DeviceCaps khr = codegen::target_caps("nvidia");
+  if (!registers)
+    for (auto& s : khr.cooperative_matrix_shapes) s.accumulator_layout = s.a_layout = {};
   codegen::DeviceCaps nv_only = khr;
   for (auto& s : nv_only.cooperative_matrix_shapes) s.khr = false, s.nv = true;
   for (DType t : {DType::F16, DType::BF16, DType::F32})
@@ -383,12 +388,14 @@ TEST(Attention, CooperativeKernelsForNvidiaValidate) {
         const auto kb = codegen::compile_kernel(*kernel, low, nv ? nv_only : khr);
         const std::string want = t == DType::F32 ? "attention " : std::string("cooperative attention ");
         EXPECT_EQ(kb.launch.rfind(want, 0), 0u) << kb.launch;
+        EXPECT_EQ(kb.launch.find("softmax in registers") != std::string::npos, registers && t != DType::F32) << kb.launch;
         EXPECT_EQ(kb.launch.find(" nv fragments") != std::string::npos, nv && t != DType::F32) << kb.launch;
         if (nv) {
           EXPECT_EQ(codegen::validate(t == DType::BF16 ? spirvtest::bf16_as_f16(kb.spirv) : kb.spirv, khr.api_version), "");
         }
       }
     }
+  }
 }
 
 }  // namespace

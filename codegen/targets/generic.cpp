@@ -19,6 +19,26 @@ DeviceCaps generic_caps() {
   return c;
 }
 
+namespace {
+
+// The layout an H100's driver (580) reports for its 16 x n accumulators and their A operands
+// alike (runtime/fragment_probe.cpp): invocation l holds rows l / 4 and l / 4 + 8, columns
+// 2 (l % 4) and the next, and for n = 16 the same 8 columns further on, element by element
+// first along the columns.
+FragmentLayout nvidia_fragment_layout(uint32_t n) {
+  FragmentLayout f;
+  const uint32_t elements = 16 * n / 32;
+  for (uint32_t l = 0; l < 32; ++l)
+    for (uint32_t i = 0; i < elements; ++i) {
+      const uint32_t row_half = n == 16 ? i / 4 : i / 2, col_half = n == 16 ? (i / 2) % 2 : 0;
+      f.row.push_back(uint16_t(l / 4 + 8 * row_half));
+      f.col.push_back(uint16_t(2 * (l % 4) + i % 2 + 8 * col_half));
+    }
+  return f;
+}
+
+}  // namespace
+
 DeviceCaps target_caps(const std::string& name) {
   DeviceCaps c = generic_caps();
   c.api_version = (1u << 22) | (3u << 12);  // Vulkan 1.3
@@ -31,10 +51,16 @@ DeviceCaps target_caps(const std::string& name) {
     c.max_workgroup_count_x = 2147483647u;
     using enum MatrixComponent;
     c.subgroup_shuffle = true;
-    c.cooperative_matrix_shapes = {{16, 16, 16, F16, F16, true, true},  {16, 8, 16, F16, F16, true, true},
-                                   {16, 8, 8, F16, F16, true, true},    {16, 16, 16, F16, F32, true, true},
-                                   {16, 8, 16, F16, F32, true, true},   {16, 8, 8, F16, F32, true, true},
-                                   {16, 16, 16, BF16, F32, true, false}};
+    auto shape = [](uint32_t m, uint32_t n, uint32_t k, MatrixComponent operands, MatrixComponent accumulator, bool nv) {
+      CooperativeMatrixShape s;
+      s.m = m, s.n = n, s.k = k, s.operands = operands, s.accumulator = accumulator, s.khr = true, s.nv = nv;
+      return s;
+    };
+    c.cooperative_matrix_shapes = {shape(16, 16, 16, F16, F16, true), shape(16, 8, 16, F16, F16, true), shape(16, 8, 8, F16, F16, true),
+                                   shape(16, 16, 16, F16, F32, true), shape(16, 8, 16, F16, F32, true), shape(16, 8, 8, F16, F32, true),
+                                   shape(16, 16, 16, BF16, F32, false)};
+    for (auto& s : c.cooperative_matrix_shapes)
+      if (s.accumulator == F32 && s.n == s.k) s.accumulator_layout = s.a_layout = nvidia_fragment_layout(s.n);
   } else if (name == "amd") {
     c.vendor_id = pci_vendor_id(Vendor::Amd);
     c.max_workgroup_invocations = 1024;

@@ -100,6 +100,9 @@ struct AttentionTiles {
   uint32_t rows = 0, keys = 0, lanes = 0, row_step = 0, vector = 1;
   bool shuffles = false, own_v = false;
   CooperativeMatrixShape fragment{};
+  // The cooperative kernel's softmax on the accumulators' elements in registers
+  // (codegen/fragment_layout.h: RegisterLayout), else through shared memory.
+  bool registers = false;
   uint32_t invocations() const { return rows / row_step * lanes; }
 };
 

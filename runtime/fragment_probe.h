@@ -1,0 +1,16 @@
+// Measuring where the device keeps fragments' elements (codegen/fragment_layout.h), once per
+// device when it opens.
+#pragma once
+
+#include <vector>
+
+#include "runtime/device_impl.h"
+
+namespace nxv::runtime {
+
+// The device's fragment shapes with the layouts measured of those a kernel may keep in
+// registers (KHR, f16 or bf16 operands with f32 accumulators, n == k); a shape whose probe
+// fails or reads back no layout stays unmeasured.
+std::vector<codegen::CooperativeMatrixShape> probe_fragment_layouts(DeviceImpl& device);
+
+}  // namespace nxv::runtime
