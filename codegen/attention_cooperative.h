@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "codegen/attention.h"
@@ -59,6 +60,17 @@ class CooperativeAttention : public AttentionRows {
   void stage_rows(const Values& xs, uint32_t rows, uint32_t padded, uint32_t base, uint32_t pitch);
 
   Values q_fragments(const RowTile& at);
+  // The walk over the slices of keys, k's first staged before it: `step` takes the carried
+  // `state` (of `types`, from `init`) and the slice at k0, and returns the next state; it
+  // stages `next` (v's slice at k0 and k's next, read as the step began: their loads' latency
+  // hidden behind the scores) with stage() once every subgroup's scores are taken. A barrier
+  // ends each step: two per step. Returns the state after the last.
+  struct Slices {
+    Values v, k;
+  };
+  Values walk_keys(const RowTile& at, std::vector<Id> types, Values init, bool unrolled,
+                   const std::function<Values(const Values& state, Id k0, const Slices& next)>& step);
+  void stage(const Slices& next);
   Values key_loop(const RowTile& at, const Values& qf);
   void scores(const Values& qf);
   Values softmax(const RowTile& at, Id k0, Id m, Id l);

@@ -188,44 +188,53 @@ Values CooperativeAttention::add_products(Values o) {
   return o;
 }
 
-// Carried over the slices of keys: the row's running maximum, this invocation's partial sum
-// of probabilities, the subgroup's output fragments, k0. Each step reads the next slice of k
-// while it takes its scores and softmax, and stages it once every subgroup's scores are
-// taken (behind the barrier that publishes v's slice): its loads' latency hidden, and two
-// workgroup barriers per step.
-Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
-  std::vector<Id> types{vt, vt};
-  Values init{minus_inf(), e.constant(ct, 0)};
-  types.insert(types.end(), frags_o, fr.c);
-  init.insert(init.end(), frags_o, fr.zero_c);
+Values CooperativeAttention::walk_keys(const RowTile& at, std::vector<Id> types, Values init, bool unrolled,
+                                       const std::function<Values(const Values& state, Id k0, const Slices& next)>& step) {
   if (Sk == 0) return init;
   types.push_back(e.u32());
   init.push_back(c(0));
   const Id end = key_end(at.q0, t.rows);
   stage_rows(fetch_rows(k, view_k, at, c(0), t.keys, Sk, D, lay.d), t.keys, lay.d, 0, lay.qk_pitch);
   b.workgroup_barrier();
+  if (!unrolled) b.dont_unroll_next_loop();
   Values out = b.loop(
       types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), end}); },
       [&](const Values& s) {
         const Id k0 = s.back(), k1 = u(spv::OpIAdd, k0, c(t.keys));
         // Both in flight while the scores are taken; past the last slice, k's rows are
         // clamped reads that no step uses.
-        const Values v_slice = fetch_rows(v, view_v, at, k0, t.keys, Sk, Dv, lay.dv);
-        const Values k_next = fetch_rows(k, view_k, at, k1, t.keys, Sk, D, lay.d);
-        scores(qf);
-        Values next = softmax(at, k0, s[0], s[1]);
-        stage_rows(v_slice, t.keys, lay.dv, t.keys * lay.qk_pitch, lay.v_pitch);
-        b.workgroup_barrier();
-        stage_rows(k_next, t.keys, lay.d, 0, lay.qk_pitch);
-        const Values o = add_products(Values(s.begin() + 2, s.end() - 1));
-        next.insert(next.end(), o.begin(), o.end());
+        const Slices next{fetch_rows(v, view_v, at, k0, t.keys, Sk, Dv, lay.dv), fetch_rows(k, view_k, at, k1, t.keys, Sk, D, lay.d)};
+        Values state = step(Values(s.begin(), s.end() - 1), k0, next);
         b.workgroup_barrier();  // k's slice staged, v's free for the next
-        next.push_back(k1);
-        return next;
+        state.push_back(k1);
+        return state;
       },
       uint64_t((Sk + t.keys - 1) / t.keys));
   out.pop_back();
   return out;
+}
+
+void CooperativeAttention::stage(const Slices& next) {
+  stage_rows(next.v, t.keys, lay.dv, t.keys * lay.qk_pitch, lay.v_pitch);
+  b.workgroup_barrier();
+  stage_rows(next.k, t.keys, lay.d, 0, lay.qk_pitch);
+}
+
+// Carried over the slices of keys: the row's running maximum, this invocation's partial sum
+// of probabilities, the subgroup's output fragments.
+Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
+  std::vector<Id> types{vt, vt};
+  Values init{minus_inf(), e.constant(ct, 0)};
+  types.insert(types.end(), frags_o, fr.c);
+  init.insert(init.end(), frags_o, fr.zero_c);
+  return walk_keys(at, types, init, true, [&](const Values& s, Id k0, const Slices& next) {
+    scores(qf);
+    Values state = softmax(at, k0, s[0], s[1]);
+    stage(next);
+    const Values o = add_products(Values(s.begin() + 2, s.end()));
+    state.insert(state.end(), o.begin(), o.end());
+    return state;
+  });
 }
 
 // Each output fragment through the subgroup's scores' memory, its elements then written by

@@ -48,7 +48,7 @@ class RegisterAttention : public CooperativeAttention {
   Id a_operand(const Values& probs);
 
   Values scores(const RowTile& at, const Values& qf, Id k0);
-  Values step(const RowTile& at, const Values& qf, const Values& state);
+  Values step(const RowTile& at, const Values& qf, const Values& state, Id k0, const Slices& next);
   Values key_loop(const RowTile& at, const Values& qf);
   void finish(const RowTile& at, const Values& state, const BufferRef& output);
 
@@ -86,12 +86,8 @@ Values RegisterAttention::scores(const RowTile& at, const Values& qf, Id k0) {
 }
 
 // One slice of keys: carried and returned, each row's running maximum and this invocation's
-// partial sum per class, the output fragments, k0. Staging and barriers as the shared-memory
-// kernel's: v's slice and the next slice of k read while the scores are taken.
-Values RegisterAttention::step(const RowTile& at, const Values& qf, const Values& s) {
-  const Id k0 = s.back(), k1 = u(spv::OpIAdd, k0, c(t.keys));
-  const Values v_slice = fetch_rows(v, view_v, at, k0, t.keys, Sk, Dv, lay.dv);
-  const Values k_next = fetch_rows(k, view_k, at, k1, t.keys, Sk, D, lay.d);
+// partial sum per class, and the output fragments.
+Values RegisterAttention::step(const RowTile& at, const Values& qf, const Values& s, Id k0, const Slices& next_slices) {
   const Values sc = scores(at, qf, k0);
   Values m_new(C), alpha(C), sum(C, e.constant(ct, 0)), next;
   for (uint32_t cl = 0; cl < C; ++cl) {
@@ -110,15 +106,13 @@ Values RegisterAttention::step(const RowTile& at, const Values& qf, const Values
   }
   next = m_new;
   for (uint32_t cl = 0; cl < C; ++cl) next.push_back(fma(s[C + cl], alpha[cl], sum[cl]));
-  stage_rows(v_slice, t.keys, lay.dv, t.keys * lay.qk_pitch, lay.v_pitch);
-  b.workgroup_barrier();
-  stage_rows(k_next, t.keys, lay.d, 0, lay.qk_pitch);
+  stage(next_slices);
   // SPV_NV_cooperative_matrix divides accumulators element by element but does not multiply
   // them: by the factors' reciprocals there (+inf for 0: 0 / inf is 0).
   if (fr.nv)
     for (Id& a : alpha) a = flt(spv::OpFDiv, e.constant(ct, 1), a);
   const Id factors = by_row(alpha);
-  Values o(s.begin() + 2 * C, s.end() - 1);
+  Values o(s.begin() + 2 * C, s.end());
   for (Id& acc : o) acc = b.op(fr.nv ? spv::OpFDiv : spv::OpFMul, fr.c, {acc, factors});
   const uint32_t v_base = t.keys * lay.qk_pitch;
   for (uint32_t kk = 0; kk < t.keys; kk += f.k) {
@@ -127,8 +121,6 @@ Values RegisterAttention::step(const RowTile& at, const Values& qf, const Values
       o[j] = fr.mul_add(pa, load(fr.b, c(v_base + int64_t(kk) * lay.v_pitch + j * f.n / 8), lay.v_pitch, true), o[j]);
   }
   next.insert(next.end(), o.begin(), o.end());
-  b.workgroup_barrier();  // k's slice staged, v's free for the next
-  next.push_back(k1);
   return next;
 }
 
@@ -138,19 +130,9 @@ Values RegisterAttention::key_loop(const RowTile& at, const Values& qf) {
   init.insert(init.end(), C, e.constant(ct, 0));
   types.insert(types.end(), frags_o, fr.c);
   init.insert(init.end(), frags_o, fr.zero_c);
-  if (Sk == 0) return init;
-  types.push_back(e.u32());
-  init.push_back(c(0));
-  const Id end = key_end(at.q0, t.rows);
-  stage_rows(fetch_rows(k, view_k, at, c(0), t.keys, Sk, D, lay.d), t.keys, lay.d, 0, lay.qk_pitch);
-  b.workgroup_barrier();
   // Unrolled, the loop's steps overlap their loads and spill (docs/tuning.md).
-  b.dont_unroll_next_loop();
-  Values out = b.loop(
-      types, init, [&](const Values& s) { return b.op(spv::OpULessThan, e.boolean(), {s.back(), end}); },
-      [&](const Values& s) { return step(at, qf, s); }, uint64_t((Sk + t.keys - 1) / t.keys));
-  out.pop_back();
-  return out;
+  return walk_keys(at, types, init, false,
+                   [&](const Values& s, Id k0, const Slices& next) { return step(at, qf, s, k0, next); });
 }
 
 // Each output element straight from its accumulator to memory.
