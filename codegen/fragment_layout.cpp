@@ -86,7 +86,8 @@ bool read_fragment_layouts(const std::vector<uint32_t>& accumulator, const std::
       accumulator.size() != f.m * f.n || a_invocation.size() != f.m * f.k || a_element.size() != f.m * f.k)
     return false;
   // Each (invocation, element) at exactly one place of the matrix.
-  auto fill = [](FragmentLayout& out, uint32_t rows, uint32_t cols, uint32_t count, auto&& slot_of) {
+  auto fill = [](FragmentLayout& out, uint32_t rows, uint32_t cols, auto&& slot_of) {
+    const int64_t count = int64_t(rows) * cols;
     out.row.assign(count, UINT16_MAX), out.col.assign(count, UINT16_MAX);
     for (uint32_t r = 0; r < rows; ++r)
       for (uint32_t c = 0; c < cols; ++c) {
@@ -96,18 +97,14 @@ bool read_fragment_layouts(const std::vector<uint32_t>& accumulator, const std::
       }
     return true;
   };
-  auto whole = [&](uint16_t h) {
-    const float x = f.operands == MatrixComponent::F16 ? ir::f16_to_f32(h) : ir::bf16_to_f32(h);
-    return x >= 0 && x < 65536 && x == float(int64_t(x)) ? int64_t(x) : int64_t(-1);
-  };
+  auto whole = [](float x) { return x >= 0 && x < 65536 && x == float(int64_t(x)) ? int64_t(x) : int64_t(-1); };
+  auto half = [&](uint16_t h) { return whole(f.operands == MatrixComponent::F16 ? ir::f16_to_f32(h) : ir::bf16_to_f32(h)); };
   FragmentLayout acc, a;
-  const bool ok = fill(acc, f.m, f.n, f.m * f.n, [&](uint32_t p) {
-    const float x = std::bit_cast<float>(accumulator[p]);
-    return x >= 0 && x < 65536 && x == float(int64_t(x)) ? int64_t(x) : int64_t(-1);
-  }) && fill(a, f.m, f.k, f.m * f.k, [&](uint32_t p) {
-    const int64_t l = whole(a_invocation[p]), j = whole(a_element[p]);
-    return l < 0 || j < 0 || j >= a_elements ? int64_t(-1) : l * a_elements + j;
-  });
+  const bool ok = fill(acc, f.m, f.n, [&](uint32_t p) { return whole(std::bit_cast<float>(accumulator[p])); }) &&
+                  fill(a, f.m, f.k, [&](uint32_t p) {
+                    const int64_t l = half(a_invocation[p]), j = half(a_element[p]);
+                    return l < 0 || j < 0 || j >= a_elements ? int64_t(-1) : l * a_elements + j;
+                  });
   if (!ok) return false;
   f.accumulator_layout = std::move(acc), f.a_layout = std::move(a);
   return true;
