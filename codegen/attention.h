@@ -42,8 +42,9 @@ const ir::Node* attention_of(const ir::Graph& body);
 LaunchConfig launch_attention(const ir::Graph& body, const ir::Node& attn, const DeviceCaps& caps);
 
 // Emits main's body for launch.attention: workgroup g takes tiles of rows g, g + groups, ...
-// (emit_cooperative_attention where launch.attention.fragment.m > 0; `inputs`, the
-// kernel's input bindings, are read a chunk at a time where q, k or v is one).
+// (emit_cooperative_attention where launch.attention.fragment.m > 0, its softmax in
+// registers where launch.attention.registers; `inputs`, the kernel's input bindings, are
+// read a chunk at a time where q, k or v is one).
 void emit_cooperative_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const std::vector<BufferRef>& inputs,
                                 const BufferRef& output, const LaunchConfig& launch, uint64_t* shared_bytes);
 void emit_attention(const ir::Graph& body, const ir::Node& attn, Emitter& e, const BufferRef& output,
