@@ -6,6 +6,7 @@
 #include <bit>
 #include <map>
 
+#include "codegen/matmul_product.h"
 #include "codegen/spirv_builder.h"
 #include "ir/literal.h"
 
@@ -32,16 +33,15 @@ Id small_whole(spirv::Builder& b, const CooperativeMatrixShape& f, Id component,
 
 }  // namespace
 
+bool probes_layout(const CooperativeMatrixShape& f, uint32_t sg) {
+  return f.khr && f.accumulator == MatrixComponent::F32 && f.n == f.k && f.n % 8 == 0 && sg && (f.m * f.n) % sg == 0 &&
+         (f.operands == MatrixComponent::F16 || f.operands == MatrixComponent::BF16);
+}
+
 std::vector<uint32_t> fragment_layout_probe(const CooperativeMatrixShape& f, uint32_t subgroup_size) {
   spirv::Builder b;
   const Id u32 = b.type_int(32), f32 = b.type_float(32), vec = b.type_vector(u32, 4);
-  Id component;
-  if (f.operands == MatrixComponent::F16) {
-    b.capability(spv::CapabilityFloat16);
-    component = b.type_float(16);
-  } else {
-    component = b.type_bfloat16();
-  }
+  const Id component = matmul::operand_component(b, f.operands);
   const Id acc = b.type_cooperative_matrix(false, f32, f.m, f.n, spirv::kMatrixAccumulator);
   const Id a = b.type_cooperative_matrix(false, component, f.m, f.k, spirv::kMatrixA);
   Id buffers[4];

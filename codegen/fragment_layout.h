@@ -10,6 +10,11 @@
 
 namespace nxv::codegen {
 
+// Whether the runtime measures f's layouts on subgroups of subgroup_size: KHR fragments of
+// f16 or bf16 with f32 accumulators whose n == k (a multiple of 8) and whose m x n the
+// subgroup divides, the only ones a register plan takes.
+bool probes_layout(const CooperativeMatrixShape& f, uint32_t subgroup_size);
+
 // A module of one subgroup (subgroup_size invocations) writing four buffers, bindings 0-3:
 // the accumulator (m x n f32, row-major) whose element i of invocation l holds
 // l * elements + i; the A operand (m x k of the operands' type, row-major) holding l, then

@@ -178,14 +178,15 @@ Id pack_exact_pair(Emitter& e, MatrixComponent c, Id x0, Id x1) {
   return o.u(spv::OpBitwiseOr, lo, hi);
 }
 
+Id operand_component(spirv::Builder& b, MatrixComponent operands) {
+  if (operands != MatrixComponent::F16) return b.type_bfloat16();
+  b.capability(spv::CapabilityFloat16);
+  return b.type_float(16);
+}
+
 Fragments::Fragments(Emitter& em, const CooperativeMatrixShape& f, bool nv_opcodes) : e(em), nv(nv_opcodes) {
   spirv::Builder& bld = e.b;
-  if (f.operands == MatrixComponent::F16) {
-    bld.capability(spv::CapabilityFloat16);
-    component = bld.type_float(16);
-  } else {
-    component = bld.type_bfloat16();
-  }
+  component = operand_component(bld, f.operands);
   a = bld.type_cooperative_matrix(nv, component, f.m, f.k, spirv::kMatrixA);
   b = bld.type_cooperative_matrix(nv, component, f.k, f.n, spirv::kMatrixB);
   c = bld.type_cooperative_matrix(nv, bld.type_float(32), f.m, f.n, spirv::kMatrixAccumulator);

@@ -73,6 +73,9 @@ Id chunk_view(Emitter& e, const ir::Node& node, size_t inputs);
 // Chunk `at` of a chunk view.
 Id load_chunk(Emitter& e, Id view, Id at);
 
+// The element type of f16 or bf16 fragment operands, its capability or extension declared.
+Id operand_component(spirv::Builder& b, MatrixComponent operands);
+
 // Cooperative matrices of shape f as both cooperative kernels use them: the fragment types
 // (declared with the capabilities they need), an accumulator of zeros, and the loads, stores
 // and products in SPV_NV_cooperative_matrix's opcodes where `nv`, else SPV_KHR's (pointers

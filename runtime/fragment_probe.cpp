@@ -35,21 +35,18 @@ std::vector<codegen::CooperativeMatrixShape> probe_fragment_layouts(DeviceImpl& 
   std::vector<codegen::CooperativeMatrixShape> shapes = caps.cooperative_matrix_shapes;
   const uint32_t sg = caps.subgroup_size;
   for (auto& f : shapes) {
-    using codegen::MatrixComponent;
-    if (!f.khr || f.accumulator != MatrixComponent::F32 || f.n != f.k || f.n % 8 || !sg || (f.m * f.n) % sg ||
-        (f.operands != MatrixComponent::F16 && f.operands != MatrixComponent::BF16))
-      continue;
-    const ir::DType half = f.operands == MatrixComponent::F16 ? ir::DType::F16 : ir::DType::BF16;
+    if (!codegen::probes_layout(f, sg)) continue;
+    const ir::DType half = f.operands == codegen::MatrixComponent::F16 ? ir::DType::F16 : ir::DType::BF16;
     const int64_t mn = int64_t(f.m) * f.n, mk = int64_t(f.m) * f.k;
     try {
       const std::vector<ir::TensorType> types{{ir::DType::U32, {mn}}, {half, {mk}}, {half, {mk}}, {ir::DType::U32, {4}}};
       const auto out = run_probe(dev, codegen::fragment_layout_probe(f, sg), sg, types);
       std::vector<uint32_t> acc(mn), lengths(4);
       std::vector<uint16_t> a_lane(mk), a_element(mk);
-      device.download(*out[0], acc.data(), acc.size() * 4);
-      device.download(*out[1], a_lane.data(), a_lane.size() * 2);
-      device.download(*out[2], a_element.data(), a_element.size() * 2);
-      device.download(*out[3], lengths.data(), lengths.size() * 4);
+      device.download_all({{out[0].get(), acc.data(), acc.size() * 4},
+                           {out[1].get(), a_lane.data(), a_lane.size() * 2},
+                           {out[2].get(), a_element.data(), a_element.size() * 2},
+                           {out[3].get(), lengths.data(), lengths.size() * 4}});
       codegen::read_fragment_layouts(acc, a_lane, a_element, lengths, sg, f);
     } catch (const std::exception&) {
       // A probe the driver refuses leaves the shape unmeasured: kernels then stage through

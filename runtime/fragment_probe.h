@@ -8,9 +8,8 @@
 
 namespace nxv::runtime {
 
-// The device's fragment shapes with the layouts measured of those a kernel may keep in
-// registers (KHR, f16 or bf16 operands with f32 accumulators, n == k); a shape whose probe
-// fails or reads back no layout stays unmeasured.
+// The device's fragment shapes with the layouts measured of those codegen::probes_layout
+// names; a shape whose probe fails or reads back no layout stays unmeasured.
 std::vector<codegen::CooperativeMatrixShape> probe_fragment_layouts(DeviceImpl& device);
 
 }  // namespace nxv::runtime

@@ -152,9 +152,7 @@ TEST(FragmentLayout, ProbedOnTheDevice) {
   const codegen::DeviceCaps& caps = devtest::device()->info().caps;
   size_t probed = 0;
   for (const auto& f : caps.cooperative_matrix_shapes) {
-    if (!f.khr || f.n != f.k || f.accumulator != codegen::MatrixComponent::F32 || f.n % 8 ||
-        (f.operands != codegen::MatrixComponent::F16 && f.operands != codegen::MatrixComponent::BF16))
-      continue;
+    if (!codegen::probes_layout(f, caps.subgroup_size)) continue;
     ++probed;
     EXPECT_EQ(f.accumulator_layout.row.size(), f.m * f.n) << codegen::to_string(f);
     EXPECT_EQ(f.a_layout.row.size(), f.m * f.k) << codegen::to_string(f);
