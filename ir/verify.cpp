@@ -167,43 +167,17 @@ class Verifier {
         arity(n, 1);
         expect_shape(n, arg_type(n, 0).shape);
         return expect_type(n, {to_floating(arg_type(n, 0).dtype)});
-      case OpFamily::Unary: {
-        arity(n, 1);
-        expect_shape(n, arg_type(n, 0).shape);
-        expect_type(n, {arg_type(n, 0).dtype});
-        const bool int_only = n.op == "bitwise_not" || n.op == "population_count" || n.op == "count_leading_zeros";
-        if (int_only && !is_integer(n.type().dtype)) throw IrError(n, "needs an integer operand, got " + to_string(arg_type(n, 0)));
-        return;
-      }
+      case OpFamily::Unary: return unary(n);
       case OpFamily::Predicate:
         arity(n, 1);
         expect_shape(n, arg_type(n, 0).shape);
         return expect_type(n, {DType::U8});
-      case OpFamily::Binary: {
-        arity(n, 2);
-        expect_shape(n, broadcast_shapes(n, {0, 1}));
-        auto types = merged(n, {0, 1});
-        if (n.op == "divide" || n.op == "atan2")
-          for (auto& t : types) t = to_floating(t);
-        expect_type(n, types);
-        const bool int_only = n.op == "quotient" || n.op.rfind("bitwise_", 0) == 0 || n.op.find("_shift") != std::string::npos;
-        if (int_only && !is_integer(n.type().dtype)) throw IrError(n, "needs integer operands, result is " + to_string(n.type()));
-        return;
-      }
+      case OpFamily::Binary: return binary(n);
       case OpFamily::Compare:
         arity(n, 2);
         expect_shape(n, broadcast_shapes(n, {0, 1}));
         return expect_type(n, {DType::U8});
-      case OpFamily::Select:
-        arity(n, 3);
-        if (n.op == "select") {
-          expect_shape(n, broadcast_shapes(n, {0, 1, 2}));
-          return expect_type(n, merged(n, {1, 2}));
-        }
-        for (size_t i : {1, 2})
-          if (!arg_type(n, i).shape.empty()) throw IrError(n, "clip bounds must be scalars, got " + to_string(arg_type(n, i)));
-        expect_shape(n, arg_type(n, 0).shape);
-        return expect_type(n, merged(n, {0, 1, 2}));
+      case OpFamily::Select: return select(n);
       case OpFamily::Convert:
         arity(n, 1);
         expect_shape(n, arg_type(n, 0).shape);
@@ -211,16 +185,7 @@ class Verifier {
           throw IrError(n, "bitcast between types of different widths: " + to_string(arg_type(n, 0)) + " to " + to_string(n.type()));
         return;
       case OpFamily::IndexMap: return index_map(n);
-      case OpFamily::PutSlice: {
-        min_arity(n, 2);
-        const auto &x = arg_type(n, 0), &u = arg_type(n, 1);
-        if (u.shape.size() != x.shape.size()) throw IrError(n, "update " + to_string(u) + " has a different rank than " + to_string(x));
-        for (size_t k = 0; k < x.shape.size(); ++k)
-          if (u.shape[k] > x.shape[k]) throw IrError(n, "update " + to_string(u) + " does not fit in " + to_string(x));
-        starts(n, x, 2);
-        expect_shape(n, x.shape);
-        return expect_type(n, merged(n, {0, 1}));
-      }
+      case OpFamily::PutSlice: return put_slice(n);
       case OpFamily::Gather: return gather(n);
       case OpFamily::Scatter: return indexed(n);
       case OpFamily::Reduction: return reduction(n);
@@ -228,47 +193,95 @@ class Verifier {
       case OpFamily::Scan: return scan(n);
       case OpFamily::Sort: return sort(n);
       case OpFamily::Dot: return dot(n);
-      case OpFamily::Attention: {
-        std::vector<TensorType> types;
-        for (size_t i = 0; i < n.args.size(); ++i) types.push_back(arg_type(n, i));
-        const TensorType t = attention_type(n, types);
-        expect_shape(n, t.shape);
-        return expect_type(n, {t.dtype});
-      }
-      case OpFamily::Tuple: {
-        arity(n, 1);
-        const Node& t = arg(n, 0);
-        int64_t i = int_attr(n, "index");
-        if (i < 0 || size_t(i) >= t.results.size())
-          throw IrError(n, "index " + std::to_string(i) + " out of range for %" + std::to_string(t.id) + " (" + t.op +
-                               ") with " + std::to_string(t.results.size()) + " result(s)");
-        if (n.type() != t.results[i])
-          throw IrError(n, "type mismatch: stated " + to_string(n.type()) + ", element is " + to_string(t.results[i]));
-        return;
-      }
+      case OpFamily::Attention: return attention(n);
+      case OpFamily::Tuple: return tuple(n);
       case OpFamily::Control: return n.op == "while" ? while_loop(n) : cond(n);
       case OpFamily::Metadata:
         arity(n, 1);
         if (n.type() != arg_type(n, 0)) throw IrError(n, "metadata must have its argument's type " + to_string(arg_type(n, 0)));
         return;
-      case OpFamily::Kernel: {
-        const Graph& body = region(n, "body");
-        region_params(n, body, "body", 0);
-        region_outputs(n, body, "body", n.results);
-        return;
-      }
-      case OpFamily::Repeat: {
-        if (int_attr(n, "count") < 1) throw IrError(n, "attrs.count must be positive");
-        const Graph& step = region(n, "step");
-        region_params(n, step, "step", 0);
-        region_outputs(n, step, "step", n.results);
-        for (size_t i = 0; i < n.results.size(); ++i)
-          if (n.results[i] != arg_type(n, i))
-            throw IrError(n, "carried value " + std::to_string(i) + " starts as " + to_string(arg_type(n, i)) + " but is " + to_string(n.results[i]));
-        return;
-      }
+      case OpFamily::Kernel: return kernel(n);
+      case OpFamily::Repeat: return repeat(n);
       case OpFamily::Unknown: break;
     }
+  }
+
+  void unary(const Node& n) {
+    arity(n, 1);
+    expect_shape(n, arg_type(n, 0).shape);
+    expect_type(n, {arg_type(n, 0).dtype});
+    const bool int_only = n.op == "bitwise_not" || n.op == "population_count" || n.op == "count_leading_zeros";
+    if (int_only && !is_integer(n.type().dtype)) throw IrError(n, "needs an integer operand, got " + to_string(arg_type(n, 0)));
+  }
+
+  void binary(const Node& n) {
+    arity(n, 2);
+    expect_shape(n, broadcast_shapes(n, {0, 1}));
+    auto types = merged(n, {0, 1});
+    if (n.op == "divide" || n.op == "atan2")
+      for (auto& t : types) t = to_floating(t);
+    expect_type(n, types);
+    const bool int_only = n.op == "quotient" || n.op.rfind("bitwise_", 0) == 0 || n.op.find("_shift") != std::string::npos;
+    if (int_only && !is_integer(n.type().dtype)) throw IrError(n, "needs integer operands, result is " + to_string(n.type()));
+  }
+
+  void put_slice(const Node& n) {
+    min_arity(n, 2);
+    const auto &x = arg_type(n, 0), &u = arg_type(n, 1);
+    if (u.shape.size() != x.shape.size()) throw IrError(n, "update " + to_string(u) + " has a different rank than " + to_string(x));
+    for (size_t k = 0; k < x.shape.size(); ++k)
+      if (u.shape[k] > x.shape[k]) throw IrError(n, "update " + to_string(u) + " does not fit in " + to_string(x));
+    starts(n, x, 2);
+    expect_shape(n, x.shape);
+    expect_type(n, merged(n, {0, 1}));
+  }
+
+  void attention(const Node& n) {
+    std::vector<TensorType> types;
+    for (size_t i = 0; i < n.args.size(); ++i) types.push_back(arg_type(n, i));
+    const TensorType t = attention_type(n, types);
+    expect_shape(n, t.shape);
+    expect_type(n, {t.dtype});
+  }
+
+  void tuple(const Node& n) {
+    arity(n, 1);
+    const Node& t = arg(n, 0);
+    int64_t i = int_attr(n, "index");
+    if (i < 0 || size_t(i) >= t.results.size())
+      throw IrError(n, "index " + std::to_string(i) + " out of range for %" + std::to_string(t.id) + " (" + t.op +
+                           ") with " + std::to_string(t.results.size()) + " result(s)");
+    if (n.type() != t.results[i])
+      throw IrError(n, "type mismatch: stated " + to_string(n.type()) + ", element is " + to_string(t.results[i]));
+  }
+
+  void kernel(const Node& n) {
+    const Graph& body = region(n, "body");
+    region_params(n, body, "body", 0);
+    region_outputs(n, body, "body", n.results);
+  }
+
+  void repeat(const Node& n) {
+    if (int_attr(n, "count") < 1) throw IrError(n, "attrs.count must be positive");
+    const Graph& step = region(n, "step");
+    region_params(n, step, "step", 0);
+    region_outputs(n, step, "step", n.results);
+    for (size_t i = 0; i < n.results.size(); ++i)
+      if (n.results[i] != arg_type(n, i))
+        throw IrError(n, "carried value " + std::to_string(i) + " starts as " + to_string(arg_type(n, i)) + " but is " + to_string(n.results[i]));
+  }
+
+  // select broadcasts its three operands; clip takes scalar bounds.
+  void select(const Node& n) {
+    arity(n, 3);
+    if (n.op == "select") {
+      expect_shape(n, broadcast_shapes(n, {0, 1, 2}));
+      return expect_type(n, merged(n, {1, 2}));
+    }
+    for (size_t i : {1, 2})
+      if (!arg_type(n, i).shape.empty()) throw IrError(n, "clip bounds must be scalars, got " + to_string(arg_type(n, i)));
+    expect_shape(n, arg_type(n, 0).shape);
+    return expect_type(n, merged(n, {0, 1, 2}));
   }
 
   // Every later size computation (buffers, strides, loops) multiplies extents unchecked.
@@ -339,75 +352,10 @@ class Verifier {
   }
 
   void index_map(const Node& n) {
+    if (n.op == "concatenate" || n.op == "stack") return joined(n);
+    if (n.op == "pad") return pad(n);
+    if (n.op == "slice") return slice(n);
     const std::string& op = n.op;
-    if (op == "concatenate" || op == "stack") {
-      min_arity(n, 1);
-      const TensorType& first = arg_type(n, 0);
-      std::vector<size_t> all;
-      for (size_t i = 0; i < n.args.size(); ++i) all.push_back(i);
-      int64_t axis = int_attr(n, "axis");
-      Shape out = first.shape;
-      if (op == "stack") {
-        if (axis < 0 || axis > int64_t(first.shape.size())) throw IrError(n, "axis " + std::to_string(axis) + " out of range for stacking " + to_string(first));
-        for (size_t i : all)
-          if (arg_type(n, i).shape != first.shape) throw IrError(n, "stacked tensors differ in shape: " + to_string(first) + " and " + to_string(arg_type(n, i)));
-        out.insert(out.begin() + axis, int64_t(n.args.size()));
-      } else {
-        axis_in_range(n, axis, first);
-        out[axis] = 0;
-        for (size_t i : all) {
-          const Shape& s = arg_type(n, i).shape;
-          bool ok = s.size() == first.shape.size();
-          for (size_t k = 0; ok && k < s.size(); ++k) ok = int64_t(k) == axis || s[k] == first.shape[k];
-          if (!ok) throw IrError(n, "cannot concatenate " + to_string(first) + " and " + to_string(arg_type(n, i)) + " along axis " + std::to_string(axis));
-          out[axis] += s[axis];
-        }
-      }
-      expect_shape(n, out);
-      return expect_type(n, merged(n, all));
-    }
-    if (op == "pad") {
-      arity(n, 2);
-      const TensorType& x = arg_type(n, 0);
-      if (!arg_type(n, 1).shape.empty()) throw IrError(n, "the pad value must be a scalar, got " + to_string(arg_type(n, 1)));
-      const json& config = n.attrs.contains("config") ? n.attrs["config"] : json();
-      if (!config.is_array() || config.size() != x.shape.size())
-        throw IrError(n, "attrs.config must have one [low, high, interior] per axis of " + to_string(x));
-      Shape out;
-      for (size_t k = 0; k < x.shape.size(); ++k) {
-        const json& c = config[k];
-        if (!c.is_array() || c.size() != 3 || !c[0].is_number_integer() || !c[1].is_number_integer() || !c[2].is_number_integer() || c[2].get<int64_t>() < 0)
-          throw IrError(n, "attrs.config[" + std::to_string(k) + "] must be [low, high, interior] with interior >= 0");
-        int64_t d = x.shape[k], size = 0;
-        if (__builtin_mul_overflow(std::max<int64_t>(d - 1, 0), c[2].get<int64_t>(), &size) || __builtin_add_overflow(size, d, &size) ||
-            __builtin_add_overflow(size, c[0].get<int64_t>(), &size) || __builtin_add_overflow(size, c[1].get<int64_t>(), &size))
-          throw IrError(n, "padding config " + c.dump() + " overflows axis " + std::to_string(k));
-        if (size < 0) throw IrError(n, "padding config " + c.dump() + " removes more than axis " + std::to_string(k) + " holds");
-        out.push_back(size);
-      }
-      expect_shape(n, out);
-      return expect_type(n, merged(n, {0, 1}));
-    }
-    if (op == "slice") {
-      min_arity(n, 1);
-      const TensorType& x = arg_type(n, 0);
-      starts(n, x, 1);
-      auto lengths = int_list(n, "lengths");
-      auto strides = n.attrs.contains("strides") ? int_list(n, "strides") : std::vector<int64_t>(x.shape.size(), 1);
-      if (lengths.size() != x.shape.size() || strides.size() != x.shape.size())
-        throw IrError(n, "attrs.lengths and attrs.strides need one entry per axis of " + to_string(x));
-      Shape out;
-      for (size_t k = 0; k < x.shape.size(); ++k) {
-        if (lengths[k] < 0 || lengths[k] > x.shape[k]) throw IrError(n, "length " + std::to_string(lengths[k]) + " out of range for axis " + std::to_string(k) + " of " + to_string(x));
-        if (strides[k] < 1) throw IrError(n, "strides must be positive");
-        const json& s = n.attrs["start"][k];
-        if (s.is_number_integer() && s.get<int64_t>() > x.shape[k] - lengths[k])
-          throw IrError(n, "slice start " + s.dump() + " + length " + std::to_string(lengths[k]) + " exceeds axis " + std::to_string(k) + " of " + to_string(x));
-        out.push_back(lengths[k] == 0 ? 0 : (lengths[k] - 1) / strides[k] + 1);
-      }
-      expect_shape(n, out);
-      return expect_type(n, {x.dtype});
-    }
     arity(n, 1);
     const TensorType& x = arg_type(n, 0);
     expect_type(n, {x.dtype});
@@ -446,6 +394,78 @@ class Verifier {
       unique_axes(n, int_list(n, "axes"), x);
       expect_shape(n, x.shape);
     }
+  }
+
+  // concatenate and stack: operands alike but on the joined axis.
+  void joined(const Node& n) {
+    min_arity(n, 1);
+    const TensorType& first = arg_type(n, 0);
+    std::vector<size_t> all;
+    for (size_t i = 0; i < n.args.size(); ++i) all.push_back(i);
+    int64_t axis = int_attr(n, "axis");
+    Shape out = first.shape;
+    if (n.op == "stack") {
+      if (axis < 0 || axis > int64_t(first.shape.size())) throw IrError(n, "axis " + std::to_string(axis) + " out of range for stacking " + to_string(first));
+      for (size_t i : all)
+        if (arg_type(n, i).shape != first.shape) throw IrError(n, "stacked tensors differ in shape: " + to_string(first) + " and " + to_string(arg_type(n, i)));
+      out.insert(out.begin() + axis, int64_t(n.args.size()));
+    } else {
+      axis_in_range(n, axis, first);
+      out[axis] = 0;
+      for (size_t i : all) {
+        const Shape& s = arg_type(n, i).shape;
+        bool ok = s.size() == first.shape.size();
+        for (size_t k = 0; ok && k < s.size(); ++k) ok = int64_t(k) == axis || s[k] == first.shape[k];
+        if (!ok) throw IrError(n, "cannot concatenate " + to_string(first) + " and " + to_string(arg_type(n, i)) + " along axis " + std::to_string(axis));
+        out[axis] += s[axis];
+      }
+    }
+    expect_shape(n, out);
+    expect_type(n, merged(n, all));
+  }
+
+  void pad(const Node& n) {
+    arity(n, 2);
+    const TensorType& x = arg_type(n, 0);
+    if (!arg_type(n, 1).shape.empty()) throw IrError(n, "the pad value must be a scalar, got " + to_string(arg_type(n, 1)));
+    const json& config = n.attrs.contains("config") ? n.attrs["config"] : json();
+    if (!config.is_array() || config.size() != x.shape.size())
+      throw IrError(n, "attrs.config must have one [low, high, interior] per axis of " + to_string(x));
+    Shape out;
+    for (size_t k = 0; k < x.shape.size(); ++k) {
+      const json& c = config[k];
+      if (!c.is_array() || c.size() != 3 || !c[0].is_number_integer() || !c[1].is_number_integer() || !c[2].is_number_integer() || c[2].get<int64_t>() < 0)
+        throw IrError(n, "attrs.config[" + std::to_string(k) + "] must be [low, high, interior] with interior >= 0");
+      int64_t d = x.shape[k], size = 0;
+      if (__builtin_mul_overflow(std::max<int64_t>(d - 1, 0), c[2].get<int64_t>(), &size) || __builtin_add_overflow(size, d, &size) ||
+          __builtin_add_overflow(size, c[0].get<int64_t>(), &size) || __builtin_add_overflow(size, c[1].get<int64_t>(), &size))
+        throw IrError(n, "padding config " + c.dump() + " overflows axis " + std::to_string(k));
+      if (size < 0) throw IrError(n, "padding config " + c.dump() + " removes more than axis " + std::to_string(k) + " holds");
+      out.push_back(size);
+    }
+    expect_shape(n, out);
+    expect_type(n, merged(n, {0, 1}));
+  }
+
+  void slice(const Node& n) {
+    min_arity(n, 1);
+    const TensorType& x = arg_type(n, 0);
+    starts(n, x, 1);
+    auto lengths = int_list(n, "lengths");
+    auto strides = n.attrs.contains("strides") ? int_list(n, "strides") : std::vector<int64_t>(x.shape.size(), 1);
+    if (lengths.size() != x.shape.size() || strides.size() != x.shape.size())
+      throw IrError(n, "attrs.lengths and attrs.strides need one entry per axis of " + to_string(x));
+    Shape out;
+    for (size_t k = 0; k < x.shape.size(); ++k) {
+      if (lengths[k] < 0 || lengths[k] > x.shape[k]) throw IrError(n, "length " + std::to_string(lengths[k]) + " out of range for axis " + std::to_string(k) + " of " + to_string(x));
+      if (strides[k] < 1) throw IrError(n, "strides must be positive");
+      const json& s = n.attrs["start"][k];
+      if (s.is_number_integer() && s.get<int64_t>() > x.shape[k] - lengths[k])
+        throw IrError(n, "slice start " + s.dump() + " + length " + std::to_string(lengths[k]) + " exceeds axis " + std::to_string(k) + " of " + to_string(x));
+      out.push_back(lengths[k] == 0 ? 0 : (lengths[k] - 1) / strides[k] + 1);
+    }
+    expect_shape(n, out);
+    expect_type(n, {x.dtype});
   }
 
   static void integer_indices(const Node& n, const TensorType& indices) {

@@ -121,7 +121,8 @@ class DetectChains : public Pass {
     return best;
   }
 
-  void rewrite(Graph& body) {
+  // The body's computing nodes in order, with their signatures; equal literals share one id.
+  void index(const Graph& body) {
     seq_.clear();
     pos_.clear();
     sig_.clear();
@@ -139,50 +140,56 @@ class DetectChains : public Pass {
       sig_.push_back(sig);
       elementwise_.push_back(ir::is_elementwise(ir::op_family(n.op)) || n.op == "metadata");
     }
-    auto w = find(body);
-    if (!w) return;
-    auto init = *initial_values(body, *w);
-    const size_t end = w->start + size_t(w->count) * w->period;
-    const size_t last = end - w->period;
-    // Only the last block's carried values may be read after the window.
-    std::set<NodeId> carried_out;
-    for (const auto& [off, id] : init) carried_out.insert(seq_[last + size_t(off)]);
-    std::set<NodeId> in_window(seq_.begin() + long(w->start), seq_.begin() + long(end));
+  }
+
+  // Whether nothing after the window reads its nodes other than the last block's carried
+  // values, which are all the loop gives back.
+  bool only_carried_read_after(const Graph& body, const std::set<NodeId>& in_window, const std::set<NodeId>& carried_out) const {
     for (const auto& n : body.nodes)
       if (!in_window.count(n.id) && n.op != "constant" && n.op != "parameter")
         for (NodeId a : n.args)
-          if (in_window.count(a) && !carried_out.count(a)) return;
+          if (in_window.count(a) && !carried_out.count(a)) return false;
     for (NodeId o : body.outputs)
-      if (in_window.count(o) && !carried_out.count(o)) return;
+      if (in_window.count(o) && !carried_out.count(o)) return false;
+    return true;
+  }
 
-    // The step region: block 1, reading carried values and invariants as parameters.
+  static Node parameter(NodeId id, const ir::TensorType& type, size_t index) {
+    Node p;
+    p.id = id;
+    p.op = "parameter";
+    p.results = {type};
+    p.attrs = {{"index", int64_t(index)}};
+    return p;
+  }
+
+  // The repeat node whose step region is block 1, reading the carried values and the
+  // invariants as parameters; `carried_offsets` gets each carried value's offset in a block.
+  Node repeat_node(const Graph& body, const Window& w, const std::map<int64_t, NodeId>& init,
+                   std::vector<int64_t>& carried_offsets) const {
     auto step = std::make_shared<Graph>();
     step->name = body.name;
     NodeId next = body.next_id();
     std::map<NodeId, NodeId> param_for_prev, param_for_outer;
-    std::vector<NodeId> carried_offsets;
     Node rep;
     rep.id = next++;
     rep.op = "repeat";
     for (const auto& [off, id] : init) {
-      Node p;
-      p.id = next++;
-      p.op = "parameter";
-      p.results = {body.node(seq_[w->start + size_t(off)]).type()};
-      p.attrs = {{"index", int64_t(rep.args.size())}};
-      param_for_prev[seq_[w->start + size_t(off)]] = p.id;
+      const NodeId first = seq_[w.start + size_t(off)];
+      Node p = parameter(next++, body.node(first).type(), rep.args.size());
+      param_for_prev[first] = p.id;
       rep.args.push_back(id);
       rep.results.push_back(p.results[0]);
       carried_offsets.push_back(off);
       step->nodes.push_back(std::move(p));
     }
-    const size_t s1 = w->start + w->period;
-    for (size_t j = 0; j < w->period; ++j) {
+    const size_t s1 = w.start + w.period;
+    for (size_t j = 0; j < w.period; ++j) {
       Node copy = body.node(seq_[s1 + j]);
       for (auto& a : copy.args) {
-        Rel r = rel(a, s1, w->period);
+        Rel r = rel(a, s1, w.period);
         if (r.kind == Rel::Prev) {
-          a = param_for_prev.at(seq_[w->start + size_t(r.value)]);
+          a = param_for_prev.at(seq_[w.start + size_t(r.value)]);
         } else if (r.kind == Rel::External) {
           const Node& outer = body.node(a);
           if (outer.op == "constant") {  // a literal: copied, not passed in
@@ -193,11 +200,7 @@ class DetectChains : public Pass {
             continue;
           }
           if (!param_for_outer.count(a)) {
-            Node p;
-            p.id = next++;
-            p.op = "parameter";
-            p.results = {outer.type()};
-            p.attrs = {{"index", int64_t(rep.args.size())}};
+            Node p = parameter(next++, outer.type(), rep.args.size());
             param_for_outer[a] = p.id;
             rep.args.push_back(a);
             step->nodes.push_back(std::move(p));
@@ -211,11 +214,15 @@ class DetectChains : public Pass {
     }
     for (int64_t off : carried_offsets) step->outputs.push_back(seq_[s1 + size_t(off)]);
     step->reindex();
-    rep.attrs = {{"count", w->count}};
+    rep.attrs = {{"count", w.count}};
     rep.regions["step"] = step;
+    return rep;
+  }
 
-    // Replace the window by the repeat and an elem per carried value, named as the last
-    // block's nodes so that readers after the window need no rewiring.
+  // Replaces the window by the repeat and an elem per carried value, named as the last
+  // block's nodes so that readers after the window need no rewiring.
+  void splice(Graph& body, const std::set<NodeId>& in_window, const Node& rep, const std::vector<int64_t>& carried_offsets,
+              size_t last) const {
     std::vector<Node> out;
     bool placed = false;
     for (auto& n : body.nodes) {
@@ -239,6 +246,22 @@ class DetectChains : public Pass {
     body.nodes = std::move(out);
     sort_topologically(body);  // an init value may be defined between window nodes
     remove_dead(body);         // constants only the window read now live in the step
+  }
+
+  void rewrite(Graph& body) {
+    index(body);
+    auto w = find(body);
+    if (!w) return;
+    auto init = *initial_values(body, *w);
+    const size_t end = w->start + size_t(w->count) * w->period;
+    const size_t last = end - w->period;
+    std::set<NodeId> carried_out;
+    for (const auto& [off, id] : init) carried_out.insert(seq_[last + size_t(off)]);
+    std::set<NodeId> in_window(seq_.begin() + long(w->start), seq_.begin() + long(end));
+    if (!only_carried_read_after(body, in_window, carried_out)) return;
+    std::vector<int64_t> carried_offsets;
+    const Node rep = repeat_node(body, *w, init, carried_offsets);
+    splice(body, in_window, rep, carried_offsets, last);
   }
 };
 

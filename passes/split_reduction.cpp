@@ -66,83 +66,93 @@ bool split_dot(const Graph& g, const Node& n, bool f32_in_f64, NodeId& next, std
   return true;
 }
 
+// The reduced axes of x laid out last: the permutation, the kept extents, and how many
+// elements each output reduces.
+struct ReducedLayout {
+  std::vector<int64_t> perm;
+  ir::Shape kept;
+  int64_t extent = 1, outputs = 1;
+
+  ReducedLayout(const ir::TensorType& x, const Node& n) {
+    std::vector<int64_t> axes;
+    if (!n.attrs.contains("axes") || n.attrs["axes"].is_null())
+      for (size_t i = 0; i < x.shape.size(); ++i) axes.push_back(int64_t(i));
+    else
+      axes = n.attrs["axes"].get<std::vector<int64_t>>();
+    std::sort(axes.begin(), axes.end());
+    for (size_t i = 0; i < x.shape.size(); ++i)
+      if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) {
+        kept.push_back(x.shape[i]);
+        perm.push_back(int64_t(i));
+        outputs *= x.shape[i];
+      }
+    for (int64_t a : axes) extent *= x.shape[a], perm.push_back(a);
+  }
+};
+
+// The reduction n in two stages; false where it is left as it is. The last node takes n's
+// id, so its users need no rewiring: the second stage, or the conversion back from the
+// partials' type, or keep_axes' reshape.
+bool split_reduce(const Graph& g, Node n, bool f32_in_f64, NodeId& next, std::vector<Node>& out) {
+  const ir::TensorType& x = g.node(n.args[0]).type();
+  const ReducedLayout r(x, n);
+  if (r.extent < kMinExtent || r.outputs > kMaxOutputs) return false;
+  auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
+    return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
+  };
+  NodeId v = n.args[0];
+  bool identity_perm = true;
+  for (size_t i = 0; i < r.perm.size(); ++i) identity_perm &= r.perm[i] == int64_t(i);
+  ir::Shape permuted;
+  for (int64_t a : r.perm) permuted.push_back(x.shape[a]);
+  if (!identity_perm) v = add("transpose", {v}, x.dtype, permuted, {{"axes", r.perm}});
+  ir::Shape flat = r.kept;
+  flat.push_back(r.extent);
+  v = add("reshape", {v}, x.dtype, flat, nlohmann::json::object());
+  const int64_t chunk = (r.extent + kParts - 1) / kParts;
+  if (chunk * kParts != r.extent) {
+    NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", reduction_identity(n.op, x.dtype)}});
+    nlohmann::json config = nlohmann::json::array();
+    for (size_t i = 0; i < r.kept.size(); ++i) config.push_back({0, 0, 0});
+    config.push_back({0, chunk * kParts - r.extent, 0});
+    flat.back() = chunk * kParts;
+    v = add("pad", {v, pad_value}, x.dtype, flat, {{"config", config}});
+  }
+  ir::Shape chunks = r.kept;
+  chunks.push_back(kParts);
+  chunks.push_back(chunk);
+  v = add("reshape", {v}, x.dtype, chunks, nlohmann::json::object());
+  ir::Shape partial = r.kept;
+  partial.push_back(kParts);
+  const DType t = n.type().dtype, partial_t = partial_type(n.op, t, f32_in_f64);
+  if (partial_t != t) v = add("as_type", {v}, partial_t, chunks, nlohmann::json::object());
+  v = add(n.op, {v}, partial_t, partial, {{"axes", {int64_t(r.kept.size()) + 1}}});
+  const nlohmann::json second = {{"axes", {int64_t(r.kept.size())}}};
+  const bool narrow = partial_t != t, reshape = r.kept != n.type().shape;
+  if (narrow || reshape) {
+    v = add(n.op, {v}, partial_t, r.kept, second);
+    if (narrow && reshape) v = add("as_type", {v}, t, r.kept, nlohmann::json::object());
+  }
+  n.op = narrow && !reshape ? "as_type" : reshape ? "reshape" : n.op;
+  n.args = {v};
+  n.attrs = narrow || reshape ? nlohmann::json::object() : second;
+  out.push_back(n);
+  return true;
+}
+
 class SplitReduction : public Pass {
  public:
   std::string name() const override { return "split-reduction"; }
 
   void run(Graph& g) override {
+    static const std::set<std::string> reductions = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
+    const bool f32_in_f64 = bounds_.f32_accumulates_in_f64;
     std::vector<Node> out;
     NodeId next = g.next_id();
     // Nodes are copied, not moved: later nodes still look up their operands in g.
-    for (Node n : g.nodes) {
-      static const std::set<std::string> ops = {"sum", "product", "reduce_max", "reduce_min", "all", "any"};
-      if (n.op == "dot" && split_dot(g, n, bounds_.f32_accumulates_in_f64, next, out)) continue;
-      if (!ops.count(n.op)) {
-        out.push_back(n);
-        continue;
-      }
-      const ir::TensorType& x = g.node(n.args[0]).type();
-      std::vector<int64_t> axes;
-      if (!n.attrs.contains("axes") || n.attrs["axes"].is_null())
-        for (size_t i = 0; i < x.shape.size(); ++i) axes.push_back(int64_t(i));
-      else
-        axes = n.attrs["axes"].get<std::vector<int64_t>>();
-      std::sort(axes.begin(), axes.end());
-      int64_t extent = 1, outputs = 1;
-      ir::Shape kept;
-      std::vector<int64_t> perm;
-      for (size_t i = 0; i < x.shape.size(); ++i)
-        if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) {
-          kept.push_back(x.shape[i]);
-          perm.push_back(int64_t(i));
-          outputs *= x.shape[i];
-        }
-      for (int64_t a : axes) extent *= x.shape[a], perm.push_back(a);
-      if (extent < kMinExtent || outputs > kMaxOutputs) {
-        out.push_back(n);
-        continue;
-      }
-      auto add = [&](const std::string& op, std::vector<NodeId> args, DType t, ir::Shape shape, nlohmann::json attrs) {
-        return append_node(out, next, op, std::move(args), t, std::move(shape), std::move(attrs));
-      };
-      NodeId v = n.args[0];
-      bool identity_perm = true;
-      for (size_t i = 0; i < perm.size(); ++i) identity_perm &= perm[i] == int64_t(i);
-      ir::Shape permuted;
-      for (int64_t a : perm) permuted.push_back(x.shape[a]);
-      if (!identity_perm) v = add("transpose", {v}, x.dtype, permuted, {{"axes", perm}});
-      ir::Shape flat = kept;
-      flat.push_back(extent);
-      v = add("reshape", {v}, x.dtype, flat, nlohmann::json::object());
-      const int64_t chunk = (extent + kParts - 1) / kParts;
-      if (chunk * kParts != extent) {
-        NodeId pad_value = add("constant", {}, x.dtype, {}, {{"value", reduction_identity(n.op, x.dtype)}});
-        nlohmann::json config = nlohmann::json::array();
-        for (size_t i = 0; i < kept.size(); ++i) config.push_back({0, 0, 0});
-        config.push_back({0, chunk * kParts - extent, 0});
-        flat.back() = chunk * kParts;
-        v = add("pad", {v, pad_value}, x.dtype, flat, {{"config", config}});
-      }
-      ir::Shape chunks = kept;
-      chunks.push_back(kParts);
-      chunks.push_back(chunk);
-      v = add("reshape", {v}, x.dtype, chunks, nlohmann::json::object());
-      ir::Shape partial = kept;
-      partial.push_back(kParts);
-      const DType t = n.type().dtype, partial_t = partial_type(n.op, t, bounds_.f32_accumulates_in_f64);
-      if (partial_t != t) v = add("as_type", {v}, partial_t, chunks, nlohmann::json::object());
-      v = add(n.op, {v}, partial_t, partial, {{"axes", {int64_t(kept.size()) + 1}}});
-      const nlohmann::json second = {{"axes", {int64_t(kept.size())}}};
-      // The last node takes the original node's id, so its users need no rewiring: the
-      // second stage, or the conversion back from the partials' type, or keep_axes' reshape.
-      const bool narrow = partial_t != t, reshape = kept != n.type().shape;
-      if (narrow || reshape) {
-        v = add(n.op, {v}, partial_t, kept, second);
-        if (narrow && reshape) v = add("as_type", {v}, t, kept, nlohmann::json::object());
-      }
-      n.op = narrow && !reshape ? "as_type" : reshape ? "reshape" : n.op;
-      n.args = {v};
-      n.attrs = narrow || reshape ? nlohmann::json::object() : second;
+    for (const Node& n : g.nodes) {
+      if (n.op == "dot" && split_dot(g, n, f32_in_f64, next, out)) continue;
+      if (reductions.count(n.op) && split_reduce(g, n, f32_in_f64, next, out)) continue;
       out.push_back(n);
     }
     g.nodes = std::move(out);
