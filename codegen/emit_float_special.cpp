@@ -3,6 +3,7 @@
 // finite, "ordinary" arguments.
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include "codegen/emitter.h"
 
@@ -70,88 +71,98 @@ Id Emitter::truncate(Id x, DType t) {
   return b.op(spv::OpSelect, rt, {negative, b.ext(GLSLstd450Ceil, rt, {x}), b.ext(GLSLstd450Floor, rt, {x})});
 }
 
+namespace {
+// Integer arithmetic on the bit patterns of one float type (w bits, m mantissa bits).
+struct Bits {
+  Emitter& e;
+  int w, m;
+  Id it;
+  Bits(Emitter& em, DType t) : e(em), w(Emitter::register_bits(t)), m(w == 64 ? 52 : 23), it(em.b.type_int(w)) {}
+  Id k(uint64_t v) { return e.b.const_int(w, v); }
+  Id op(spv::Op o, Id a, Id c) { return e.b.op(o, it, {a, c}); }
+  Id cmp(spv::Op o, Id a, Id c) { return e.b.op(o, e.boolean(), {a, c}); }
+  Id sel(Id cond, Id a, Id c) { return e.b_select(it, cond, a, c); }
+  // Index of the highest set bit (FindUMsb is 32-bit only in Vulkan); -1 for 0.
+  Id msb(Id v) {
+    if (w == 32) return e.b.ext(GLSLstd450FindUMsb, it, {v});
+    Id hi = e.b.op(spv::OpUConvert, e.u32(), {op(spv::OpShiftRightLogical, v, k(32))});
+    Id lo = e.b.op(spv::OpUConvert, e.u32(), {v});
+    Id r32 = e.b_select(e.u32(), e.b.op(spv::OpINotEqual, e.boolean(), {hi, e.u32c(0)}),
+                        e.b.op(spv::OpIAdd, e.u32(), {e.b.ext(GLSLstd450FindUMsb, e.u32(), {hi}), e.u32c(32)}),
+                        e.b.ext(GLSLstd450FindUMsb, e.u32(), {lo}));
+    return e.b.op(spv::OpSConvert, it, {r32});
+  }
+  // (mantissa with the implicit bit at position m, unbiased-ish exponent) of a nonzero magnitude.
+  std::pair<Id, Id> split(Id a) {
+    const uint64_t implicit = uint64_t(1) << m;
+    Id ex = op(spv::OpShiftRightLogical, a, k(m));
+    Id normal_m = op(spv::OpBitwiseOr, op(spv::OpBitwiseAnd, a, k(implicit - 1)), k(implicit));
+    Id shift = op(spv::OpISub, k(m), msb(a));
+    Id is_sub = cmp(spv::OpIEqual, ex, k(0));
+    return {sel(is_sub, op(spv::OpShiftLeftLogical, a, shift), normal_m), sel(is_sub, op(spv::OpISub, k(1), shift), ex)};
+  }
+  // One step of the long division: subtract y's mantissa my when it fits (an exact zero stops it).
+  std::pair<Id, Id> step(Id mx, Id my, Id zero) {
+    Id diff = op(spv::OpISub, mx, my);
+    Id fits = cmp(spv::OpSGreaterThanEqual, diff, k(0));
+    Id exact = e.b.op(spv::OpLogicalAnd, e.boolean(), {fits, cmp(spv::OpIEqual, diff, k(0))});
+    return {sel(fits, diff, mx), e.b.op(spv::OpLogicalOr, e.boolean(), {zero, exact})};
+  }
+  // The magnitude m·2^(ex - m) rebuilt as a normal or subnormal bit pattern (m nonzero).
+  Id rebuild(Id mx, Id ex) {
+    Id shift = op(spv::OpISub, k(m), msb(mx));
+    mx = op(spv::OpShiftLeftLogical, mx, shift);
+    ex = op(spv::OpISub, ex, shift);
+    Id normal = op(spv::OpBitwiseOr, op(spv::OpISub, mx, k(uint64_t(1) << m)), op(spv::OpShiftLeftLogical, ex, k(m)));
+    Id sub = op(spv::OpShiftRightLogical, mx, op(spv::OpISub, k(1), ex));
+    return sel(cmp(spv::OpSGreaterThan, ex, k(0)), normal, sub);
+  }
+};
+}  // namespace
+
 // Exact fmod on the bit patterns (musl's algorithm): long division of the
 // mantissas, one exponent step per iteration. OpFRem is x - y * trunc(x / y)
 // in Vulkan, wildly wrong once x / y exceeds the mantissa (fmod(1e30, 7.25)).
 Id Emitter::float_rem(Id x, Id y, DType t) {
   F f{*this, t};
-  const int w = register_bits(t), m = w == 64 ? 52 : 23;
-  Id it = b.type_int(w);
-  auto k = [&](uint64_t v) { return b.const_int(w, v); };
-  auto i_op = [&](spv::Op op, Id a, Id c) { return b.op(op, it, {a, c}); };
-  auto i_cmp = [&](spv::Op op, Id a, Id c) { return b.op(op, boolean(), {a, c}); };
-  const uint64_t sign_mask = uint64_t(1) << (w - 1), implicit = uint64_t(1) << m;
-  // Index of the highest set bit (FindUMsb is 32-bit only in Vulkan).
-  auto msb = [&](Id v) -> Id {
-    if (w == 32) return b.ext(GLSLstd450FindUMsb, it, {v});
-    Id hi = b.op(spv::OpUConvert, u32(), {i_op(spv::OpShiftRightLogical, v, k(32))});
-    Id lo = b.op(spv::OpUConvert, u32(), {v});
-    Id r32 = b_select(u32(), b.op(spv::OpINotEqual, boolean(), {hi, u32c(0)}),
-                      b.op(spv::OpIAdd, u32(), {b.ext(GLSLstd450FindUMsb, u32(), {hi}), u32c(32)}),
-                      b.ext(GLSLstd450FindUMsb, u32(), {lo}));
-    return b.op(spv::OpSConvert, it, {r32});  // keeps FindUMsb(0) = -1
-  };
-  // (mantissa with the implicit bit at position m, unbiased-ish exponent) of a nonzero magnitude.
-  auto split = [&](Id a) {
-    Id e = i_op(spv::OpShiftRightLogical, a, k(m));
-    Id normal_m = i_op(spv::OpBitwiseOr, i_op(spv::OpBitwiseAnd, a, k(implicit - 1)), k(implicit));
-    Id p = msb(a);
-    Id shift = i_op(spv::OpISub, k(m), p);
-    Id sub_m = i_op(spv::OpShiftLeftLogical, a, shift);
-    Id sub_e = i_op(spv::OpISub, k(1), shift);
-    Id is_sub = i_cmp(spv::OpIEqual, e, k(0));
-    return std::make_pair(b_select(it, is_sub, sub_m, normal_m), b_select(it, is_sub, sub_e, e));
-  };
-  Id ux = b.op(spv::OpBitcast, it, {x}), uy = b.op(spv::OpBitcast, it, {y});
-  Id sx = i_op(spv::OpBitwiseAnd, ux, k(sign_mask));
-  Id ax = i_op(spv::OpBitwiseAnd, ux, k(sign_mask - 1)), ay = i_op(spv::OpBitwiseAnd, uy, k(sign_mask - 1));
+  Bits z(*this, t);
+  const int w = z.w, m = z.m;
+  const uint64_t sign_mask = uint64_t(1) << (w - 1);
+  Id ux = b.op(spv::OpBitcast, z.it, {x}), uy = b.op(spv::OpBitcast, z.it, {y});
+  Id sx = z.op(spv::OpBitwiseAnd, ux, z.k(sign_mask));
+  Id ax = z.op(spv::OpBitwiseAnd, ux, z.k(sign_mask - 1)), ay = z.op(spv::OpBitwiseAnd, uy, z.k(sign_mask - 1));
   // Not structured bindings: the lambdas below capture them, which clang before 16 rejects.
   Id mx0, ex, my, ey;
-  std::tie(mx0, ex) = split(ax);
-  std::tie(my, ey) = split(ay);
-  // One step of the long division: subtract y's mantissa when it fits (an exact zero stops it).
-  auto step = [&](Id mx, Id zero) {
-    Id diff = i_op(spv::OpISub, mx, my);
-    Id fits = i_cmp(spv::OpSGreaterThanEqual, diff, k(0));
-    Id now_zero = b.op(spv::OpLogicalOr, boolean(), {zero, b.op(spv::OpLogicalAnd, boolean(), {fits, i_cmp(spv::OpIEqual, diff, k(0))})});
-    return std::make_pair(b_select(it, fits, diff, mx), now_zero);
-  };
+  std::tie(mx0, ex) = z.split(ax);
+  std::tie(my, ey) = z.split(ay);
   // No division when the answer is x, ±0 or NaN: start at y's exponent so the loop does not run
   // (it would run for ~2^w steps on a zero x).
   // On the bits, so that a denormal y is not taken for 0 by a device that flushes denormals.
   const uint64_t exp_mask = ((uint64_t(1) << (w - 1 - m)) - 1) << m;
-  Id invalid = f.or_(f.or_(i_cmp(spv::OpUGreaterThanEqual, ax, k(exp_mask)), i_cmp(spv::OpUGreaterThan, ay, k(exp_mask))),
-                     i_cmp(spv::OpIEqual, ay, k(0)));
-  Id trivial = f.or_(invalid, i_cmp(spv::OpULessThanEqual, ax, ay));
-  Id e0 = b_select(it, trivial, ey, ex);
+  Id invalid = f.or_(f.or_(z.cmp(spv::OpUGreaterThanEqual, ax, z.k(exp_mask)), z.cmp(spv::OpUGreaterThan, ay, z.k(exp_mask))),
+                     z.cmp(spv::OpIEqual, ay, z.k(0)));
+  Id trivial = f.or_(invalid, z.cmp(spv::OpULessThanEqual, ax, ay));
+  Id e0 = z.sel(trivial, ey, ex);
   auto r = b.at_level(b.level_of({x, y}), [&] {
     return b.loop(
-        {it, it, boolean()}, {mx0, e0, b.const_bool(false)},
+        {z.it, z.it, boolean()}, {mx0, e0, b.const_bool(false)},
         [&](const spirv::Builder::Values& s) {
           return b.op(spv::OpLogicalAnd, boolean(),
-                      {i_cmp(spv::OpSGreaterThan, s[1], ey), b.op(spv::OpLogicalNot, boolean(), {s[2]})});
+                      {z.cmp(spv::OpSGreaterThan, s[1], ey), b.op(spv::OpLogicalNot, boolean(), {s[2]})});
         },
         [&](const spirv::Builder::Values& s) {
-          auto [mx, zero] = step(s[0], s[2]);
-          return spirv::Builder::Values{i_op(spv::OpShiftLeftLogical, mx, k(1)), i_op(spv::OpISub, s[1], k(1)), zero};
+          auto [mx, zero] = z.step(s[0], my, s[2]);
+          return spirv::Builder::Values{z.op(spv::OpShiftLeftLogical, mx, z.k(1)), z.op(spv::OpISub, s[1], z.k(1)), zero};
         },
         // One trip per exponent step: split's exponents lie in [1 - m, 2^(w-1-m) - 2].
         (uint64_t(1) << (w - 1 - m)) + uint64_t(m));
   });
-  auto [mx, zero] = step(r[0], r[2]);
-  Id e = r[1];
-  // Renormalise (mx is nonzero unless `zero`), then rebuild a normal or subnormal result.
-  Id shift = i_op(spv::OpISub, k(m), msb(mx));
-  mx = i_op(spv::OpShiftLeftLogical, mx, shift);
-  e = i_op(spv::OpISub, e, shift);
-  Id normal = i_op(spv::OpBitwiseOr, i_op(spv::OpISub, mx, k(implicit)), i_op(spv::OpShiftLeftLogical, e, k(m)));
-  Id sub = i_op(spv::OpShiftRightLogical, mx, i_op(spv::OpISub, k(1), e));
-  Id bits = b_select(it, i_cmp(spv::OpSGreaterThan, e, k(0)), normal, sub);
-  bits = b_select(it, zero, k(0), bits);
-  Id res = b.op(spv::OpBitcast, reg_type(t), {i_op(spv::OpBitwiseOr, bits, sx)});
+  auto [mx, zero] = z.step(r[0], my, r[2]);
+  Id bits = z.sel(zero, z.k(0), z.rebuild(mx, r[1]));
+  Id res = b.op(spv::OpBitcast, reg_type(t), {z.op(spv::OpBitwiseOr, bits, sx)});
   // |x| < |y|: x itself (including finite x rem ±inf); |x| == |y|: a zero with x's sign.
-  res = f.sel(i_cmp(spv::OpULessThan, ax, ay), x, res);
-  res = f.sel(i_cmp(spv::OpIEqual, ax, ay), b.op(spv::OpBitcast, reg_type(t), {sx}), res);
+  res = f.sel(z.cmp(spv::OpULessThan, ax, ay), x, res);
+  res = f.sel(z.cmp(spv::OpIEqual, ax, ay), b.op(spv::OpBitcast, reg_type(t), {sx}), res);
   return f.sel(invalid, f.c(NAN), res);
 }
 
