@@ -266,56 +266,54 @@ void write_rows(const Options& o, const runtime::Device& dev, const std::vector<
   std::filesystem::rename(part, o.json_path);
 }
 
-int serve(const Options& o) {
-  const ir::DType t = ir::DType::F32;
-  bench::Workload w = bench::mlp_inference(t, o.batch, {784, 512, 512, 10});
-  struct Partition {
-    std::shared_ptr<runtime::Device> dev;
-    std::shared_ptr<runtime::Executable> exe;
-    std::vector<runtime::BufferPtr> weights;
-    std::vector<double> latency_ms;
-  };
+// One device serving the MLP: its compiled graph, its copy of the weights, and the
+// latencies of the batches it ran.
+struct Partition {
+  std::shared_ptr<runtime::Device> dev;
+  std::shared_ptr<runtime::Executable> exe;
+  std::vector<runtime::BufferPtr> weights;
+  std::vector<double> latency_ms;
+
+  void run_batch(const ir::Literal& batch, std::vector<uint8_t>& result) {
+    std::vector<runtime::BufferPtr> inputs{dev->upload(batch.type, batch.data.data(), batch.data.size())};
+    inputs.insert(inputs.end(), weights.begin(), weights.end());
+    auto outs = exe->run(inputs);
+    dev->download(*outs[0], result.data(), result.size());
+  }
+};
+
+std::vector<Partition> open_partitions(const Options& o, const ir::Graph& g, std::mt19937_64& rng) {
   std::vector<Partition> parts(o.devices.size());
-  std::mt19937_64 rng(42);
-  const auto& in_types = w.graph.node(0).results;  // the batch is parameter 0
-  ir::Literal batch = random_input(in_types[0], rng);
   for (size_t d = 0; d < parts.size(); ++d) {
     runtime::RuntimeOptions ro;
     ro.device = o.devices[d];
     ro.profile = o.profile;
     auto& p = parts[d];
     p.dev = runtime::Device::open(ro);
-    p.exe = runtime::Executable::compile(p.dev, w.graph);
+    p.exe = runtime::Executable::compile(p.dev, g);
     for (size_t k = 1; k < p.exe->input_types().size(); ++k) {
       auto lit = random_input(p.exe->input_types()[k], rng);
       p.weights.push_back(p.dev->upload(lit.type, lit.data.data(), lit.data.size()));
     }
     std::printf("partition %zu: %s (%s)\n", d, p.dev->info().name.c_str(), p.dev->info().type.c_str());
   }
-  const auto& out_type = parts[0].exe->output_types()[0];
-  auto one_batch = [&](Partition& p, std::vector<uint8_t>& result) {
-    std::vector<runtime::BufferPtr> inputs{p.dev->upload(batch.type, batch.data.data(), batch.data.size())};
-    inputs.insert(inputs.end(), p.weights.begin(), p.weights.end());
-    auto outs = p.exe->run(inputs);
-    p.dev->download(*outs[0], result.data(), result.size());
-  };
-  for (auto& p : parts) {  // compile-time effects and clock ramp-up stay out of the figure
-    std::vector<uint8_t> result(out_type.byte_size());
-    auto w0 = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < o.warmup_ms)
-      one_batch(p, result);
-  }
+  return parts;
+}
+
+// Every partition runs batches back to back on its own thread for `seconds`; returns the
+// wall time taken.
+double serve_for(std::vector<Partition>& parts, const ir::Literal& batch, size_t result_bytes, double seconds) {
   auto start = std::chrono::steady_clock::now();
-  auto deadline = start + std::chrono::duration<double>(o.serve_seconds);
+  auto deadline = start + std::chrono::duration<double>(seconds);
   std::vector<std::thread> threads;
   std::vector<std::string> errors(parts.size());
   for (size_t d = 0; d < parts.size(); ++d)
     threads.emplace_back([&, d] {
       try {
-        std::vector<uint8_t> result(out_type.byte_size());
+        std::vector<uint8_t> result(result_bytes);
         while (std::chrono::steady_clock::now() < deadline) {
           auto t0 = std::chrono::steady_clock::now();
-          one_batch(parts[d], result);
+          parts[d].run_batch(batch, result);
           parts[d].latency_ms.push_back(
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
@@ -324,31 +322,48 @@ int serve(const Options& o) {
       }
     });
   for (auto& th : threads) th.join();
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (size_t d = 0; d < parts.size(); ++d)
     if (!errors[d].empty()) throw std::runtime_error("partition " + std::to_string(d) + ": " + errors[d]);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void report_serve(const Options& o, const std::string& workload, const std::vector<Partition>& parts, double secs) {
   std::vector<double> all;
   for (const auto& p : parts) all.insert(all.end(), p.latency_ms.begin(), p.latency_ms.end());
   double batches = static_cast<double>(all.size());
   std::printf("serve %s: %zu partition(s), batch %lld, %.1f s: %.0f rows/s, %.1f batches/s, latency p50 %.3f ms, "
               "p99 %.3f ms\n",
-              w.name.c_str(), parts.size(), static_cast<long long>(o.batch), secs, batches * o.batch / secs,
+              workload.c_str(), parts.size(), static_cast<long long>(o.batch), secs, batches * o.batch / secs,
               batches / secs, percentile(all, 0.5), percentile(all, 0.99));
-  if (!o.json_path.empty()) {
-    nlohmann::json devs = nlohmann::json::array(), per = nlohmann::json::array();
-    for (const auto& p : parts) {
-      devs.push_back(p.dev->info().name);
-      per.push_back(p.latency_ms.size());
-    }
-    std::ofstream(o.json_path) << nlohmann::json{{"workload", w.name},          {"devices", devs},
-                                                 {"batch", o.batch},           {"seconds", secs},
-                                                 {"rows_per_s", batches * o.batch / secs},
-                                                 {"batches_per_partition", per},
-                                                 {"p50_ms", percentile(all, 0.5)},
-                                                 {"p99_ms", percentile(all, 0.99)}}
-                                      .dump(2)
-                               << "\n";
+  if (o.json_path.empty()) return;
+  nlohmann::json devs = nlohmann::json::array(), per = nlohmann::json::array();
+  for (const auto& p : parts) {
+    devs.push_back(p.dev->info().name);
+    per.push_back(p.latency_ms.size());
   }
+  std::ofstream(o.json_path) << nlohmann::json{{"workload", workload},       {"devices", devs},
+                                               {"batch", o.batch},           {"seconds", secs},
+                                               {"rows_per_s", batches * o.batch / secs},
+                                               {"batches_per_partition", per},
+                                               {"p50_ms", percentile(all, 0.5)},
+                                               {"p99_ms", percentile(all, 0.99)}}
+                                    .dump(2)
+                             << "\n";
+}
+
+int serve(const Options& o) {
+  bench::Workload w = bench::mlp_inference(ir::DType::F32, o.batch, {784, 512, 512, 10});
+  std::mt19937_64 rng(42);
+  const ir::Literal batch = random_input(w.graph.node(0).results[0], rng);  // the batch is parameter 0
+  std::vector<Partition> parts = open_partitions(o, w.graph, rng);
+  const size_t result_bytes = size_t(parts[0].exe->output_types()[0].byte_size());
+  for (auto& p : parts) {  // compile-time effects and clock ramp-up stay out of the figure
+    std::vector<uint8_t> result(result_bytes);
+    auto w0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < o.warmup_ms)
+      p.run_batch(batch, result);
+  }
+  report_serve(o, w.name, parts, serve_for(parts, batch, result_bytes, o.serve_seconds));
   return 0;
 }
 
