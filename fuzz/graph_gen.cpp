@@ -266,8 +266,6 @@ class Generator {
   }
 
   void movement(const Value& x) {
-    const Shape& s = x.type.shape;
-    const size_t r = s.size();
     switch (below(8)) {
       case 0: {
         Shape out{x.type.num_elements()};
@@ -275,74 +273,91 @@ class Generator {
         add("reshape", {x.id}, {x.type.dtype, out});
         return;
       }
-      case 1: {
-        std::vector<int64_t> perm(r);
-        for (size_t k = 0; k < r; ++k) perm[k] = int64_t(k);
-        std::shuffle(perm.begin(), perm.end(), rng_);
-        Shape out;
-        for (int64_t p : perm) out.push_back(s[size_t(p)]);
-        add("transpose", {x.id}, {x.type.dtype, out}, {{"axes", perm}});
-        return;
-      }
-      case 2: add("reverse", {x.id}, x.type, {{"axes", some_axes(r)}}); return;
-      case 3: {
-        std::vector<int64_t> start, lengths, strides;
-        Shape out;
-        for (int64_t d : s) {
-          start.push_back(int64_t(below(uint64_t(d) + 1)));
-          lengths.push_back(int64_t(below(uint64_t(d - start.back()) + 1)));
-          strides.push_back(1 + int64_t(below(3)));
-          out.push_back((lengths.back() + strides.back() - 1) / strides.back());
-        }
-        add("slice", {x.id}, {x.type.dtype, out}, {{"start", start}, {"lengths", lengths}, {"strides", strides}});
-        return;
-      }
-      case 4: {
-        Shape out = s;
-        std::vector<int64_t> axes;
-        for (size_t k = 0; k < r; ++k) {
-          axes.push_back(int64_t(k) + 1);
-          if (out[k] == 1 && chance(50)) out[k] = 1 + int64_t(below(4));
-        }
-        out.insert(out.begin(), 1 + int64_t(below(3)));
-        if (!fits(out)) return;
-        add("broadcast", {x.id}, {x.type.dtype, out}, {{"shape", out}, {"axes", axes}});
-        return;
-      }
-      case 5: {
-        if (r == 0) return;
-        const size_t axis = below(r);
-        Shape out = s;
-        out[axis] *= 2;
-        if (!fits(out)) return;
-        add("concatenate", {x.id, x.id}, {x.type.dtype, out}, {{"axis", axis}});
-        return;
-      }
-      case 6: {
-        json config = json::array();
-        Shape out;
-        for (int64_t d : s) {
-          int64_t lo = int64_t(below(4)) - 1, hi = int64_t(below(4)) - 1, interior = int64_t(below(2));
-          const int64_t size = lo + hi + d + std::max<int64_t>(d - 1, 0) * interior;
-          if (size < 0) lo = hi = 0;
-          config.push_back({lo, hi, interior});
-          out.push_back(lo + hi + d + std::max<int64_t>(d - 1, 0) * interior);
-        }
-        if (!fits(out)) return;
-        const Value value = constant({x.type.dtype, {}});
-        add("pad", {x.id, value.id}, {x.type.dtype, out}, {{"config", config}});
-        return;
-      }
-      default: {
-        std::vector<int64_t> axes;
-        Shape out;
-        for (size_t k = 0; k < r; ++k) {
-          if (s[k] == 1 && chance(70)) axes.push_back(int64_t(k));
-          else out.push_back(s[k]);
-        }
-        add("squeeze", {x.id}, {x.type.dtype, out}, {{"axes", axes}});
-      }
+      case 1: return transpose_of(x);
+      case 2: add("reverse", {x.id}, x.type, {{"axes", some_axes(x.type.shape.size())}}); return;
+      case 3: return slice_of(x);
+      case 4: return broadcast_of(x);
+      case 5: return concatenate_of(x);
+      case 6: return pad_of(x);
+      default: return squeeze_of(x);
     }
+  }
+
+  void transpose_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    const size_t r = s.size();
+    std::vector<int64_t> perm(r);
+    for (size_t k = 0; k < r; ++k) perm[k] = int64_t(k);
+    std::shuffle(perm.begin(), perm.end(), rng_);
+    Shape out;
+    for (int64_t p : perm) out.push_back(s[size_t(p)]);
+    add("transpose", {x.id}, {x.type.dtype, out}, {{"axes", perm}});
+  }
+
+  void slice_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    std::vector<int64_t> start, lengths, strides;
+    Shape out;
+    for (int64_t d : s) {
+      start.push_back(int64_t(below(uint64_t(d) + 1)));
+      lengths.push_back(int64_t(below(uint64_t(d - start.back()) + 1)));
+      strides.push_back(1 + int64_t(below(3)));
+      out.push_back((lengths.back() + strides.back() - 1) / strides.back());
+    }
+    add("slice", {x.id}, {x.type.dtype, out}, {{"start", start}, {"lengths", lengths}, {"strides", strides}});
+  }
+
+  void broadcast_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    const size_t r = s.size();
+    Shape out = s;
+    std::vector<int64_t> axes;
+    for (size_t k = 0; k < r; ++k) {
+      axes.push_back(int64_t(k) + 1);
+      if (out[k] == 1 && chance(50)) out[k] = 1 + int64_t(below(4));
+    }
+    out.insert(out.begin(), 1 + int64_t(below(3)));
+    if (!fits(out)) return;
+    add("broadcast", {x.id}, {x.type.dtype, out}, {{"shape", out}, {"axes", axes}});
+  }
+
+  void concatenate_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    const size_t r = s.size();
+    if (r == 0) return;
+    const size_t axis = below(r);
+    Shape out = s;
+    out[axis] *= 2;
+    if (!fits(out)) return;
+    add("concatenate", {x.id, x.id}, {x.type.dtype, out}, {{"axis", axis}});
+  }
+
+  void pad_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    json config = json::array();
+    Shape out;
+    for (int64_t d : s) {
+      int64_t lo = int64_t(below(4)) - 1, hi = int64_t(below(4)) - 1, interior = int64_t(below(2));
+      const int64_t size = lo + hi + d + std::max<int64_t>(d - 1, 0) * interior;
+      if (size < 0) lo = hi = 0;
+      config.push_back({lo, hi, interior});
+      out.push_back(lo + hi + d + std::max<int64_t>(d - 1, 0) * interior);
+    }
+    if (!fits(out)) return;
+    const Value value = constant({x.type.dtype, {}});
+    add("pad", {x.id, value.id}, {x.type.dtype, out}, {{"config", config}});
+  }
+
+  void squeeze_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    const size_t r = s.size();
+    std::vector<int64_t> axes;
+    Shape out;
+    for (size_t k = 0; k < r; ++k) {
+      if (s[k] == 1 && chance(70)) axes.push_back(int64_t(k));
+      else out.push_back(s[k]);
+    }
+    add("squeeze", {x.id}, {x.type.dtype, out}, {{"axes", axes}});
   }
 
   void reduction(const Value& x) {
