@@ -205,143 +205,136 @@ struct Converted {
   const Literal& operator[](size_t i) const { return *args[i]; }
 };
 
-// Unary ops, on the result type.
-Literal eval_unary(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const DType t = rt.dtype;
-  const bool fl = is_float(t);
-  Literal out = make_literal(rt);
-  check_arity(n, args, 1);
-  const Converted v(args, t);
-  const Literal& x = v[0];
-  if (fl) {
-    const FloatFn f = float_unary(n);
-    broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_f(out, o[0], f(get_f64(x, o[1]))); });
-  } else {
-    broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_i(out, o[0], int_unary(n, get_i64(x, o[1]), t)); });
-  }
-  return out;
-}
+// One elementwise node's evaluation: its result type and the literal it fills.
+class Elementwise {
+ public:
+  Elementwise(const Node& node, const Args& a)
+      : n(node), args(a), op(node.op), rt(node.type()), t(rt.dtype), fl(is_float(t)), out(make_literal(rt)) {}
 
-// logical_not, is_nan and is_inf: u8 results.
-Literal eval_predicate(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const std::string& op = n.op;
-  Literal out = make_literal(rt);
-  check_arity(n, args, 1);
-  const Literal& x = *args[0];
-  const bool xf = is_float(x.type.dtype);
-  broadcast_walk(n, rt.shape, {&x}, [&](const auto& o) {
-    bool r;
-    if (op == "logical_not") r = !truthy(x, o[1]);
-    else if (!xf) r = false;
-    else r = op == "is_nan" ? std::isnan(get_f64(x, o[1])) : std::isinf(get_f64(x, o[1]));
-    write_i(out, o[0], r);
-  });
-  return out;
-}
-
-// Binary arithmetic, on the result type.
-Literal eval_binary(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const DType t = rt.dtype;
-  const bool fl = is_float(t);
-  Literal out = make_literal(rt);
-  check_arity(n, args, 2);
-  const Converted v(args, t);
-  broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
-    if (fl) write_f(out, o[0], float_binary(n, get_f64(v[0], o[1]), get_f64(v[1], o[2])));
-    else write_i(out, o[0], int_binary(n, get_i64(v[0], o[1]), get_i64(v[1], o[2]), t));
-  });
-  return out;
-}
-
-// Comparisons on the operands' merged type; logical ops on truthiness.
-Literal eval_compare(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const std::string& op = n.op;
-  Literal out = make_literal(rt);
-  check_arity(n, args, 2);
-  if (op.rfind("logical_", 0) == 0) {
-    broadcast_walk(n, rt.shape, args, [&](const auto& o) {
-      const bool a = truthy(*args[0], o[1]), b = truthy(*args[1], o[2]);
-      write_i(out, o[0], op == "logical_and" ? a && b : op == "logical_or" ? a || b : a != b);
-    });
-    return out;
-  }
-  const DType m = merge_types(args[0]->type.dtype, args[1]->type.dtype);
-  const Converted v(args, m);
-  broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
-    bool r;
-    if (is_float(m)) r = compare(op, get_f64(v[0], o[1]), get_f64(v[1], o[2]));
-    else if (is_s(m)) r = compare(op, get_i64(v[0], o[1]), get_i64(v[1], o[2]));
-    else r = compare(op, uint64_t(get_i64(v[0], o[1])), uint64_t(get_i64(v[1], o[2])));
-    write_i(out, o[0], r);
-  });
-  return out;
-}
-
-// select, and clip with Nx's NaN-propagating max and min.
-Literal eval_select(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const DType t = rt.dtype;
-  const bool fl = is_float(t);
-  const std::string& op = n.op;
-  Literal out = make_literal(rt);
-  check_arity(n, args, 3);
-  if (op == "select") {
-    broadcast_walk(n, rt.shape, args, [&](const auto& o) {
-      if (truthy(*args[0], o[1])) convert_element(*args[1], o[2], out, o[0]);
-      else convert_element(*args[2], o[3], out, o[0]);
-    });
-    return out;
-  }
-  // clip(x, lo, hi) = min(max(x, lo), hi) with Nx's NaN-propagating max/min.
-  if (args[1]->type.num_elements() != 1 || args[2]->type.num_elements() != 1)
-    throw IrError(n, "clip bounds must be scalars");
-  const Converted v(args, t);
-  broadcast_walk(n, rt.shape, {v.args[0]}, [&](const auto& o) {
+  // Unary ops, on the result type.
+  Literal eval_unary() {
+    check_arity(n, args, 1);
+    const Converted v(args, t);
+    const Literal& x = v[0];
     if (fl) {
-      const double x = get_f64(v[0], o[1]), lo = get_f64(v[1], 0), hi = get_f64(v[2], 0);
-      double r = x < lo ? lo : x;
-      r = r > hi ? hi : r;
-      write_f(out, o[0], std::isnan(hi) ? hi : std::isnan(lo) ? lo : r);
-      return;
+      const FloatFn f = float_unary(n);
+      broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_f(out, o[0], f(get_f64(x, o[1]))); });
+    } else {
+      broadcast_walk(n, rt.shape, v.args, [&](const auto& o) { write_i(out, o[0], int_unary(n, get_i64(x, o[1]), t)); });
     }
-    const int64_t x = get_i64(v[0], o[1]), lo = get_i64(v[1], 0), hi = get_i64(v[2], 0);
-    auto less = [&](int64_t a, int64_t b) { return is_s(t) ? a < b : uint64_t(a) < uint64_t(b); };
-    const int64_t r = less(x, lo) ? lo : x;
-    write_i(out, o[0], less(hi, r) ? hi : r);
-  });
-  return out;
-}
+    return out;
+  }
 
-// as_type converts; bitcast keeps the bytes.
-Literal eval_convert(const Node& n, const Args& args) {
-  const TensorType& rt = n.type();
-  const DType t = rt.dtype;
-  const std::string& op = n.op;
-  Literal out = make_literal(rt);
-  check_arity(n, args, 1);
-  const Literal& x = *args[0];
-  if (x.type.shape != rt.shape) throw IrError(n, "operand " + to_string(x.type) + " does not have the result's shape");
-  if (op == "as_type") return convert(x, t);
-  if (dtype_bits(x.type.dtype) != dtype_bits(t)) throw IrError(n, "bitcast between types of different widths");
-  out.data = x.data;
-  return out;
-}
+  // logical_not, is_nan and is_inf: u8 results.
+  Literal eval_predicate() {
+    check_arity(n, args, 1);
+    const Literal& x = *args[0];
+    const bool xf = is_float(x.type.dtype);
+    broadcast_walk(n, rt.shape, {&x}, [&](const auto& o) {
+      bool r;
+      if (op == "logical_not") r = !truthy(x, o[1]);
+      else if (!xf) r = false;
+      else r = op == "is_nan" ? std::isnan(get_f64(x, o[1])) : std::isinf(get_f64(x, o[1]));
+      write_i(out, o[0], r);
+    });
+    return out;
+  }
+
+  // Binary arithmetic, on the result type.
+  Literal eval_binary() {
+    check_arity(n, args, 2);
+    const Converted v(args, t);
+    broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
+      if (fl) write_f(out, o[0], float_binary(n, get_f64(v[0], o[1]), get_f64(v[1], o[2])));
+      else write_i(out, o[0], int_binary(n, get_i64(v[0], o[1]), get_i64(v[1], o[2]), t));
+    });
+    return out;
+  }
+
+  // Comparisons on the operands' merged type; logical ops on truthiness.
+  Literal eval_compare() {
+    check_arity(n, args, 2);
+    if (op.rfind("logical_", 0) == 0) {
+      broadcast_walk(n, rt.shape, args, [&](const auto& o) {
+        const bool a = truthy(*args[0], o[1]), b = truthy(*args[1], o[2]);
+        write_i(out, o[0], op == "logical_and" ? a && b : op == "logical_or" ? a || b : a != b);
+      });
+      return out;
+    }
+    const DType m = merge_types(args[0]->type.dtype, args[1]->type.dtype);
+    const Converted v(args, m);
+    broadcast_walk(n, rt.shape, v.args, [&](const auto& o) {
+      bool r;
+      if (is_float(m)) r = compare(op, get_f64(v[0], o[1]), get_f64(v[1], o[2]));
+      else if (is_s(m)) r = compare(op, get_i64(v[0], o[1]), get_i64(v[1], o[2]));
+      else r = compare(op, uint64_t(get_i64(v[0], o[1])), uint64_t(get_i64(v[1], o[2])));
+      write_i(out, o[0], r);
+    });
+    return out;
+  }
+
+  // select, and clip with Nx's NaN-propagating max and min.
+  Literal eval_select() {
+    check_arity(n, args, 3);
+    if (op == "select") {
+      broadcast_walk(n, rt.shape, args, [&](const auto& o) {
+        if (truthy(*args[0], o[1])) convert_element(*args[1], o[2], out, o[0]);
+        else convert_element(*args[2], o[3], out, o[0]);
+      });
+      return out;
+    }
+    // clip(x, lo, hi) = min(max(x, lo), hi) with Nx's NaN-propagating max/min.
+    if (args[1]->type.num_elements() != 1 || args[2]->type.num_elements() != 1)
+      throw IrError(n, "clip bounds must be scalars");
+    const Converted v(args, t);
+    broadcast_walk(n, rt.shape, {v.args[0]}, [&](const auto& o) {
+      if (fl) {
+        const double x = get_f64(v[0], o[1]), lo = get_f64(v[1], 0), hi = get_f64(v[2], 0);
+        double r = x < lo ? lo : x;
+        r = r > hi ? hi : r;
+        write_f(out, o[0], std::isnan(hi) ? hi : std::isnan(lo) ? lo : r);
+        return;
+      }
+      const int64_t x = get_i64(v[0], o[1]), lo = get_i64(v[1], 0), hi = get_i64(v[2], 0);
+      auto less = [&](int64_t a, int64_t b) { return is_s(t) ? a < b : uint64_t(a) < uint64_t(b); };
+      const int64_t r = less(x, lo) ? lo : x;
+      write_i(out, o[0], less(hi, r) ? hi : r);
+    });
+    return out;
+  }
+
+  // as_type converts; bitcast keeps the bytes.
+  Literal eval_convert() {
+    check_arity(n, args, 1);
+    const Literal& x = *args[0];
+    if (x.type.shape != rt.shape) throw IrError(n, "operand " + to_string(x.type) + " does not have the result's shape");
+    if (op == "as_type") return convert(x, t);
+    if (dtype_bits(x.type.dtype) != dtype_bits(t)) throw IrError(n, "bitcast between types of different widths");
+    out.data = x.data;
+    return out;
+  }
+
+ private:
+  const Node& n;
+  const Args& args;
+  const std::string& op;
+  const TensorType& rt;
+  const DType t;
+  const bool fl;
+  Literal out;
+};
 
 }  // namespace
 
 Literal eval_elementwise(const Node& n, const Args& args) {
   switch (op_family(n.op)) {
     case OpFamily::FloatUnary:
-    case OpFamily::Unary: return eval_unary(n, args);
-    case OpFamily::Predicate: return eval_predicate(n, args);
-    case OpFamily::Binary: return eval_binary(n, args);
-    case OpFamily::Compare: return eval_compare(n, args);
-    case OpFamily::Select: return eval_select(n, args);
-    case OpFamily::Convert: return eval_convert(n, args);
+    case OpFamily::Unary: return Elementwise(n, args).eval_unary();
+    case OpFamily::Predicate: return Elementwise(n, args).eval_predicate();
+    case OpFamily::Binary: return Elementwise(n, args).eval_binary();
+    case OpFamily::Compare: return Elementwise(n, args).eval_compare();
+    case OpFamily::Select: return Elementwise(n, args).eval_select();
+    case OpFamily::Convert: return Elementwise(n, args).eval_convert();
     default: throw IrError(n, "not an elementwise op");
   }
 }
