@@ -80,98 +80,113 @@ bool Builder::lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const 
   return scalar_result && std::any_of(ids.begin(), ids.end(), [&](Id i) { return emulated(type_of(i)); });
 }
 
+bool Builder::is_64_bit(Id id) const {
+  auto bytes = scalar_bytes_.find(type_of(id));
+  return bytes != scalar_bytes_.end() && bytes->second == 8;
+}
+
+Id Builder::lowered(Id r, Id type) {
+  const bool to_emulated = emulated(type);
+  // A native 64-bit result is bitcast back from the routine's uvec2.
+  if (!to_emulated && scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8) return emit_pure(spv::OpBitcast, type, {r}, {r});
+  return to_emulated ? named(r, type) : r;
+}
+
 Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals) {
   Soft64 s(*this);
-  using namespace soft;
   // Operands as uvec2 where 64-bit (a native 64-bit value is bitcast: mixed emulation).
   std::vector<Id> a;
-  auto is64 = [&](Id id) {
-    auto bytes = scalar_bytes_.find(type_of(id));
-    return bytes != scalar_bytes_.end() && bytes->second == 8;
-  };
   for (Id id : ids)
-    a.push_back(is64(id) && !emulated(type_of(id)) ? emit_pure(spv::OpBitcast, s.uvec2, {id}, {id}) : id);
-  const bool to_emulated = emulated(type);
-  const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
-  // The result, re-typed: `type` names it; a native 64-bit result is bitcast back.
-  auto done = [&](Id r) {
-    if (!to_emulated && to64) return emit_pure(spv::OpBitcast, type, {r}, {r});
-    return to_emulated ? named(r, type) : r;
-  };
-  auto retyped = [&] {
-    Words operands(ids.begin(), ids.end());
-    operands.insert(operands.end(), literals.begin(), literals.end());
-    return emit_pure(opcode, type, operands, ids);
-  };
+    a.push_back(is_64_bit(id) && !emulated(type_of(id)) ? emit_pure(spv::OpBitcast, s.uvec2, {id}, {id}) : id);
   switch (opcode) {
     // Moves of whole values: the same instruction on the uvec2.
     case spv::OpLoad: case spv::OpCopyObject: case spv::OpGroupNonUniformShuffle: case spv::OpGroupNonUniformShuffleXor:
     case spv::OpGroupNonUniformBroadcast: case spv::OpGroupNonUniformBroadcastFirst:
-    case spv::OpGroupNonUniformShuffleUp: case spv::OpGroupNonUniformShuffleDown:
-      return retyped();
-    case spv::OpSelect: return done(s.select(a[0], a[1], a[2]));
+    case spv::OpGroupNonUniformShuffleUp: case spv::OpGroupNonUniformShuffleDown: {
+      Words operands(ids.begin(), ids.end());
+      operands.insert(operands.end(), literals.begin(), literals.end());
+      return emit_pure(opcode, type, operands, ids);
+    }
+    case spv::OpSelect: return lowered(s.select(a[0], a[1], a[2]), type);
     case spv::OpBitwiseAnd: case spv::OpBitwiseOr: case spv::OpBitwiseXor:
-      return done(emit_pure(opcode, s.uvec2, {a[0], a[1]}, {a[0], a[1]}));
-    case spv::OpNot: return done(emit_pure(opcode, s.uvec2, {a[0]}, {a[0]}));
+      return lowered(emit_pure(opcode, s.uvec2, {a[0], a[1]}, {a[0], a[1]}), type);
+    case spv::OpNot: return lowered(emit_pure(opcode, s.uvec2, {a[0]}, {a[0]}), type);
     case spv::OpBitcast: {
       // Every bitcast between 64-bit types and two 32-bit words keeps the words.
-      auto two_words = [&](Id t) { return t == s.uvec2; };
-      if (!(is64(ids[0]) || two_words(type_of(ids[0]))) || !(to64 || two_words(type)))
+      const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
+      if (!(is_64_bit(ids[0]) || type_of(ids[0]) == s.uvec2) || !(to64 || type == s.uvec2))
         no_lowering("OpBitcast between widths");
-      return type == s.uvec2 ? a[0] : done(a[0]);
+      return type == s.uvec2 ? a[0] : lowered(a[0], type);
     }
-    // f64 arithmetic.
+    default:
+      if (is_float_compare(opcode)) return soft::f64_compare(s, opcode, a[0], a[1]);
+      if (soft::is_integer_compare(opcode)) return soft::i64_compare(s, opcode, a[0], a[1]);
+      if (Id r = lower_float(s, opcode, type, ids, a)) return r;
+      return lower_integer(s, opcode, type, ids, a);
+  }
+}
+
+Id Builder::lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a) {
+  using namespace soft;
+  const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
+  switch (opcode) {
     case spv::OpFAdd: case spv::OpFSub: {
       const Id b = opcode == spv::OpFSub ? f64_neg(s, a[1]) : a[1];
-      return done(f64_add(s, a[0], b));
+      return lowered(f64_add(s, a[0], b), type);
     }
     case spv::OpFMul:
-      return done(normal_range_            ? f64_mul_normal(s, a[0], a[1])
-                  : common_case_branches_ ? f64_mul_branching(s, a[0], a[1])
-                                          : f64_mul(s, a[0], a[1]));
-    case spv::OpFDiv: return done(normal_range_ ? f64_div_normal(s, a[0], a[1]) : f64_div(s, a[0], a[1]));
-    case spv::OpFNegate: return done(f64_neg(s, a[0]));
+      return lowered(normal_range_            ? f64_mul_normal(s, a[0], a[1])
+                     : common_case_branches_ ? f64_mul_branching(s, a[0], a[1])
+                                             : f64_mul(s, a[0], a[1]),
+                     type);
+    case spv::OpFDiv: return lowered(normal_range_ ? f64_div_normal(s, a[0], a[1]) : f64_div(s, a[0], a[1]), type);
+    case spv::OpFNegate: return lowered(f64_neg(s, a[0]), type);
     case spv::OpIsNan: return f64_is_nan(s, a[0]);
     case spv::OpIsInf: return f64_is_inf(s, a[0]);
-    case spv::OpFConvert:
-      return to64 ? done(f64_from_f32(s, a[0])) : f64_to_f32(s, a[0]);
+    case spv::OpFConvert: return to64 ? lowered(f64_from_f32(s, a[0]), type) : f64_to_f32(s, a[0]);
     case spv::OpConvertSToF: case spv::OpConvertUToF: {
       const bool is_signed = opcode == spv::OpConvertSToF;
-      if (to64) return done(f64_from_int(s, a[0], is64(ids[0]) ? 64 : 32, is_signed));
+      if (to64) return lowered(f64_from_int(s, a[0], is_64_bit(ids[0]) ? 64 : 32, is_signed), type);
       const Id bits = f32_from_i64(s, a[0], is_signed);
       return emit_pure(spv::OpBitcast, type, {bits}, {bits});
     }
     case spv::OpConvertFToS: case spv::OpConvertFToU: {
       const bool is_signed = opcode == spv::OpConvertFToS;
-      if (is64(ids[0])) return done(f64_to_int(s, a[0], to64 ? 64 : 32, is_signed));
-      return done(i64_from_f32(s, a[0], is_signed));
+      if (is_64_bit(ids[0])) return lowered(f64_to_int(s, a[0], to64 ? 64 : 32, is_signed), type);
+      return lowered(i64_from_f32(s, a[0], is_signed), type);
     }
-    // s64/u64 arithmetic.
-    case spv::OpIAdd: return done(i64_add(s, a[0], a[1]));
-    case spv::OpISub: return done(i64_sub(s, a[0], a[1]));
-    case spv::OpIMul: return done(i64_mul(s, a[0], a[1]));
-    case spv::OpSNegate: return done(i64_neg(s, a[0]));
-    case spv::OpUDiv: return done(i64_udiv(s, a[0], a[1]));
-    case spv::OpSDiv: return done(i64_sdiv(s, a[0], a[1]));
-    case spv::OpUMod: return done(i64_umod(s, a[0], a[1]));
-    case spv::OpSRem: return done(i64_srem(s, a[0], a[1]));
+    default:
+      return 0;
+  }
+}
+
+Id Builder::lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a) {
+  using namespace soft;
+  const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
+  switch (opcode) {
+    case spv::OpIAdd: return lowered(i64_add(s, a[0], a[1]), type);
+    case spv::OpISub: return lowered(i64_sub(s, a[0], a[1]), type);
+    case spv::OpIMul: return lowered(i64_mul(s, a[0], a[1]), type);
+    case spv::OpSNegate: return lowered(i64_neg(s, a[0]), type);
+    case spv::OpUDiv: return lowered(i64_udiv(s, a[0], a[1]), type);
+    case spv::OpSDiv: return lowered(i64_sdiv(s, a[0], a[1]), type);
+    case spv::OpUMod: return lowered(i64_umod(s, a[0], a[1]), type);
+    case spv::OpSRem: return lowered(i64_srem(s, a[0], a[1]), type);
     case spv::OpShiftLeftLogical: case spv::OpShiftRightLogical: case spv::OpShiftRightArithmetic: {
-      const Id count = is64(ids[1]) ? s.lo(a[1]) : a[1];
-      if (!is64(ids[0])) no_lowering("a 32-bit shift by a 64-bit count");
+      const Id count = is_64_bit(ids[1]) ? s.lo(a[1]) : a[1];
+      if (!is_64_bit(ids[0])) no_lowering("a 32-bit shift by a 64-bit count");
       const Id r = opcode == spv::OpShiftLeftLogical    ? i64_shl(s, a[0], count)
                    : opcode == spv::OpShiftRightLogical ? i64_shr(s, a[0], count)
                                                         : i64_sar(s, a[0], count);
-      return done(r);
+      return lowered(r, type);
     }
-    case spv::OpBitCount: return done(i64_popcount(s, a[0]));
+    case spv::OpBitCount: return lowered(i64_popcount(s, a[0]), type);
     case spv::OpUConvert: case spv::OpSConvert:
-      if (to64 && is64(ids[0])) return done(a[0]);
-      if (to64) return done(opcode == spv::OpSConvert ? i64_from_s32(s, a[0]) : i64_from_u32(s, a[0]));
+      if (to64 && is_64_bit(ids[0])) return lowered(a[0], type);
+      if (to64) return lowered(opcode == spv::OpSConvert ? i64_from_s32(s, a[0]) : i64_from_u32(s, a[0]), type);
       if (type == s.u32) return s.lo(a[0]);
       no_lowering("a conversion of a 64-bit integer below 32 bits");
     default:
-      if (is_float_compare(opcode)) return f64_compare(s, opcode, a[0], a[1]);
-      if (soft::is_integer_compare(opcode)) return i64_compare(s, opcode, a[0], a[1]);
       no_lowering("opcode " + std::to_string(uint32_t(opcode)));
   }
 }

@@ -26,6 +26,10 @@
 #include <spirv/unified1/GLSL.std.450.h>
 #include <spirv/unified1/spirv.hpp>
 
+namespace nxv::codegen {
+class Soft64;  // emulated 64-bit arithmetic (soft64.h), which lowering calls
+}  // namespace nxv::codegen
+
 namespace nxv::codegen::spirv {
 
 using Id = uint32_t;
@@ -310,6 +314,12 @@ class Builder {
   // type, or a scalar from an emulated operand (comparisons, conversions).
   bool lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const;
   Id lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Words& literals);
+  // lower()'s f64 arithmetic and conversions (0 for any other opcode), and its s64/u64 ones.
+  Id lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a);
+  Id lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a);
+  bool is_64_bit(Id id) const;
+  // A routine's uvec2 result r as a value of `type`: named where emulated, bitcast where native 64-bit.
+  Id lowered(Id r, Id type);
   Id lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
   Id emulated_constant(Id type, uint64_t bits);
   // (bits, lanes) of a float scalar or vector type declared here; (0, 0) for any other.
