@@ -174,38 +174,72 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
   throw ir::IrError(node, op + " is not a float function");
 }
 
+// One correction by the exact residual a - q c rounds the quotient q = a / c as IEEE does
+// (codegen/targets/launch.h; NVIDIA's f32 x / x gave 0.99999994, which Nx's truncation to
+// bf16 makes 0.996, and its f64 x / 3.0 is an ulp off, the literal's division folded into a
+// product by its reciprocal). Not where q is ±0 (its sign) or the correction is not finite
+// (q infinite or NaN).
+Id Emitter::corrected_quotient(Id q, Id a, Id c, DType t) {
+  Id rt = reg_type(t);
+  const int bits = register_bits(t);
+  Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
+  Id corr = b.op(spv::OpFDiv, rt, {r, c});
+  Id finite = b.op(spv::OpLogicalNot, boolean(),
+                   {b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpIsNan, boolean(), {corr}), b.op(spv::OpIsInf, boolean(), {corr})})});
+  Id it = b.type_int(bits);
+  Id magnitude = b.op(spv::OpBitwiseAnd, it, {b.op(spv::OpBitcast, it, {q}), b.const_int(bits, (uint64_t(1) << (bits - 1)) - 1)});
+  Id use = b.op(spv::OpLogicalAnd, boolean(), {finite, b.op(spv::OpINotEqual, boolean(), {magnitude, b.const_int(bits, 0)})});
+  Id fixed = b.op(spv::OpFAdd, rt, {q, corr});
+  b.decorate(fixed, spv::DecorationNoContraction);
+  return select(t, use, fixed, q);
+}
+
 // a / c for floats, correctly rounded where the device's division is not.
 Id Emitter::float_divide(Id a, Id c, DType t) {
   Id rt = reg_type(t);
+  const int bits = register_bits(t);
+  // Emulated f64 divides exactly (soft_f64.h); f16 and bf16 compute in f32 registers.
+  const bool hardware = bits == 32 || (bits == 64 && !caps.emulate_f64);
   // Vulkan bounds OpFDiv's error only for divisors of magnitude in [2^-126, 2^126], and
   // NVIDIA's goes through a reciprocal that loses its precision near the bottom of the
   // normal range and flushes below it (on the H100, bf16 inf / 3.39e38 gave NaN and
   // 3.39e38 / 3.39e38 gave 0, then 0.996 with the divisor scaled to just below 2^126).
-  // Divisors above 2^120 scale both operands by 2^-8 first: exact, the same quotient
-  // (a dividend made subnormal only where the quotient is far below the normal range).
-  if (register_bits(t) == 32) {
-    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, 0x1p120)});
-    Id s = select(t, big, constant(t, 0x1p-8), constant(t, 1.0));
+  // Divisors above 2^120 (f64: 2^1000) scale both operands by 2^-8 (2^-32) first: exact,
+  // the same quotient (a dividend made subnormal only where the quotient is far below
+  // the normal range).
+  if (hardware) {
+    Id big = b.op(spv::OpFOrdGreaterThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, bits == 32 ? 0x1p120 : 0x1p1000)});
+    Id s = select(t, big, constant(t, bits == 32 ? 0x1p-8 : 0x1p-32), constant(t, 1.0));
     a = b.op(spv::OpFMul, rt, {a, s});
     c = b.op(spv::OpFMul, rt, {c, s});
     b.decorate(a, spv::DecorationNoContraction);
     b.decorate(c, spv::DecorationNoContraction);
   }
+  const bool correct = hardware && corrects_division(caps);
+  // A quotient near the bottom of the normal range has a correction below it, which a
+  // device that flushes subnormals drops (f64: x / (max / 1.5) an ulp off): where the
+  // quotient is below 2^-900 (f32: 2^-90), a is scaled by 2^64 (2^32) and the corrected
+  // quotient back, exact where the result is normal (else flushed anyway).
+  const bool flushes = bits == 32 ? !caps.preserve_denorms_f32 : !caps.preserve_denorms_f64;
+  Id down = 0;
+  if (correct && flushes) {
+    Id bound = b.op(spv::OpFMul, rt, {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, bits == 32 ? 0x1p-90 : 0x1p-900)});
+    b.decorate(bound, spv::DecorationNoContraction);
+    // Not for an infinite c, whose quotients are zeros, and beside which a finite a scaled
+    // up may overflow (max / inf gave NaN).
+    Id tiny = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpFOrdLessThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {a}), bound}),
+                                                  b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsInf, boolean(), {c})})});
+    a = b.op(spv::OpFMul, rt, {a, select(t, tiny, constant(t, bits == 32 ? 0x1p32 : 0x1p64), constant(t, 1.0))});
+    b.decorate(a, spv::DecorationNoContraction);
+    down = select(t, tiny, constant(t, bits == 32 ? 0x1p-32 : 0x1p-64), constant(t, 1.0));
+  }
   Id q = b.op(spv::OpFDiv, rt, {a, c});
-  if (register_bits(t) == 32 && corrects_f32_division(caps)) {
-    // One correction by the exact residual a - q c rounds the quotient as IEEE does
-    // (codegen/targets/launch.h; NVIDIA's x / x gave 0.99999994, which Nx's truncation to
-    // bf16 makes 0.996). Not where q is ±0 (its sign) or the correction is not finite (q
-    // infinite or NaN).
-    Id r = b.ext(GLSLstd450Fma, rt, {b.op(spv::OpFNegate, rt, {q}), c, a});
-    Id corr = b.op(spv::OpFDiv, rt, {r, c});
-    Id finite = b.op(spv::OpLogicalNot, boolean(),
-                     {b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpIsNan, boolean(), {corr}), b.op(spv::OpIsInf, boolean(), {corr})})});
-    Id magnitude = b.op(spv::OpBitwiseAnd, u32(), {b.op(spv::OpBitcast, u32(), {q}), u32c(0x7FFFFFFF)});
-    Id use = b.op(spv::OpLogicalAnd, boolean(), {finite, b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)})});
-    Id fixed = b.op(spv::OpFAdd, rt, {q, corr});
-    b.decorate(fixed, spv::DecorationNoContraction);
-    q = select(t, use, fixed, q);
+  if (correct) {
+    q = corrected_quotient(q, a, c, t);
+    if (down) {
+      q = b.op(spv::OpFMul, rt, {q, down});
+      b.decorate(q, spv::DecorationNoContraction);
+    }
   }
   return normalize(q, t);
 }

@@ -242,6 +242,7 @@ class Emitter {
   Id count_bits(const ir::Node& node, Id x);
   Id emit_binary(const ir::Node& node, Index& index);
   Id float_divide(Id a, Id c, ir::DType t);
+  Id corrected_quotient(Id q, Id a, Id c, ir::DType t);
   Id int_divide(bool quotient, Id a, Id c, ir::DType t);
   Id int_shift(bool left, Id a, Id c, ir::DType t);
   Id emit_compare(const ir::Node& node, Index& index);

@@ -81,6 +81,32 @@ TEST(CodegenElementwise, FloatOps) {
   }
 }
 
+// Division on a GPU takes one correction by its exact residual (an Fma) in f32 and native
+// f64, and where the device flushes subnormals, a scale that keeps a tiny quotient's
+// correction normal (guarded by an OpIsInf of the divisor); each module validates.
+// Lavapipe's division is the CPU's, correctly rounded: neither.
+TEST(CodegenElementwise, DivisionCorrections) {
+  for (DType t : {DType::F32, DType::F64})
+    for (Vendor v : {Vendor::Nvidia, Vendor::Lavapipe})
+      for (bool flushes : {false, true}) {
+        SCOPED_TRACE(std::string(ir::dtype_name(t)) + (v == Vendor::Nvidia ? " nvidia" : " lavapipe") +
+                     (flushes ? " flushing" : " keeping subnormals"));
+        DeviceCaps caps = generic_caps();
+        caps.vendor_id = pci_vendor_id(v);
+        caps.preserve_denorms_f32 = caps.preserve_denorms_f64 = !flushes;
+        const ir::Graph g = binary("divide", t, t);
+        expect_valid(g, caps);
+        const std::string dis = disassemble(cgtest::compile(g, caps).spirv);
+        const bool gpu = v == Vendor::Nvidia;
+        // Per element of the invocation's vector: the quotient's division and the
+        // correction's; the correction's test of its result and the scale's of the divisor.
+        const size_t elements = cgtest::count(dis, "OpFDiv") / (gpu ? 2 : 1);
+        EXPECT_GE(elements, 1u);
+        EXPECT_EQ(cgtest::count(dis, "Fma"), gpu ? elements : 0u) << dis;
+        EXPECT_EQ(cgtest::count(dis, "OpIsInf"), gpu ? elements * (flushes ? 2 : 1) : 0u) << dis;
+      }
+}
+
 // f16 values live in f32 registers, rounded to f16 in integer arithmetic (one RoundEven for
 // the subnormal range per conversion): an f16 sum is rounded once, and the store writes
 // those bits rather than converting the rounded value again.

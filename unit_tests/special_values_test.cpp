@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <set>
 
 #include "codegen/kernel.h"
@@ -1318,6 +1319,42 @@ TEST(SpecialValues, DivisionByLiteralPowersOfTwo) {
                  flush(t, round_to(t, flush(t, a) / divisors[j])));
       }
     }
+  }
+}
+
+// x / c and c / x of literals c that are not powers of two, whose divisions a driver may
+// fold into products by reciprocals (NVIDIA's f64 x / 3.0 was an ulp off), and a divisor
+// near the top of the range, whose reciprocal is below the normal range: IEEE's quotients
+// at 2^20 elements. f32 and f64 only: f16's and bf16's quotients are f32's, rounded again.
+TEST(SpecialValues, DivisionByOtherLiterals) {
+  for (DType t : {DType::F32, DType::F64}) {
+    NXV_SKIP_WITHOUT(t);
+    const int64_t n = int64_t(1) << 20;
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> significand(1.0, 2.0);
+    std::uniform_int_distribution<int> exponent(-24, 24);
+    std::vector<double> x(static_cast<size_t>(n));
+    for (double& v : x) v = round_to(t, std::ldexp(rng() & 1 ? significand(rng) : -significand(rng), exponent(rng)));
+    const std::vector<double> divisors = {3.0, 10.0, -7.0, round_to(t, 0.1), round_to(t, max_finite(t) / 1.5)};
+    const double dividend = 7.0;
+    GraphText gt;
+    const int p = gt.param(t, {n}, 0);
+    std::vector<int> outs;
+    for (double d : divisors)
+      outs.push_back(gt.add("divide", std::to_string(p) + "," + std::to_string(gt.constant(t, d)), t, {n}));
+    outs.push_back(gt.add("divide", std::to_string(gt.constant(t, dividend)) + "," + std::to_string(p), t, {n}));
+    const auto got = run(gt.graph("literal_divisions", outs), {literal(t, {n}, x)});
+    // Rounding the double quotient to f32 is f32's correctly rounded quotient (53 >= 2 x 24 + 2).
+    auto check = [&](size_t j, const std::string& kind, auto quotient) {
+      Report r{"divide", t, kind, {}};
+      for (int64_t k = 0; k < n; ++k) {
+        const double want = round_to(t, quotient(x[size_t(k)]));
+        r.expect(describe(x[size_t(k)]), want, ir::get_f64(got[j], k), Check::Exact, false, flush(t, want));
+      }
+    };
+    for (size_t j = 0; j < divisors.size(); ++j)
+      check(j, "literal divisor " + describe(divisors[j]), [&](double a) { return a / divisors[j]; });
+    check(divisors.size(), "literal dividend 7", [&](double a) { return dividend / a; });
   }
 }
 

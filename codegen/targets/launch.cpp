@@ -93,7 +93,7 @@ bool scans_in_workgroups(const DeviceCaps& caps) { return caps.vendor() != Vendo
 
 bool computes_f32_in_f64(const DeviceCaps& caps) { return caps.vendor() == Vendor::Lavapipe && caps.float64; }
 
-bool corrects_f32_division(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
+bool corrects_division(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 
 bool branches_to_common_cases(const DeviceCaps& caps) { return caps.vendor() != Vendor::Lavapipe; }
 

@@ -185,11 +185,13 @@ bool scans_in_workgroups(const DeviceCaps& caps);
 // fraction of its f32 rate, which a dot product would pay in full.
 bool computes_f32_in_f64(const DeviceCaps& caps);
 
-// Whether a 32-bit float division takes one correction by its exact residual (a fused
-// multiply-add) to be correctly rounded: Vulkan allows OpFDiv 2.5 ulp and GPUs use it
-// (NVIDIA's x / x gave 0.99999994). Not on lavapipe, whose division is the CPU's, already
-// correctly rounded, and whose Fma need not be fused.
-bool corrects_f32_division(const DeviceCaps& caps);
+// Whether a float division in hardware (f32, native f64) takes one correction by its exact
+// residual (a fused multiply-add) to be correctly rounded: Vulkan allows f32 OpFDiv 2.5 ulp
+// and f64 no better, and GPUs use it (NVIDIA's f32 x / x gave 0.99999994; its f64 x / 3.0,
+// the literal's division folded into a product by its reciprocal, was an ulp off). Not on
+// lavapipe, whose division is the CPU's, already correctly rounded, and whose Fma need not
+// be fused.
+bool corrects_division(const DeviceCaps& caps);
 
 // Whether emulated f64 multiplies branch to their common case (spirv::Builder::
 // set_common_case_branches): on GPUs, whose branches skip the side no invocation of a
