@@ -80,15 +80,15 @@ bool Builder::lowers(spv::Op opcode, Id type, const std::vector<Id>& ids) const 
   return scalar_result && std::any_of(ids.begin(), ids.end(), [&](Id i) { return emulated(type_of(i)); });
 }
 
-bool Builder::is_64_bit(Id id) const {
-  auto bytes = scalar_bytes_.find(type_of(id));
+bool Builder::is_64_bit_type(Id type) const {
+  auto bytes = scalar_bytes_.find(type);
   return bytes != scalar_bytes_.end() && bytes->second == 8;
 }
 
 Id Builder::lowered(Id r, Id type) {
   const bool to_emulated = emulated(type);
   // A native 64-bit result is bitcast back from the routine's uvec2.
-  if (!to_emulated && scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8) return emit_pure(spv::OpBitcast, type, {r}, {r});
+  if (!to_emulated && is_64_bit_type(type)) return emit_pure(spv::OpBitcast, type, {r}, {r});
   return to_emulated ? named(r, type) : r;
 }
 
@@ -97,7 +97,7 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
   // Operands as uvec2 where 64-bit (a native 64-bit value is bitcast: mixed emulation).
   std::vector<Id> a;
   for (Id id : ids)
-    a.push_back(is_64_bit(id) && !emulated(type_of(id)) ? emit_pure(spv::OpBitcast, s.uvec2, {id}, {id}) : id);
+    a.push_back(is_64_bit_type(type_of(id)) && !emulated(type_of(id)) ? emit_pure(spv::OpBitcast, s.uvec2, {id}, {id}) : id);
   switch (opcode) {
     // Moves of whole values: the same instruction on the uvec2.
     case spv::OpLoad: case spv::OpCopyObject: case spv::OpGroupNonUniformShuffle: case spv::OpGroupNonUniformShuffleXor:
@@ -113,8 +113,8 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
     case spv::OpNot: return lowered(emit_pure(opcode, s.uvec2, {a[0]}, {a[0]}), type);
     case spv::OpBitcast: {
       // Every bitcast between 64-bit types and two 32-bit words keeps the words.
-      const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
-      if (!(is_64_bit(ids[0]) || type_of(ids[0]) == s.uvec2) || !(to64 || type == s.uvec2))
+      const bool to64 = is_64_bit_type(type);
+      if (!(is_64_bit_type(type_of(ids[0])) || type_of(ids[0]) == s.uvec2) || !(to64 || type == s.uvec2))
         no_lowering("OpBitcast between widths");
       return type == s.uvec2 ? a[0] : lowered(a[0], type);
     }
@@ -128,7 +128,7 @@ Id Builder::lower(spv::Op opcode, Id type, const std::vector<Id>& ids, const Wor
 
 Id Builder::lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a) {
   using namespace soft;
-  const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
+  const bool to64 = is_64_bit_type(type);
   switch (opcode) {
     case spv::OpFAdd: case spv::OpFSub: {
       const Id b = opcode == spv::OpFSub ? f64_neg(s, a[1]) : a[1];
@@ -146,13 +146,13 @@ Id Builder::lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id
     case spv::OpFConvert: return to64 ? lowered(f64_from_f32(s, a[0]), type) : f64_to_f32(s, a[0]);
     case spv::OpConvertSToF: case spv::OpConvertUToF: {
       const bool is_signed = opcode == spv::OpConvertSToF;
-      if (to64) return lowered(f64_from_int(s, a[0], is_64_bit(ids[0]) ? 64 : 32, is_signed), type);
+      if (to64) return lowered(f64_from_int(s, a[0], is_64_bit_type(type_of(ids[0])) ? 64 : 32, is_signed), type);
       const Id bits = f32_from_i64(s, a[0], is_signed);
       return emit_pure(spv::OpBitcast, type, {bits}, {bits});
     }
     case spv::OpConvertFToS: case spv::OpConvertFToU: {
       const bool is_signed = opcode == spv::OpConvertFToS;
-      if (is_64_bit(ids[0])) return lowered(f64_to_int(s, a[0], to64 ? 64 : 32, is_signed), type);
+      if (is_64_bit_type(type_of(ids[0]))) return lowered(f64_to_int(s, a[0], to64 ? 64 : 32, is_signed), type);
       return lowered(i64_from_f32(s, a[0], is_signed), type);
     }
     default:
@@ -162,7 +162,7 @@ Id Builder::lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id
 
 Id Builder::lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a) {
   using namespace soft;
-  const bool to64 = scalar_bytes_.count(type) && scalar_bytes_.at(type) == 8;
+  const bool to64 = is_64_bit_type(type);
   switch (opcode) {
     case spv::OpIAdd: return lowered(i64_add(s, a[0], a[1]), type);
     case spv::OpISub: return lowered(i64_sub(s, a[0], a[1]), type);
@@ -173,8 +173,8 @@ Id Builder::lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<
     case spv::OpUMod: return lowered(i64_umod(s, a[0], a[1]), type);
     case spv::OpSRem: return lowered(i64_srem(s, a[0], a[1]), type);
     case spv::OpShiftLeftLogical: case spv::OpShiftRightLogical: case spv::OpShiftRightArithmetic: {
-      const Id count = is_64_bit(ids[1]) ? s.lo(a[1]) : a[1];
-      if (!is_64_bit(ids[0])) no_lowering("a 32-bit shift by a 64-bit count");
+      const Id count = is_64_bit_type(type_of(ids[1])) ? s.lo(a[1]) : a[1];
+      if (!is_64_bit_type(type_of(ids[0]))) no_lowering("a 32-bit shift by a 64-bit count");
       const Id r = opcode == spv::OpShiftLeftLogical    ? i64_shl(s, a[0], count)
                    : opcode == spv::OpShiftRightLogical ? i64_shr(s, a[0], count)
                                                         : i64_sar(s, a[0], count);
@@ -182,7 +182,7 @@ Id Builder::lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<
     }
     case spv::OpBitCount: return lowered(i64_popcount(s, a[0]), type);
     case spv::OpUConvert: case spv::OpSConvert:
-      if (to64 && is_64_bit(ids[0])) return lowered(a[0], type);
+      if (to64 && is_64_bit_type(type_of(ids[0]))) return lowered(a[0], type);
       if (to64) return lowered(opcode == spv::OpSConvert ? i64_from_s32(s, a[0]) : i64_from_u32(s, a[0]), type);
       if (type == s.u32) return s.lo(a[0]);
       no_lowering("a conversion of a 64-bit integer below 32 bits");

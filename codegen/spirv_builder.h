@@ -317,7 +317,7 @@ class Builder {
   // lower()'s f64 arithmetic and conversions (0 for any other opcode), and its s64/u64 ones.
   Id lower_float(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a);
   Id lower_integer(Soft64& s, spv::Op opcode, Id type, const std::vector<Id>& ids, const std::vector<Id>& a);
-  bool is_64_bit(Id id) const;
+  bool is_64_bit_type(Id type) const;
   // A routine's uvec2 result r as a value of `type`: named where emulated, bitcast where native 64-bit.
   Id lowered(Id r, Id type);
   Id lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids);
