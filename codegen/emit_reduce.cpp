@@ -18,23 +18,6 @@ namespace nxv::codegen {
 using ir::DType;
 using Values = spirv::Builder::Values;
 
-std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank) {
-  std::vector<int64_t> axes;
-  if (!node.attrs.contains(key) || node.attrs[key].is_null()) {
-    for (size_t i = 0; i < rank; ++i) axes.push_back(int64_t(i));
-  } else if (node.attrs[key].is_array()) {
-    axes = node.attrs[key].get<std::vector<int64_t>>();
-  } else {
-    axes = {node.attrs[key].get<int64_t>()};
-  }
-  for (auto& a : axes) {
-    if (a < 0) a += int64_t(rank);
-    if (a < 0 || size_t(a) >= rank) throw ir::IrError(node, "reduction axis out of range");
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
-}
-
 namespace {
 
 // Output dims → the operand's kept-axis dims (reduced axes left as 0 for the caller to fill).
@@ -145,7 +128,7 @@ Id Emitter::emit_reduction(const ir::Node& node, Index& index) {
   const ir::Node& x = arg(node, 0);
   const DType xt = x.type().dtype;
   const ir::Shape& in = x.type().shape;
-  auto axes = reduce_axes(node, "axes", in.size());
+  auto axes = ir::reduced_axes(node, "axes", x.type());
   const bool keep = node.attrs.value("keep_axes", false);
   auto out = dims(index);
   auto base = kept_dims(*this, node, out, in, axes, keep);
@@ -182,7 +165,7 @@ Id Emitter::emit_argreduce(const ir::Node& node, Index& index) {
   const DType xt = x.type().dtype;
   const ir::Shape& in = x.type().shape;
   const bool all_axes = !node.attrs.contains("axis") || node.attrs["axis"].is_null();
-  auto axes = reduce_axes(node, "axis", in.size());
+  auto axes = ir::reduced_axes(node, "axis", x.type());
   const bool keep = node.attrs.value("keep_axis", false);
   const bool high = node.attrs.value("tie_break", std::string("low")) == "high";
   const bool is_max = node.op == "argmax";

@@ -93,10 +93,6 @@ struct Fold {
   std::function<std::vector<Id>(const std::vector<Id>& acc, const std::vector<Id>& rs)> step_many;
 };
 
-// A reduction's axes under attrs[key] (a list, one axis, or null for all of them), each in
-// [0, rank), sorted; an IrError naming the node for one out of range.
-std::vector<int64_t> reduce_axes(const ir::Node& node, const char* key, size_t rank);
-
 // A dot's axes: the contracted and batch pairs, and each operand's free axes in the order
 // they appear in the result (batch axes, a's free axes, b's free axes).
 struct DotAxes {

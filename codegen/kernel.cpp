@@ -69,10 +69,10 @@ int64_t strided_reduction_bytes(const ir::Graph& body) {
     if (f == ir::OpFamily::Scatter) return 0;
     if (f != ir::OpFamily::Reduction && f != ir::OpFamily::ArgReduction && f != ir::OpFamily::Dot) continue;
     auto along_innermost = [&](size_t arg, const char* key) {
-      const size_t rank = body.node(n.args.at(arg)).type().shape.size();
-      if (rank == 0) return true;
-      const std::vector<int64_t> axes = reduce_axes(n, key, rank);
-      return !axes.empty() && axes.back() == int64_t(rank) - 1;
+      const ir::TensorType& x = body.node(n.args.at(arg)).type();
+      if (x.shape.empty()) return true;
+      const std::vector<int64_t> axes = ir::reduced_axes(n, key, x);
+      return !axes.empty() && axes.back() == int64_t(x.shape.size()) - 1;
     };
     const bool contiguous = f == ir::OpFamily::Dot ? along_innermost(0, "contract_axes1") || along_innermost(1, "contract_axes2")
                             : f == ir::OpFamily::ArgReduction ? along_innermost(0, "axis")

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ir/interpret_internal.h"
+#include "ir/ops.h"
 
 namespace nxv::ir::interp {
 namespace {
@@ -28,20 +29,10 @@ std::vector<int64_t> i64_values(const Literal& l) {
   return v;
 }
 
-// The reduced axes of attrs[key]: null or absent for all, an integer, or a list.
-std::vector<bool> reduced_axes(const Node& n, const Shape& in, const char* key) {
-  std::vector<bool> r(in.size(), false);
-  if (!n.attrs.contains(key) || n.attrs[key].is_null()) {
-    r.assign(in.size(), true);
-    return r;
-  }
-  const auto& v = n.attrs[key];
-  const auto list = v.is_array() ? v : nlohmann::json::array({v});
-  for (const auto& a : list) {
-    if (!a.is_number_integer() || a.get<int64_t>() < 0 || size_t(a.get<int64_t>()) >= in.size() || r[a.get<int64_t>()])
-      throw IrError(n, std::string("attrs.") + key + " must name distinct axes of the operand, got " + v.dump());
-    r[a.get<int64_t>()] = true;
-  }
+// Which of x's axes attrs[key] reduces.
+std::vector<bool> reduced_mask(const Node& n, const TensorType& x, const char* key) {
+  std::vector<bool> r(x.shape.size(), false);
+  for (int64_t a : reduced_axes(n, key, x)) r[size_t(a)] = true;
   return r;
 }
 
@@ -65,7 +56,7 @@ ReduceLayout layout(const Node& n, const Shape& in, const std::vector<bool>& red
 
 Literal reduction(const Node& n, const Literal& x) {
   const Shape& in = x.type.shape;
-  const auto reduced = reduced_axes(n, in, "axes");
+  const auto reduced = reduced_mask(n, x.type, "axes");
   const auto l = layout(n, in, reduced);
   const bool keep = n.attrs.value("keep_axes", false);
   if (n.type().shape != (keep ? l.keep_shape : l.kept)) throw IrError(n, "shape mismatch with the reduced operand " + to_string(x.type));
@@ -117,7 +108,7 @@ Literal reduction(const Node& n, const Literal& x) {
 Literal arg_reduction(const Node& n, const Literal& x) {
   const Shape& in = x.type.shape;
   const bool flat = !n.attrs.contains("axis") || n.attrs["axis"].is_null();
-  const auto reduced = reduced_axes(n, in, "axis");
+  const auto reduced = reduced_mask(n, x.type, "axis");
   const auto l = layout(n, in, reduced);
   if (!is_integer(n.type().dtype)) throw IrError(n, "the result type must be an integer");
   const std::string tie = n.attrs.value("tie_break", std::string("low"));

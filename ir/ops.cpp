@@ -1,3 +1,5 @@
+// The op table and the helpers that read the attrs every pass reads alike (reduced and
+// indexed axes).
 #include "ir/ops.h"
 
 #include <algorithm>
@@ -66,6 +68,27 @@ bool is_elementwise(OpFamily f) {
     default:
       return false;
   }
+}
+
+std::vector<int64_t> reduced_axes(const Node& n, const char* key, const TensorType& x) {
+  std::vector<int64_t> axes;
+  if (!n.attrs.contains(key) || n.attrs[key].is_null()) {
+    for (size_t k = 0; k < x.shape.size(); ++k) axes.push_back(int64_t(k));
+    return axes;
+  }
+  const auto& v = n.attrs[key];
+  for (const auto& a : v.is_array() ? v : nlohmann::json::array({v})) {
+    if (!a.is_number_integer())
+      throw IrError(n, std::string("attrs.") + key + " must be an axis or a list of axes, got " + v.dump());
+    axes.push_back(a.get<int64_t>());
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] < 0 || axes[k] >= int64_t(x.shape.size()))
+      throw IrError(n, "axis " + std::to_string(axes[k]) + " out of range for " + to_string(x));
+    if (k > 0 && axes[k] == axes[k - 1]) throw IrError(n, "axis " + std::to_string(axes[k]) + " appears twice");
+  }
+  return axes;
 }
 
 IndexedAxes indexed_axes(const Node& n, size_t rank, int64_t depth) {

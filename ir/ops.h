@@ -53,6 +53,10 @@ struct IndexedAxes {
   std::vector<int64_t> rest;  // the other axes, in order: a gathered or updated window's
 };
 IndexedAxes indexed_axes(const Node& n, size_t rank, int64_t depth);
+// A Reduction's attrs.axes or an ArgReduction's attrs.axis (also a Dot's contract axes): an
+// axis, a list of distinct axes, or absent/null for every axis of the operand x, returned
+// increasing. Throws IrError naming the node when an axis is out of range or repeated.
+std::vector<int64_t> reduced_axes(const Node& n, const char* key, const TensorType& x);
 // An indexed_add/put in the sorted form (attrs.sorted, passes/sort-indexed): its operands
 // [target, indices, updates, sorted_key, perm] apply the update rows perm[0], perm[1], ...
 // in that order, sorted_key[p] the linear position of row perm[p] on the indexed axes.

@@ -520,20 +520,6 @@ class Verifier {
                              " must be integer lines of one length, at most the " + std::to_string(count) + " updates");
   }
 
-  std::vector<int64_t> reduced_axes(const Node& n, const TensorType& x, const char* key) {
-    if (!n.attrs.contains(key) || n.attrs[key].is_null()) {
-      std::vector<int64_t> all(x.shape.size());
-      for (size_t k = 0; k < all.size(); ++k) all[k] = int64_t(k);
-      return all;
-    }
-    if (n.attrs[key].is_number_integer()) {
-      axis_in_range(n, n.attrs[key].get<int64_t>(), x);
-      return {n.attrs[key].get<int64_t>()};
-    }
-    auto axes = int_list(n, key);
-    unique_axes(n, axes, x);
-    return axes;
-  }
   static Shape reduce_shape(const Shape& in, const std::vector<int64_t>& axes, bool keep) {
     Shape out;
     for (size_t k = 0; k < in.size(); ++k) {
@@ -547,7 +533,7 @@ class Verifier {
   void reduction(const Node& n) {
     arity(n, 1);
     const TensorType& x = arg_type(n, 0);
-    auto axes = reduced_axes(n, x, "axes");
+    auto axes = reduced_axes(n, "axes", x);
     expect_shape(n, reduce_shape(x.shape, axes, bool_attr(n, "keep_axes")));
     if (n.op == "all" || n.op == "any") return expect_type(n, {DType::U8});
     if (n.op == "sum" || n.op == "product") {
@@ -563,7 +549,7 @@ class Verifier {
     arity(n, 1);
     const TensorType& x = arg_type(n, 0);
     const bool all = !n.attrs.contains("axis") || n.attrs["axis"].is_null();
-    auto axes = reduced_axes(n, x, "axis");
+    auto axes = reduced_axes(n, "axis", x);
     const bool keep = bool_attr(n, "keep_axis");
     if (n.attrs.contains("tie_break") && n.attrs["tie_break"] != "low" && n.attrs["tie_break"] != "high")
       throw IrError(n, "attrs.tie_break must be \"low\" or \"high\"");

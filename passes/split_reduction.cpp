@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <set>
 
+#include "ir/ops.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "passes/split_contraction.h"
@@ -74,12 +75,7 @@ struct ReducedLayout {
   int64_t extent = 1, outputs = 1;
 
   ReducedLayout(const ir::TensorType& x, const Node& n) {
-    std::vector<int64_t> axes;
-    if (!n.attrs.contains("axes") || n.attrs["axes"].is_null())
-      for (size_t i = 0; i < x.shape.size(); ++i) axes.push_back(int64_t(i));
-    else
-      axes = n.attrs["axes"].get<std::vector<int64_t>>();
-    std::sort(axes.begin(), axes.end());
+    const std::vector<int64_t> axes = ir::reduced_axes(n, "axes", x);
     for (size_t i = 0; i < x.shape.size(); ++i)
       if (!std::binary_search(axes.begin(), axes.end(), int64_t(i))) {
         kept.push_back(x.shape[i]);

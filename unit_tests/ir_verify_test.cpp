@@ -52,6 +52,8 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
        "node 2 (sum): axis 3 out of range for f32[2,3]"},
       {"duplicate axis", kP0 + R"(, {"id": 2, "op": "reduce_max", "args": [0], "type": "f32", "shape": [2], "attrs": {"axes": [1, 1]}})",
        "node 2 (reduce_max): axis 1 appears twice"},
+      {"axis not an integer", kP0 + R"(, {"id": 2, "op": "argmax", "args": [0], "type": "s64", "shape": [2], "attrs": {"axis": "1"}})",
+       "node 2 (argmax): attrs.axis must be an axis or a list of axes, got \"1\""},
       {"aggregate type", kP1 + R"(, {"id": 2, "op": "sum", "args": [1], "type": "s16", "shape": []})",
        "node 2 (sum): type mismatch: stated s16, inferred s64 or s32"},
       {"reshape count", kP0 + R"(, {"id": 2, "op": "reshape", "args": [0], "type": "f32", "shape": [5]})",
