@@ -78,6 +78,9 @@ Id Emitter::digit(Id source, int64_t stride, int64_t extent, bool leading) {
 }
 
 std::vector<Id> Emitter::split(Id r, const std::vector<int64_t>& extents) {
+  // An empty space (a reduction over an empty axis) has no position to split: its digits are
+  // never read, and their strides would be 0, a division by zero here and in the module.
+  if (std::count(extents.begin(), extents.end(), 0)) return std::vector<Id>(extents.size(), u32c(0));
   std::vector<Id> out(extents.size());
   int64_t stride = 1;
   for (size_t i = extents.size(); i-- > 0;) {

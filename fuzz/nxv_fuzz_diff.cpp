@@ -126,6 +126,8 @@ void one(const Args& a, const std::shared_ptr<runtime::Device>& dev, uint64_t se
     ++t.findings;
     return report(a, seed, std::string("the generator made a graph the verifier rejects: ") + e.what(), nullptr, nullptr);
   }
+  // Printed before the run, so that a crash (a signal ends the process) leaves its graph.
+  if (a.verbose) std::printf("  graph: %s\n", ir::write_graph(g).c_str()), std::fflush(stdout);
   const auto inputs = fuzz::generate_inputs(g, seed, a.gen);
   std::vector<ir::Literal> want, got;
   try {
