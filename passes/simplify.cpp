@@ -134,16 +134,19 @@ class Simplify : public Pass {
   // and subnormals included. A multiplication where a division takes a reciprocal and a
   // correction on most GPUs (codegen's emit_binary), in every element of a scaled softmax.
   static void multiply_by_reciprocals(Graph& g) {
-    std::map<NodeId, double> reciprocal;
+    // Each reciprocal with its divisor's shape, which may be what broadcasts x to the
+    // quotient's (x[17,1] / 0.5[17,2]).
+    std::map<NodeId, std::pair<double, ir::Shape>> reciprocal;
     for (const auto& n : g.nodes)
-      if (auto r = exact_reciprocal(g, n)) reciprocal[n.id] = *r;
+      if (auto r = exact_reciprocal(g, n)) reciprocal[n.id] = {*r, g.node(n.args[1]).type().shape};
     if (reciprocal.empty()) return;
     expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
       auto it = reciprocal.find(n.id);
       if (it == reciprocal.end()) return std::nullopt;
       NodeAppender add{next, out};
       const ir::DType t = n.type().dtype;
-      NodeId c = add.add("constant", {}, t, {}, {{"value", it->second}});
+      const auto& [value, shape] = it->second;
+      NodeId c = add.add("constant", {}, t, shape, {{"value", value}});
       return std::vector<NodeId>{add.add("multiply", {n.args[0], c}, t, n.type().shape)};
     });
   }
