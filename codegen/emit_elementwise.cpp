@@ -125,18 +125,19 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
   if ((op == "sqrt" || op == "rsqrt") && (t == DType::F32 || t == DType::BF16) && caps.float64)
     return convert(float_unary(node, op, convert(x, t, DType::F64), DType::F64), DType::F64, t);
   if (op == "sqrt") return b.ext(GLSLstd450Sqrt, rt, {x});
-  // f64 as Nx computes it, 1 / sqrt(x): NVIDIA's f64 InverseSqrt is an ulp off (Nx 0.13's
-  // rsqrt(2) example printed 0.7071067811865476).
-  if (op == "rsqrt" && register_bits(t) == 64)
-    return b.op(spv::OpFDiv, rt, {constant(t, 1), b.ext(GLSLstd450Sqrt, rt, {x})});
+  // f64 as Nx computes it, 1 / sqrt(x), correctly rounded: NVIDIA's f64 InverseSqrt is an
+  // ulp off (Nx 0.13's rsqrt(2) example printed 0.7071067811865476).
+  if (op == "rsqrt" && register_bits(t) == 64) return float_divide(constant(t, 1), b.ext(GLSLstd450Sqrt, rt, {x}), t);
   if (op == "rsqrt") return b.ext(GLSLstd450InverseSqrt, rt, {x});
   // GLSL.std.450's transcendentals are 16/32-bit only, and lack some functions altogether.
   // The trig functions and their inverses go through the library in f32 too: Vulkan asks
   // only 2^-11 absolute error of Sin/Cos within [-pi, pi] (NVIDIA's are off by 1e-4 at
   // x = 3e4), lavapipe's asin/acos are accurate to ~4e-4, its atan to ~50 ulp, and GLSL's
-  // asinh/acosh overflow in x*x.
-  static const std::set<std::string> f32_from_library = {"expm1", "log1p", "cbrt", "erf",  "erfc",  "erf_inv", "sin", "cos",
-                                                         "tan",   "asin",  "acos", "atan", "asinh", "acosh",   "atanh"};
+  // asinh/acosh overflow in x*x, and NVIDIA's Sinh/Cosh overflow where e^|x| does (cosh 89
+  // is 2.24e38, not inf).
+  static const std::set<std::string> f32_from_library = {"expm1", "log1p", "cbrt", "erf",   "erfc",  "erf_inv",
+                                                         "sin",   "cos",   "tan",  "sinh",  "cosh",  "asin",
+                                                         "acos",  "atan",  "asinh", "acosh", "atanh"};
   if (math_library_has(op) && (register_bits(t) == 64 || f32_from_library.count(op))) return math_unary(op, x, t);
   if (op == "log") {
     // A driver may flush a subnormal operand: scale it into the normal range first.

@@ -415,6 +415,10 @@ struct M {
     // (x / (u - 1) first: near 1, where log(u) * x overflows for x near the largest finite)
     Id v = mul(log(u), div(x, exact(sub(u, c(1)))));
     v = sel(eq(u, c(1)), x, v);
+    // Beyond 2^24, log x (log(1 + 1/x) is below a thousandth of its ulp); there u - 1 may
+    // pass 2^126, Vulkan's bound for a divisor, and NVIDIA's quotient was 0
+    // (log1p(3e38) = 0, not 88.6).
+    v = sel(gt(x, c(0x1p24)), log(x), v);
     return sel(eq(x, c(INFINITY)), x, v);
   }
 
@@ -734,9 +738,9 @@ struct M {
     Id v = sel(ap.big, sel(neg_x, v2, v1), v0);
     return sel(or_(gt(a, c(1)), nan(x)), c(NAN), v);
   }
-  // The magnitude of atan2(y >= 0, x) for finite, nonzero arguments.
-  Id atan2_core(Id ay, Id x) {
-    Id v = atan_pos(div(ay, abs(x)));
+  // The magnitude of atan2(y >= 0, x) for finite, nonzero arguments, given |y| / |x|.
+  Id atan2_core(Id ratio, Id x) {
+    Id v = atan_pos(ratio);
     return sel(sign_bit(x), sub(c(kPi), v), v);
   }
 
@@ -1207,6 +1211,11 @@ Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType
 
 Id Emitter::math_erf_inv_as_binary_backend(Id x, DType t) { return M{*this, t, nullptr}.erf_inv(x, 0, false); }
 Id Emitter::math_pow_magnitude(Id ax, Id y, DType t) { return M{*this, t, nullptr}.pow_pos(ax, y); }
-Id Emitter::math_atan2_magnitude(Id ay, Id x, DType t) { return M{*this, t, nullptr}.atan2_core(ay, x); }
+// The ratio takes `divide`'s division: a plain OpFDiv by |x| beyond 2^126 (Vulkan's bound)
+// gave 0 on NVIDIA (atan2(3e38, 3e38) = 0, not pi/4).
+Id Emitter::math_atan2_magnitude(Id ay, Id x, DType t) {
+  Id ratio = float_divide(ay, b.ext(GLSLstd450FAbs, reg_type(t), {x}), t);
+  return M{*this, t, nullptr}.atan2_core(ratio, x);
+}
 
 }  // namespace nxv::codegen

@@ -481,9 +481,21 @@ Id Emitter::constant_attr(const ir::Node& node, const nlohmann::json& v, DType t
 
 Id Emitter::from_bool(Id cond, DType t) { return select(t, cond, constant(t, 1), constant(t, 0)); }
 
+// A float is true unless ±0, tested on its bits: a device that flushes subnormals compares a
+// subnormal equal to 0 (the H100's `all` of bf16 subnormals was false), and Nx's is true.
 Id Emitter::to_bool(Id v, DType t) {
-  if (ir::is_float(t)) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
-  return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
+  if (!ir::is_float(t)) return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
+  const Id u = u32(), rt = reg_type(t);
+  if (b.emulated(rt)) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
+  Id magnitude;  // the bits shifted left by one: the sign dropped
+  if (register_bits(t) == 32) {
+    magnitude = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpBitcast, u, {v}), u32c(1)});
+  } else {
+    const Id words = b.op(spv::OpBitcast, b.type_vector(u, 2), {v});  // low word first, no Int64 needed
+    const Id hi = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpCompositeExtract, u, {words}, {1}), u32c(1)});
+    magnitude = b.op(spv::OpBitwiseOr, u, {hi, b.op(spv::OpCompositeExtract, u, {words}, {0})});
+  }
+  return b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)});
 }
 
 bool Emitter::hardware_f16() const { return converts_f16_in_hardware(caps); }

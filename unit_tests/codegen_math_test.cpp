@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,8 +203,8 @@ TEST(CodegenMath, F64ExpIsCorrectlyRoundedAtCommonArguments) {
 TEST(CodegenMath, F32FunctionsFromTheLibraryMatchTheCLibrary) {
   std::vector<std::string> beyond_bound;
   for (const auto& f : functions())
-    for (const char* op : {"expm1", "log1p", "sin", "cos", "tan", "cbrt", "erf", "erfc", "erf_inv", "asin", "acos", "atan",
-                           "asinh", "acosh", "atanh"})
+    for (const char* op : {"expm1", "log1p", "sin", "cos", "tan", "sinh", "cosh", "cbrt", "erf", "erfc", "erf_inv", "asin",
+                           "acos", "atan", "asinh", "acosh", "atanh"})
       if (std::string(f.op) == op) check(f, DType::F32, &beyond_bound);
   if (!devtest::preserves_special_values(DType::F32)) {
     std::string what;
@@ -241,6 +242,98 @@ TEST(CodegenMath, F32PowIsWithinAnUlpWhereTheDeviceHasF64) {
   }
   std::printf("pow f32: max error %.3f ulp over %lld inputs\n", worst, (long long)n);
   EXPECT_LE(worst, 1.0);
+}
+
+// Arguments where a function's result is normal but an intermediate leaves the range: the
+// ratio of atan2 with both arguments near the largest finite value (a plain division by them
+// gave 0 on NVIDIA, whose reciprocal of a divisor beyond 2^126 flushes) and sinh/cosh where
+// e^|x| overflows but e^|x| / 2 does not (NVIDIA's f32 Cosh(89) was inf, not 2.24e38), and
+// log1p where 1 + x - 1 passes 2^126 (0 on NVIDIA). Within the functions' random-argument
+// bounds (atan 3 ulp, the others 4); inf past the range.
+TEST(CodegenMath, FunctionsNearTheEndOfTheRange) {
+  auto dev = runtime::Device::open();
+  devtest::LeftOut left_out;
+  for (DType t : {DType::F32, DType::F64}) {
+    if (left_out(t)) continue;
+    const bool f32 = t == DType::F32;
+    const double max = f32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
+    const double top = f32 ? 0x1p127 : 0x1p1023, edge = f32 ? 89.0 : 710.0;
+    const std::vector<double> ys = {max, -max, max, max / 3, top, 1e-3 * max, -top};
+    const std::vector<double> xs = {max, max, -max, max, top / 2, max, -top / 4};
+    const std::vector<double> hs = {edge - 0.2, edge, edge + 0.4, -edge, f32 ? 89.5 : 711.0, -(f32 ? 89.5 : 711.0)};
+    const int64_t n = int64_t(ys.size()), m = int64_t(hs.size());
+    const std::string ty = std::string("\"") + ir::dtype_name(t) + "\"", sn = "[" + std::to_string(n) + "]",
+                      sm = "[" + std::to_string(m) + "]";
+    auto g = ir::parse_graph(R"({"version": 1, "nodes": [)"
+                             R"({"id": 0, "op": "parameter", "type": )" + ty + R"(, "shape": )" + sn + R"(, "attrs": {"index": 0}},)"
+                             R"({"id": 1, "op": "parameter", "type": )" + ty + R"(, "shape": )" + sn + R"(, "attrs": {"index": 1}},)"
+                             R"({"id": 2, "op": "parameter", "type": )" + ty + R"(, "shape": )" + sm + R"(, "attrs": {"index": 2}},)"
+                             R"({"id": 3, "op": "atan2", "args": [0, 1], "type": )" + ty + R"(, "shape": )" + sn + R"(},)"
+                             R"({"id": 4, "op": "sinh", "args": [2], "type": )" + ty + R"(, "shape": )" + sm + R"(},)"
+                             R"({"id": 5, "op": "cosh", "args": [2], "type": )" + ty + R"(, "shape": )" + sm + R"(},)"
+                             R"({"id": 6, "op": "log1p", "args": [1], "type": )" + ty + R"(, "shape": )" + sn + R"(}],)"
+                             R"( "outputs": [3, 4, 5, 6]})");
+    auto literal = [&](const std::vector<double>& v) {
+      ir::Literal l{{t, {int64_t(v.size())}}, {}};
+      if (f32) {
+        std::vector<float> w(v.begin(), v.end());
+        l.data.resize(w.size() * 4);
+        std::memcpy(l.data.data(), w.data(), l.data.size());
+      } else {
+        l.data.resize(v.size() * 8);
+        std::memcpy(l.data.data(), v.data(), l.data.size());
+      }
+      return l;
+    };
+    auto out = runtime::Executable::compile(dev, g)->run_host({literal(ys), literal(xs), literal(hs)});
+    const int mant = f32 ? 23 : 52, min_exp = f32 ? -126 : -1022;
+    // Without shaderSignedZeroInfNanPreserveFloat32 the driver may reassociate the library's
+    // arithmetic (F32FunctionsFromTheLibraryMatchTheCLibrary skips its bounds there): only
+    // the range is checked, to 64 ulp.
+    const double loose = devtest::preserves_special_values(t) ? 1 : 64 / 3.0;
+    auto expect_near = [&](const char* op, double x, long double want, double got, double bound) {
+      const long double w = f32 ? (long double)float(want) : want;
+      if (!std::isfinite(double(w))) {
+        EXPECT_EQ(got, double(w)) << ir::dtype_name(t) << " " << op << "(" << x << ")";
+        return;
+      }
+      EXPECT_LE(double(std::fabs((long double)got - w) / ulp(w, mant, min_exp)), bound)
+          << ir::dtype_name(t) << " " << op << "(" << x << ") = " << got << ", not " << double(w);
+    };
+    auto arg = [&](double v) { return f32 ? (long double)float(v) : (long double)v; };  // as the device reads it
+    for (int64_t k = 0; k < n; ++k)
+      expect_near("atan2", ys[size_t(k)], std::atan2(arg(ys[size_t(k)]), arg(xs[size_t(k)])), ir::get_f64(out[0], k), 3 * loose);
+    for (int64_t k = 0; k < n; ++k)
+      if (xs[size_t(k)] > 0) expect_near("log1p", xs[size_t(k)], std::log1p(arg(xs[size_t(k)])), ir::get_f64(out[3], k), 4 * loose);
+    for (int64_t k = 0; k < m; ++k) {
+      expect_near("sinh", hs[size_t(k)], std::sinh(arg(hs[size_t(k)])), ir::get_f64(out[1], k), 4 * loose);
+      expect_near("cosh", hs[size_t(k)], std::cosh(arg(hs[size_t(k)])), ir::get_f64(out[2], k), 4 * loose);
+    }
+  }
+  NXV_SKIP_IF_LEFT_OUT(left_out);
+}
+
+// f64 rsqrt is 1 / sqrt(x) rounded as Nx's division rounds it (NVIDIA's division by a value
+// it cannot fold is an ulp off without the correction `divide` takes), bit for bit.
+TEST(CodegenMath, F64RsqrtIsOneOverTheSquareRoot) {
+  auto dev = runtime::Device::open();
+  NXV_SKIP_WITHOUT(DType::F64);
+  std::vector<double> xs = {2.0, 3.0, 0.5, 1e-300, 1e300, 0x1p-1022};
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> exponent(-1000.0, 1000.0);
+  for (int i = 0; i < 1 << 16; ++i) xs.push_back(std::exp2(exponent(rng)));
+  const int64_t n = int64_t(xs.size());
+  const std::string shape = "[" + std::to_string(n) + "]";
+  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f64", "shape": )" + shape +
+                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": "rsqrt", "args": [0], "type": "f64", "shape": )" +
+                           shape + R"(}], "outputs": [1]})");
+  ir::Literal in{{DType::F64, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
+  std::memcpy(in.data.data(), xs.data(), in.data.size());
+  auto out = runtime::Executable::compile(dev, g)->run_host({in})[0];
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i)
+    if (ir::get_f64(out, i) != 1.0 / std::sqrt(xs[size_t(i)])) ++wrong;
+  EXPECT_EQ(wrong, 0) << "of " << n;
 }
 
 // f32 sqrt and rsqrt correctly rounded where the device has f64 (Vulkan allows 3 and 2 ulp;
