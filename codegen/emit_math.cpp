@@ -1212,9 +1212,11 @@ Id Emitter::math_unary(const std::string& op, Id x, DType t, std::optional<DType
 Id Emitter::math_erf_inv_as_binary_backend(Id x, DType t) { return M{*this, t, nullptr}.erf_inv(x, 0, false); }
 Id Emitter::math_pow_magnitude(Id ax, Id y, DType t) { return M{*this, t, nullptr}.pow_pos(ax, y); }
 // The ratio takes `divide`'s division: a plain OpFDiv by |x| beyond 2^126 (Vulkan's bound)
-// gave 0 on NVIDIA (atan2(3e38, 3e38) = 0, not pi/4).
+// gave 0 on NVIDIA (atan2(3e38, 3e38) = 0, not pi/4). In the register's width: f16 and bf16
+// would round it to their own first.
 Id Emitter::math_atan2_magnitude(Id ay, Id x, DType t) {
-  Id ratio = float_divide(ay, b.ext(GLSLstd450FAbs, reg_type(t), {x}), t);
+  const DType rt = register_bits(t) == 64 ? t : DType::F32;
+  Id ratio = float_divide(ay, b.ext(GLSLstd450FAbs, reg_type(t), {x}), rt);
   return M{*this, t, nullptr}.atan2_core(ratio, x);
 }
 
