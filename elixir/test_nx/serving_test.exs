@@ -340,7 +340,7 @@ defmodule Nx.Vulkan.ServingTest do
     with true <- Code.ensure_loaded?(:peer) || {:error, :no_peer_module},
          {_, 0} <- System.cmd("epmd", ["-daemon"]),
          {:ok, started?} <- ensure_distributed() do
-      name = :"nxv_serving_#{System.unique_integer([:positive])}@127.0.0.1"
+      name = :"nxv_serving_#{System.pid()}_#{System.unique_integer([:positive])}@127.0.0.1"
 
       {:ok, peer, node} =
         :peer.start(%{name: name, args: [~c"-setcookie", Atom.to_charlist(Node.get_cookie())]})
@@ -368,7 +368,8 @@ defmodule Nx.Vulkan.ServingTest do
     if Node.alive?() do
       {:ok, false}
     else
-      case Node.start(:"nxv_primary@127.0.0.1", :longnames) do
+      # Named by the OS process: test runs side by side on one machine share its epmd.
+      case Node.start(:"nxv_primary_#{System.pid()}@127.0.0.1", :longnames) do
         {:ok, _} -> {:ok, true}
         {:error, reason} -> {:error, reason}
       end
