@@ -251,9 +251,12 @@ class Generator {
     }
     // A float's bits are reinterpreted as nothing else: the bits of a NaN (its sign, its
     // payload) are no operation's defined result (x86's fmod(0, 0) is -NaN, a GPU's +NaN).
+    // Nor are integers reinterpreted as a float type the device flushes: their bits are
+    // often subnormals, which such a device may read as zeros in any operation.
     std::vector<DType> same_width;
     for (DType t : opts_.dtypes)
-      if (ir::dtype_bits(t) == ir::dtype_bits(x.type.dtype) && (!ir::is_float(x.type.dtype) || t == x.type.dtype))
+      if (ir::dtype_bits(t) == ir::dtype_bits(x.type.dtype) && (!ir::is_float(x.type.dtype) || t == x.type.dtype) &&
+          (t == x.type.dtype || !opts_.flushes.count(t)))
         same_width.push_back(t);
     add("bitcast", {x.id}, {pick(same_width), x.type.shape});
   }
