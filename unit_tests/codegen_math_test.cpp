@@ -178,6 +178,17 @@ const std::vector<Fn>& functions() {
   return fns;
 }
 
+// The f64 unary op `op` of xs on the default device.
+ir::Literal f64_unary(const char* op, const std::vector<double>& xs) {
+  const std::string shape = "[" + std::to_string(xs.size()) + "]";
+  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f64", "shape": )" + shape +
+                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": ")" + op + R"(", "args": [0], "type": "f64", "shape": )" +
+                           shape + R"(}], "outputs": [1]})");
+  ir::Literal in{{DType::F64, {int64_t(xs.size())}}, std::vector<uint8_t>(xs.size() * 8)};
+  std::memcpy(in.data.data(), xs.data(), in.data.size());
+  return runtime::Executable::compile(runtime::Device::open(), g)->run_host({in})[0];
+}
+
 TEST(CodegenMath, F64FunctionsMatchTheCLibrary) {
   for (const auto& f : functions()) check(f, DType::F64);
 }
@@ -185,17 +196,10 @@ TEST(CodegenMath, F64FunctionsMatchTheCLibrary) {
 // Where users compare with Erlang's :math.exp (the C library's, correctly rounded there):
 // e^x rounded once, e itself included.
 TEST(CodegenMath, F64ExpIsCorrectlyRoundedAtCommonArguments) {
-  auto dev = runtime::Device::open();
   if (!devtest::missing_feature(DType::F64).empty()) GTEST_SKIP() << "the device has no Float64";
   const std::vector<double> xs = {1.0, -1.0, 0.5, 2.0, 10.0, -0.1, 0.1, 3.0, 20.0, 100.0};
   const int64_t n = int64_t(xs.size());
-  const std::string shape = "[" + std::to_string(n) + "]";
-  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f64", "shape": )" + shape +
-                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": "exp", "args": [0], "type": "f64", "shape": )" +
-                           shape + R"(}], "outputs": [1]})");
-  ir::Literal in{{DType::F64, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
-  std::memcpy(in.data.data(), xs.data(), in.data.size());
-  auto out = runtime::Executable::compile(dev, g)->run_host({in})[0];
+  const ir::Literal out = f64_unary("exp", xs);
   for (int64_t i = 0; i < n; ++i)
     EXPECT_EQ(ir::get_f64(out, i), double(std::exp((long double)xs[size_t(i)]))) << "exp(" << xs[size_t(i)] << ")";
 }
@@ -316,20 +320,13 @@ TEST(CodegenMath, FunctionsNearTheEndOfTheRange) {
 // f64 rsqrt is 1 / sqrt(x) rounded as Nx's division rounds it (NVIDIA's division by a value
 // it cannot fold is an ulp off without the correction `divide` takes), bit for bit.
 TEST(CodegenMath, F64RsqrtIsOneOverTheSquareRoot) {
-  auto dev = runtime::Device::open();
   NXV_SKIP_WITHOUT(DType::F64);
   std::vector<double> xs = {2.0, 3.0, 0.5, 1e-300, 1e300, 0x1p-1022};
   std::mt19937_64 rng(17);
   std::uniform_real_distribution<double> exponent(-1000.0, 1000.0);
   for (int i = 0; i < 1 << 16; ++i) xs.push_back(std::exp2(exponent(rng)));
   const int64_t n = int64_t(xs.size());
-  const std::string shape = "[" + std::to_string(n) + "]";
-  auto g = ir::parse_graph(R"({"version": 1, "nodes": [{"id": 0, "op": "parameter", "type": "f64", "shape": )" + shape +
-                           R"(, "attrs": {"index": 0}}, {"id": 1, "op": "rsqrt", "args": [0], "type": "f64", "shape": )" +
-                           shape + R"(}], "outputs": [1]})");
-  ir::Literal in{{DType::F64, {n}}, std::vector<uint8_t>(size_t(n) * 8)};
-  std::memcpy(in.data.data(), xs.data(), in.data.size());
-  auto out = runtime::Executable::compile(dev, g)->run_host({in})[0];
+  const ir::Literal out = f64_unary("rsqrt", xs);
   int wrong = 0;
   for (int64_t i = 0; i < n; ++i)
     if (ir::get_f64(out, i) != 1.0 / std::sqrt(xs[size_t(i)])) ++wrong;
