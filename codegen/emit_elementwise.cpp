@@ -169,8 +169,13 @@ Id Emitter::float_unary(const ir::Node& node, const std::string& op, Id x, DType
     return select(t, tiny, x, select(t, big, b.ext(GLSLstd450FSign, rt, {x}), b.ext(GLSLstd450Tanh, rt, {x})));
   }
   if (op == "sigmoid") {
-    Id e = b.ext(GLSLstd450Exp, rt, {b.op(spv::OpFNegate, rt, {x})});
-    return b.op(spv::OpFDiv, rt, {one, b.op(spv::OpFAdd, rt, {one, e})});
+    // s = e / (1 + e) with e = exp(-|x|) is sigmoid(-|x|), accurate relative to itself; for
+    // x > 0 the result is 1 - s, rounded once. 1 / (1 + exp(-x)) rounds 1 + e first, which
+    // gave 1.0 at x = 17 where Nx gives 0.99999994 (and log(1 - sigmoid(x)) -inf).
+    Id e = b.ext(GLSLstd450Exp, rt, {b.op(spv::OpFNegate, rt, {b.ext(GLSLstd450FAbs, rt, {x})})});
+    Id s = b.op(spv::OpFDiv, rt, {e, b.op(spv::OpFAdd, rt, {one, e})});
+    Id positive = b.op(spv::OpFOrdGreaterThan, boolean(), {x, constant(t, 0)});
+    return select(t, positive, b.op(spv::OpFSub, rt, {one, s}), s);
   }
   throw ir::IrError(node, op + " is not a float function");
 }
