@@ -485,17 +485,12 @@ Id Emitter::from_bool(Id cond, DType t) { return select(t, cond, constant(t, 1),
 // subnormal equal to 0 (the H100's `all` of bf16 subnormals was false), and Nx's is true.
 Id Emitter::to_bool(Id v, DType t) {
   if (!ir::is_float(t)) return b.op(spv::OpINotEqual, boolean(), {v, constant(t, 0)});
-  const Id u = u32(), rt = reg_type(t);
-  if (b.emulated(rt)) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
-  Id magnitude;  // the bits shifted left by one: the sign dropped
-  if (register_bits(t) == 32) {
-    magnitude = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpBitcast, u, {v}), u32c(1)});
-  } else {
-    const Id words = b.op(spv::OpBitcast, b.type_vector(u, 2), {v});  // low word first, no Int64 needed
-    const Id hi = b.op(spv::OpShiftLeftLogical, u, {b.op(spv::OpCompositeExtract, u, {words}, {1}), u32c(1)});
-    magnitude = b.op(spv::OpBitwiseOr, u, {hi, b.op(spv::OpCompositeExtract, u, {words}, {0})});
-  }
-  return b.op(spv::OpINotEqual, boolean(), {magnitude, u32c(0)});
+  if (b.emulated(reg_type(t))) return b.op(spv::OpFUnordNotEqual, boolean(), {v, constant(t, 0)});
+  // The bits shifted left by one: the sign dropped.
+  const int bits = register_bits(t);
+  const Id it = b.type_int(bits);
+  Id magnitude = b.op(spv::OpShiftLeftLogical, it, {b.op(spv::OpBitcast, it, {v}), b.const_int(bits, 1)});
+  return b.op(spv::OpINotEqual, boolean(), {magnitude, b.const_int(bits, 0)});
 }
 
 bool Emitter::hardware_f16() const { return converts_f16_in_hardware(caps); }
