@@ -44,7 +44,8 @@ Literal eval_scan(const Node& n, const Args& args) {
   const bool reverse = n.attrs.value("reverse", false);
   const DType t = x.type.dtype;
   const int64_t len = s[axis], inner = row_major_strides(s)[axis];
-  const int64_t outer = len == 0 ? 0 : x.type.num_elements() / (len * inner);
+  // An empty tensor has no lines, whichever axis is empty (its zero extent zeroes `inner` too).
+  const int64_t outer = x.type.num_elements() == 0 ? 0 : x.type.num_elements() / (len * inner);
   const int64_t segment = carry ? n.attrs.value("segment", int64_t(0)) : len, segments = segment > 0 ? (len + segment - 1) / segment : 0;
   if (carry && (segment < 1 || carry->type.num_elements() != outer * segments * inner))
     throw IrError(n, "the carries must have one element per segment of a line, got " + to_string(carry->type));

@@ -35,7 +35,9 @@ struct Lines {
     if (axis < 0 || axis >= int64_t(s.size())) throw IrError(n, "attrs.axis out of range for " + shape_string(s));
     len = s[axis];
     inner = row_major_strides(s)[axis];
-    outer = len == 0 ? 0 : num_elements(s) / (len * inner);
+    // An empty tensor has no lines, whichever axis is empty (a zero extent also zeroes the
+    // strides of the axes before it).
+    outer = num_elements(s) == 0 ? 0 : num_elements(s) / (len * inner);
   }
   int64_t at(int64_t line, int64_t k) const { return (line / inner * len + k) * inner + line % inner; }
 };
