@@ -90,6 +90,12 @@ void convert_element(const Literal& src, int64_t si, Literal& dst, int64_t di) {
   if (from == to) {
     const int w = dtype_bytes(to);
     std::memcpy(dst.data.data() + di * w, src.data.data() + si * w, w);
+  } else if (is_integer(from) && (to == DType::F32 || to == DType::BF16)) {
+    // Rounded to f32 once, as the device's OpConvertSToF and XLA round: through a double, a
+    // 64-bit integer beyond 2^53 would be rounded twice (Nx.BinaryBackend does, via Erlang's
+    // float), an f32 ulp off where the first rounding makes a tie (docs/numerics.md).
+    const int64_t v = get_i64(src, si);
+    write_f(dst, di, is_unsigned_int(from) ? float(uint64_t(v)) : float(v));
   } else if (is_float(to) || is_float(from)) {
     write_f(dst, di, get_f64(src, si));
   } else {
