@@ -485,8 +485,9 @@ class Fuse : public Pass {
   std::string cut_reason(const Estimate& e) const {
     const auto num = number;
     std::string why = "cost model: the kernel reading it would ";
-    if (bounds_.max_loop_steps > 0 && e.loop_steps > bounds_.max_loop_steps)
-      return why + "take " + num(e.loop_steps) + " loop steps per element (bound " + num(bounds_.max_loop_steps) + ")";
+    if (const double steps = invocation_loop_steps(e, bounds_); bounds_.max_loop_steps > 0 && steps > bounds_.max_loop_steps)
+      return why + "take " + num(steps) + " loop steps per " + (e.walk > 1 ? "invocation walking its scan's line" : "element") +
+             " (bound " + num(bounds_.max_loop_steps) + ")";
     if (bounds_.max_code > 0 && e.code > bounds_.max_code)
       return why + "be " + num(e.code) + " instructions long (bound " + num(bounds_.max_code) + ")";
     return why + "do " + num(e.work) + " instructions of work per element, " + num(e.duplication()) +

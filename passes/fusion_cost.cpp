@@ -265,7 +265,16 @@ Estimate estimate(const Graph& g, const std::set<NodeId>& members, const std::ve
     }
     for (size_t k = 0; k < n.args.size(); ++k) add_read(n, k, u, g.node(n.args[k]), needed_fraction(n, k, g));
   }
+  const Node& root = g.node(roots.at(0));
+  if (members.count(root.id) && ir::op_family(root.op) == ir::OpFamily::Scan && root.results.size() == 1) {
+    const int64_t axis = root.attrs.value("axis", int64_t(0));
+    if (axis >= 0 && size_t(axis) < root.type().shape.size()) e.walk = double(std::max<int64_t>(root.type().shape[size_t(axis)], 1));
+  }
   return e;
+}
+
+double invocation_loop_steps(const Estimate& e, const KernelBounds& bounds) {
+  return e.loop_steps * std::min(e.walk, double(std::max<int64_t>(bounds.scan_block, 1)));
 }
 
 Estimate estimate_body(const Graph& body) {
@@ -282,7 +291,7 @@ double excess(const Estimate& e, const KernelBounds& bounds) {
   if (e.work > bounds.min_split_work) x = std::max(x, e.duplication() / bounds.max_duplication);
   const double code = e.code + e.code_f64 * (bounds.emulated_f64_code - 1) + e.code_i64 * (bounds.emulated_i64_code - 1);
   if (bounds.max_code > 0) x = std::max(x, code / bounds.max_code);
-  if (bounds.max_loop_steps > 0) x = std::max(x, e.loop_steps / bounds.max_loop_steps);
+  if (bounds.max_loop_steps > 0) x = std::max(x, invocation_loop_steps(e, bounds) / bounds.max_loop_steps);
   return x;
 }
 

@@ -113,8 +113,15 @@ struct Estimate {
   double code = 0;        // instructions emitted (a loop's body once)
   double code_f64 = 0, code_i64 = 0;  // the part of `code` of members with f64 / s64 or u64 results
   double loop_steps = 0;  // math-library loop steps per output element (reduction loops aside)
+  // Elements one invocation takes in turn along a line where the root is a scan (its axis's
+  // length), each with its prologue's loop steps; 1 otherwise.
+  double walk = 1;
   double duplication() const { return needed > 0 ? work / needed : 1; }
 };
+
+// Math-library loop steps one invocation takes: a scan kernel walks up to a block
+// (KernelBounds::scan_block) of its line, evaluating the prologue at each element.
+double invocation_loop_steps(const Estimate& e, const KernelBounds& bounds);
 
 // What fuse lets a dot or attention compute in its prologue: moving or converting elements.
 // Its operands' elements are read once per output tile (more often by a dot too small to
