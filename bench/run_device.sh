@@ -4,7 +4,8 @@
 # installs the Vulkan loader from the .deb files in .gl/, points it at the NVIDIA ICD, and
 # runs what is asked in one lease, so that ratios are comparable.
 #   bash bench/run_device.sh pack      here: .gl/bin (nxv, nxv_bench, nxv_unit_tests, nxv_soak,
-#                                      nxv_nif.so, libspirv-cross-c-shared.so.0, spirv-as, zstd),
+#                                      nxv_fuzz_diff, nxv_nif.so, libspirv-cross-c-shared.so.0,
+#                                      spirv-as, zstd),
 #                                      the loader debs, .gl/otp.tar.xz (Erlang/OTP and Elixir),
 #                                      .gl/nx-0.7.2 and, given NXV_NX_0_13, .gl/nx-0.13; given
 #                                      NXV_EXMC and NXV_JASON (eXMC and Jason source trees),
@@ -32,6 +33,9 @@
 #              (bench/latency_graphs.py), native and under NXV_EMULATE=f64,i64 and f64, each
 #              nxv run's best device time of 200; latency.md fits time per step and fixed time
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
+#     fuzz     nxv_fuzz_diff in $FUZZ_PROCS (default 12) processes for $FUZZ_SECONDS (300) each, on
+#              disjoint seed ranges from $FUZZ_SEED (1); fuzz_N.log each (a finding's seed replays
+#              it anywhere: --seed=S --count=1 --out=DIR), the tallies and crashes in the output
 #     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
 #              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
 #              it), in turn, then the unit suite under each profile, side by side
@@ -72,7 +76,7 @@ pack() {
     apt-get $o update -q
     (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
   fi
-  for b in cli/nxv bench/nxv_bench bench/nxv_soak unit_tests/nxv_unit_tests nif/nxv_nif.so; do
+  for b in cli/nxv bench/nxv_bench bench/nxv_soak unit_tests/nxv_unit_tests nif/nxv_nif.so fuzz/nxv_fuzz_diff; do
     strip -o ".gl/bin/$(basename $b)" "$build/$b"
   done
   cp -L /lib/x86_64-linux-gnu/libspirv-cross-c-shared.so.0 "$(command -v spirv-as)" .gl/bin/
@@ -328,6 +332,15 @@ case $what in
       done
     done | tee "$out/latency.txt"
     python3 bench/latency_graphs.py report "$out/latency.txt" | tee "$out/latency.md" ;;
+  fuzz)
+    procs=${FUZZ_PROCS:-12} seconds=${FUZZ_SECONDS:-300}
+    for i in $(seq 0 $((procs - 1))); do
+      (NXV_CACHE_DIR=$(mktemp -d) timeout $((seconds + 90)) .gl/bin/nxv_fuzz_diff --seed=$((${FUZZ_SEED:-1} + i * 10000000)) \
+        --count=10000000 --seconds="$seconds" >"$out/fuzz_$i.log" 2>&1
+      echo "exit $?" >>"$out/fuzz_$i.log") &
+    done
+    wait
+    grep -h -E '^nxv_fuzz_diff: [0-9]+ graphs|died on seed|^exit' "$out"/fuzz_*.log ;;
   soak)
     .gl/bin/nxv_soak --minutes="${SOAK_MINUTES:-9}" --threads=4 --out="$out/soak.md" 2>&1 | tail -20 ;;
   elixir)

@@ -46,7 +46,7 @@ Shape reduce_shape(const Shape& s, const std::vector<int64_t>& axes, bool keep) 
 
 class Generator {
  public:
-  Generator(uint64_t seed, const GenOptions& opts) : rng_(seed), opts_(opts) {}
+  Generator(uint64_t seed, const GenOptions& opts, int depth = 0) : rng_(seed), opts_(opts), depth_(depth) {}
 
   ir::Graph run() {
     g_.name = "gen";
@@ -70,6 +70,9 @@ class Generator {
   ir::Graph g_;
   std::vector<Value> pool_;
   int64_t params_ = 0;
+  // Regions nested around this graph: a region's parameters are its op's operands, so its
+  // sources are literals, and loops nest at most two deep.
+  int depth_ = 0;
 
   uint64_t below(uint64_t n) { return n ? rng_() % n : 0; }
   bool chance(int percent) { return below(100) < uint64_t(percent); }
@@ -134,6 +137,7 @@ class Generator {
   Value constant(TensorType t) { return add("constant", {}, t, {{"value", special(t.dtype)}}); }
 
   Value source(TensorType t) {
+    if (t.shape.size() >= 2 && chance(5)) return add("eye", {}, t);
     switch (below(6)) {
       case 0: return constant(t);
       case 1:
@@ -145,7 +149,9 @@ class Generator {
           return add("tensor", {}, t, {{"data", data}});
         }
         [[fallthrough]];
-      default: return add("parameter", {}, t, {{"index", params_++}});
+      default:
+        if (depth_ > 0) return constant(t);
+        return add("parameter", {}, t, {{"index", params_++}});
     }
   }
 
@@ -398,29 +404,269 @@ class Generator {
         {{"axes", all ? json(nullptr) : json(axes)}, {"keep_axes", keep}});
   }
 
+  // a's axis c contracted with a new b's, and now and then another axis of a batched with b's
+  // leading one.
   void dot(const Value& a) {
-    if (a.type.shape.empty()) return;
-    const size_t c = below(a.type.shape.size());
+    const size_t r = a.type.shape.size();
+    if (r == 0) return;
+    const size_t c = below(r);
     const int64_t n = pick(std::vector<int64_t>{1, 2, 3, 5, 16});
-    const Value b = source({chance(70) ? a.type.dtype : dtype(), {a.type.shape[c], n}});
+    std::vector<int64_t> batch;
+    if (r >= 2 && chance(30)) batch.push_back(int64_t((c + 1 + below(r - 1)) % r));
+    Shape bshape{a.type.shape[c], n};
     Shape out;
-    for (size_t k = 0; k < a.type.shape.size(); ++k)
-      if (k != c) out.push_back(a.type.shape[k]);
+    if (!batch.empty()) {
+      bshape.insert(bshape.begin(), a.type.shape[size_t(batch[0])]);
+      out.push_back(bshape[0]);
+    }
+    for (size_t k = 0; k < r; ++k)
+      if (k != c && (batch.empty() || int64_t(k) != batch[0])) out.push_back(a.type.shape[k]);
     out.push_back(n);
-    if (!fits(out)) return;
+    if (!fits(out) || !fits(bshape)) return;
+    const Value b = source({chance(70) ? a.type.dtype : dtype(), bshape});
+    const json batch2 = batch.empty() ? json::array() : json::array({0});
     add("dot", {a.id, b.id}, {ir::merge_types(a.type.dtype, b.type.dtype), out},
-        {{"contract_axes1", {c}}, {"batch_axes1", json::array()}, {"contract_axes2", {0}}, {"batch_axes2", json::array()}});
+        {{"contract_axes1", {c}}, {"batch_axes1", batch}, {"contract_axes2", {batch.empty() ? 0 : 1}}, {"batch_axes2", batch2}});
+  }
+
+  // An integer type the device computes in, for indices and dynamic starts.
+  DType index_dtype() {
+    std::vector<DType> ints;
+    for (DType t : opts_.dtypes)
+      if (ir::is_integer(t)) ints.push_back(t);
+    return ints.empty() ? DType::S32 : pick(ints);
+  }
+
+  // Index values of type t aimed at axes of `extents` (one per component, the last axis of
+  // `shape`): mostly in range, now and then one past either end or an extreme, which gather
+  // clamps and the indexed updates skip.
+  Value indices(const Shape& shape, const std::vector<int64_t>& extents, DType t) {
+    const TensorType type{t, shape};
+    if (type.num_elements() > 256) return source(type);
+    json data = json::array();
+    for (int64_t i = 0; i < type.num_elements(); ++i) {
+      const int64_t extent = extents[size_t(i) % extents.size()];
+      int64_t v = chance(85) ? int64_t(below(uint64_t(std::max<int64_t>(extent, 1))))
+                  : pick(std::vector<int64_t>{-1, extent, int_max(t), int_min(t)});
+      data.push_back(std::clamp(v, int_min(t), int_max(t)));
+    }
+    return add("tensor", {}, type, {{"data", data}});
+  }
+
+  // `depth` distinct axes of a rank-r operand, increasing; `leading` when they are 0..depth-1.
+  std::vector<int64_t> indexed_axes_of(size_t r, size_t depth, bool& leading) {
+    std::vector<int64_t> axes(r);
+    for (size_t k = 0; k < r; ++k) axes[k] = int64_t(k);
+    if (chance(60)) std::shuffle(axes.begin(), axes.end(), rng_);
+    axes.resize(depth);
+    std::sort(axes.begin(), axes.end());
+    leading = axes.back() == int64_t(depth) - 1;
+    return axes;
+  }
+
+  // The families whose kernels are neither elementwise nor reductions.
+  void structured(const Value& x) {
+    switch (below(6)) {
+      case 0: return scan_of(x);
+      case 1: return sort_of(x);
+      case 2: return gather_of(x);
+      case 3: return indexed_of(x);
+      case 4: return put_slice_of(x);
+      default: return stack_of(x);
+    }
+  }
+
+  void scan_of(const Value& x) {
+    if (x.type.shape.empty()) return;
+    static const std::vector<std::string> ops = {"cumulative_sum", "cumulative_product", "cumulative_min",
+                                                 "cumulative_max"};
+    add(pick(ops), {x.id}, x.type, {{"axis", below(x.type.shape.size())}, {"reverse", chance(50)}});
+  }
+
+  void sort_of(const Value& x) {
+    if (x.type.shape.empty()) return;
+    add("argsort", {x.id}, {chance(70) ? DType::S64 : DType::S32, x.type.shape},
+        {{"axis", below(x.type.shape.size())}, {"direction", chance(50) ? "asc" : "desc"}});
+  }
+
+  void gather_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    if (s.empty()) return;
+    bool leading = false;
+    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()), leading);
+    Shape ishape;
+    for (int r = int(below(3)); r > 0; --r) ishape.push_back(pick(std::vector<int64_t>{1, 2, 3, 7, 16}));
+    ishape.push_back(int64_t(axes.size()));
+    Shape out(ishape.begin(), ishape.end() - 1);
+    std::vector<int64_t> extents;
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (std::count(axes.begin(), axes.end(), int64_t(k))) extents.push_back(s[k]);
+      else out.push_back(s[k]);
+    }
+    if (!fits(out) || !fits(ishape)) return;
+    // The verifier rejects a gather from an empty axis (there is nothing to clamp to).
+    for (int64_t k : axes)
+      if (s[size_t(k)] == 0 && TensorType{x.type.dtype, out}.num_elements() > 0) return;
+    const Value idx = indices(ishape, extents, index_dtype());
+    add("gather", {x.id, idx.id}, {x.type.dtype, out}, leading && chance(50) ? json::object() : json{{"axes", axes}});
+  }
+
+  void indexed_of(const Value& target) {
+    const Shape& s = target.type.shape;
+    if (s.empty()) return;
+    bool leading = false;
+    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()), leading);
+    const int64_t count = pick(std::vector<int64_t>{0, 1, 2, 5, 17});
+    Shape ushape{count};
+    std::vector<int64_t> extents;
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (std::count(axes.begin(), axes.end(), int64_t(k))) extents.push_back(s[k]);
+      else ushape.push_back(chance(60) ? s[k] : int64_t(below(uint64_t(s[k]) + 1)));
+    }
+    if (!fits(ushape)) return;
+    const Value idx = indices({count, int64_t(axes.size())}, extents, index_dtype());
+    const Value updates = source({chance(70) ? target.type.dtype : dtype(), ushape});
+    add(chance(50) ? "indexed_add" : "indexed_put", {target.id, idx.id, updates.id},
+        {ir::merge_types(target.type.dtype, updates.type.dtype), s}, leading && chance(50) ? json::object() : json{{"axes", axes}});
+  }
+
+  void put_slice_of(const Value& x) {
+    const Shape& s = x.type.shape;
+    Shape us;
+    for (int64_t d : s) us.push_back(chance(40) ? d : int64_t(below(uint64_t(d) + 1)));
+    const Value update = source({chance(70) ? x.type.dtype : dtype(), us});
+    std::vector<ir::NodeId> args = {x.id, update.id};
+    json start = json::array();
+    for (size_t k = 0; k < s.size(); ++k) {
+      if (chance(40)) {  // dynamic, clamped to [0, dim - length] like Nx
+        const DType t = index_dtype();
+        json v = special(t);
+        if (chance(60)) v = std::min<int64_t>(int64_t(below(uint64_t(s[k]) + 2)), int_max(t));
+        args.push_back(add("constant", {}, {t, {}}, {{"value", v}}).id);
+        start.push_back({{"arg", args.size() - 1}});
+      } else {
+        start.push_back(below(uint64_t(s[k] - us[k]) + 1));
+      }
+    }
+    add("put_slice", args, {ir::merge_types(x.type.dtype, update.type.dtype), s}, {{"start", start}});
+  }
+
+  void stack_of(const Value& x) {
+    std::vector<ir::NodeId> args = {x.id};
+    for (const auto& v : pool_)
+      if (v.id != x.id && v.type == x.type && chance(50) && args.size() < 4) args.push_back(v.id);
+    if (chance(30)) args.push_back(x.id);
+    Shape out = x.type.shape;
+    const size_t axis = below(out.size() + 1);
+    out.insert(out.begin() + int64_t(axis), int64_t(args.size()));
+    if (!fits(out)) return;
+    add("stack", args, {x.type.dtype, out}, {{"axis", axis}});
+  }
+
+  // A region over `types`: its parameters, `steps` random ops, and as outputs, for each
+  // of `outputs`, a value of that type (a parameter where no op made one).
+  ir::Graph region(const std::vector<TensorType>& types, int steps, const std::vector<TensorType>& outputs) {
+    g_.name = "region";
+    for (size_t i = 0; i < types.size(); ++i) add("parameter", {}, types[i], {{"index", i}});
+    for (int i = 0; i < steps; ++i) step();
+    for (const auto& t : outputs) g_.outputs.push_back(of_type(t).id);
+    g_.reindex();
+    return g_;
+  }
+
+  // A value of type t, recent ones first; the parameter of that type, or a literal.
+  Value of_type(const TensorType& t) {
+    for (auto it = pool_.rbegin(); it != pool_.rend(); ++it)
+      if (it->type == t && chance(70)) return *it;
+    for (const auto& v : pool_)
+      if (v.type == t) return v;
+    return constant(t);
+  }
+
+  std::shared_ptr<ir::Graph> nested(const std::vector<TensorType>& types, int steps, const std::vector<TensorType>& outputs) {
+    return std::make_shared<ir::Graph>(Generator(rng_(), opts_, depth_ + 1).region(types, steps, outputs));
+  }
+
+  // A while loop over a counter and x (and now and then another value), running 0-3 times:
+  // its body is random ops that give the state back in its own types.
+  void while_of(const Value& x) {
+    if (depth_ >= 2) return;
+    const TensorType counter{DType::S32, {}};
+    const Value start = add("constant", {}, counter, {{"value", int64_t(below(3))}});
+    std::vector<ir::NodeId> args = {start.id, x.id};
+    std::vector<TensorType> state = {counter, x.type};
+    if (chance(40)) {
+      const Value y = pick(pool_);
+      args.push_back(y.id);
+      state.push_back(y.type);
+    }
+    const int64_t trips = int64_t(below(4));
+    ir::Node n;
+    n.id = ir::NodeId(g_.nodes.size());
+    n.op = "while";
+    n.args = args;
+    n.results = state;
+    {
+      Generator c(rng_(), opts_, depth_ + 1);
+      c.g_.name = "condition";
+      for (size_t i = 0; i < state.size(); ++i) c.add("parameter", {}, state[i], {{"index", i}});
+      const Value limit = c.add("constant", {}, counter, {{"value", trips}});
+      c.g_.outputs.push_back(c.add("less", {0, limit.id}, {DType::U8, {}}).id);
+      c.g_.reindex();
+      n.regions["condition"] = std::make_shared<ir::Graph>(c.g_);
+    }
+    {
+      Generator b(rng_(), opts_, depth_ + 1);
+      std::vector<TensorType> rest(state.begin() + 1, state.end());
+      ir::Graph body = b.region(state, 1 + int(below(5)), rest);
+      // The counter steps by one, ahead of the rest of the outputs.
+      const ir::NodeId one = body.next_id();
+      body.nodes.push_back(ir::Node{one, "constant", {}, {counter}, {{"value", 1}}, {}});
+      body.nodes.push_back(ir::Node{one + 1, "add", {0, one}, {counter}, json::object(), {}});
+      body.outputs.insert(body.outputs.begin(), one + 1);
+      body.reindex();
+      n.regions["body"] = std::make_shared<ir::Graph>(std::move(body));
+    }
+    g_.nodes.push_back(std::move(n));
+    const ir::NodeId loop = g_.nodes.back().id;
+    for (size_t i = 1; i < state.size(); ++i) add("elem", {loop}, state[i], {{"index", i}});
+  }
+
+  // cond on a scalar test of x: two branches over x (and maybe another value), each giving
+  // a value of x's type.
+  void cond_of(const Value& x) {
+    if (depth_ >= 2) return;
+    Value pred = x;
+    if (!x.type.shape.empty()) pred = add(chance(50) ? "any" : "all", {x.id}, {DType::U8, {}}, {{"axes", nullptr}, {"keep_axes", false}});
+    else if (x.type.dtype != DType::U8) pred = add("greater", {x.id, constant({x.type.dtype, {}}).id}, {DType::U8, {}});
+    std::vector<ir::NodeId> args = {pred.id, x.id};
+    std::vector<TensorType> captured = {x.type};
+    if (chance(50)) {
+      const Value y = pick(pool_);
+      args.push_back(y.id);
+      captured.push_back(y.type);
+    }
+    ir::Node n;
+    n.id = ir::NodeId(g_.nodes.size());
+    n.op = "cond";
+    n.args = args;
+    n.results = {x.type};
+    for (const char* branch : {"branch0", "branch1"}) n.regions[branch] = nested(captured, int(below(5)), {x.type});
+    g_.nodes.push_back(std::move(n));
+    add("elem", {g_.nodes.back().id}, x.type, {{"index", 0}});
   }
 
   void step() {
     const Value x = operand();
-    switch (below(10)) {
+    if (chance(depth_ ? 2 : 4)) return chance(60) ? while_of(x) : cond_of(x);
+    switch (below(11)) {
       case 0: case 1: elementwise_unary(x); break;
       case 2: case 3: case 4: elementwise_binary(x); break;
       case 5: select_or_clip(x); break;
       case 6: convert(x); break;
       case 7: movement(x); break;
       case 8: reduction(x); break;
+      case 9: structured(x); break;
       default: dot(x);
     }
   }
