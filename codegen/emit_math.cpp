@@ -505,8 +505,8 @@ struct M {
     }
     return sel(nan(x), x, copysign(sel(gt(a, c(wide() ? 22 : 9)), c(1), v), x));
   }
+  // f64 only: f32 sigmoid is emit_elementwise's (float_unary).
   Id sigmoid(Id x) {
-    if (!wide()) return div(c(1), add(c(1), exp(neg(x))));
     if (soft_fma()) return on_words(soft::f64_sigmoid, x);
     // 1 / (1 + e^-|x|) or e^-|x| / (1 + e^-|x|) by x's sign, as a quotient of double-words;
     // beyond |x| = 40, 1 or e^x (1 + e^x rounds to 1 there).
