@@ -464,8 +464,41 @@ class Generator {
     return axes;
   }
 
+  // softmax(q·kᵀ [scaled] [+ bias] [masked or causal])·v as one node, q a float x of rank 2
+  // or more (its last two axes the queries and the head dim), the rest new sources.
+  void attention_of(const Value& q) {
+    const Shape& s = q.type.shape;
+    if (!ir::is_float(q.type.dtype) || s.size() < 2) return;
+    const DType t = q.type.dtype;
+    const Shape batch(s.begin(), s.end() - 2);
+    const int64_t sq = s[s.size() - 2], d = s.back();
+    const int64_t sk = pick(std::vector<int64_t>{1, 2, 3, 5, 17, 64}), dv = pick(std::vector<int64_t>{1, 3, 8, 16});
+    auto with = [&](std::initializer_list<int64_t> tail) {
+      Shape r = batch;
+      r.insert(r.end(), tail);
+      return r;
+    };
+    const Shape ks = with({sk, d}), vs = with({sk, dv}), out = with({sq, dv});
+    if (!fits(ks) || !fits(vs) || !fits(out) || !fits(with({sq, sk}))) return;
+    std::vector<ir::NodeId> args = {q.id, source({t, ks}).id, source({t, vs}).id};
+    json attrs = json::object();
+    if (chance(60)) {
+      attrs["scale"] = pick(std::vector<double>{8.0, 0.125, 1.0, 11.3137});
+      attrs["scale_op"] = chance(50) ? "multiply" : "divide";
+    }
+    // A mask or bias of the scores' shape, or of their last axis alone (broadcast).
+    auto scores_like = [&](DType mt) { return source({mt, chance(50) ? with({sq, sk}) : Shape{1, sk}}); };
+    if (chance(30)) attrs["causal"] = int64_t(below(5)) - 2;
+    else if (chance(40)) attrs["mask"] = true, args.push_back(scores_like(DType::U8).id);
+    if (chance(30)) attrs["bias"] = true, args.push_back(scores_like(t).id);
+    if (attrs.contains("causal") || attrs.contains("mask"))
+      attrs["masked"] = pick(std::vector<json>{"-inf", "-inf", -1.0e4, "nan", "-0.0"});
+    add("attention", args, {t, out}, attrs);
+  }
+
   // The families whose kernels are neither elementwise nor reductions.
   void structured(const Value& x) {
+    if (chance(15)) return attention_of(x);
     switch (below(6)) {
       case 0: return scan_of(x);
       case 1: return sort_of(x);

@@ -42,7 +42,7 @@ TEST(FuzzGenerator, AThousandSeedsReachEveryFamily) {
                          "reverse", "slice", "broadcast", "concatenate", "pad", "squeeze", "stack", "put_slice",
                          "gather", "indexed_add", "indexed_put", "sum", "product", "reduce_max", "all", "argmax",
                          "argmin", "cumulative_sum", "cumulative_product", "cumulative_min", "cumulative_max",
-                         "argsort", "dot", "while", "cond", "elem"})
+                         "argsort", "dot", "attention", "while", "cond", "elem"})
     EXPECT_TRUE(ops.count(op)) << op << " in none of seeds 1-1000";
 }
 
