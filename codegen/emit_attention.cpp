@@ -51,16 +51,17 @@ AttentionTiles choose_attention_tiles(const DeviceCaps& caps, int64_t d, int64_t
 }
 
 void set_attention_bounds(const DeviceCaps& caps, passes::KernelBounds& bounds) {
-  // Lavapipe builds a shader with workgroup barriers as a coroutine (targets/launch.h,
-  // scans_in_workgroups), and the kernel takes four per tile of keys: it runs attention as
-  // separate products and softmax.
-  if (caps.vendor() == Vendor::Lavapipe) return;
   // The widest head dim whose smallest tiles fit in f64, as row bytes: f32 rows of twice
   // that dim fit too (the tiles' fixed part is the same number of elements).
   const TileShape& last = std::end(kTileShapes)[-1];
   const AttentionTiles smallest{last.rows, last.keys, last.lanes, last.row_step, 4};
   int64_t d = 0;
   while (attention_shared_bytes(smallest, d + 1, d + 1, 8) <= caps.max_shared_memory_bytes) ++d;
+  bounds.attention_kernel_row_bytes = d * 8;
+  // Lavapipe builds a shader with workgroup barriers as a coroutine (targets/launch.h,
+  // scans_in_workgroups), and the kernel takes four per tile of keys: it runs attention as
+  // separate products and softmax.
+  if (caps.vendor() == Vendor::Lavapipe) return;
   bounds.attention_row_bytes = d * 8;
 }
 

@@ -7,6 +7,8 @@
 // unfused (KernelBounds::separate_attention_keys). q, k and v may come in any layout the
 // dots accept: transposes bring them to [B..., S, D]. A mask that is a causal one (a literal,
 // or computed from iotas and constants alone) becomes attrs.causal and is not read at all.
+// An `attention` node given on input that the target's kernel cannot run (a head dim wider
+// than its shared memory holds) becomes the unfused graph it stands for.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,6 +16,7 @@
 #include <numeric>
 #include <set>
 
+#include "ir/attention.h"
 #include "ir/interpreter.h"
 #include "ir/literal.h"
 #include "ir/ops.h"
@@ -409,6 +412,7 @@ class FuseAttention : public Pass {
   std::string name() const override { return "fuse-attention"; }
 
   void run(Graph& g) override {
+    unfuse_unrunnable(g);
     if (bounds_.attention_row_bytes <= 0) return;
     std::map<NodeId, Match> matches;
     Matcher matcher(g, bounds_);
@@ -435,6 +439,28 @@ class FuseAttention : public Pass {
     if (m.mask) args.push_back(*m.mask);
     if (m.bias) args.push_back(*m.bias);
     return b.add("attention", args, t, out.type().shape, m.attrs);
+  }
+
+  // An attention node given on input whose rows the target's kernel cannot hold
+  // (KernelBounds::attention_kernel_row_bytes), or whose buffers it cannot bind, becomes the
+  // unfused graph it stands for, which every target runs.
+  void unfuse_unrunnable(Graph& g) const {
+    std::map<NodeId, std::vector<ir::TensorType>> unrunnable;  // node -> its operands' types
+    for (const auto& n : g.nodes) {
+      if (n.op != "attention") continue;
+      std::vector<ir::TensorType> types;
+      for (NodeId a : n.args) types.push_back(g.node(a).type());
+      const ir::TensorType t = ir::attention_type(n, types);
+      const int64_t row = std::max(types[0].shape.back(), types[2].shape.back()) * (t.dtype == DType::F64 ? 8 : 4);
+      const int64_t most = bounds_.attention_kernel_row_bytes;
+      if ((most > 0 && row > most) || n.args.size() + 1 > bounds_.max_bindings) unrunnable[n.id] = std::move(types);
+    }
+    if (unrunnable.empty()) return;
+    expand_nodes(g, [&](Node& n, NodeId& next, std::vector<Node>& out) -> std::optional<std::vector<NodeId>> {
+      auto it = unrunnable.find(n.id);
+      if (it == unrunnable.end()) return std::nullopt;
+      return std::vector<NodeId>{ir::append_unfused_attention(n, n.args, it->second, next, out)};
+    });
   }
 };
 

@@ -54,6 +54,10 @@ struct KernelBounds {
   // shared memory; passes/fuse-attention leaves wider attention unfused. 0: never fused.
   // Per target, from the device's shared memory (codegen/attention.h: set_attention_bounds).
   int64_t attention_row_bytes = 0;
+  // The widest such row the kernel holds at all, where the target also runs it without
+  // forming it (lavapipe): an `attention` node given on input with wider rows is unfused.
+  // 0: not known (no device), the node kept.
+  int64_t attention_kernel_row_bytes = 0;
   // f32 attention with no mask (causal or not) and no bias, over this many keys or more, or
   // whose two products take separate_attention_work multiply-adds or more, stays unfused
   // where its scores take at most separate_attention_bytes: the target's products and row
