@@ -142,6 +142,27 @@ class DetectChains : public Pass {
     }
   }
 
+  // The step runs at the element being produced (codegen/emit_repeat.cpp): what it computes
+  // and what it reads from outside (literals aside) must all have one shape, or be scalars.
+  // An invariant that broadcasts (s8[64,1,64,2] into s8[64,2,64,2]) has no element there.
+  bool one_element_shape(const Graph& body, const Window& w) const {
+    std::optional<ir::Shape> shape;
+    auto fits = [&](const ir::TensorType& t) {
+      if (t.shape.empty()) return true;
+      if (!shape) shape = t.shape;
+      return *shape == t.shape;
+    };
+    const size_t s1 = w.start + w.period;
+    for (size_t j = 0; j < w.period; ++j) {
+      const Node& n = body.node(seq_[s1 + j]);
+      for (const auto& r : n.results)
+        if (!fits(r)) return false;
+      for (NodeId a : n.args)
+        if (rel(a, s1, w.period).kind == Rel::External && body.node(a).op != "constant" && !fits(body.node(a).type())) return false;
+    }
+    return true;
+  }
+
   // Whether nothing after the window reads its nodes other than the last block's carried
   // values, which are all the loop gives back.
   bool only_carried_read_after(const Graph& body, const std::set<NodeId>& in_window, const std::set<NodeId>& carried_out) const {
@@ -258,7 +279,7 @@ class DetectChains : public Pass {
     std::set<NodeId> carried_out;
     for (const auto& [off, id] : init) carried_out.insert(seq_[last + size_t(off)]);
     std::set<NodeId> in_window(seq_.begin() + long(w->start), seq_.begin() + long(end));
-    if (!only_carried_read_after(body, in_window, carried_out)) return;
+    if (!only_carried_read_after(body, in_window, carried_out) || !one_element_shape(body, *w)) return;
     std::vector<int64_t> carried_offsets;
     const Node rep = repeat_node(body, *w, init, carried_offsets);
     splice(body, in_window, rep, carried_offsets, last);
