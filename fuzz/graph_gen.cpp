@@ -453,15 +453,20 @@ class Generator {
     return add("tensor", {}, type, {{"data", data}});
   }
 
-  // `depth` distinct axes of a rank-r operand, increasing; `leading` when they are 0..depth-1.
-  std::vector<int64_t> indexed_axes_of(size_t r, size_t depth, bool& leading) {
+  // `depth` distinct axes of a rank-r operand, increasing.
+  std::vector<int64_t> indexed_axes_of(size_t r, size_t depth) {
     std::vector<int64_t> axes(r);
     for (size_t k = 0; k < r; ++k) axes[k] = int64_t(k);
     if (chance(60)) std::shuffle(axes.begin(), axes.end(), rng_);
     axes.resize(depth);
     std::sort(axes.begin(), axes.end());
-    leading = axes.back() == int64_t(depth) - 1;
     return axes;
+  }
+
+  // The attrs naming `axes`; now and then none where they are the leading ones (the default).
+  json axes_attrs(const std::vector<int64_t>& axes) {
+    const bool leading = axes.back() == int64_t(axes.size()) - 1;
+    return leading && chance(50) ? json::object() : json{{"axes", axes}};
   }
 
   // softmax(q·kᵀ [scaled] [+ bias] [masked or causal])·v as one node, q a float x of rank 2
@@ -525,8 +530,7 @@ class Generator {
   void gather_of(const Value& x) {
     const Shape& s = x.type.shape;
     if (s.empty()) return;
-    bool leading = false;
-    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()), leading);
+    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()));
     Shape ishape;
     for (int r = int(below(3)); r > 0; --r) ishape.push_back(pick(std::vector<int64_t>{1, 2, 3, 7, 16}));
     ishape.push_back(int64_t(axes.size()));
@@ -541,14 +545,13 @@ class Generator {
     for (int64_t k : axes)
       if (s[size_t(k)] == 0 && TensorType{x.type.dtype, out}.num_elements() > 0) return;
     const Value idx = indices(ishape, extents, index_dtype());
-    add("gather", {x.id, idx.id}, {x.type.dtype, out}, leading && chance(50) ? json::object() : json{{"axes", axes}});
+    add("gather", {x.id, idx.id}, {x.type.dtype, out}, axes_attrs(axes));
   }
 
   void indexed_of(const Value& target) {
     const Shape& s = target.type.shape;
     if (s.empty()) return;
-    bool leading = false;
-    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()), leading);
+    const auto axes = indexed_axes_of(s.size(), 1 + below(s.size()));
     const int64_t count = pick(std::vector<int64_t>{0, 1, 2, 5, 17});
     Shape ushape{count};
     std::vector<int64_t> extents;
@@ -560,7 +563,7 @@ class Generator {
     const Value idx = indices({count, int64_t(axes.size())}, extents, index_dtype());
     const Value updates = source({chance(70) ? target.type.dtype : dtype(), ushape});
     add(chance(50) ? "indexed_add" : "indexed_put", {target.id, idx.id, updates.id},
-        {ir::merge_types(target.type.dtype, updates.type.dtype), s}, leading && chance(50) ? json::object() : json{{"axes", axes}});
+        {ir::merge_types(target.type.dtype, updates.type.dtype), s}, axes_attrs(axes));
   }
 
   void put_slice_of(const Value& x) {
@@ -653,10 +656,9 @@ class Generator {
       std::vector<TensorType> rest(state.begin() + 1, state.end());
       ir::Graph body = b.region(state, 1 + int(below(5)), rest);
       // The counter steps by one, ahead of the rest of the outputs.
-      const ir::NodeId one = body.next_id();
-      body.nodes.push_back(ir::Node{one, "constant", {}, {counter}, {{"value", 1}}, {}});
-      body.nodes.push_back(ir::Node{one + 1, "add", {0, one}, {counter}, json::object(), {}});
-      body.outputs.insert(body.outputs.begin(), one + 1);
+      ir::NodeId next = body.next_id();
+      const ir::NodeId one = ir::append_node(body.nodes, next, "constant", {}, counter.dtype, {}, {{"value", 1}});
+      body.outputs.insert(body.outputs.begin(), ir::append_node(body.nodes, next, "add", {0, one}, counter.dtype, {}));
       body.reindex();
       n.regions["body"] = std::make_shared<ir::Graph>(std::move(body));
     }
