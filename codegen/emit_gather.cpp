@@ -32,16 +32,16 @@ Id Emitter::emit_gather(const ir::Node& node, Index& index) {
   if (node.type().shape.size() != batch + axes.rest.size() || node.type().dtype != x.type().dtype)
     throw ir::IrError(node, "result " + ir::to_string(node.type()) + " does not match gathering " + ir::to_string(x.type()) + " at " +
                                 ir::to_string(indices.type()));
+  // An empty result has no element, so no invocation reads it (a reduction over it runs its
+  // loop zero times): any value stands in, where x may be empty on an indexed axis too (the
+  // verifier rejects that into a non-empty result).
+  if (ir::num_elements(node.type().shape) == 0) return constant(x.type().dtype, 0);
   auto d = dims(index);
   std::vector<Id> src(in.size(), 0);
   std::vector<Id> component(d.begin(), d.begin() + long(batch));
   component.push_back(0);
   for (size_t j = 0; j < axes.indexed.size(); ++j) {
     const int64_t extent = in[axes.indexed[j]];
-    // An empty result (another axis of x, or the indices, empty too) has no element to read,
-    // so no invocation reads it (a reduction over it runs its loop zero times): any value
-    // stands in. The verifier rejects a gather from an empty axis into a non-empty result.
-    if (extent == 0 && ir::num_elements(node.type().shape) == 0) return constant(x.type().dtype, 0);
     if (extent == 0) throw ir::IrError(node, "gathers from the empty axis " + std::to_string(axes.indexed[j]) + " of " + ir::to_string(x.type()));
     component.back() = u32c(j);
     src[axes.indexed[j]] = clamped_index(value(indices, index_from_dims(is, component)), indices.type().dtype, extent - 1);

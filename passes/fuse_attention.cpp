@@ -450,8 +450,7 @@ class FuseAttention : public Pass {
       if (n.op != "attention") continue;
       std::vector<ir::TensorType> types;
       for (NodeId a : n.args) types.push_back(g.node(a).type());
-      const ir::TensorType t = ir::attention_type(n, types);
-      const int64_t row = std::max(types[0].shape.back(), types[2].shape.back()) * (t.dtype == DType::F64 ? 8 : 4);
+      const int64_t row = std::max(types[0].shape.back(), types[2].shape.back()) * (n.type().dtype == DType::F64 ? 8 : 4);
       const int64_t most = bounds_.attention_kernel_row_bytes;
       if ((most > 0 && row > most) || n.args.size() + 1 > bounds_.max_bindings) unrunnable[n.id] = std::move(types);
     }
