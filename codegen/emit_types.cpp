@@ -125,8 +125,14 @@ Magnitude magnitude_of(Emitter& e, Id f) {
   return {bits, mag_bits, b.op(spv::OpBitcast, b.type_float(32), {mag_bits})};
 }
 
-// The f16 bits of a magnitude, in the low 16 of a word: the hardware's conversion.
-Id f16_word_hw(Emitter& e, Id mag) { return half_to_word(e, e.b.op(spv::OpFConvert, e.b.type_float(16), {mag})); }
+// The f16 bits of a magnitude, in the low 16 of a word: the hardware's conversion. The word
+// is made opaque (a zero the driver cannot see OR'd in) so that no compiler can prove a
+// conversion back to f32 reads the value it came from: NVIDIA's dropped the whole f32 ->
+// f16 -> f32 pair, its rounding and overflow to inf, in a kernel that also calls its 64-bit
+// division (lit_tests/codegen/f16-overflow.test, H100, driver 580).
+Id f16_word_hw(Emitter& e, Id mag) {
+  return e.b.opaque(half_to_word(e, e.b.op(spv::OpFConvert, e.b.type_float(16), {mag})), e.u32());
+}
 
 // a 2^24 rounded to even, in f32: a magnitude a below 2^-14 counted in f16's subnormal steps
 // of 2^-24 (2^-14 itself is 1024 of them).
@@ -182,7 +188,7 @@ Id f16_round_trip_hw(Emitter& e, Id f) {
   b.note_f16_conversion();
   Id u = e.u32(), f32 = b.type_float(32);
   const Magnitude m = magnitude_of(e, f);
-  // The half goes through its 32-bit word and a mask: NVIDIA's compiler drops a direct
+  // The half goes through its 32-bit word (f16_word_hw): NVIDIA's compiler drops a direct
   // f32 -> f16 -> f32 pair as if it did nothing (SpecialValues.F16HardwareRoundingStepsAreExact
   // caught it on the H200).
   Id back = b.op(spv::OpFConvert, f32, {word_to_half(e, f16_word_hw(e, m.mag))});
