@@ -1160,13 +1160,19 @@ struct M {
     Id ay = abs(y);
     Id small_int = and_(eq(floor(ay), ay), le(ay, c(64)));
     Id n = b().op(spv::OpConvertFToU, e.u32(), {sel(small_int, ay, c(0))});
-    Id r = c(1), base = ax;
+    Id r = c(1), base = ax, inv_r = c(1), inv_base = div(c(1), ax);
     for (uint32_t bit = 1; bit <= 64; bit <<= 1) {
       Id set = b().op(spv::OpINotEqual, e.boolean(), {b().op(spv::OpBitwiseAnd, e.u32(), {n, e.u32c(bit)}), e.u32c(0)});
       r = sel(set, mul(r, base), r);
+      inv_r = sel(set, mul(inv_r, inv_base), inv_r);
       base = mul(base, base);
+      inv_base = mul(inv_base, inv_base);
     }
-    r = sel(sign_bit(y), div(c(1), r), r);
+    // x^-n is 1 / x^n, correctly rounded from x^n, except where x^n fell below the normal
+    // range: a device that flushes made it 0 (pow(-0.0985, -38) = 1.8e38 was inf on an
+    // H100), one that does not kept fewer bits. There (1 / x)^n, in range, is the result.
+    const double smallest_normal = wide() ? 0x1p-1022 : 0x1p-126;
+    r = sel(sign_bit(y), sel(lt(r, c(smallest_normal)), inv_r, div(c(1), r)), r);
     // x ** 0.5 is a square root (Nx.LinAlg.norm's): the device's sqrt, exact where it is
     // correctly rounded, as the C library's pow is.
     general = sel(eq(y, c(0.5)), sqrt(ax), general);
