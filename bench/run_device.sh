@@ -34,8 +34,10 @@
 #              nxv run's best device time of 200; latency.md fits time per step and fixed time
 #     soak     nxv_soak for $SOAK_MINUTES (default 9) minutes, 4 threads
 #     fuzz     nxv_fuzz_diff in $FUZZ_PROCS (default 12) processes for $FUZZ_SECONDS (300) each, on
-#              disjoint seed ranges from $FUZZ_SEED (1); fuzz_N.log each (a finding's seed replays
-#              it anywhere: --seed=S --count=1 --out=DIR), the tallies and crashes in the output
+#              disjoint seed ranges from $FUZZ_SEED (1); fuzz_N.log each in fuzz_logs.tgz (a
+#              finding's seed replays it anywhere: --seed=S --count=1 --out=DIR), the tallies
+#              and crashes in the output, the findings by class in fuzz_report.md
+#              (bench/fuzz_report.py)
 #     profiles nxv_bench unrestricted and under each of $PROFILES (default amd-rdna2
 #              apple-m1-moltenvk vulkan-minimum; $PROFILE_BENCH, $BENCH_FILTER, $BENCH_DTYPES and $RUNS narrow
 #              it), in turn, then the unit suite under each profile, side by side
@@ -340,7 +342,11 @@ case $what in
       echo "exit $?" >>"$out/fuzz_$i.log") &
     done
     wait
-    grep -h -E '^nxv_fuzz_diff: [0-9]+ graphs|died on seed|^exit' "$out"/fuzz_*.log ;;
+    grep -h -E '^nxv_fuzz_diff: [0-9]+ graphs|died on seed|^exit' "$out"/fuzz_*.log
+    python3 bench/fuzz_report.py "$out"/fuzz_*.log >"$out/fuzz_report.md"
+    sed -n '1,9p' "$out/fuzz_report.md"
+    # One archive: a call brings back a few files only.
+    tar -C "$out" -czf "$out/fuzz_logs.tgz" $(cd "$out" && ls fuzz_*.log) && rm "$out"/fuzz_*.log ;;
   soak)
     .gl/bin/nxv_soak --minutes="${SOAK_MINUTES:-9}" --threads=4 --out="$out/soak.md" 2>&1 | tail -20 ;;
   elixir)

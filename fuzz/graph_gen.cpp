@@ -31,10 +31,6 @@ int64_t int_max(DType t) {
 }
 int64_t int_min(DType t) { return ir::is_signed_int(t) ? -int_max(t) - 1 : 0; }
 
-double smallest_normal(DType t) {
-  return t == DType::F64 ? 0x1p-1022 : t == DType::F16 ? 0x1p-14 : 0x1p-126;
-}
-
 Shape reduce_shape(const Shape& s, const std::vector<int64_t>& axes, bool keep) {
   Shape out;
   for (size_t k = 0; k < s.size(); ++k) {
@@ -718,7 +714,7 @@ ir::Scalar edge_or_random(DType t, std::mt19937_64& rng, const GenOptions& opts,
       // Mostly moderate magnitudes, now and then very large or very small ones.
       const int exponent = rng() % 8 ? int(rng() % 7) - 3 : int(rng() % 80) - 40;
       v.f = std::ldexp(double(int64_t(rng() % 2001) - 1000) / 1000.0, exponent * 3);
-      if (opts.flushes.count(t) && v.f != 0 && std::fabs(v.f) < smallest_normal(t)) v.f = 0;
+      if (opts.flushes.count(t) && v.f != 0 && std::fabs(v.f) < ir::smallest_normal(t)) v.f = 0;
     }
     return v;
   }

@@ -150,14 +150,15 @@ void check_arity(const Node& n, const Args& args, size_t want) {
 namespace {
 using interp::Args;
 
-std::vector<Literal> run_graph(const Graph& g, const Args& inputs);
+std::vector<Literal> run_graph(const Graph& g, const Args& inputs, const InterpretOptions& o);
+std::vector<Literal> evaluate_checked(const Node& node, const Args& args, const InterpretOptions& o);
 
 // A region's parameter i receives values[i].
-std::vector<Literal> run_region(const Node& n, const std::string& name, const Args& values) {
+std::vector<Literal> run_region(const Node& n, const std::string& name, const Args& values, const InterpretOptions& o) {
   auto it = n.regions.find(name);
   if (it == n.regions.end() || !it->second) throw IrError(n, "missing region '" + name + "'");
   try {
-    return run_graph(*it->second, values);
+    return run_graph(*it->second, values, o);
   } catch (const IrError& e) {
     throw IrError(n, "in region '" + name + "': " + e.what());
   }
@@ -169,20 +170,20 @@ Args pointers(const std::vector<Literal>& values) {
   return r;
 }
 
-std::vector<Literal> run_while(const Node& n, const Args& args) {
+std::vector<Literal> run_while(const Node& n, const Args& args, const InterpretOptions& o) {
   std::vector<Literal> state;
   for (const Literal* a : args) state.push_back(*a);
   for (;;) {
-    auto c = run_region(n, "condition", pointers(state));
+    auto c = run_region(n, "condition", pointers(state), o);
     if (c.size() != 1 || c[0].type.num_elements() != 1) throw IrError(n, "region 'condition' must return one scalar");
     if (!interp::truthy(c[0], 0)) return state;
-    auto next = run_region(n, "body", pointers(state));
+    auto next = run_region(n, "body", pointers(state), o);
     if (next.size() != state.size()) throw IrError(n, "region 'body' must return the whole state");
     state = std::move(next);
   }
 }
 
-std::vector<Literal> run_cond(const Node& n, const Args& args) {
+std::vector<Literal> run_cond(const Node& n, const Args& args, const InterpretOptions& o) {
   const size_t branches = n.regions.size();
   if (branches < 2) throw IrError(n, "cond needs regions branch0..branchN (N >= 1)");
   const size_t preds = branches - 1;
@@ -192,12 +193,12 @@ std::vector<Literal> run_cond(const Node& n, const Args& args) {
     if (args[i]->type.num_elements() != 1) throw IrError(n, "predicate " + std::to_string(i) + " must be a scalar");
     if (interp::truthy(*args[i], 0)) taken = i;
   }
-  return run_region(n, "branch" + std::to_string(taken), Args(args.begin() + preds, args.end()));
+  return run_region(n, "branch" + std::to_string(taken), Args(args.begin() + preds, args.end()), o);
 }
 
 // `repeat`: the step region run attrs.count times; its first results.size() parameters are
 // the carried values, the rest stay as passed in.
-std::vector<Literal> run_repeat(const Node& n, const Args& args) {
+std::vector<Literal> run_repeat(const Node& n, const Args& args, const InterpretOptions& o) {
   const size_t carried = n.results.size();
   if (args.size() < carried) throw IrError(n, "fewer arguments than carried values");
   const int64_t count = n.attrs.value("count", int64_t(0));
@@ -206,7 +207,7 @@ std::vector<Literal> run_repeat(const Node& n, const Args& args) {
   for (int64_t k = 0; k < count; ++k) {
     Args in = pointers(state);
     in.insert(in.end(), args.begin() + carried, args.end());
-    auto next = run_region(n, "step", in);
+    auto next = run_region(n, "step", in, o);
     if (next.size() != carried) throw IrError(n, "region 'step' must return the carried values");
     state = std::move(next);
   }
@@ -214,18 +215,18 @@ std::vector<Literal> run_repeat(const Node& n, const Args& args) {
 }
 
 // Attention is defined as its unfused graph (ir/attention.h): that graph is what runs.
-std::vector<Literal> run_attention(const Node& n, const Args& args) {
+std::vector<Literal> run_attention(const Node& n, const Args& args, const InterpretOptions& o) {
   std::vector<TensorType> types;
   for (const Literal* a : args) types.push_back(a->type);
   const Graph unfused = unfused_attention(n, types);
   try {
-    return run_graph(unfused, args);
+    return run_graph(unfused, args, o);
   } catch (const IrError& e) {
     throw IrError(n, std::string("in its unfused form: ") + e.what());
   }
 }
 
-std::vector<Literal> run_graph(const Graph& g, const Args& inputs) {
+std::vector<Literal> run_graph(const Graph& g, const Args& inputs, const InterpretOptions& o) {
   // Every node's results, by pointer so that parameters are not copied.
   std::unordered_map<NodeId, Args> values;
   std::unordered_map<NodeId, std::vector<Literal>> computed;
@@ -250,7 +251,9 @@ std::vector<Literal> run_graph(const Graph& g, const Args& inputs) {
         args.push_back(it->second[0]);
       }
     }
-    auto& result = computed[n.id] = interpret_node(n, args);
+    auto& result = computed[n.id] = evaluate_checked(n, args, o);
+    for (Literal& r : result)
+      if (o.flush_subnormals.count(r.type.dtype)) flush_subnormals(r);
     values[n.id] = pointers(result);
   }
   std::vector<Literal> out;
@@ -264,13 +267,13 @@ std::vector<Literal> run_graph(const Graph& g, const Args& inputs) {
 }
 }  // namespace
 
-std::vector<Literal> interpret(const Graph& graph, const std::vector<Literal>& inputs) {
+std::vector<Literal> interpret(const Graph& graph, const std::vector<Literal>& inputs, const InterpretOptions& options) {
   verify(graph);  // the op families rely on the shapes it guarantees to stay in bounds
-  return run_graph(graph, pointers(inputs));
+  return run_graph(graph, pointers(inputs), options);
 }
 
 namespace {
-std::vector<Literal> evaluate(const Node& node, const Args& args) {
+std::vector<Literal> evaluate(const Node& node, const Args& args, const InterpretOptions& o) {
   using namespace interp;
   std::vector<Literal> out;
   switch (op_family(node.op)) {
@@ -312,7 +315,7 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
       out.push_back(eval_dot(node, args));
       break;
     case OpFamily::Attention:
-      out = run_attention(node, args);
+      out = run_attention(node, args, o);
       break;
     case OpFamily::Tuple: {
       const int64_t i = node.attrs.value("index", int64_t(-1));
@@ -322,17 +325,17 @@ std::vector<Literal> evaluate(const Node& node, const Args& args) {
       break;
     }
     case OpFamily::Control:
-      out = node.op == "while" ? run_while(node, args) : run_cond(node, args);
+      out = node.op == "while" ? run_while(node, args, o) : run_cond(node, args, o);
       break;
     case OpFamily::Metadata:
       check_arity(node, args, 1);
       out.push_back(*args[0]);
       break;
     case OpFamily::Kernel:
-      out = run_region(node, "body", args);
+      out = run_region(node, "body", args, o);
       break;
     case OpFamily::Repeat:
-      out = run_repeat(node, args);
+      out = run_repeat(node, args, o);
       break;
     case OpFamily::Unknown:
       throw IrError(node, "unknown op");
@@ -345,13 +348,12 @@ std::string results_string(const Node& n) {
   for (const auto& r : n.results) s += (s.empty() ? "" : ", ") + to_string(r) + " (" + std::to_string(r.byte_size()) + " bytes)";
   return s;
 }
-}  // namespace
 
 // For `elem`, `args` are the parts of the tuple it reads.
-std::vector<Literal> interpret_node(const Node& node, const std::vector<const Literal*>& args) {
+std::vector<Literal> evaluate_checked(const Node& node, const Args& args, const InterpretOptions& o) {
   std::vector<Literal> out;
   try {
-    out = evaluate(node, args);
+    out = evaluate(node, args, o);
   } catch (const nlohmann::json::exception& e) {  // an attribute of the wrong kind
     throw IrError(node, std::string("bad attrs: ") + e.what());
   } catch (const std::bad_alloc&) {
@@ -365,6 +367,11 @@ std::vector<Literal> interpret_node(const Node& node, const std::vector<const Li
     if (out[i].type != node.results[i])
       throw IrError(node, "result " + std::to_string(i) + " is " + to_string(out[i].type) + ", the node states " + to_string(node.results[i]));
   return out;
+}
+}  // namespace
+
+std::vector<Literal> interpret_node(const Node& node, const std::vector<const Literal*>& args) {
+  return evaluate_checked(node, args, {});
 }
 
 }  // namespace nxv::ir

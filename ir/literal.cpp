@@ -139,6 +139,24 @@ int64_t get_i64(const Literal& lit, int64_t i) {
   }
 }
 
+double smallest_normal(DType t) {
+  return t == DType::F64 ? 0x1p-1022 : t == DType::F16 ? 0x1p-14 : 0x1p-126;
+}
+
+void flush_subnormals(Literal& lit) {
+  const DType t = lit.type.dtype;
+  if (!is_float(t)) return;
+  const double smallest = smallest_normal(t);
+  for (int64_t k = 0; k < lit.type.num_elements(); ++k) {
+    const double v = get_f64(lit, k);
+    if (v != 0 && std::fabs(v) < smallest) {
+      Scalar zero;
+      zero.f = std::copysign(0.0, v);
+      set_element(lit, k, zero);
+    }
+  }
+}
+
 double get_f64(const Literal& lit, int64_t i) {
   const DType t = lit.type.dtype;
   const uint8_t* p = lit.data.data() + i * dtype_bytes(t);

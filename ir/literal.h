@@ -23,6 +23,11 @@ Scalar parse_scalar(const nlohmann::json& v);  // throws IrError
 void set_element(Literal& lit, int64_t i, const Scalar& v);
 double get_f64(const Literal& lit, int64_t i);
 int64_t get_i64(const Literal& lit, int64_t i);
+// The smallest normal magnitude of a float type.
+double smallest_normal(DType t);
+// Each subnormal element of a float literal made a zero of its sign, as a device that keeps
+// no denormals of that width computes (integer literals are left as they are).
+void flush_subnormals(Literal& lit);
 
 // `tensor` nodes (attrs data or data_b64) and `constant` nodes (value broadcast to the shape).
 Literal literal_of(const Node& n);

@@ -847,6 +847,45 @@ TEST(InterpControl, WhileCountsDown) {
   expect_floats(r[1], {1, -3});
 }
 
+// InterpretOptions::flush_subnormals: what one node hands the next is flushed, in regions
+// too; without it subnormals pass through (2^-144 is an f32 subnormal).
+TEST(InterpControl, FlushedSubnormalsReachTheNextNode) {
+  Builder g;
+  int x = g.param("f32", {3});
+  int sq = g.add("multiply", {x, x}, "f32", {3});
+  int zero = g.add("constant", {}, "f32", {}, {{"value", 0}});
+  int pos = g.add("greater", {sq, zero}, "u8", {3});
+  const Literal in = lit(DType::F32, {3}, {1e-20, -1e-20, 1e-10});
+  auto kept = interpret(g.graph({sq, pos}), {in});
+  EXPECT_EQ(ints(kept[1]), (std::vector<int64_t>{1, 1, 1}));
+  InterpretOptions flush;
+  flush.flush_subnormals = {DType::F32};
+  auto flushed = interpret(g.graph({sq, pos}), {in}, flush);
+  expect_floats(flushed[0], {0, 0, double(float(1e-10) * float(1e-10))});
+  EXPECT_EQ(ints(flushed[1]), (std::vector<int64_t>{0, 0, 1}));
+  // Four trips of acc *= 2^-36 in a while body: the third leaves 2^-108, the fourth a subnormal.
+  Builder c;
+  int ci = c.param("s32", {});
+  c.param("f32", {});
+  int four = c.add("constant", {}, "s32", {}, {{"value", 4}});
+  int lt = c.add("less", {ci, four}, "u8", {});
+  Builder body;
+  int bi = body.param("s32", {}), ba = body.param("f32", {});
+  int one = body.add("constant", {}, "s32", {}, {{"value", 1}});
+  int step = body.add("constant", {}, "f32", {}, {{"value", std::ldexp(1.0, -36)}});
+  int ni = body.add("add", {bi, one}, "s32", {});
+  int na = body.add("multiply", {ba, step}, "f32", {});
+  Builder w;
+  int i0 = w.param("s32", {}), a0 = w.param("f32", {});
+  w.nodes.push_back({{"id", 2}, {"op", "while"}, {"args", {i0, a0}},
+                     {"results", {{{"type", "s32"}, {"shape", json::array()}}, {{"type", "f32"}, {"shape", json::array()}}}},
+                     {"regions", {{"condition", region(c, {lt})}, {"body", region(body, {ni, na})}}}});
+  int ra = w.add("elem", {2}, "f32", {}, {{"index", 1}});
+  const std::vector<Literal> start = {lit(DType::S32, {}, {0}), lit(DType::F32, {}, {1})};
+  expect_floats(interpret(w.graph({ra}), start)[0], {std::ldexp(1.0, -144)});
+  expect_floats(interpret(w.graph({ra}), start, flush)[0], {0});
+}
+
 TEST(InterpControl, CondPicksTheFirstTruePredicate) {
   auto branch = [](const std::string& op) {
     Builder b;
