@@ -129,6 +129,16 @@ std::vector<int64_t> row_major_strides(const Shape& shape) {
   return s;
 }
 
+AxisLines::AxisLines(const Node& n, const Shape& s) {
+  const int64_t axis = n.attrs.value("axis", int64_t(-1));
+  if (axis < 0 || axis >= int64_t(s.size())) throw IrError(n, "attrs.axis out of range for " + shape_string(s));
+  len = s[axis];
+  inner = row_major_strides(s)[axis];
+  // An empty tensor has no lines, whichever axis is empty (a zero extent also zeroes the
+  // strides of the axes before it).
+  outer = num_elements(s) == 0 ? 0 : num_elements(s) / (len * inner);
+}
+
 std::vector<int64_t> int_list(const Node& n, const char* key) {
   std::vector<int64_t> r;
   if (!n.attrs.contains(key)) return r;

@@ -38,6 +38,15 @@ int64_t index_at(const Literal& lit, int64_t i);
 
 std::vector<int64_t> row_major_strides(const Shape& shape);
 
+// The lines along a node's attrs.axis through a tensor of shape `s` (the scans and sorts):
+// outer * inner lines of len elements, inner apart; element k of line `line` is at(line, k).
+// Throws IrError naming the node for an axis out of range.
+struct AxisLines {
+  int64_t len, inner, outer;
+  AxisLines(const Node& n, const Shape& s);
+  int64_t at(int64_t line, int64_t k) const { return (line / inner * len + k) * inner + line % inner; }
+};
+
 // Walks every index of `shape` in row-major order, calling f(offsets) or f(offsets, index)
 // where offsets[k] = sum over d of index[d] * strides[k][d]. Every index computation of the
 // interpreter (broadcasting, transposes, reductions, dot) is a set of strides over a walk.

@@ -37,15 +37,11 @@ Literal eval_scan(const Node& n, const Args& args) {
   if (args.size() != 1) check_arity(n, args, 2);
   const Literal& x = *args[0];
   const Literal* carry = args.size() == 2 ? args[1] : nullptr;
-  const Shape& s = x.type.shape;
-  const int64_t axis = n.attrs.value("axis", int64_t(-1));
-  if (axis < 0 || axis >= int64_t(s.size())) throw IrError(n, "attrs.axis out of range for " + to_string(x.type));
+  const AxisLines lines(n, x.type.shape);
   if (n.type() != x.type) throw IrError(n, "the result must have the operand's type " + to_string(x.type));
   const bool reverse = n.attrs.value("reverse", false);
   const DType t = x.type.dtype;
-  const int64_t len = s[axis], inner = row_major_strides(s)[axis];
-  // An empty tensor has no lines, whichever axis is empty (its zero extent zeroes `inner` too).
-  const int64_t outer = x.type.num_elements() == 0 ? 0 : x.type.num_elements() / (len * inner);
+  const int64_t len = lines.len, inner = lines.inner, outer = lines.outer;
   const int64_t segment = carry ? n.attrs.value("segment", int64_t(0)) : len, segments = segment > 0 ? (len + segment - 1) / segment : 0;
   if (carry && (segment < 1 || carry->type.num_elements() != outer * segments * inner))
     throw IrError(n, "the carries must have one element per segment of a line, got " + to_string(carry->type));

@@ -28,26 +28,12 @@ struct KeyOrder {
   }
 };
 
-struct Lines {
-  int64_t len, inner, outer;
-  Lines(const Node& n, const Shape& s) {
-    const int64_t axis = n.attrs.value("axis", int64_t(-1));
-    if (axis < 0 || axis >= int64_t(s.size())) throw IrError(n, "attrs.axis out of range for " + shape_string(s));
-    len = s[axis];
-    inner = row_major_strides(s)[axis];
-    // An empty tensor has no lines, whichever axis is empty (a zero extent also zeroes the
-    // strides of the axes before it).
-    outer = num_elements(s) == 0 ? 0 : num_elements(s) / (len * inner);
-  }
-  int64_t at(int64_t line, int64_t k) const { return (line / inner * len + k) * inner + line % inner; }
-};
-
 }  // namespace
 
 Literal eval_sort(const Node& n, const Args& args) {
   check_arity(n, args, n.op == "argsort" ? 1 : 2);
   const Literal& x = *args[0];
-  const Lines l(n, x.type.shape);
+  const AxisLines l(n, x.type.shape);
   const KeyOrder key{x, n.attrs.value("direction", std::string("asc")) == "desc"};
   Literal r = make_literal(n.type());
   std::vector<int64_t> order(size_t(l.len));

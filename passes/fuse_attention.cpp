@@ -36,6 +36,10 @@ using nlohmann::json;
 // A mask computed at compile time is evaluated up to this many elements per node.
 constexpr int64_t kMaxEvaluated = int64_t(1) << 22;
 
+// Bytes of the longest row of q, k and v (head dims d and dv) as the fused kernel holds it in
+// shared memory: f64 natively, every other type widened to f32.
+int64_t kernel_row_bytes(int64_t d, int64_t dv, DType t) { return std::max(d, dv) * (t == DType::F64 ? 8 : 4); }
+
 std::vector<int64_t> ints(const Node& n, const char* key) {
   const json& v = n.attrs.value(key, json::array());
   if (v.is_number_integer()) return {v.get<int64_t>()};
@@ -379,9 +383,8 @@ class Matcher {
   // natively (emulated, the unfused kernels' smaller modules).
   bool fits(const Match& m) const {
     const int64_t d = m.q.head_dim(), dv = m.v.head_dim();
-    const int64_t bytes = t_ == DType::F64 ? 8 : 4;
     const size_t buffers = 4 + m.mask.has_value() + m.bias.has_value();
-    return ir::num_elements(scores_) > 0 && d > 0 && dv > 0 && std::max(d, dv) * bytes <= bounds_.attention_row_bytes &&
+    return ir::num_elements(scores_) > 0 && d > 0 && dv > 0 && kernel_row_bytes(d, dv, t_) <= bounds_.attention_row_bytes &&
            buffers <= bounds_.max_bindings && !(t_ == DType::F64 && bounds_.emulated_f64_code > 1) && !separate(m);
   }
 
@@ -450,7 +453,7 @@ class FuseAttention : public Pass {
       if (n.op != "attention") continue;
       std::vector<ir::TensorType> types;
       for (NodeId a : n.args) types.push_back(g.node(a).type());
-      const int64_t row = std::max(types[0].shape.back(), types[2].shape.back()) * (n.type().dtype == DType::F64 ? 8 : 4);
+      const int64_t row = kernel_row_bytes(types[0].shape.back(), types[2].shape.back(), n.type().dtype);
       const int64_t most = bounds_.attention_kernel_row_bytes;
       if ((most > 0 && row > most) || n.args.size() + 1 > bounds_.max_bindings) unrunnable[n.id] = std::move(types);
     }
