@@ -222,19 +222,23 @@ Id Emitter::float_divide(Id a, Id c, DType t) {
     b.decorate(c, spv::DecorationNoContraction);
   }
   const bool correct = hardware && corrects_division(caps);
-  // A quotient near the bottom of the normal range has a correction below it, which a
-  // device that flushes subnormals drops (f64: x / (max / 1.5) an ulp off): where the
-  // quotient is below 2^-900 (f32: 2^-90), a is scaled by 2^64 (2^32) and the corrected
-  // quotient back, exact where the result is normal (else flushed anyway).
+  // The correction a - q c is about an ulp of a, below the normal range where a is (a
+  // quotient near the bottom of the range, or a tiny a over a tiny c), and a device that
+  // flushes subnormals drops it (f64: x / (max / 1.5) an ulp off; f32 on an H100:
+  // -6.66e-35 / -6.66e-35 gave 0.99999994): where the quotient is below 2^-900 (f32: 2^-90)
+  // or |a| below 2^-960 (2^-100), a is scaled by 2^64 (2^32) and the corrected quotient
+  // back, exact where the result is normal (else flushed anyway).
   const bool flushes = bits == 32 ? !caps.preserve_denorms_f32 : !caps.preserve_denorms_f64;
   Id down = 0;
   if (correct && flushes) {
+    Id abs_a = b.ext(GLSLstd450FAbs, rt, {a});
     Id bound = b.op(spv::OpFMul, rt, {b.ext(GLSLstd450FAbs, rt, {c}), constant(t, bits == 32 ? 0x1p-90 : 0x1p-900)});
     b.decorate(bound, spv::DecorationNoContraction);
+    Id small = b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpFOrdLessThan, boolean(), {abs_a, bound}),
+                                                  b.op(spv::OpFOrdLessThan, boolean(), {abs_a, constant(t, bits == 32 ? 0x1p-100 : 0x1p-960)})});
     // Not for an infinite c, whose quotients are zeros, and beside which a finite a scaled
     // up may overflow (max / inf gave NaN).
-    Id tiny = b.op(spv::OpLogicalAnd, boolean(), {b.op(spv::OpFOrdLessThan, boolean(), {b.ext(GLSLstd450FAbs, rt, {a}), bound}),
-                                                  b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsInf, boolean(), {c})})});
+    Id tiny = b.op(spv::OpLogicalAnd, boolean(), {small, b.op(spv::OpLogicalNot, boolean(), {b.op(spv::OpIsInf, boolean(), {c})})});
     a = b.op(spv::OpFMul, rt, {a, select(t, tiny, constant(t, bits == 32 ? 0x1p32 : 0x1p64), constant(t, 1.0))});
     b.decorate(a, spv::DecorationNoContraction);
     down = select(t, tiny, constant(t, bits == 32 ? 0x1p-32 : 0x1p-64), constant(t, 1.0));
