@@ -45,7 +45,7 @@ const char* kUsage =
     "                [--emulate=auto|none|f64|i64|f64,i64] [--precision=highest|high|default]\n"
     "       nxv run GRAPH.json [--passes=a,b,c] [--inputs=FILE] [--outputs=FILE] [--check] [--seed=N] [--repeat=N]\n"
     "                [--rtol=R] [--atol=A] [--device=SEL] [--profile=NAME|FILE.json] [--emulate=...] [--host-loops]\n"
-    "                [--precision=highest|high|default]\n"
+    "                [--precision=highest|high|default] [--target=nvidia|amd]\n"
     "\n"
     "  devices   the Vulkan devices found, in the order the runtime prefers them\n"
     "  explore   the IR as read, after each pass, each kernel's launch, SPIR-V and a GLSL view;\n"
@@ -70,7 +70,9 @@ const char* kUsage =
     "            the default), high (bf16 x3, about 16 bits), default (bf16, 8 bits); ignored\n"
     "            on devices without them\n"
     "  --host-loops  drives loops that hold loops or conds from the host, as before serial\n"
-    "            loops (codegen/serial_loop.h), to compare the two\n";
+    "            loops (codegen/serial_loop.h), to compare the two\n"
+    "  --target  (run) generates the code a vendor's devices get (launch shapes, tiling, f16\n"
+    "            conversions) and runs it on this device: a GPU's code path on lavapipe\n";
 
 // A tolerance flag's value: a finite number, 0 or more.
 double tolerance(const std::string& text, const char* flag) {
@@ -325,6 +327,7 @@ int run(const Args& a) {
   copts.serial_loops = !a.host_loops;
   copts.precision = a.precision;
   copts.pipeline = split(a.passes);
+  if (!a.target.empty()) copts.as_vendor = codegen::target_caps(a.target).vendor_id;
   auto exe = runtime::Executable::compile(dev, g, copts);
   double compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %zu kernels in %.1f ms\n", exe->kernels().size(), compile_ms);
