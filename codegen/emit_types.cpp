@@ -126,7 +126,7 @@ Magnitude magnitude_of(Emitter& e, Id f) {
 }
 
 // The f16 bits of a magnitude, in the low 16 of a word: the hardware's conversion. The word
-// is made opaque (a zero the driver cannot see OR'd in) so that no compiler can prove a
+// is made opaque (a zero the driver cannot see XOR'd in) so that no compiler can prove a
 // conversion back to f32 reads the value it came from: NVIDIA's dropped the whole f32 ->
 // f16 -> f32 pair, its rounding and overflow to inf, in a kernel that also calls its 64-bit
 // division (lit_tests/codegen/f16-overflow.test, H100, driver 580).
@@ -375,7 +375,7 @@ Id Emitter::convert(Id v, DType from, DType to) {
     return normalize(b.op(spv::OpUConvert, reg_type(to), {v}), to);
   }
   if (ir::is_integer(from)) {
-    // The integer OR'd with the push-constant zero (float_literal says why): an integer the
+    // The integer XOR'd with the push-constant zero (float_literal says why): an integer the
     // driver derives itself (x < x is 0, an iota over an axis of one is 0) would otherwise
     // convert to a 0.0 it folds as it folds literal zeros, 0.0 * Inf to 0 (Mesa 22.3's
     // lavapipe, in spite of SignedZeroInfNanPreserve).
@@ -437,7 +437,7 @@ Id Emitter::constant(DType t, double v) {
 // max/min keeping the wrong zero, abs(-0.0) = -0.0, sign(-0.0) = +0.0, atan(-0.0) = +0.0 and
 // atan2(±1, -0.0) = ±Inf in f64, and a sum or dot starting from 0.0 ends at -0.0 over -0.0s
 // (it folds 0.0 + x to x). A float literal that is ±0, ±Inf, NaN or subnormal in its register
-// width is therefore built at run time from its bit pattern OR'd with a push-constant word
+// width is therefore built at run time from its bit pattern XOR'd with a push-constant word
 // the runtime sets to zero (spirv::Builder::push_constant_zero), which no driver can fold.
 // Infinities, NaNs and subnormals folded right on lavapipe, but they take the same path: a
 // folder that flushes or canonicalises them (as NVIDIA's flushes f32 subnormals at run time)

@@ -277,11 +277,12 @@ Id Builder::opaque(Id value, Id type) {
   const bool is_float = (f != types_.end() && f->second == type) || (type && type == emulated_f64_);
   Id it = type_int(bits);
   // A zero of its own (the push-constant word AND'd with a mask no other call uses): NIR
-  // rewrites select(c, x | z, y | z) to select(c, x, y) | z, where x and y meet again.
+  // rewrites select(c, x | z, y | z) to select(c, x, y) | z, where x and y meet again, and
+  // may do as much for ^.
   opaque_masks_ = opaque_masks_ == 0xFFFFFFFFu ? 1 : opaque_masks_ + 1;
   Id zero = op(spv::OpBitwiseAnd, type_int(32), {push_constant_zero(), const_int(32, opaque_masks_)});
   if (bits == 64) zero = op(spv::OpUConvert, it, {zero});
-  Id r = op(spv::OpBitwiseOr, it, {is_float ? op(spv::OpBitcast, it, {value}) : value, zero});
+  Id r = op(spv::OpBitwiseXor, it, {is_float ? op(spv::OpBitcast, it, {value}) : value, zero});
   if (is_float) r = op(spv::OpBitcast, type, {r});
   if (level_of(r) == 0) opaque_of_.emplace(std::pair{value, type}, r);  // visible everywhere
   return r;

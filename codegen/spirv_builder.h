@@ -151,9 +151,11 @@ class Builder {
   // where it is used (value-numbered and hoisted). The runtime pushes zeros: it is a zero the
   // driver cannot know when it compiles the module (opaque, Emitter::float_literal).
   Id push_constant_zero();
-  // `value` (a 32- or 64-bit int or float of `type`) OR'd on its bits with a zero derived
-  // from the push-constant word: the same value, but one no driver can fold. Each value
-  // gets a zero of its own; the same value, the same result.
+  // `value` (a 32- or 64-bit int or float of `type`) XOR'd on its bits with a zero derived
+  // from the push-constant word: the same value, but one no driver can fold. (OR'd, a bit
+  // already set in the value would stay provably set: 255 | z is 255 where z is at most 1,
+  // and 1e-45's single bit the same.) Each value gets a zero of its own; the same value,
+  // the same result.
   Id opaque(Id value, Id type);
   // `id`, or opaque(id) where the driver could fold it to a constant when it compiles the
   // module: pure arithmetic on constants only. A driver's algebraic rules match a pattern's

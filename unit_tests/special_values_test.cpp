@@ -1441,7 +1441,7 @@ TEST(SpecialValues, ZerosTheDriverDerivesAreNotFolded) {
 }
 
 // The workaround itself: a special literal reaches the module only through the push-constant
-// zero (OR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
+// zero (XOR'd into its bits, bitcast), never as a float OpConstant the driver could fold, in
 // this device's code and in NVIDIA's; a normal literal stays a plain constant, and a module
 // without special literals declares no push constants.
 codegen::KernelBinary divide_by_literal(const std::string& value, uint32_t vendor) {
@@ -1462,7 +1462,7 @@ TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
       const std::string text = codegen::disassemble(k.spirv);
       EXPECT_EQ(k.push_constant_bytes, 4u) << special;
       EXPECT_NE(text.find("PushConstant"), std::string::npos) << special << "\n" << text;
-      EXPECT_NE(text.find("OpBitwiseOr"), std::string::npos) << special << "\n" << text;
+      EXPECT_NE(text.find("OpBitwiseXor"), std::string::npos) << special << "\n" << text;
       // The module's own float constants (division's range guard) are all normal numbers.
       const std::string decl = "= OpConstant %float ";
       for (size_t at = text.find(decl); at != std::string::npos; at = text.find(decl, at + 1)) {
