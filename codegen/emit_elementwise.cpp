@@ -22,8 +22,10 @@ Id Emitter::count_bits(const ir::Node& node, Id x) {
   Id rt = reg_type(t);
   if (!ir::is_integer(t)) throw ir::IrError(node, op + " needs an integer operand");
   const int bits = ir::dtype_bits(t);
-  // Count within the Nx width: mask off the sign-extension of narrow types.
-  Id v = bits < 32 ? b.op(spv::OpBitwiseAnd, u32(), {x, u32c((1u << bits) - 1)}) : x;
+  // Count within the Nx width: mask off the sign-extension of narrow types. The mask is opaque
+  // because NVIDIA's compiler (580) dropped a literal one as redundant after a u8 load, then
+  // loaded the byte sign-extended (LDG.E.S8) for the count: u8 255 counted 32.
+  Id v = bits < 32 ? b.op(spv::OpBitwiseAnd, u32(), {x, b.opaque(u32c((1u << bits) - 1), u32())}) : x;
   std::vector<Id> halves{v};
   if (bits == 64)
     halves = {b.op(spv::OpUConvert, u32(), {b.op(spv::OpShiftRightLogical, rt, {v, b.const_int(64, 32)})}),
