@@ -312,6 +312,7 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
 
   if (op == "max" || op == "min") {
     // Erlang's max/min keep the first operand on ties; NaN wins (Nx).
+    if (fl) a = b.unknown(a), c = b.unknown(c);
     Id pick_c = fl ? b.op(op == "max" ? spv::OpFOrdLessThan : spv::OpFOrdGreaterThan, boolean(), {a, c})
                    : b.op(op == "max" ? (is_s(t) ? spv::OpSLessThan : spv::OpULessThan)
                                       : (is_s(t) ? spv::OpSGreaterThan : spv::OpUGreaterThan),
@@ -322,9 +323,18 @@ Id Emitter::emit_binary(const ir::Node& node, Index& index) {
     return select(t, b.op(spv::OpIsNan, boolean(), {a}), a, r);
   }
   if (fl) {
-    if (op == "add") return normalize(b.op(spv::OpFAdd, rt, {a, c}), t);
-    if (op == "subtract") return normalize(b.op(spv::OpFSub, rt, {a, c}), t);
-    if (op == "multiply") return normalize(b.op(spv::OpFMul, rt, {a, c}), t);
+    // Rounded one by one in the graph's order, as Nx computes them: NoContraction forbids
+    // reassociating and fusing. NVIDIA's compiler made x * (y * x) (x * x) * y, inf * 0 =
+    // NaN for x = 3e38 and y = 0 where Nx has 3e38 * 0 = 0, and 3e38 * 10 + -inf a fused
+    // -inf where Nx has NaN. Emulated arithmetic is exact integer code already.
+    auto exact = [&](spv::Op o) {
+      Id r = b.op(o, rt, {a, c});
+      if (!b.emulated(rt)) b.decorate(r, spv::DecorationNoContraction);
+      return normalize(r, t);
+    };
+    if (op == "add") return exact(spv::OpFAdd);
+    if (op == "subtract") return exact(spv::OpFSub);
+    if (op == "multiply") return exact(spv::OpFMul);
     if (op == "divide") return float_divide(a, c, t);
     if (op == "remainder") return normalize(float_rem(a, c, t), t);
     if (op == "atan2" || op == "pow") {
@@ -390,6 +400,7 @@ Id Emitter::emit_compare(const ir::Node& node, Index& index) {
   Id x = convert(v[0], at, m), y = convert(v[1], bt, m);
   spv::Op o;
   if (ir::is_float(m)) {
+    x = b.unknown(x), y = b.unknown(y);
     // Ordered comparisons are false with NaN; not_equal is true (Nx).
     o = op == "equal" ? spv::OpFOrdEqual
         : op == "not_equal" ? spv::OpFUnordNotEqual
@@ -428,6 +439,7 @@ Id Emitter::emit_misc_elementwise(const ir::Node& node, Index& index) {
   Id x = convert(v[0], arg(node, 0).type().dtype, t);
   Id lo = convert(v[1], arg(node, 1).type().dtype, t), hi = convert(v[2], arg(node, 2).type().dtype, t);
   const bool fl = ir::is_float(t), s = is_s(t);
+  if (fl) x = b.unknown(x), lo = b.unknown(lo), hi = b.unknown(hi);
   Id below = b.op(fl ? spv::OpFOrdLessThan : s ? spv::OpSLessThan : spv::OpULessThan, boolean(), {x, lo});
   Id r = select(t, below, lo, x);
   Id above = b.op(fl ? spv::OpFOrdGreaterThan : s ? spv::OpSGreaterThan : spv::OpUGreaterThan, boolean(), {r, hi});

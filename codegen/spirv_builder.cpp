@@ -290,7 +290,12 @@ Id Builder::opaque(Id value, Id type) {
 
 Id Builder::unfoldable(Id id) {
   auto it = foldable_.find(id);
-  if (it == foldable_.end() || !it->second.second) return id;
+  return it == foldable_.end() || !it->second.second ? id : unknown(id);
+}
+
+Id Builder::unknown(Id id) {
+  auto it = foldable_.find(id);
+  if (it == foldable_.end()) return id;
   auto bytes = scalar_bytes_.find(it->second.first);
   if (bytes == scalar_bytes_.end() || bytes->second < 4) return id;  // bools, vectors
   return opaque(id, it->second.first);

@@ -162,6 +162,10 @@ class Builder {
   // 0.0 against -0.0 (Mesa 22.3 turns select(c, -0.0, 1.0) into b2f(!c) = +0.0), so values
   // the driver derives must not meet selects and arithmetic as constants.
   Id unfoldable(Id id);
+  // `id`, or opaque(id) where the driver knows its value when it compiles the module: a
+  // constant too. For the operands of comparisons, whose folds drivers get wrong with NaN
+  // (NVIDIA's 580 made clip(abs(NaN), -2.5, -1.0) -1, abs(x) being above -1.0 "always").
+  Id unknown(Id id);
   // Bytes of the push-constant block the module declares (0 or 4).
   uint32_t push_constant_bytes() const { return push_constant_ ? 4 : 0; }
   Id type_array(Id elem, uint32_t length);
