@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -89,6 +90,8 @@ struct Tally {
 
 // DIR/seedN.json and DIR/seedN.inputs.json, for `nxv run --check`.
 void write_case(const Args& a, uint64_t seed, const ir::Graph& g, const std::vector<ir::Literal>& inputs) {
+  // A folder that is not there yet is made (an unopened stream would drop the case unsaid).
+  std::filesystem::create_directories(a.out);
   const std::string base = a.out + "/seed" + std::to_string(seed);
   std::ofstream(base + ".json") << ir::write_graph(g) << "\n";
   std::ofstream(base + ".inputs.json") << inputs_json(inputs) << "\n";
