@@ -61,6 +61,29 @@ TEST(SpirvBuilder, IntegerArithmeticOnConstantsFolds) {
 }
 
 // A loop containing an if/else, then a loop hoisted out of the inner construct.
+// unknown() hides from the driver what it could know when it compiles the module, a constant
+// or arithmetic on constants, behind the push-constant zero (comparisons' literal operands);
+// unfoldable() hides only the arithmetic; a value computed at run time stays itself.
+TEST(SpirvBuilder, UnknownHidesConstantsAndArithmeticOnThem) {
+  Builder b;
+  Id f = b.type_float(32);
+  b.begin_main();
+  Id k = b.const_f32(-1.0f);
+  Id hidden = b.unknown(k);
+  EXPECT_NE(hidden, k);
+  EXPECT_EQ(b.unknown(k), hidden);
+  EXPECT_EQ(b.unfoldable(k), k);
+  Id sum = b.op(spv::OpFAdd, f, {k, b.const_f32(2.0f)});
+  EXPECT_NE(b.unknown(sum), sum);
+  EXPECT_EQ(b.unfoldable(sum), b.unknown(sum));
+  Id x = b.op(spv::OpConvertUToF, f, {b.builtin_x(spv::BuiltInGlobalInvocationId)});
+  EXPECT_EQ(b.unknown(x), x);
+  EXPECT_EQ(b.unknown(b.op(spv::OpFAdd, f, {x, k})), b.op(spv::OpFAdd, f, {x, k}));
+  EXPECT_EQ(b.push_constant_bytes(), 4u);
+  b.end_main(1);
+  EXPECT_EQ(validate(b.finish(), vk11()), "");
+}
+
 TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
   Builder b;
   Id u = b.type_int(32), boolean = b.type_bool();
