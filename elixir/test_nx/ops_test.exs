@@ -255,6 +255,35 @@ defmodule Nx.Vulkan.OpsTest do
     assert [:nan, :infinity, :neg_infinity, 3.0] = Nx.to_flat_list(round)
   end
 
+  # Products and sums of a chain round one by one, and comparisons keep NaN beside literal
+  # operands, where drivers reassociate, fuse and fold them (docs/numerics.md).
+  test "chained arithmetic and comparisons with literals keep the evaluator's special values" do
+    x = Nx.tensor([3.0e38, 1.6882886e-28, 1.0, 3.0e38, -2.5, :nan, 0.0, 1.0e-10])
+    y = Nx.tensor([0.0, 2.0, 1.0e30, 10.0, 4.0, 1.0, :infinity, 1.0e-10])
+    z = Nx.tensor([1.0, :neg_infinity, 2.0, :neg_infinity, 0.5, 1.0, 1.0, :infinity])
+
+    fun = fn x, y, z ->
+      a = Nx.abs(x)
+
+      {Nx.multiply(x, Nx.multiply(y, x)), Nx.multiply(Nx.multiply(z, x), x), Nx.subtract(Nx.add(x, y), y),
+       Nx.add(Nx.multiply(x, y), z), Nx.greater(a, -1.0), Nx.clip(a, -2.5, -1.0)}
+    end
+
+    got = device(fun, [x, y, z])
+    want = Nx.Defn.jit_apply(fun, [x, y, z], compiler: Nx.Defn.Evaluator)
+
+    # clip keeps a NaN, as under EXLA, where Nx.BinaryBackend gives the lower bound
+    # (docs/numerics.md): stated below instead.
+    for i <- 0..4, do: assert(Nx.to_flat_list(elem(got, i)) == Nx.to_flat_list(elem(want, i)))
+
+    assert [+0.0 | _] = Nx.to_flat_list(elem(got, 0))
+    assert [_, :neg_infinity | _] = Nx.to_flat_list(elem(got, 1))
+    assert [_, _, +0.0 | _] = Nx.to_flat_list(elem(got, 2))
+    assert [_, _, _, :nan | _] = Nx.to_flat_list(elem(got, 3))
+    assert Nx.to_flat_list(elem(got, 4)) == [1, 1, 1, 1, 1, 0, 1, 1]
+    assert Nx.to_flat_list(elem(got, 5)) == [-1.0, -1.0, -1.0, -1.0, -1.0, :nan, -1.0, -1.0]
+  end
+
   test "device semantics: integer division by zero, MIN / -1, negative shifts (XLA conventions)" do
     x = Nx.tensor([7, -7, 0, -2_147_483_648], type: :s32)
     zero = Nx.tensor([0, 0, 0, -1], type: :s32)
