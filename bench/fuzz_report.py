@@ -15,7 +15,8 @@ first two are not bugs of the compiler):
   interpreter   the interpreter refused a graph that verifies
   generator     the generator made a graph the verifier rejects
   other         none of the above: read each by hand
-Prints a table of counts, then each finding of the classes in --list (default: device-error,
+Prints a table of counts (and of those whose sides differ in kind: NaN, an infinity or a
+finite value), then each finding of the classes in --list (default: device-error,
 interpreter, generator, other) with its seed, the output's op and type, and the message.
 """
 import argparse
@@ -79,6 +80,16 @@ def classify(msg, graph):
     return "other"
 
 
+def special_mismatch(msg):
+    """Whether the two sides differ in kind (NaN, an infinity, a finite value), not in digits:
+    an accumulation or threshold finding of that kind is the one to read first there."""
+    m = re.search(r"is (\S+), the interpreter gives (\S+)", msg)
+    if not m:
+        return False
+    kind = lambda v: "nan" if "nan" in v else v.lstrip("-") if "inf" in v else "finite"
+    return kind(m.group(1)) != kind(m.group(2))
+
+
 def output_of(msg, graph):
     m = re.search(r"output (\d+)", msg)
     if not m or graph is None:
@@ -96,9 +107,9 @@ def main():
     classes = collections.defaultdict(list)
     for seed, msg, graph in findings(a.logs):
         classes[classify(msg, graph)].append((seed, msg, graph))
-    print("| class | findings |\n|---|---|")
+    print("| class | findings | of which NaN, inf or finite differ |\n|---|---|---|")
     for c in ("accumulation", "threshold", "device-error", "interpreter", "generator", "other"):
-        print(f"| {c} | {len(classes[c])} |")
+        print(f"| {c} | {len(classes[c])} | {sum(special_mismatch(msg) for _, msg, _ in classes[c])} |")
     for c in a.list.split(","):
         for seed, msg, graph in sorted(classes[c]):
             ops = sorted({n["op"] for n in nodes_of(graph)}) if graph else []
