@@ -60,7 +60,6 @@ TEST(SpirvBuilder, IntegerArithmeticOnConstantsFolds) {
   EXPECT_EQ(validate(b.finish(), vk11()), "");
 }
 
-// A loop containing an if/else, then a loop hoisted out of the inner construct.
 // unknown() hides from the driver what it could know when it compiles the module, a constant
 // or arithmetic on constants, behind the push-constant zero (comparisons' literal operands);
 // unfoldable() hides only the arithmetic; a value computed at run time stays itself.
@@ -84,6 +83,7 @@ TEST(SpirvBuilder, UnknownHidesConstantsAndArithmeticOnThem) {
   EXPECT_EQ(validate(b.finish(), vk11()), "");
 }
 
+// A loop containing an if/else, then a loop hoisted out of the inner construct.
 TEST(SpirvBuilder, NestedConstructsAndHoistingValidate) {
   Builder b;
   Id u = b.type_int(32), boolean = b.type_bool();
