@@ -21,6 +21,12 @@ AttentionRows::AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitte
   Sq = qs[r - 2], D = qs[r - 1], Sk = k.type().shape[r - 2], Dv = v.type().shape[r - 1];
   if (a.scale) scale = e.convert(e.constant_attr(node, *a.scale, T), T, ct);
   masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
+  // A row's weighted sum of v adds up to Sk terms of weight up to 1 before the division, so
+  // values near the type's largest would overflow where Nx's divided probabilities do not.
+  // Weights of 2^-ceil(log2 Sk) bound it by max |v|; a power of two changes no rounding of
+  // o / l, and the terms it pushes below the normal range weigh under 2^-100 of the row's
+  // largest. f16 and bf16 values, summed in f32, cannot overflow and keep full weights.
+  if (T == ct && Sk > 1) weight = e.constant(ct, std::ldexp(1.0, -int(std::ceil(std::log2(double(Sk))))));
 }
 
 AttentionRows::RowTile AttentionRows::row_tile(Id p, uint32_t rows) {
@@ -91,7 +97,9 @@ Id AttentionRows::rescale(Id m_old, Id m) {
 }
 
 Id AttentionRows::probability(Id s, Id m) {
-  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.constant(ct, 0), e.math(node, "exp", flt(spv::OpFSub, s, m), ct));
+  Id p = e.math(node, "exp", flt(spv::OpFSub, s, m), ct);
+  if (weight) p = flt(spv::OpFMul, p, weight);
+  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.constant(ct, 0), p);
 }
 
 Id AttentionRows::row_output(Id o, Id l, Id m) {

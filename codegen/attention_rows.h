@@ -50,7 +50,8 @@ class AttentionRows : public matmul::U32Ops {
   Id key_end(Id q0, uint32_t rows);
   // The online softmax of a row whose running maximum m_old grows to m: the factor its sum
   // and outputs so far take (0 where nothing was kept before), and a score's term (0 while
-  // nothing is kept: all -inf).
+  // nothing is kept: all -inf), scaled by `weight` where the values' type is the compute
+  // type.
   Id rescale(Id m_old, Id m);
   Id probability(Id s, Id m);
   // A row's output from its sum o of probability-weighted values, its sum l of
@@ -72,7 +73,7 @@ class AttentionRows : public matmul::U32Ops {
   // Element (r, key) of a mask or bias broadcast, by Nx's rules, to [B..., Sq, Sk].
   Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key);
 
-  Id scale = 0, masked = 0;
+  Id scale = 0, masked = 0, weight = 0;
 };
 
 }  // namespace nxv::codegen

@@ -30,6 +30,7 @@ struct Case {
   DType t = DType::F32;
   bool mask = false, bias = false, causal = false, k_transposed = false, divide = false;
   int64_t offset = 0;  // causal: key j kept for row i where j <= i + offset
+  double magnitude = 1;  // of v's entries, to which the tolerance is relative
 };
 
 std::string shape_json(const ir::Shape& s) {
@@ -178,7 +179,7 @@ void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& 
   int bad = 0;
   for (int64_t i = 0; i < want[0].type.num_elements() && bad < 5; ++i) {
     const double w = ir::get_f64(want[0], i), v = ir::get_f64(got[0], i);
-    const bool ok = std::isnan(w) ? std::isnan(v) : std::isinf(w) ? v == w : std::fabs(v - w) <= tol * (1 + std::fabs(w));
+    const bool ok = std::isnan(w) ? std::isnan(v) : std::isinf(w) ? v == w : std::fabs(v - w) <= tol * (c.magnitude + std::fabs(w));
     if (!ok) {
       ++bad;
       ADD_FAILURE() << "element " << i << ": " << v << ", want " << w;
@@ -232,6 +233,29 @@ TEST(Attention, Causal) {
   wide.causal = true;
   wide.offset = 70;
   check(wide);
+}
+
+// v near the type's largest: Nx divides the probabilities before the product, so each row
+// is an average of v and finite; a kernel that divides the weighted sum only at the end
+// must keep that sum from overflowing (two keys of v = 3e38 and equal scores gave inf).
+TEST(Attention, ValuesNearTheLargestStayFinite) {
+  for (DType t : {DType::F32, DType::F64}) {
+    if (!devtest::missing_feature(t).empty()) continue;
+    const double big = t == DType::F32 ? 3e38 : 1.7e308;
+    Case two{{}, 2, 2, 8, 8, t}, many{{2}, 33, 300, 16, 16, t};
+    many.causal = true;  // keeps every key, and fused on NVIDIA's path at 300 keys too
+    many.offset = 300;
+    two.magnitude = many.magnitude = big;
+    for (const Case& c : {two, many})
+      check(c, [&](std::vector<ir::Literal>& in) {
+        for (int64_t i = 0; i < in[2].type.num_elements(); ++i) {
+          const double x = ir::get_f64(in[2], i);
+          ir::set_element(in[2], i, ir::Scalar{c.sk == 2 ? big : big * x, 0, false});
+        }
+        if (c.sk == 2)  // equal scores: both keys weigh 1/2
+          for (int64_t i = 0; i < in[1].type.num_elements(); ++i) ir::set_element(in[1], i, ir::Scalar{0, 0, false});
+      });
+  }
 }
 
 // A row the mask blanks is NaN; an inf in v behind a masked key is 0 * inf = NaN in the
