@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "codegen/attention.h"
+#include "ir/literal.h"
 
 namespace nxv::codegen {
 
@@ -26,6 +27,10 @@ AttentionRows::AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitte
   // Weights of 2^-ceil(log2 Sk) bound it by max |v|; a power of two changes no rounding of
   // o / l, and the terms it pushes below the normal range weigh under 2^-100 of the row's
   // largest. f16 and bf16 values, summed in f32, cannot overflow and keep full weights.
+  if (a.scale && T == ir::DType::F16) {
+    const double f = ir::f16_to_f32(ir::f32_to_f16(float(*a.scale)));
+    scale_overflows = a.divide ? std::fabs(f) < 1 : std::fabs(f) > 1;
+  }
   if (T == ct && Sk > 1) weight = e.constant(ct, std::ldexp(1.0, -int(std::ceil(std::log2(double(Sk))))));
 }
 
@@ -73,14 +78,22 @@ Id AttentionRows::read_broadcast(const ir::Node& n, const std::vector<Id>& bd, I
 }
 
 Id AttentionRows::score(Id s, const std::vector<Id>& bd, Id r, Id key) {
+  s = overflowed(s);
   if (scale) s = flt(a.divide ? spv::OpFDiv : spv::OpFMul, s, scale);
-  if (bias) s = flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct));
+  if (scale_overflows) s = overflowed(s);
+  if (bias) s = overflowed(flt(spv::OpFAdd, s, e.convert(read_broadcast(*bias, bd, clamp(r, Sq), clamp(key, Sk)), bias->type().dtype, ct)));
   if (mask) s = e.b_select(vt, e.to_bool(read_broadcast(*mask, bd, clamp(r, Sq), clamp(key, Sk)), mask->type().dtype), s, masked);
   if (a.causal) {
     Id kept = is(spv::OpSLessThanEqual, key, b.op(spv::OpIAdd, e.u32(), {r, e.u32c(uint64_t(*a.causal))}));
     s = e.b_select(vt, kept, s, masked);
   }
   return e.b_select(vt, less(key, Sk), s, minus_inf());
+}
+
+Id AttentionRows::overflowed(Id s) {
+  if (T != ir::DType::F16) return s;
+  Id past = is(spv::OpFOrdGreaterThanEqual, b.ext(GLSLstd450FAbs, vt, {s}), e.constant(ct, 65520));  // rounds to f16's inf
+  return e.b_select(vt, past, flt(spv::OpFMul, s, e.float_literal(ct, INFINITY)), s);
 }
 
 Id AttentionRows::key_end(Id q0, uint32_t rows) {

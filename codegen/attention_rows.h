@@ -45,6 +45,11 @@ class AttentionRows : public matmul::U32Ops {
   // q·k of query row r and `key` as Nx computes the score from it: scaled, biased, masked
   // (the causal mask too); -inf past the last key, which no row's softmax includes.
   Id score(Id qk, const std::vector<Id>& bd, Id r, Id key);
+  // s, or ±inf where it lies past f16's largest in an f16 attention. Nx computes f16 scores
+  // in f16: the product, the scaled and the biased score each round to it, and one that
+  // overflows there makes its key's weight 0 or its row NaN, where f32 scores stay finite.
+  // bf16's rounding (Nx truncates) reaches inf only where f32 does.
+  Id overflowed(Id s);
   // The end of the keys any row of the tile of `rows` rows at q0 keeps: all of them, or for
   // a causal offset, q0 + rows + offset clamped into [0, Sk].
   Id key_end(Id q0, uint32_t rows);
@@ -74,6 +79,7 @@ class AttentionRows : public matmul::U32Ops {
   Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key);
 
   Id scale = 0, masked = 0, weight = 0;
+  bool scale_overflows = false;  // an f16 score can overflow in the scaling
 };
 
 }  // namespace nxv::codegen

@@ -31,6 +31,7 @@ struct Case {
   bool mask = false, bias = false, causal = false, k_transposed = false, divide = false;
   int64_t offset = 0;  // causal: key j kept for row i where j <= i + offset
   double magnitude = 1;  // of v's entries, to which the tolerance is relative
+  double scale = 0;      // the scores' factor; 0: 1/sqrt(d)
 };
 
 std::string shape_json(const ir::Shape& s) {
@@ -76,7 +77,7 @@ ir::Graph attention_graph(const Case& c) {
   int s = add("\"op\": \"dot\", " + arg2(q, k) + ", \"type\": " + t + ", \"shape\": " + s_shape + ", \"attrs\": {\"contract_axes1\": [" +
               std::to_string(nb + 1) + "], \"batch_axes1\": " + axes(0, nb) + ", \"contract_axes2\": [" +
               std::to_string(c.k_transposed ? nb : nb + 1) + "], \"batch_axes2\": " + axes(0, nb) + "}");
-  const double scale = 1 / std::sqrt(double(c.d));
+  const double scale = c.scale ? c.scale : 1 / std::sqrt(double(c.d));
   const int scale_c = add("\"op\": \"constant\", \"type\": " + t + ", \"shape\": [], \"attrs\": {\"value\": " +
                           std::to_string(c.divide ? 1 / scale : scale) + "}");
   s = add("\"op\": \"" + std::string(c.divide ? "divide" : "multiply") + "\", " + arg2(s, scale_c) + ", \"type\": " + t + ", \"shape\": " + s_shape);
@@ -325,6 +326,34 @@ TEST(Attention, HalfTypes) {
       check_nan_and_inf_scores(c);
       if (c.mask) check_blank_row_and_inf(c), check_nan_beside_masked_keys(c);
     }
+  }
+}
+
+// Nx computes f16 scores in f16: a product past f16's largest is inf there. Row 2's q and
+// key 1 of 300 each (a product of 90,000 per component): row 2 NaN (inf - inf) even though
+// scaled by 1/sqrt(d) it would fit; row 3's -300 gives -inf, key 1 weighs 0. The same
+// with a bias, and scaled up by 8, where the scaled score overflows.
+TEST(Attention, F16ScoresOverflowAsInNx) {
+  if (!devtest::missing_feature(DType::F16).empty()) GTEST_SKIP() << devtest::missing_feature(DType::F16);
+  Case plain{{2}, 9, 13, 8, 8, DType::F16}, biased = plain;
+  biased.mask = biased.bias = true;
+  auto big = [](const Case& c, double at) {
+    return [c, at](std::vector<ir::Literal>& in) {
+      for (int64_t j = 0; j < c.d; ++j) {
+        ir::set_element(in[0], 2 * c.d + j, ir::Scalar{at, 0, false});
+        ir::set_element(in[0], 3 * c.d + j, ir::Scalar{-at, 0, false});
+        ir::set_element(in[1], 1 * c.d + j, ir::Scalar{at, 0, false});
+      }
+    };
+  };
+  check(plain, big(plain, 300));
+  check(biased, big(biased, 300));
+  // Scores of 32,768 fit; scaled by 8 they do not.
+  Case up = plain;
+  up.scale = 8;
+  for (int64_t d : {8, 128}) {
+    up.d = d;
+    check(up, big(up, d == 8 ? 64 : 16));
   }
 }
 
