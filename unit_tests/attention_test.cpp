@@ -147,14 +147,15 @@ bool runs_as_products(const Case& c, const passes::KernelBounds& bounds) {
 // Whether fuse-attention forms the node for this device under NVIDIA's code path: its rows
 // within the kernel's shared memory, its operands and result within the buffers a kernel
 // may bind (a profile such as vulkan-minimum allows 4: mask and bias then leave it unfused),
-// and not long unmasked f32 attention (NvidiaRunsLongUnmaskedF32AttentionUnfused).
+// not long unmasked f32 attention (NvidiaRunsLongUnmaskedF32AttentionUnfused), and not f64
+// where it is emulated (the unfused kernels' smaller modules).
 bool fuses(const Case& c) {
   codegen::DeviceCaps caps = devtest::device()->info().caps;
   caps.vendor_id = 0x10DE;
   const auto bounds = codegen::kernel_bounds(caps);
   const int64_t bytes = c.t == DType::F64 ? 8 : 4;
   return std::max(c.d, c.dv) * bytes <= bounds.attention_row_bytes && size_t(4 + c.mask + c.bias) <= bounds.max_bindings &&
-         !runs_as_products(c, bounds);
+         !runs_as_products(c, bounds) && !(c.t == DType::F64 && bounds.emulated_f64_code > 1);
 }
 
 void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& edit = {}) {
