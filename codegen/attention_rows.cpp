@@ -22,15 +22,15 @@ AttentionRows::AttentionRows(const ir::Graph& body, const ir::Node& attn, Emitte
   Sq = qs[r - 2], D = qs[r - 1], Sk = k.type().shape[r - 2], Dv = v.type().shape[r - 1];
   if (a.scale) scale = e.convert(e.constant_attr(node, *a.scale, T), T, ct);
   masked = e.convert(e.constant_attr(node, a.masked, T), T, ct);
+  if (a.scale && T == ir::DType::F16) {
+    const double f = ir::f16_to_f32(ir::f32_to_f16(float(*a.scale)));
+    scale_overflows = a.divide ? std::fabs(f) < 1 : std::fabs(f) > 1;
+  }
   // A row's weighted sum of v adds up to Sk terms of weight up to 1 before the division, so
   // values near the type's largest would overflow where Nx's divided probabilities do not.
   // Weights of 2^-ceil(log2 Sk) bound it by max |v|; a power of two changes no rounding of
   // o / l, and the terms it pushes below the normal range weigh under 2^-100 of the row's
   // largest. f16 and bf16 values, summed in f32, cannot overflow and keep full weights.
-  if (a.scale && T == ir::DType::F16) {
-    const double f = ir::f16_to_f32(ir::f32_to_f16(float(*a.scale)));
-    scale_overflows = a.divide ? std::fabs(f) < 1 : std::fabs(f) > 1;
-  }
   if (T == ct && Sk > 1) weight = e.constant(ct, std::ldexp(1.0, -int(std::ceil(std::log2(double(Sk))))));
 }
 
