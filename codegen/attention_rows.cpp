@@ -115,9 +115,18 @@ Id AttentionRows::probability(Id s, Id m) {
   return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.constant(ct, 0), p);
 }
 
-Id AttentionRows::row_output(Id o, Id l, Id m) {
+bool AttentionRows::multiplies_outputs() const { return T == ir::DType::F16 || T == ir::DType::BF16; }
+
+Id AttentionRows::row_divisor(Id l) { return multiplies_outputs() ? flt(spv::OpFDiv, e.constant(ct, 1), l) : l; }
+
+Id AttentionRows::row_output(Id o, Id d, Id m) {
   if (Sk == 0) return e.constant(ct, 0);
-  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.float_literal(ct, NAN), flt(spv::OpFDiv, o, l));
+  return e.b_select(vt, is(spv::OpFOrdEqual, m, minus_inf()), e.float_literal(ct, NAN),
+                    flt(multiplies_outputs() ? spv::OpFMul : spv::OpFDiv, o, d));
+}
+
+void AttentionRows::store_output(const BufferRef& output, Id index, Id value) {
+  e.store(output, index, T == ir::DType::F16 ? value : e.convert(value, ct, T));
 }
 
 }  // namespace nxv::codegen

@@ -59,10 +59,18 @@ class AttentionRows : public matmul::U32Ops {
   // type.
   Id rescale(Id m_old, Id m);
   Id probability(Id s, Id m);
-  // A row's output from its sum o of probability-weighted values, its sum l of
-  // probabilities and its maximum m: o / l; NaN where nothing was kept (all its scores -inf:
-  // Nx's softmax is 0/0 there); 0 where there are no keys at all (an empty contraction).
-  Id row_output(Id o, Id l, Id m);
+  // What a row's outputs are divided by, from its sum l of probabilities: l, or for f16 and
+  // bf16 results 1 / l, taken once a row, by which they are multiplied instead. The
+  // reciprocal's f32 rounding lies far below their own, and a division costs several
+  // instructions an output.
+  Id row_divisor(Id l);
+  // A row's output from its sum o of probability-weighted values, its row_divisor d and its
+  // maximum m: o / l; NaN where nothing was kept (all its scores -inf: Nx's softmax is 0/0
+  // there); 0 where there are no keys at all (an empty contraction).
+  Id row_output(Id o, Id d, Id m);
+  // Stores an output, computed in the compute type, as the result's type. f16 rounds once, in
+  // the store's conversion: converting first rounds the register, which the store repeats.
+  void store_output(const BufferRef& output, Id index, Id value);
 
   const ir::Graph& g;
   const ir::Node& node;
@@ -75,6 +83,7 @@ class AttentionRows : public matmul::U32Ops {
   int64_t Sq = 0, D = 0, Sk = 0, Dv = 0;
 
  private:
+  bool multiplies_outputs() const;  // row_divisor's reciprocal
   // Element (r, key) of a mask or bias broadcast, by Nx's rules, to [B..., Sq, Sk].
   Id read_broadcast(const ir::Node& n, const std::vector<Id>& bd, Id r, Id key);
 

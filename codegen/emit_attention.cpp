@@ -383,13 +383,13 @@ void AttentionKernel::finish(Id bt, Id q0, const Values& state, const BufferRef&
   const uint32_t R = t.row_step;
   const Values sums = across_lanes(Values(state.begin() + R, state.begin() + 2 * R), [&](Id x, Id y) { return flt(spv::OpFAdd, x, y); });
   for (uint32_t i = 0; i < R; ++i) {
-    const Id r = u(spv::OpIAdd, q0, row(i));
+    const Id r = u(spv::OpIAdd, q0, row(i)), d = row_divisor(sums[i]);
     for (uint32_t j = 0; j < OJ; ++j) {
       const Id col = this->col(j);
-      const Id out = e.convert(row_output(state[2 * R + i * OJ + j], sums[i], state[i]), ct, T);
+      const Id out = row_output(state[2 * R + i * OJ + j], d, state[i]);
       Id in = less(r, Sq);
       if (int64_t(OJ) * t.lanes != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
-      b.if_then(in, [&] { e.store(output, at(col, uint32_t(Dv), u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(0)), out); });
+      b.if_then(in, [&] { store_output(output, at(col, uint32_t(Dv), u(spv::OpIAdd, u(spv::OpIMul, bt, c(Sq)), r), c(0)), out); });
     }
   }
   b.workgroup_barrier();  // q's rows and the partial sums are rewritten for the next tile

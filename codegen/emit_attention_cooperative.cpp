@@ -243,7 +243,7 @@ Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
 void CooperativeAttention::finish(const RowTile& at, const Values& state, const BufferRef& output) {
   const Id l = across_row(state[1], true);
   struct Place {
-    Id rr, cc, m, l, row, in_rows;
+    Id rr, cc, m, d, row, in_rows;
   };
   std::vector<Place> places;
   for (uint32_t i = 0; i < f.m * f.n; i += f.m * lanes) {  // a subgroup's invocations
@@ -252,7 +252,7 @@ void CooperativeAttention::finish(const RowTile& at, const Values& state, const 
     p.rr = u(spv::OpUDiv, pos, c(f.n)), p.cc = u(spv::OpUMod, pos, c(f.n));
     const Id from = u(spv::OpIMul, p.rr, c(lanes));
     p.m = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), state[0], from});
-    p.l = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), l, from});
+    p.d = row_divisor(b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), l, from}));
     p.row = u(spv::OpIAdd, at.q0, u(spv::OpIAdd, u(spv::OpIMul, subgroup, c(f.m)), p.rr));
     p.in_rows = less(p.row, Sq);
     places.push_back(p);
@@ -263,11 +263,11 @@ void CooperativeAttention::finish(const RowTile& at, const Values& state, const 
     for (const Place& p : places) {
       const Id word = u(spv::OpIAdd, u(spv::OpIMul, p.rr, c(lay.s_pitch * 4)), p.cc);
       const Id o = b.op(spv::OpBitcast, vt, {b.op_in_place(spv::OpLoad, e.u32(), {word_ptr(u(spv::OpIAdd, s_base, u(spv::OpUDiv, word, c(4))), u(spv::OpUMod, word, c(4)))})});
-      const Id out = e.convert(row_output(o, p.l, p.m), ct, T);
+      const Id out = row_output(o, p.d, p.m);
       const Id col = u(spv::OpIAdd, c(int64_t(j) * f.n), p.cc);
       Id in = p.in_rows;
       if (lay.dv != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col, Dv)});
-      b.if_then(in, [&] { e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), p.row), c(Dv)), col), out); });
+      b.if_then(in, [&] { store_output(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), p.row), c(Dv)), col), out); });
     }
     b.storage_barrier(spv::ScopeSubgroup);  // the next fragment takes the same memory
   }

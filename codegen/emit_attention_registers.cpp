@@ -138,16 +138,16 @@ Values RegisterAttention::key_loop(const RowTile& at, const Values& qf) {
 // Each output element straight from its accumulator to memory.
 void RegisterAttention::finish(const RowTile& at, const Values& state, const BufferRef& output) {
   Values l(C);
-  for (uint32_t cl = 0; cl < C; ++cl) l[cl] = across(state[C + cl], true);
+  for (uint32_t cl = 0; cl < C; ++cl) l[cl] = row_divisor(across(state[C + cl], true));
   for (uint32_t j = 0; j < frags_o; ++j)
     for (uint32_t i = 0; i < p.elements; ++i) {
       const uint32_t cl = p.class_of[i];
       const Id r_out = u(spv::OpIAdd, at.q0, row(i)), col_out = u(spv::OpIAdd, c(int64_t(j) * f.n), col(i));
-      const Id out = e.convert(row_output(element(state[2 * C + j], i), l[cl], state[cl]), ct, T);
+      const Id out = row_output(element(state[2 * C + j], i), l[cl], state[cl]);
       Id in = less(r_out, Sq);
       if (lay.dv != Dv) in = b.op(spv::OpLogicalAnd, e.boolean(), {in, less(col_out, Dv)});
       b.if_then(in, [&] {
-        e.store(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), r_out), c(Dv)), col_out), out);
+        store_output(output, u(spv::OpIAdd, u(spv::OpIMul, u(spv::OpIAdd, u(spv::OpIMul, at.bt, c(Sq)), r_out), c(Dv)), col_out), out);
       });
     }
 }

@@ -330,6 +330,24 @@ TEST(Attention, HalfTypes) {
   }
 }
 
+// Maxima that move late: keys at a quarter, half and three quarters of 400 (and 130) hold
+// k = 4, 8, 12 in every component, so a row's running maximum jumps there, after slices
+// where it moved little or not at all, by an amount that depends on the row (its q's sum,
+// either sign): the outputs summed so far are rescaled by factors far from 1.
+TEST(Attention, MaximaMovingLate) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    if (!devtest::missing_feature(t).empty()) continue;
+    Case long_rows{{2}, 37, 400, 32, 32, t}, short_rows{{1}, 70, 130, 64, 64, t};
+    long_rows.causal = true, long_rows.offset = 400;  // every key kept, fused on NVIDIA's path
+    for (const Case& c : {long_rows, short_rows})
+      check(c, [&](std::vector<ir::Literal>& in) {
+        for (int64_t step = 1; step <= 3; ++step)
+          for (int64_t i = 0; i < c.d; ++i)
+            ir::set_element(in[1], step * c.sk / 4 * c.d + i, ir::Scalar{4.0 * double(step), 0, false});
+      });
+  }
+}
+
 // Nx computes f16 scores in f16: a product past f16's largest is inf there. Row 2's q and
 // key 1 of 300 each (a product of 90,000 per component): row 2 NaN (inf - inf) even though
 // scaled by 1/sqrt(d) it would fit; row 3's -300 gives -inf, key 1 weighs 0. The same
