@@ -238,10 +238,10 @@ Values CooperativeAttention::key_loop(const RowTile& at, const Values& qf) {
 }
 
 // Each output fragment through the subgroup's scores' memory, its elements then written by
-// consecutive invocations at consecutive columns; each row's maximum and sum come from its
+// consecutive invocations at consecutive columns; each row's maximum and divisor come from its
 // first invocation, fetched once for all the fragments.
 void CooperativeAttention::finish(const RowTile& at, const Values& state, const BufferRef& output) {
-  const Id l = across_row(state[1], true);
+  const Id d = row_divisor(across_row(state[1], true));
   struct Place {
     Id rr, cc, m, d, row, in_rows;
   };
@@ -252,7 +252,7 @@ void CooperativeAttention::finish(const RowTile& at, const Values& state, const 
     p.rr = u(spv::OpUDiv, pos, c(f.n)), p.cc = u(spv::OpUMod, pos, c(f.n));
     const Id from = u(spv::OpIMul, p.rr, c(lanes));
     p.m = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), state[0], from});
-    p.d = row_divisor(b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), l, from}));
+    p.d = b.op_in_place(spv::OpGroupNonUniformShuffle, vt, {c(spv::ScopeSubgroup), d, from});
     p.row = u(spv::OpIAdd, at.q0, u(spv::OpIAdd, u(spv::OpIMul, subgroup, c(f.m)), p.rr));
     p.in_rows = less(p.row, Sq);
     places.push_back(p);
