@@ -126,7 +126,7 @@ Id AttentionRows::row_output(Id o, Id d, Id m) {
 }
 
 void AttentionRows::store_output(const BufferRef& output, Id index, Id value) {
-  e.store(output, index, T == ir::DType::F16 ? value : e.convert(value, ct, T));
+  e.store(output, index, e.convert(value, ct, T));
 }
 
 }  // namespace nxv::codegen

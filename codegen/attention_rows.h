@@ -68,8 +68,7 @@ class AttentionRows : public matmul::U32Ops {
   // maximum m: o / l; NaN where nothing was kept (all its scores -inf: Nx's softmax is 0/0
   // there); 0 where there are no keys at all (an empty contraction).
   Id row_output(Id o, Id d, Id m);
-  // Stores an output, computed in the compute type, as the result's type. f16 rounds once, in
-  // the store's conversion: converting first rounds the register, which the store repeats.
+  // Stores an output, computed in the compute type, as the result's type.
   void store_output(const BufferRef& output, Id index, Id value);
 
   const ir::Graph& g;

@@ -234,7 +234,9 @@ Id Emitter::to_bits(Id v, DType t) {
     case DType::F16: {
       auto known = f16_bits_.find(v);
       if (known != f16_bits_.end()) return known->second;
-      return hardware_f16() ? f32_to_f16_bits_hw(*this, v) : f32_to_f16_bits(*this, v);
+      if (!hardware_f16()) return f32_to_f16_bits(*this, v);
+      auto unrounded = f16_unrounded_.find(v);
+      return f32_to_f16_bits_hw(*this, unrounded == f16_unrounded_.end() ? v : unrounded->second);
     }
     case DType::BF16: return f32_to_bf16_bits(*this, v);
     case DType::F32:
@@ -343,7 +345,11 @@ Id Emitter::normalize(Id v, DType t) {
     case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
     case DType::F16: {
       if (f16_bits_.count(v)) return v;
-      if (hardware_f16()) return f16_round_trip_hw(*this, v);
+      if (hardware_f16()) {
+        Id r = f16_round_trip_hw(*this, v);
+        f16_unrounded_.emplace(r, v);
+        return r;
+      }
       Id bits = to_bits(v, t);
       Id r = from_bits(bits, t);
       f16_bits_[r] = bits;

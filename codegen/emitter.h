@@ -329,6 +329,11 @@ class Emitter {
   // each result three times, which made the H100's f16 cooperative kernels 2.8-3.5 times the
   // size of the bf16 ones and up to 1.6 times slower.
   std::map<Id, Id> f16_bits_;
+  // On the hardware path, normalize's f16 values and the f32 each was rounded from. Rounding
+  // to f16 is idempotent (NaN, ±inf and the subnormal steps included), so a store converts
+  // the unrounded value once, and the driver drops the round trip where nothing else reads
+  // it: NVIDIA's compiler cannot fold the pair itself through the opaque word.
+  std::map<Id, Id> f16_unrounded_;
   // u32 values that are one digit of a flat position in a mixed radix: (source / stride) %
   // extent, or source / stride for the leading digit (extent 0). An index split into digits
   // and recombined with matching strides (a contraction read through a broadcast, a reshape
