@@ -246,6 +246,8 @@ class AttentionKernel : public AttentionRows {
 
   Values scores(const std::vector<Id>& bd, Id q0, Id k0);
   Values key_loop(const std::vector<Id>& bd, Id q0);
+  Values step(const std::vector<Id>& bd, Id q0, const Values& s);
+  Values fold_slice(const Values& s, const Values& sc, const Values& tile_max);
   Values add_products(Values o);
   void finish(Id bt, Id q0, const Values& state, const BufferRef& output);
 
@@ -321,61 +323,74 @@ Values AttentionKernel::key_loop(const std::vector<Id>& bd, Id q0) {
   const Id end = key_end(q0, t.rows);
   Values out = b.loop(
       types, init, [&](const Values& s) { return is(spv::OpULessThan, s.back(), end); },
-      [&](const Values& s) {
-        const Id k0 = s.back();
-        // With v's slice in an array of its own and a row's invocations in one subgroup, k's
-        // and v's slices are staged together behind one barrier, and the probabilities, which
-        // only the row's own invocations read, need only the subgroup's.
-        const bool together = t.own_v && t.shuffles;
-        Values v_slice;
-        if (together) {
-          const Values k_slice = fetch_k(bd, k0);
-          v_slice = fetch_v(bd, k0);
-          stage_k(k_slice);
-          stage_v(v_slice);
-        } else {
-          stage_k(fetch_k(bd, k0));
-        }
-        b.workgroup_barrier();
-        if (!together) v_slice = fetch_v(bd, k0);
-        const Values sc = scores(bd, q0, k0);
-        Values tile_max(R);
-        for (uint32_t i = 0; i < R; ++i) {
-          tile_max[i] = sc[i * SJ];
-          for (uint32_t j = 1; j < SJ; ++j) tile_max[i] = max(tile_max[i], sc[i * SJ + j]);
-        }
-        tile_max = across_lanes(tile_max, [&](Id x, Id y) { return max(x, y); });
-        // v's slice in k's place once every invocation has read k's (the maxima's barrier
-        // where they went through shared memory).
-        if (!t.own_v && t.shuffles) b.workgroup_barrier();
-        if (!together) stage_v(v_slice);
-        Values next(s.begin(), s.begin() + 2 * R + O);
-        for (uint32_t i = 0; i < R; ++i) {
-          const Id m = max(s[i], tile_max[i]);
-          const Id alpha = rescale(s[i], m);
-          Id sum = e.constant(ct, 0);
-          std::vector<Id> p(SJ);
-          for (uint32_t j = 0; j < SJ; ++j) {
-            p[j] = probability(sc[i * SJ + j], m);
-            sum = flt(spv::OpFAdd, sum, p[j]);
-          }
-          store_run(ps_, at(first_key(), pitch, row(i), c(0)), p);
-          next[i] = m;
-          next[R + i] = fma(s[R + i], alpha, sum);
-          for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
-        }
-        if (together) b.storage_barrier(spv::ScopeSubgroup);
-        else b.workgroup_barrier();
-        const Id k_next = u(spv::OpIAdd, k0, c(t.keys));
-        const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
-        std::copy(o.begin(), o.end(), next.begin() + 2 * R);
-        b.workgroup_barrier();  // the slices are restaged next
-        next.push_back(k_next);
-        return next;
-      },
-      uint64_t((Sk + t.keys - 1) / t.keys));
+      [&](const Values& s) { return step(bd, q0, s); }, uint64_t((Sk + t.keys - 1) / t.keys));
   out.resize(2 * R + O);
   return out;
+}
+
+// The slice of keys at k0 (the carried state's last): staged, scored, folded into the
+// state, and its probabilities' products with v's slice added to the outputs.
+Values AttentionKernel::step(const std::vector<Id>& bd, Id q0, const Values& s) {
+  const uint32_t R = t.row_step;
+  const Id k0 = s.back();
+  // With v's slice in an array of its own and a row's invocations in one subgroup, k's
+  // and v's slices are staged together behind one barrier, and the probabilities, which
+  // only the row's own invocations read, need only the subgroup's.
+  const bool together = t.own_v && t.shuffles;
+  Values v_slice;
+  if (together) {
+    const Values k_slice = fetch_k(bd, k0);
+    v_slice = fetch_v(bd, k0);
+    stage_k(k_slice);
+    stage_v(v_slice);
+  } else {
+    stage_k(fetch_k(bd, k0));
+  }
+  b.workgroup_barrier();
+  if (!together) v_slice = fetch_v(bd, k0);
+  const Values sc = scores(bd, q0, k0);
+  Values tile_max(R);
+  for (uint32_t i = 0; i < R; ++i) {
+    tile_max[i] = sc[i * SJ];
+    for (uint32_t j = 1; j < SJ; ++j) tile_max[i] = max(tile_max[i], sc[i * SJ + j]);
+  }
+  tile_max = across_lanes(tile_max, [&](Id x, Id y) { return max(x, y); });
+  // v's slice in k's place once every invocation has read k's (the maxima's barrier
+  // where they went through shared memory).
+  if (!t.own_v && t.shuffles) b.workgroup_barrier();
+  if (!together) stage_v(v_slice);
+  Values next = fold_slice(s, sc, tile_max);
+  if (together) b.storage_barrier(spv::ScopeSubgroup);
+  else b.workgroup_barrier();
+  const Id k_next = u(spv::OpIAdd, k0, c(t.keys));
+  const Values o = add_products(Values(next.begin() + 2 * R, next.end()));
+  std::copy(o.begin(), o.end(), next.begin() + 2 * R);
+  b.workgroup_barrier();  // the slices are restaged next
+  next.push_back(k_next);
+  return next;
+}
+
+// The state s moved to each row's new maximum over the slice's scores sc (its maxima
+// tile_max), the slice's exponentials added to the sums and stored as the probabilities
+// that add_products reads.
+Values AttentionKernel::fold_slice(const Values& s, const Values& sc, const Values& tile_max) {
+  const uint32_t R = t.row_step, O = R * OJ;
+  Values next(s.begin(), s.begin() + 2 * R + O);
+  for (uint32_t i = 0; i < R; ++i) {
+    const Id m = max(s[i], tile_max[i]);
+    const Id alpha = rescale(s[i], m);
+    Id sum = e.constant(ct, 0);
+    std::vector<Id> p(SJ);
+    for (uint32_t j = 0; j < SJ; ++j) {
+      p[j] = probability(sc[i * SJ + j], m);
+      sum = flt(spv::OpFAdd, sum, p[j]);
+    }
+    store_run(ps_, at(first_key(), pitch, row(i), c(0)), p);
+    next[i] = m;
+    next[R + i] = fma(s[R + i], alpha, sum);
+    for (uint32_t j = 0; j < OJ; ++j) next[2 * R + i * OJ + j] = flt(spv::OpFMul, s[2 * R + i * OJ + j], alpha);
+  }
+  return next;
 }
 
 // Each row's sum from its invocations' partial sums, then its outputs (row_output).
