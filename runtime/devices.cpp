@@ -225,6 +225,72 @@ bool has_compute_queue(VkPhysicalDevice pd) {
   return false;
 }
 
+// The instance, with the validation layer and its messenger where NXV_VALIDATE asks for
+// them; else why there is none.
+std::string create_instance(Instance& inst) {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "nx_vulkan";
+  app.apiVersion = VK_API_VERSION_1_2;
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  std::vector<const char*> enabled;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, "VK_KHR_portability_enumeration") == 0) {  // MoltenVK
+      enabled.push_back("VK_KHR_portability_enumeration");
+      ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+    }
+  // The messenger in pNext also reports errors of vkCreateInstance itself.
+  const bool validate = validation_requested();
+  const char* layer = validation_layer_name();
+  VkDebugUtilsMessengerCreateInfoEXT messenger = validation_messenger_info();
+  VkValidationFeaturesEXT features = validation_features(&messenger);
+  if (validate) {
+    if (std::string missing = validation_layer_missing(); !missing.empty()) return missing;
+    enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    enabled.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+    ci.enabledLayerCount = 1;
+    ci.ppEnabledLayerNames = &layer;
+    ci.pNext = &features;
+  }
+  ci.pApplicationInfo = &app;
+  ci.enabledExtensionCount = uint32_t(enabled.size());
+  ci.ppEnabledExtensionNames = enabled.data();
+  VkResult r = vkCreateInstance(&ci, nullptr, &inst.handle);
+  if (r != VK_SUCCESS)
+    return "cannot create a Vulkan instance (VkResult " + std::to_string(int(r)) +
+           "): is a Vulkan driver installed (mesa-vulkan-drivers for lavapipe)?";
+  if (validate) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(inst.handle, "vkCreateDebugUtilsMessengerEXT"));
+    if (!create || create(inst.handle, &messenger, nullptr, &inst.messenger) != VK_SUCCESS)
+      return "NXV_VALIDATE: cannot create the VK_EXT_debug_utils messenger";
+  }
+  return "";
+}
+
+// The devices of Vulkan 1.2 or later with a compute queue, discrete GPUs first.
+void find_devices(Instance& inst) {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(inst.handle, &n, nullptr);
+  std::vector<VkPhysicalDevice> pds(n);
+  vkEnumeratePhysicalDevices(inst.handle, &n, pds.data());
+  std::vector<std::pair<int, VkPhysicalDevice>> ranked;
+  for (auto pd : pds) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(pd, &p);
+    if (p.apiVersion >= VK_API_VERSION_1_2 && has_compute_queue(pd)) ranked.push_back({type_rank(p.deviceType), pd});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  for (auto& [rank, pd] : ranked) {
+    inst.physical.push_back(pd);
+    inst.infos.push_back(describe(inst.handle, pd));
+    inst.infos.back().index = int(inst.infos.size()) - 1;
+  }
+}
+
 // One instance per process: creating instances is slow on some loaders and the devices
 // found do not change while the process runs.
 const Instance& instance() {
@@ -232,65 +298,8 @@ const Instance& instance() {
   static Instance inst;
   static std::string failure;
   std::call_once(once, [] {
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.pApplicationName = "nx_vulkan";
-    app.apiVersion = VK_API_VERSION_1_2;
-    uint32_t n = 0;
-    vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
-    std::vector<VkExtensionProperties> exts(n);
-    vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
-    std::vector<const char*> enabled;
-    VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    for (const auto& e : exts)
-      if (std::strcmp(e.extensionName, "VK_KHR_portability_enumeration") == 0) {  // MoltenVK
-        enabled.push_back("VK_KHR_portability_enumeration");
-        ci.flags |= 0x00000001;  // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
-      }
-    // The messenger in pNext also reports errors of vkCreateInstance itself.
-    const bool validate = validation_requested();
-    const char* layer = validation_layer_name();
-    VkDebugUtilsMessengerCreateInfoEXT messenger = validation_messenger_info();
-    VkValidationFeaturesEXT features = validation_features(&messenger);
-    if (validate) {
-      if (failure = validation_layer_missing(); !failure.empty()) return;
-      enabled.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-      enabled.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
-      ci.enabledLayerCount = 1;
-      ci.ppEnabledLayerNames = &layer;
-      ci.pNext = &features;
-    }
-    ci.pApplicationInfo = &app;
-    ci.enabledExtensionCount = uint32_t(enabled.size());
-    ci.ppEnabledExtensionNames = enabled.data();
-    VkResult r = vkCreateInstance(&ci, nullptr, &inst.handle);
-    if (r != VK_SUCCESS) {
-      failure = "cannot create a Vulkan instance (VkResult " + std::to_string(int(r)) +
-                "): is a Vulkan driver installed (mesa-vulkan-drivers for lavapipe)?";
-      return;
-    }
-    if (validate) {
-      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(inst.handle, "vkCreateDebugUtilsMessengerEXT"));
-      if (!create || create(inst.handle, &messenger, nullptr, &inst.messenger) != VK_SUCCESS) {
-        failure = "NXV_VALIDATE: cannot create the VK_EXT_debug_utils messenger";
-        return;
-      }
-    }
-    vkEnumeratePhysicalDevices(inst.handle, &n, nullptr);
-    std::vector<VkPhysicalDevice> pds(n);
-    vkEnumeratePhysicalDevices(inst.handle, &n, pds.data());
-    std::vector<std::pair<int, VkPhysicalDevice>> ranked;
-    for (auto pd : pds) {
-      VkPhysicalDeviceProperties p;
-      vkGetPhysicalDeviceProperties(pd, &p);
-      if (p.apiVersion >= VK_API_VERSION_1_2 && has_compute_queue(pd)) ranked.push_back({type_rank(p.deviceType), pd});
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first < b.first; });
-    for (auto& [rank, pd] : ranked) {
-      inst.physical.push_back(pd);
-      inst.infos.push_back(describe(inst.handle, pd));
-      inst.infos.back().index = int(inst.infos.size()) - 1;
-    }
+    failure = create_instance(inst);
+    if (failure.empty()) find_devices(inst);
   });
   if (!failure.empty()) throw Error(Error::Kind::NoDevice, failure);
   return inst;
