@@ -163,6 +163,13 @@ Pipeline PipelineCache::create(const codegen::KernelBinary& k, const PipelineOpt
       if (p.set_layout) vkDestroyDescriptorSetLayout(device, p.set_layout, nullptr);
     }
   } guard{device_, p};
+  create_layouts(k, o, p);
+  create_pipeline(k, o, p);
+  guard.keep = true;
+  return p;
+}
+
+void PipelineCache::create_layouts(const codegen::KernelBinary& k, const PipelineOptions& o, Pipeline& p) {
   std::vector<VkDescriptorSetLayoutBinding> binds;
   for (uint32_t i = 0; i < k.bindings.size(); ++i) {
     p.types.push_back(k.bindings[i].texels ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
@@ -189,6 +196,9 @@ Pipeline PipelineCache::create(const codegen::KernelBinary& k, const PipelineOpt
                                               " bytes of push constants; " + info_.name + " allows " +
                                               std::to_string(info_.caps.max_push_constant_bytes));
   vk_check(vkCreatePipelineLayout(device_, &pl, nullptr, &p.layout), "vkCreatePipelineLayout");
+}
+
+void PipelineCache::create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& o, Pipeline& p) {
   VkShaderModuleCreateInfo sm{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   sm.codeSize = k.spirv.size() * 4;
   sm.pCode = k.spirv.data();
@@ -211,8 +221,6 @@ Pipeline PipelineCache::create(const codegen::KernelBinary& k, const PipelineOpt
   if (validation_requested()) name_object(device_, VK_OBJECT_TYPE_PIPELINE, uint64_t(p.pipeline), "kernel " + k.name);
   check_validation("creating the pipeline of kernel " + k.name);
   if (features_.capture_statistics) p.statistics = read_statistics(p.pipeline);
-  guard.keep = true;
-  return p;
 }
 
 }  // namespace nxv::runtime

@@ -77,6 +77,10 @@ class PipelineCache {
 
  private:
   Pipeline create(const codegen::KernelBinary& k, const PipelineOptions& options);
+  // create's steps: p's descriptor set layout (push descriptors where the device takes all
+  // of k's bindings that way) and pipeline layout; then its pipeline from k's module.
+  void create_layouts(const codegen::KernelBinary& k, const PipelineOptions& options, Pipeline& p);
+  void create_pipeline(const codegen::KernelBinary& k, const PipelineOptions& options, Pipeline& p);
   // The cache's key of kernel `k` created with `options` (their push constants resolved).
   static std::string key(const codegen::KernelBinary& k, const PipelineOptions& options);
   std::vector<PipelineStatistic> read_statistics(VkPipeline pipeline) const;
