@@ -344,7 +344,7 @@ Id Emitter::normalize(Id v, DType t) {
     case DType::U8: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFF)});
     case DType::U16: return b.op(spv::OpBitwiseAnd, u32(), {v, u32c(0xFFFF)});
     case DType::F16: {
-      if (f16_bits_.count(v)) return v;
+      if (f16_bits_.count(v) || f16_unrounded_.count(v)) return v;
       if (hardware_f16()) {
         Id r = f16_round_trip_hw(*this, v);
         f16_unrounded_.emplace(r, v);
