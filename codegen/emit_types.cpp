@@ -414,7 +414,19 @@ Id Emitter::convert(Id v, DType from, DType to) {
   Id nan = b.op(spv::OpIsNan, boolean(), {v});
   Id out_of_range = b.op(spv::OpLogicalOr, boolean(), {b.op(spv::OpLogicalOr, boolean(), {too_low, too_high}), nan});
   Id safe = b_select(ft, out_of_range, b.const_float(fb, 0.0), v);
-  Id r = b.op(is_signed ? spv::OpConvertFToS : spv::OpConvertFToU, reg_type(to), {safe});
+  Id r;
+  if (to == DType::U64) {
+    // Through the signed conversion: NVIDIA's f32 -> u64 gave 2^32 - 1 in the low word for
+    // values from 2^32 (SpecialValues.CastsOfLargeFloatsToWideIntegers). From 2^63, where
+    // the signed one would saturate, it converts v - 2^63 (exact: both are multiples of v's
+    // ulp) and sets the top bit.
+    Id high = b.op(spv::OpFOrdGreaterThanEqual, boolean(), {safe, b.const_float(fb, 0x1p63)});
+    Id low = b_select(ft, high, b.op(spv::OpFSub, ft, {safe, b.const_float(fb, 0x1p63)}), safe);
+    r = b.op(spv::OpConvertFToS, reg_type(to), {low});
+    r = select(to, high, b.op(spv::OpBitwiseOr, reg_type(to), {r, constant_int(to, uint64_t(1) << 63)}), r);
+  } else {
+    r = b.op(is_signed ? spv::OpConvertFToS : spv::OpConvertFToU, reg_type(to), {safe});
+  }
   uint64_t max_bits = is_signed ? (uint64_t(1) << (bits - 1)) - 1 : (bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
   uint64_t min_bits = is_signed ? ~max_bits : 0;  // two's complement MIN, sign-extended to the register
   r = select(to, too_low, constant_int(to, min_bits), r);

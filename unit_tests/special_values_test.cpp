@@ -903,6 +903,60 @@ TEST(SpecialValues, Casts) {
   }
 }
 
+// Large floats cast to 32- and 64-bit integers, and the 64-bit values then cast to narrower
+// integers (which wrap, keeping the low bits). An H100 gave u8 255 for 1.0987e18 -> u64 -> u8
+// (fuzz seed 163706), where the low byte is 0.
+TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
+  const std::vector<DType> narrow = {DType::S8, DType::U8, DType::S16, DType::U16, DType::S32, DType::U32};
+  // The value in type t (from a 64-bit two's complement value), as get_i64 reads it back.
+  auto wrap = [](uint64_t w, DType t) {
+    const int bits = ir::dtype_bits(t);
+    if (bits == 64) return int64_t(w);
+    const uint64_t low = w & ((uint64_t(1) << bits) - 1);
+    return ir::is_signed_int(t) && (low >> (bits - 1)) ? int64_t(low | ~((uint64_t(1) << bits) - 1)) : int64_t(low);
+  };
+  for (DType from : {DType::BF16, DType::F32, DType::F64}) {
+    NXV_SKIP_WITHOUT(from);
+    // Exact in bf16 (8 significant bits), so in f32 and f64 too; in range of every wide type
+    // but where negative (u64 saturates them to 0) and 2^63 + 2^56 (s64 saturates it).
+    const std::vector<double> v = {0x1.e8p59, 0x1.02p33, 0x1.fep62, 0x1.8p40, 0x1.06p32, 0x1.02p63, 0x1.fep63,
+                                   -0x1.02p33, -0x1.fep62, -0x1.8p40, 0x1.02p12, 0x1.86p31};
+    const int64_t n = int64_t(v.size());
+    // The 64-bit values stored besides the narrow ones, and not: the H100 was wrong only
+    // where a narrow cast was all that read them.
+    for (auto [wide, stored] : {std::pair{DType::S64, false}, {DType::S64, true}, {DType::U64, false}, {DType::U64, true}}) {
+      if (!devtest::missing_feature(wide).empty()) continue;
+      const bool is_u = wide == DType::U64;
+      GraphText gt;
+      const int x = gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), wide, {n});
+      std::vector<int> outs;
+      if (stored) outs.push_back(x);
+      for (DType to : narrow) outs.push_back(gt.add("as_type", std::to_string(x), to, {n}));
+      const std::vector<Literal> got = run(gt.graph("wide_narrow", outs), {literal(from, {n}, v)});
+      for (int64_t k = 0; k < n; ++k) {
+        const uint64_t w = is_u ? (v[k] < 0 ? 0 : uint64_t(v[k])) : v[k] >= 0x1p63 ? uint64_t(INT64_MAX) : uint64_t(int64_t(v[k]));
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const DType to = stored && o == 0 ? wide : narrow[o - stored];
+          EXPECT_EQ(ir::get_i64(got[o], k), wrap(w, to))
+              << ir::dtype_name(from) << " " << describe(v[k]) << " -> " << ir::dtype_name(wide) << (to != wide ? " -> " + std::string(ir::dtype_name(to)) : "")
+              << (stored ? " (stored)" : "");
+        }
+      }
+    }
+    for (DType to : {DType::S32, DType::U32}) {
+      const std::vector<double> u = {0x1.fep31, 0x1.02p31, 0x1.8p30, -0x1.8p30, 0x1.02p12};
+      GraphText gt;
+      const int x = gt.add("as_type", std::to_string(gt.param(from, {int64_t(u.size())}, 0)), to, {int64_t(u.size())});
+      const Literal got = run(gt.graph("narrow", {x}), {literal(from, {int64_t(u.size())}, u)})[0];
+      for (size_t k = 0; k < u.size(); ++k) {
+        const bool is_u = to == DType::U32;
+        const int64_t want = is_u ? (u[k] < 0 ? 0 : int64_t(u[k])) : u[k] >= 0x1p31 ? INT32_MAX : int64_t(u[k]);
+        EXPECT_EQ(ir::get_i64(got, int64_t(k)), want) << ir::dtype_name(from) << " " << describe(u[k]) << " -> " << ir::dtype_name(to);
+      }
+    }
+  }
+}
+
 // f32 NaNs whose payload lies in the lower 16 bits, cast to bf16 and then through ops a
 // driver may fold to their operand (x * 1, x / 1, --x, max(x, x)): NaN after each, since
 // bf16's rounding steps truncate the f32 bits in place and rely on casts quieting such NaNs.
