@@ -10,7 +10,8 @@ first two are not bugs of the compiler):
                 indexed_add): the device sums in f32, the interpreter in double
   threshold     an inexact float op (a transcendental, a division, pow) whose result
                 reaches a comparison, a rounding, a conversion to an integer, a sort or an
-                argmax: one ulp either way crosses the threshold
+                argmax, or is f16 or bf16 (computed in f32 and rounded to the type): one ulp
+                either way crosses the threshold
   device-error  the device refused or failed a graph that verifies
   interpreter   the interpreter refused a graph that verifies
   generator     the generator made a graph the verifier rejects
@@ -75,7 +76,8 @@ def classify(msg, graph):
         return "accumulation"
     float_to_int = any(n["op"] == "as_type" and n["type"] not in FLOATS and
                        by_id.get((n.get("args") or [None])[0], {}).get("type") in FLOATS for n in nodes)
-    if ops & INEXACT and (ops & THRESHOLDS or float_to_int):
+    narrow_inexact = any(n["op"] in INEXACT and n["type"] in ("f16", "bf16") for n in nodes)
+    if ops & INEXACT and (ops & THRESHOLDS or float_to_int) or narrow_inexact:
         return "threshold"
     return "other"
 
