@@ -416,10 +416,11 @@ Id Emitter::convert(Id v, DType from, DType to) {
   Id safe = b_select(ft, out_of_range, b.const_float(fb, 0.0), v);
   Id r;
   if (to == DType::U64) {
-    // Through the signed conversion: NVIDIA's f32 -> u64 gave 2^32 - 1 in the low word for
-    // values from 2^32 (SpecialValues.CastsOfLargeFloatsToWideIntegers). From 2^63, where
-    // the signed one would saturate, it converts v - 2^63 (exact: both are multiples of v's
-    // ulp) and sets the top bit.
+    // Through the signed conversion: NVIDIA's compiler fused f32 -> u64 and a later cast to
+    // a narrower integer into one saturating conversion (u8 255 for 1.0987e18, whose low
+    // byte is 0; SpecialValues.CastsOfLargeFloatsToWideIntegers). From 2^63, where the signed
+    // one would saturate, it converts v - 2^63 (exact: both are multiples of v's ulp) and
+    // sets the top bit.
     Id high = b.op(spv::OpFOrdGreaterThanEqual, boolean(), {safe, b.const_float(fb, 0x1p63)});
     Id low = b_select(ft, high, b.op(spv::OpFSub, ft, {safe, b.const_float(fb, 0x1p63)}), safe);
     r = b.op(spv::OpConvertFToS, reg_type(to), {low});

@@ -903,11 +903,10 @@ TEST(SpecialValues, Casts) {
   }
 }
 
-// Large floats cast to 32- and 64-bit integers, and the 64-bit values then cast to narrower
-// integers (which wrap, keeping the low bits). An H100 gave u8 255 for 1.0987e18 -> u64 -> u8
+// Large floats cast to 32- and 64-bit integers (truncated, saturated), and those cast on to
+// narrower integers (which wrap, keeping the low bits). An H100 gave u8 255 for 1.0987e18 -> u64 -> u8
 // (fuzz seed 163706), where the low byte is 0.
 TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
-  const std::vector<DType> narrow = {DType::S8, DType::U8, DType::S16, DType::U16, DType::S32, DType::U32};
   // The value in type t (from a 64-bit two's complement value), as get_i64 reads it back.
   auto wrap = [](uint64_t w, DType t) {
     const int bits = ir::dtype_bits(t);
@@ -915,44 +914,71 @@ TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
     const uint64_t low = w & ((uint64_t(1) << bits) - 1);
     return ir::is_signed_int(t) && (low >> (bits - 1)) ? int64_t(low | ~((uint64_t(1) << bits) - 1)) : int64_t(low);
   };
+  // x truncated and saturated to t, as two's complement bits.
+  auto saturate = [](double x, DType t) {
+    const int bits = ir::dtype_bits(t);
+    if (!ir::is_signed_int(t)) return x <= 0 ? 0 : x >= std::ldexp(1.0, bits) ? ~uint64_t(0) >> (64 - bits) : uint64_t(x);
+    const double hi = std::ldexp(1.0, bits - 1);
+    return uint64_t(x <= -hi ? INT64_MIN >> (64 - bits) : x >= hi ? INT64_MAX >> (64 - bits) : int64_t(x));
+  };
   for (DType from : {DType::BF16, DType::F32, DType::F64}) {
     NXV_SKIP_WITHOUT(from);
-    // Exact in bf16 (8 significant bits), so in f32 and f64 too; in range of every wide type
-    // but where negative (u64 saturates them to 0) and 2^63 + 2^56 (s64 saturates it).
-    const std::vector<double> v = {0x1.e8p59, 0x1.02p33, 0x1.fep62, 0x1.8p40, 0x1.06p32, 0x1.02p63, 0x1.fep63,
-                                   -0x1.02p33, -0x1.fep62, -0x1.8p40, 0x1.02p12, 0x1.86p31};
+    // Exact in bf16 (8 significant bits), so in f32 and f64 too: in and beyond the range of
+    // each 32- and 64-bit type, with their low bytes 0 or not.
+    const std::vector<double> v = {0x1.e8p59, 0x1.02p33, 0x1.fep62, 0x1.8p40, 0x1.06p32, 0x1.02p63, 0x1.fep63, -0x1.02p33,
+                                   -0x1.fep62, -0x1.8p40, 0x1.02p12, 0x1.86p31, 0x1.fep31, 0x1.02p31, -0x1.8p30, -0x1.02p31};
     const int64_t n = int64_t(v.size());
-    // The 64-bit values stored besides the narrow ones, and not: the H100 was wrong only
-    // where a narrow cast was all that read them.
-    for (auto [wide, stored] : {std::pair{DType::S64, false}, {DType::S64, true}, {DType::U64, false}, {DType::U64, true}}) {
+    // The wide values stored besides the narrow ones, and not: the H100 was wrong only where a
+    // narrow cast was all that read them.
+    for (DType wide : {DType::S32, DType::U32, DType::S64, DType::U64}) {
       if (!devtest::missing_feature(wide).empty()) continue;
-      const bool is_u = wide == DType::U64;
-      GraphText gt;
-      const int x = gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), wide, {n});
-      std::vector<int> outs;
-      if (stored) outs.push_back(x);
-      for (DType to : narrow) outs.push_back(gt.add("as_type", std::to_string(x), to, {n}));
-      const std::vector<Literal> got = run(gt.graph("wide_narrow", outs), {literal(from, {n}, v)});
-      for (int64_t k = 0; k < n; ++k) {
-        const uint64_t w = is_u ? (v[k] < 0 ? 0 : uint64_t(v[k])) : v[k] >= 0x1p63 ? uint64_t(INT64_MAX) : uint64_t(int64_t(v[k]));
-        for (size_t o = 0; o < outs.size(); ++o) {
-          const DType to = stored && o == 0 ? wide : narrow[o - stored];
-          EXPECT_EQ(ir::get_i64(got[o], k), wrap(w, to))
-              << ir::dtype_name(from) << " " << describe(v[k]) << " -> " << ir::dtype_name(wide) << (to != wide ? " -> " + std::string(ir::dtype_name(to)) : "")
-              << (stored ? " (stored)" : "");
+      std::vector<DType> narrow = {DType::S8, DType::U8, DType::S16, DType::U16};
+      if (ir::dtype_bits(wide) == 64) narrow.insert(narrow.end(), {DType::S32, DType::U32});
+      for (bool stored : {false, true}) {
+        GraphText gt;
+        const int x = gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), wide, {n});
+        std::vector<int> outs;
+        if (stored) outs.push_back(x);
+        for (DType to : narrow) outs.push_back(gt.add("as_type", std::to_string(x), to, {n}));
+        const std::vector<Literal> got = run(gt.graph("wide_narrow", outs), {literal(from, {n}, v)});
+        for (int64_t k = 0; k < n; ++k) {
+          for (size_t o = 0; o < outs.size(); ++o) {
+            const DType to = stored && o == 0 ? wide : narrow[o - stored];
+            EXPECT_EQ(ir::get_i64(got[o], k), wrap(saturate(v[k], wide), to))
+                << ir::dtype_name(from) << " " << describe(v[k]) << " -> " << ir::dtype_name(wide)
+                << (to != wide ? " -> " + std::string(ir::dtype_name(to)) : "") << (stored ? " (stored)" : "");
+          }
         }
       }
     }
-    for (DType to : {DType::S32, DType::U32}) {
-      const std::vector<double> u = {0x1.fep31, 0x1.02p31, 0x1.8p30, -0x1.8p30, 0x1.02p12};
+  }
+}
+
+// Integers beyond a float's significand cast to each float type: rounded to nearest, ties to
+// even, as the reference interpreter rounds them (u64 from 2^63 and s64 at its minimum
+// included), the bits compared.
+TEST(SpecialValues, CastsOfLargeIntegersToFloats) {
+  const std::vector<std::pair<DType, std::vector<uint64_t>>> cases = {
+      {DType::U64, {~uint64_t(0), uint64_t(1) << 63, (uint64_t(1) << 63) + (uint64_t(1) << 40) + 1, (uint64_t(1) << 53) + 1,
+                    (uint64_t(1) << 32) + 1, (uint64_t(1) << 24) + 1, 0x8000008000000000ull, 0xFFFFFF7FFFFFFFFFull}},
+      {DType::S64, {uint64_t(INT64_MIN), uint64_t(INT64_MAX), uint64_t(-(int64_t(1) << 53) - 1), (uint64_t(1) << 53) + 1,
+                    uint64_t(-(int64_t(1) << 24) - 3), 0x4000008000000000ull}},
+      {DType::U32, {0xFFFFFFFFu, 0x80000001u, 0x01000001u, 0x80000080u}},
+      {DType::S32, {uint64_t(int64_t(INT32_MIN)), uint64_t(int64_t(INT32_MAX)), uint64_t(int64_t(-16777217)), 16777217}}};
+  for (const auto& [from, values] : cases) {
+    if (!devtest::missing_feature(from).empty()) continue;
+    const int64_t n = int64_t(values.size());
+    Literal in{{from, {n}}, std::vector<uint8_t>(ir::TensorType{from, {n}}.byte_size())};
+    for (int64_t k = 0; k < n; ++k) ir::set_element(in, k, ir::Scalar{0, int64_t(values[k]), true});
+    for (DType to : kFloats) {
+      if (!devtest::missing_feature(to).empty()) continue;
       GraphText gt;
-      const int x = gt.add("as_type", std::to_string(gt.param(from, {int64_t(u.size())}, 0)), to, {int64_t(u.size())});
-      const Literal got = run(gt.graph("narrow", {x}), {literal(from, {int64_t(u.size())}, u)})[0];
-      for (size_t k = 0; k < u.size(); ++k) {
-        const bool is_u = to == DType::U32;
-        const int64_t want = is_u ? (u[k] < 0 ? 0 : int64_t(u[k])) : u[k] >= 0x1p31 ? INT32_MAX : int64_t(u[k]);
-        EXPECT_EQ(ir::get_i64(got, int64_t(k)), want) << ir::dtype_name(from) << " " << describe(u[k]) << " -> " << ir::dtype_name(to);
-      }
+      const ir::Graph g = gt.graph("int_to_float", {gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n})});
+      const Literal got = run(g, {in})[0], want = ir::interpret(g, {in})[0];
+      for (int64_t k = 0; k < n; ++k)
+        EXPECT_TRUE(bit_equal(ir::get_f64(want, k), ir::get_f64(got, k)))
+            << ir::dtype_name(from) << " " << ir::get_i64(in, k) << " -> " << ir::dtype_name(to) << ": " << describe(ir::get_f64(got, k))
+            << ", want " << describe(ir::get_f64(want, k));
     }
   }
 }
