@@ -32,6 +32,11 @@ Id Emitter::emit_repeat_result(const ir::Node& elem, Index& index) {
     (i < carried ? init : invariants).push_back(v);
     used.push_back(v);
   }
+  // The step reads its values at the position (a broadcast literal's index, an iota), so the
+  // loop may not be hoisted above where the position is defined, even where every argument
+  // is a literal (fuzz seed 70199308: an is_infinity of integers, 0, carried).
+  if (index.linear) used.push_back(index.linear);
+  else used.insert(used.end(), index.dims.begin(), index.dims.end());
   for (const auto& r : rep.results) types.push_back(reg_type(r.dtype));
   const ir::Graph& step = *rep.regions.at("step");
   const int64_t count = rep.attrs.at("count").get<int64_t>();
