@@ -863,6 +863,18 @@ Literal cast_values(DType from, DType to, int kind, const std::vector<double>& v
   return kind == 1 ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
 }
 
+// x cast to integer type t as Nx's as_type does: truncated toward zero, saturated to the
+// type's minimum and maximum (u64's as the bits Nx stores), NaN 0; as get_i64 reads it back.
+int64_t saturated(double x, DType t) {
+  if (std::isnan(x)) return 0;
+  const int bits = ir::dtype_bits(t);
+  const bool is_signed = ir::is_signed_int(t);
+  const double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0, hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);
+  if (x <= lo) return is_signed ? int64_t(lo) : 0;
+  if (x >= hi) return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+  return is_signed ? int64_t(std::trunc(x)) : int64_t(uint64_t(std::trunc(x)));
+}
+
 TEST(SpecialValues, Casts) {
   const std::vector<DType> ints = {DType::S8, DType::U8, DType::S32, DType::U32, DType::S64, DType::U64};
   for (DType from : kFloats) {
@@ -882,21 +894,11 @@ TEST(SpecialValues, Casts) {
     }
     for (DType to : ints) {
       if (!devtest::missing_feature(to).empty()) continue;
-      const int bits = ir::dtype_bits(to);
-      const bool is_signed = ir::is_signed_int(to);
-      auto want = [&](double x) -> int64_t {
-        if (std::isnan(x)) return 0;
-        const double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0, hi = std::ldexp(1.0, is_signed ? bits - 1 : bits);
-        if (x <= lo) return is_signed ? int64_t(lo) : 0;  // the type's minimum
-        if (x >= hi)                                     // its maximum (u64's as the bits Nx stores)
-          return is_signed ? int64_t((uint64_t(1) << (bits - 1)) - 1) : int64_t(bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
-        return int64_t(std::trunc(x));
-      };
       for (int kind : {0, 1, 2}) {
         const bool lit = kind > 0;
         Literal got = cast_values(from, to, kind, v);
         for (size_t k = 0; k < v.size(); ++k)
-          EXPECT_EQ(ir::get_i64(got, int64_t(k)), want(v[k]))
+          EXPECT_EQ(ir::get_i64(got, int64_t(k)), saturated(v[k], to))
               << "as_type " << ir::dtype_name(from) << " -> " << ir::dtype_name(to) << (kind == 2 ? " folded literal " : lit ? " literal " : " tensor ") << describe(v[k]);
       }
     }
@@ -913,13 +915,6 @@ TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
     if (bits == 64) return int64_t(w);
     const uint64_t low = w & ((uint64_t(1) << bits) - 1);
     return ir::is_signed_int(t) && (low >> (bits - 1)) ? int64_t(low | ~((uint64_t(1) << bits) - 1)) : int64_t(low);
-  };
-  // x truncated and saturated to t, as two's complement bits.
-  auto saturate = [](double x, DType t) {
-    const int bits = ir::dtype_bits(t);
-    if (!ir::is_signed_int(t)) return x <= 0 ? 0 : x >= std::ldexp(1.0, bits) ? ~uint64_t(0) >> (64 - bits) : uint64_t(x);
-    const double hi = std::ldexp(1.0, bits - 1);
-    return uint64_t(x <= -hi ? INT64_MIN >> (64 - bits) : x >= hi ? INT64_MAX >> (64 - bits) : int64_t(x));
   };
   for (DType from : {DType::BF16, DType::F32, DType::F64}) {
     NXV_SKIP_WITHOUT(from);
@@ -944,7 +939,7 @@ TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
         for (int64_t k = 0; k < n; ++k) {
           for (size_t o = 0; o < outs.size(); ++o) {
             const DType to = stored && o == 0 ? wide : narrow[o - stored];
-            EXPECT_EQ(ir::get_i64(got[o], k), wrap(saturate(v[k], wide), to))
+            EXPECT_EQ(ir::get_i64(got[o], k), wrap(uint64_t(saturated(v[k], wide)), to))
                 << ir::dtype_name(from) << " " << describe(v[k]) << " -> " << ir::dtype_name(wide)
                 << (to != wide ? " -> " + std::string(ir::dtype_name(to)) : "") << (stored ? " (stored)" : "");
           }
