@@ -60,11 +60,17 @@ double erf_inv(double y) {
                      0.00943887047, 1.00167406, 2.83297682})
       p = c + p * w;
   }
-  const double a = std::fabs(y);  // 1 - a is exact from a = 0.5 (Sterbenz)
+  const double a = std::fabs(y), log_tail = std::log(1 - a);  // 1 - a is exact from a = 0.5 (Sterbenz)
   double x = p * a;
   for (int k = 0; k < 32; ++k) {
     const double slope = 2 / std::sqrt(M_PI) * std::exp(-x * x);
-    const double step = a < 0.5 ? (std::erf(x) - a) / slope : (std::log(1 - a) - std::log(std::erfc(x))) * std::erfc(x) / slope;
+    double step;
+    if (a < 0.5) {
+      step = (std::erf(x) - a) / slope;
+    } else {
+      const double tail = std::erfc(x);
+      step = (log_tail - std::log(tail)) * tail / slope;
+    }
     x -= step;
     if (std::fabs(step) <= 0x1p-54 * std::fabs(x)) break;
   }
