@@ -69,10 +69,19 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
 
   if (ir::is_integer(t)) {
     if (op == "negate") return normalize(b.op(spv::OpSNegate, rt, {x}), t);
-    if (op == "abs") return is_s(t) ? normalize(b.ext(GLSLstd450SAbs, rt, {x}), t) : x;
+    // Selects rather than GLSL's SAbs and SSign: NVIDIA's compiler (driver 580) made
+    // `0 - abs(x) > c` false for every x, and failed to compile an s64 SSign of a
+    // bitwise_not (docs/reliability.md, GPU fuzzer seeds 40302187 and 40303757).
+    if (op == "abs") {
+      if (!is_s(t)) return x;
+      Id negative = b.op(spv::OpSLessThan, boolean(), {x, constant(t, 0)});
+      return normalize(select(t, negative, b.op(spv::OpSNegate, rt, {x}), x), t);
+    }
     if (op == "sign") {
       if (!is_s(t)) return from_bool(b.op(spv::OpINotEqual, boolean(), {x, constant(t, 0)}), t);
-      return b.ext(GLSLstd450SSign, rt, {x});
+      Id negative = b.op(spv::OpSLessThan, boolean(), {x, constant(t, 0)});
+      Id positive = b.op(spv::OpSGreaterThan, boolean(), {x, constant(t, 0)});
+      return select(t, negative, constant(t, -1), from_bool(positive, t));
     }
     if (op == "floor" || op == "ceil" || op == "round") return x;
     if (op == "bitwise_not") return normalize(b.op(spv::OpNot, rt, {x}), t);

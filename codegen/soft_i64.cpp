@@ -156,13 +156,6 @@ Id i64_is_negative(Soft64& s, Id a) { return s.test(spv::OpSLessThan, {s.hi(a), 
 
 Id i64_abs(Soft64& s, Id a) { return s.select(i64_is_negative(s, a), i64_neg(s, a), a); }
 
-Id i64_sign(Soft64& s, Id a) {
-  // The high word is the sign's: all ones or zero; the low word's ones bit is set unless a is 0.
-  Id sign = s.op(spv::OpShiftRightArithmetic, {s.hi(a), s.c(31)});
-  Id nonzero = s.b.op(spv::OpAny, s.boolean, {s.b.op(spv::OpINotEqual, s.bvec2, {a, s.c64(0)})});
-  return s.pair(s.op(spv::OpBitwiseOr, {sign, s.select32(nonzero, s.c(1), s.c(0))}), sign);
-}
-
 Id i64_min(Soft64& s, Id a, Id b, bool is_signed) {
   return s.select(less(s, a, b, spv::OpULessThan, is_signed ? spv::OpSLessThan : spv::OpULessThan), a, b);
 }

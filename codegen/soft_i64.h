@@ -32,7 +32,6 @@ bool is_integer_compare(spv::Op op);
 Id i64_is_negative(Soft64& s, Id a);
 // GLSL.std.450 SAbs, SSign, SMin, SMax, UMin, UMax (SClamp is max then min).
 Id i64_abs(Soft64& s, Id a);
-Id i64_sign(Soft64& s, Id a);
 Id i64_min(Soft64& s, Id a, Id b, bool is_signed);
 Id i64_max(Soft64& s, Id a, Id b, bool is_signed);
 // OpBitCount: the number of set bits, as a u64; GLSL FindUMsb: the index of the highest set

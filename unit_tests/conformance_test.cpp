@@ -327,6 +327,47 @@ TEST(Conformance, SelectAndClip) {
   }
 }
 
+// Integer abs and sign inside fused chains, the forms NVIDIA's compiler got wrong (driver
+// 580): with GLSL's SAbs, `0 - abs(x) > c` was false for every x (the GPU fuzzer's seed
+// 40302187), and an s64 SSign of a bitwise_not failed to compile ("NVVM compilation
+// failed", seed 40303757). Every comparison and constant sign is covered, at three sizes.
+TEST(Conformance, IntegerAbsAndSignInFusedChains) {
+  for (DType t : {DType::S8, DType::S16, DType::S32, DType::S64}) {
+    if (!supported(t)) continue;
+    const std::string tn = ir::dtype_name(t);
+    for (int64_t n : {int64_t(1), int64_t(257), int64_t(25600)}) {
+      const std::string sh = "[" + std::to_string(n) + "]";
+      auto node = [&](int id, const std::string& op, const std::string& args, const std::string& type) {
+        return R"({"id": )" + std::to_string(id) + R"(, "op": ")" + op + R"(", "args": [)" + args + R"(], "type": ")" + type +
+               R"(", "shape": )" + sh + "},\n";
+      };
+      for (const char* cmp : {"greater", "less", "greater_equal", "less_equal", "equal"}) {
+        for (int c : {-100, -8, -1, 0, 1}) {
+          const std::string nodes =
+              R"({"id": 0, "op": "parameter", "type": ")" + tn + R"(", "shape": )" + sh + R"(, "attrs": {"index": 0}},
+                 {"id": 1, "op": "constant", "type": ")" + tn + R"(", "shape": [], "attrs": {"value": 0}},
+                 {"id": 2, "op": "constant", "type": ")" + tn + R"(", "shape": [], "attrs": {"value": )" + std::to_string(c) + "}},\n" +
+              node(3, "abs", "0", tn) + node(4, "subtract", "1, 3", tn) + node(5, cmp, "4, 2", "u8") + node(6, cmp, "2, 4", "u8") +
+              node(7, "negate", "3", tn) + node(8, cmp, "7, 2", "u8");
+          const std::string name = "negated_abs_" + std::string(cmp) + "_" + tn + "_" + std::to_string(n);
+          auto g = ir::parse_graph(R"({"version": 1, "name": ")" + name + R"(", "nodes": [)" + nodes.substr(0, nodes.size() - 2) +
+                                   R"(], "outputs": [4, 5, 6, 8]})");
+          check(g, {input({t, {n}}, unsigned(n) + unsigned(c + 200), -40, 40)}, {});
+        }
+      }
+      if (!supported(DType::F64)) continue;
+      const std::string nodes =
+          R"({"id": 0, "op": "parameter", "type": ")" + tn + R"(", "shape": )" + sh + R"(, "attrs": {"index": 0}},
+             {"id": 1, "op": "iota", "type": "f64", "shape": )" + sh + R"(, "attrs": {"axis": 0}},
+)" + node(2, "bitwise_not", "0", tn) + node(3, "sign", "2", tn) + node(4, "as_type", "3", "f64") + node(5, "atan2", "1, 4", "f64") +
+          node(6, "sign", "0", tn);
+      auto g = ir::parse_graph(R"({"version": 1, "name": "sign_of_not_)" + tn + "_" + std::to_string(n) + R"(", "nodes": [)" +
+                               nodes.substr(0, nodes.size() - 2) + R"(], "outputs": [5, 3, 6]})");
+      check(g, {input({t, {n}}, unsigned(n) * 7, -40, 40)}, tolerance("atan2", DType::F64));
+    }
+  }
+}
+
 TEST(Conformance, ShapeOpsRanksZeroToSix) {
   for (DType t : {DType::U8, DType::S16, DType::F16, DType::F32, DType::S64, DType::F64}) {
     if (!supported(t)) continue;
