@@ -69,15 +69,10 @@ Id Emitter::emit_unary(const ir::Node& node, Index& index) {
 
   if (ir::is_integer(t)) {
     if (op == "negate") return normalize(b.op(spv::OpSNegate, rt, {x}), t);
-    // Selects rather than GLSL's SAbs and SSign: NVIDIA's compiler (driver 580) made
-    // `0 - abs(x) > c` false for every x, and failed to compile an s64 SSign of a
-    // bitwise_not (docs/reliability.md, GPU fuzzer seeds 40302187 and 40303757).
-    if (op == "abs") {
-      if (!is_s(t)) return x;
-      Id negative = b.op(spv::OpSLessThan, boolean(), {x, constant(t, 0)});
-      return normalize(select(t, negative, b.op(spv::OpSNegate, rt, {x}), x), t);
-    }
+    if (op == "abs") return is_s(t) ? normalize(int_abs(x, t), t) : x;
     if (op == "sign") {
+      // Selects rather than GLSL's SSign: NVIDIA's compiler (driver 580) failed to compile
+      // an s64 SSign of a bitwise_not (docs/reliability.md, GPU fuzzer seed 40303757).
       if (!is_s(t)) return from_bool(b.op(spv::OpINotEqual, boolean(), {x, constant(t, 0)}), t);
       Id negative = b.op(spv::OpSLessThan, boolean(), {x, constant(t, 0)});
       Id positive = b.op(spv::OpSGreaterThan, boolean(), {x, constant(t, 0)});
@@ -287,12 +282,17 @@ Id Emitter::int_divide(bool quotient, Id a, Id c, DType t) {
   if (is_s(t)) {
     // Vulkan leaves OpSRem undefined for negative operands (NVIDIA differs from the SPIR-V
     // definition), so take the remainder of the magnitudes and give it the dividend's sign.
-    Id m = b.op(spv::OpUMod, rt, {b.ext(GLSLstd450SAbs, rt, {a}), b.ext(GLSLstd450SAbs, rt, {safe})});
+    Id m = b.op(spv::OpUMod, rt, {int_abs(a, t), int_abs(safe, t)});
     r = select(t, b.op(spv::OpSLessThan, boolean(), {a, constant(t, 0)}), b.op(spv::OpSNegate, rt, {m}), m);
   } else {
     r = b.op(spv::OpUMod, rt, {a, safe});
   }
   return select(t, zero, a, select(t, bad, constant(t, 0), r));
+}
+
+Id Emitter::int_abs(Id x, DType t) {
+  Id negative = b.op(spv::OpSLessThan, boolean(), {x, constant(t, 0)});
+  return select(t, negative, b.op(spv::OpSNegate, reg_type(t), {x}), x);
 }
 
 // Integer shifts: out-of-range amounts give 0, or the sign fill for an arithmetic right shift.

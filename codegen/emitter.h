@@ -186,6 +186,10 @@ class Emitter {
   Id float_literal(ir::DType t, double v);
   Id from_bool(Id cond, ir::DType t);  // bool → 1/0 of type t
   Id to_bool(Id v, ir::DType t);       // nonzero test
+  // |x| of a signed integer type, wrapping at its minimum, unnormalized. A select, never
+  // GLSL's SAbs: NVIDIA's compiler (driver 580) made `0 - SAbs(x) > c` false for every x
+  // (docs/reliability.md, GPU fuzzer seed 40302187).
+  Id int_abs(Id x, ir::DType t);
   // The f16 bits (in a u32's low half, the rest zero) of f16 value v where they are known
   // without a conversion (f16_bits_), else 0.
   Id known_f16_bits(Id v) const {

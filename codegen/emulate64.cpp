@@ -212,7 +212,6 @@ Id Builder::lower_ext(GLSLstd450 inst, Id type, const std::vector<Id>& ids) {
     case GLSLstd450FMax: case GLSLstd450NMax: return done(f64_max(s, a[0], a[1]));
     case GLSLstd450FClamp: return done(f64_min(s, f64_max(s, a[0], a[1]), a[2]));
     case GLSLstd450Ldexp: return done(f64_ldexp(s, a[0], a[1]));
-    case GLSLstd450SAbs: return done(i64_abs(s, a[0]));
     case GLSLstd450SMin: return done(i64_min(s, a[0], a[1], true));
     case GLSLstd450SMax: return done(i64_max(s, a[0], a[1], true));
     case GLSLstd450UMin: return done(i64_min(s, a[0], a[1], false));
