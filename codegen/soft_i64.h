@@ -30,8 +30,9 @@ Id i64_compare(Soft64& s, spv::Op op, Id a, Id b);
 bool is_integer_compare(spv::Op op);
 // Whether a, as an s64, is below 0 (its sign bit), as a bool.
 Id i64_is_negative(Soft64& s, Id a);
-// GLSL.std.450 SAbs, SSign, SMin, SMax, UMin, UMax (SClamp is max then min).
+// |a| as an s64, wrapping at its minimum (soft-f64's fixed-point helpers use it).
 Id i64_abs(Soft64& s, Id a);
+// GLSL.std.450 SMin, SMax, UMin, UMax (SClamp is max then min).
 Id i64_min(Soft64& s, Id a, Id b, bool is_signed);
 Id i64_max(Soft64& s, Id a, Id b, bool is_signed);
 // OpBitCount: the number of set bits, as a u64; GLSL FindUMsb: the index of the highest set
