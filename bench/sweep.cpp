@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "bench/graph_writer.h"
+#include "bench/layers.h"
 #include "bench/workloads.h"
 
 namespace nxv::bench {

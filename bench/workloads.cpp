@@ -1,6 +1,6 @@
 #include "bench/workloads.h"
 
-#include "bench/graph_writer.h"
+#include "bench/layers.h"
 #include "ir/json.h"
 
 namespace nxv::bench {

@@ -289,13 +289,16 @@ json literal_to_json(const Literal& lit) {
       else data.push_back(get_i64(lit, i));
       continue;
     }
-    double v = get_f64(lit, i);
-    if (std::isnan(v)) data.push_back("nan");
-    else if (std::isinf(v)) data.push_back(v > 0 ? "inf" : "-inf");
-    else if (v == 0 && std::signbit(v)) data.push_back("-0.0");
-    else data.push_back(v);
+    data.push_back(float_json(get_f64(lit, i)));
   }
   return {{"type", dtype_name(lit.type.dtype)}, {"shape", lit.type.shape}, {"data", data}};
+}
+
+json float_json(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0 && std::signbit(v)) return "-0.0";
+  return v;
 }
 
 }  // namespace nxv::ir

@@ -38,6 +38,9 @@ void set_tensor_literal(Node& n, const Literal& lit);
 // A JSON tensor `{"type", "shape", "data" | "data_b64"}`, the form `nxv run --inputs` reads.
 Literal literal_from_json(const nlohmann::json& j);
 nlohmann::json literal_to_json(const Literal& lit);  // data as numbers and "nan"/"inf" strings
+// A float as the IR's JSON spells it: a number, or "nan", "inf", "-inf", "-0.0". JSON text has
+// no non-finite numbers (a dump writes null for them), and graphs are keyed by their dump.
+nlohmann::json float_json(double v);
 
 std::string base64_encode(const uint8_t* data, size_t n);
 std::string base64_decode(const std::string& text);  // throws IrError, as check_base64

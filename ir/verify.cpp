@@ -1,6 +1,7 @@
 #include "ir/verify.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -295,6 +296,13 @@ class Verifier {
     }
   }
 
+  // A graph built in C++ may hold a non-finite double where its JSON text would hold a
+  // string; its dump (the executable cache's key, CSE's) writes null for every one of them.
+  static void spelled_finite(const Node& n, const char* what, const json& v) {
+    if (v.is_number_float() && !std::isfinite(v.get<double>()))
+      throw IrError(n, std::string(what) + " holds a non-finite number, which JSON cannot: write \"nan\", \"inf\" or \"-inf\" (ir::float_json)");
+  }
+
   void source(const Node& n) {
     arity(n, 0);
     const TensorType& t = n.type();
@@ -304,10 +312,12 @@ class Verifier {
       static const std::set<std::string> specials = {"nan", "inf", "-inf", "-0.0"};
       if (!(v.is_number() || v.is_boolean() || (v.is_string() && specials.count(v.get<std::string>()))))
         throw IrError(n, "attrs.value must be a number or one of \"nan\", \"inf\", \"-inf\", \"-0.0\"");
+      spelled_finite(n, "attrs.value", v);
     } else if (n.op == "tensor") {
       if (n.attrs.contains("data")) {
         if (!n.attrs["data"].is_array() || int64_t(n.attrs["data"].size()) != t.num_elements())
           throw IrError(n, "attrs.data must list " + std::to_string(t.num_elements()) + " values for " + to_string(t));
+        for (const json& v : n.attrs["data"]) spelled_finite(n, "attrs.data", v);
       } else if (n.attrs.contains("data_b64") && n.attrs["data_b64"].is_string()) {
         const int64_t chars = (t.byte_size() + 2) / 3 * 4;
         if (int64_t(n.attrs["data_b64"].get_ref<const std::string&>().size()) != chars)

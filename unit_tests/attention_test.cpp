@@ -12,8 +12,8 @@
 #include "codegen/kernel.h"
 #include "codegen/target.h"
 #include "device_testing.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
-#include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
@@ -34,80 +34,56 @@ struct Case {
   double scale = 0;      // the scores' factor; 0: 1/sqrt(d)
 };
 
-std::string shape_json(const ir::Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 ir::Shape with(ir::Shape s, std::initializer_list<int64_t> tail) {
   s.insert(s.end(), tail);
   return s;
 }
 
-std::string axes(int64_t first, int64_t count) {
+ir::Shape axes(int64_t first, int64_t count) {
   ir::Shape a;
   for (int64_t i = 0; i < count; ++i) a.push_back(first + i);
-  return shape_json(a);
+  return a;
 }
 
 // The graph as Nx.Defn gives it: parameters q, k (or kᵀ), v, then the mask and the bias.
 ir::Graph attention_graph(const Case& c) {
-  const std::string t = "\"" + std::string(ir::dtype_name(c.t)) + "\"";
+  using ir::NodeId;
+  const DType t = c.t;
   const int64_t nb = int64_t(c.batch.size());
-  const std::string s_shape = shape_json(with(c.batch, {c.sq, c.sk})), row_shape = shape_json(with(c.batch, {c.sq, 1}));
-  std::string nodes;
-  int id = 0;
-  auto add = [&](const std::string& body) {
-    nodes += (nodes.empty() ? "" : ",\n") + std::string("{\"id\": ") + std::to_string(id) + ", " + body + "}";
-    return id++;
-  };
-  const int q = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sq, c.d})) + ", \"attrs\": {\"index\": 0}");
-  const int k = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " +
-                    shape_json(c.k_transposed ? with(c.batch, {c.d, c.sk}) : with(c.batch, {c.sk, c.d})) + ", \"attrs\": {\"index\": 1}");
-  const int v = add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sk, c.dv})) + ", \"attrs\": {\"index\": 2}");
+  const ir::Shape scores = with(c.batch, {c.sq, c.sk}), rows = with(c.batch, {c.sq, 1});
+  const nlohmann::json batch_axes = axes(0, nb);
+  ir::GraphWriter w("attention");
+  const NodeId q = w.param(0, t, with(c.batch, {c.sq, c.d}));
+  const NodeId k = w.param(1, t, c.k_transposed ? with(c.batch, {c.d, c.sk}) : with(c.batch, {c.sk, c.d}));
+  const NodeId v = w.param(2, t, with(c.batch, {c.sk, c.dv}));
   int index = 3;
-  const int mask = c.mask ? add("\"op\": \"parameter\", \"type\": \"u8\", \"shape\": " + shape_json({c.sq, c.sk}) +
-                                ", \"attrs\": {\"index\": " + std::to_string(index++) + "}")
-                          : -1;
-  const int bias = c.bias ? add("\"op\": \"parameter\", \"type\": " + t + ", \"shape\": " + shape_json({c.sq, c.sk}) +
-                                ", \"attrs\": {\"index\": " + std::to_string(index++) + "}")
-                          : -1;
-  auto arg2 = [](int a, int b) { return "\"args\": [" + std::to_string(a) + ", " + std::to_string(b) + "]"; };
-  int s = add("\"op\": \"dot\", " + arg2(q, k) + ", \"type\": " + t + ", \"shape\": " + s_shape + ", \"attrs\": {\"contract_axes1\": [" +
-              std::to_string(nb + 1) + "], \"batch_axes1\": " + axes(0, nb) + ", \"contract_axes2\": [" +
-              std::to_string(c.k_transposed ? nb : nb + 1) + "], \"batch_axes2\": " + axes(0, nb) + "}");
+  const NodeId mask = c.mask ? w.param(index++, DType::U8, {c.sq, c.sk}) : -1;
+  const NodeId bias = c.bias ? w.param(index++, t, {c.sq, c.sk}) : -1;
+  NodeId s = w.node("dot", {q, k}, t, scores,
+                    {{"contract_axes1", {nb + 1}}, {"batch_axes1", batch_axes}, {"contract_axes2", {c.k_transposed ? nb : nb + 1}},
+                     {"batch_axes2", batch_axes}});
   const double scale = c.scale ? c.scale : 1 / std::sqrt(double(c.d));
-  const int scale_c = add("\"op\": \"constant\", \"type\": " + t + ", \"shape\": [], \"attrs\": {\"value\": " +
-                          std::to_string(c.divide ? 1 / scale : scale) + "}");
-  s = add("\"op\": \"" + std::string(c.divide ? "divide" : "multiply") + "\", " + arg2(s, scale_c) + ", \"type\": " + t + ", \"shape\": " + s_shape);
-  if (c.bias) s = add("\"op\": \"add\", " + arg2(s, bias) + ", \"type\": " + t + ", \"shape\": " + s_shape);
-  int keep = -1;
-  if (c.mask) keep = mask;
+  s = w.node(c.divide ? "divide" : "multiply", {s, w.scalar(c.divide ? 1 / scale : scale, t)}, t, scores);
+  if (c.bias) s = w.node("add", {s, bias}, t, scores);
+  NodeId keep = c.mask ? mask : -1;
   if (c.causal) {
-    const int row = add("\"op\": \"iota\", \"type\": \"s32\", \"shape\": " + shape_json({c.sq, 1}) + ", \"attrs\": {\"axis\": 0}");
-    const int off = add("\"op\": \"constant\", \"type\": \"s32\", \"shape\": [], \"attrs\": {\"value\": " + std::to_string(c.offset) + "}");
-    const int last = add("\"op\": \"add\", " + arg2(row, off) + ", \"type\": \"s32\", \"shape\": " + shape_json({c.sq, 1}));
-    const int col = add("\"op\": \"iota\", \"type\": \"s32\", \"shape\": " + shape_json({1, c.sk}) + ", \"attrs\": {\"axis\": 1}");
-    keep = add("\"op\": \"greater_equal\", " + arg2(last, col) + ", \"type\": \"u8\", \"shape\": " + shape_json({c.sq, c.sk}));
+    const NodeId row = w.node("iota", {}, DType::S32, {c.sq, 1}, {{"axis", 0}});
+    const NodeId last = w.node("add", {row, w.scalar(double(c.offset), DType::S32)}, DType::S32, {c.sq, 1});
+    const NodeId col = w.node("iota", {}, DType::S32, {1, c.sk}, {{"axis", 1}});
+    keep = w.node("greater_equal", {last, col}, DType::U8, {c.sq, c.sk});
   }
   if (keep >= 0) {
-    keep = add("\"op\": \"broadcast\", \"args\": [" + std::to_string(keep) + "], \"type\": \"u8\", \"shape\": " + s_shape +
-               ", \"attrs\": {\"shape\": " + s_shape + ", \"axes\": " + axes(nb, 2) + "}");
-    const int fill = add("\"op\": \"constant\", \"type\": " + t + ", \"shape\": [], \"attrs\": {\"value\": \"-inf\"}");
-    s = add("\"op\": \"select\", \"args\": [" + std::to_string(keep) + ", " + std::to_string(s) + ", " + std::to_string(fill) +
-            "], \"type\": " + t + ", \"shape\": " + s_shape);
+    keep = w.node("broadcast", {keep}, DType::U8, scores, {{"shape", scores}, {"axes", axes(nb, 2)}});
+    s = w.node("select", {keep, s, w.scalar(-INFINITY, t)}, t, scores);
   }
-  const std::string last_axis = "{\"axes\": [" + std::to_string(nb + 1) + "], \"keep_axes\": true}";
-  const int m = add("\"op\": \"reduce_max\", \"args\": [" + std::to_string(s) + "], \"type\": " + t + ", \"shape\": " + row_shape + ", \"attrs\": " + last_axis);
-  const int x = add("\"op\": \"subtract\", " + arg2(s, m) + ", \"type\": " + t + ", \"shape\": " + s_shape);
-  const int e = add("\"op\": \"exp\", \"args\": [" + std::to_string(x) + "], \"type\": " + t + ", \"shape\": " + s_shape);
-  const int l = add("\"op\": \"sum\", \"args\": [" + std::to_string(e) + "], \"type\": " + t + ", \"shape\": " + row_shape + ", \"attrs\": " + last_axis);
-  const int p = add("\"op\": \"divide\", " + arg2(e, l) + ", \"type\": " + t + ", \"shape\": " + s_shape);
-  const int out = add("\"op\": \"dot\", " + arg2(p, v) + ", \"type\": " + t + ", \"shape\": " + shape_json(with(c.batch, {c.sq, c.dv})) +
-                      ", \"attrs\": {\"contract_axes1\": [" + std::to_string(nb + 1) + "], \"batch_axes1\": " + axes(0, nb) +
-                      ", \"contract_axes2\": [" + std::to_string(nb) + "], \"batch_axes2\": " + axes(0, nb) + "}");
-  return ir::parse_graph("{\"version\": 1, \"name\": \"attention\", \"nodes\": [" + nodes + "], \"outputs\": [" + std::to_string(out) + "]}");
+  const nlohmann::json last_axis = {{"axes", {nb + 1}}, {"keep_axes", true}};
+  const NodeId m = w.node("reduce_max", {s}, t, rows, last_axis);
+  const NodeId e = w.node("exp", {w.node("subtract", {s, m}, t, scores)}, t, scores);
+  const NodeId l = w.node("sum", {e}, t, rows, last_axis);
+  const NodeId p = w.node("divide", {e, l}, t, scores);
+  const NodeId out = w.node("dot", {p, v}, t, with(c.batch, {c.sq, c.dv}),
+                            {{"contract_axes1", {nb + 1}}, {"batch_axes1", batch_axes}, {"contract_axes2", {nb}}, {"batch_axes2", batch_axes}});
+  return w.finish({out});
 }
 
 ir::Literal random_literal(const ir::TensorType& type, std::mt19937& rng, double lo, double hi) {
@@ -160,7 +136,7 @@ bool fuses(const Case& c) {
 
 void check(const Case& c, const std::function<void(std::vector<ir::Literal>&)>& edit = {}) {
   const ir::Graph g = attention_graph(c);
-  SCOPED_TRACE("batch " + shape_json(c.batch) + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) + " d " +
+  SCOPED_TRACE("batch " + ir::shape_string(c.batch) + " sq " + std::to_string(c.sq) + " sk " + std::to_string(c.sk) + " d " +
                std::to_string(c.d) + " dv " + std::to_string(c.dv) + " " + ir::dtype_name(c.t));
   std::mt19937 rng(unsigned(c.sq * 131 + c.sk * 7 + c.d));
   std::vector<ir::Literal> inputs;

@@ -16,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -24,8 +23,8 @@
 
 #include "codegen/kernel.h"
 #include "codegen/target.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
-#include "ir/json.h"
 #include "ir/literal.h"
 #include "ir/ops.h"
 #include "passes/pass.h"
@@ -49,12 +48,6 @@ bool supported(DType t) {
   if (t == DType::F64) return c.float64 || c.emulate_f64;
   if (t == DType::S64 || t == DType::U64) return c.int64 || c.emulate_i64;
   return true;
-}
-
-std::string shape_json(const ir::Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
 }
 
 // Edge values first, then seeded random values in a range that suits the type.
@@ -171,23 +164,13 @@ void check(const ir::Graph& g, const std::vector<Literal>& inputs, const Toleran
   }
 }
 
-// One node over parameters: `{"id": 0..n-1 parameters}` then the op as node n.
+// One node over parameters: parameters 0..n-1, then the op over them, attrs given as JSON.
 ir::Graph one_op(const std::string& name, const std::vector<ir::TensorType>& params, const std::string& op,
                  const ir::TensorType& result, const std::string& attrs = "{}") {
-  std::string nodes;
-  std::string args;
-  for (size_t i = 0; i < params.size(); ++i) {
-    nodes += R"({"id": )" + std::to_string(i) + R"(, "op": "parameter", "type": ")" + ir::dtype_name(params[i].dtype) +
-             R"(", "shape": )" + shape_json(params[i].shape) + R"(, "attrs": {"index": )" + std::to_string(i) + "}},\n";
-    args += (i ? ", " : "") + std::to_string(i);
-  }
-  const std::string id = std::to_string(params.size());
-  std::string clean;  // the name is a JSON string: keep it plain
-  for (char ch : name) clean += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
-  nodes += R"({"id": )" + id + R"(, "op": ")" + op + R"(", "args": [)" + args + R"(], "type": ")" +
-           ir::dtype_name(result.dtype) + R"(", "shape": )" + shape_json(result.shape) + R"(, "attrs": )" + attrs + "}";
-  auto g = ir::parse_graph(R"({"version": 1, "name": ")" + clean + R"(", "nodes": [)" + nodes + R"(], "outputs": [)" + id + "]}");
-  return g;
+  ir::GraphWriter w(name);
+  std::vector<ir::NodeId> args;
+  for (size_t i = 0; i < params.size(); ++i) args.push_back(w.param(int(i), params[i].dtype, params[i].shape));
+  return w.finish({w.node(op, args, result.dtype, result.shape, nlohmann::json::parse(attrs))});
 }
 
 const std::vector<int64_t> kSizes = {0, 1, 255, 256, 257, 1009};
@@ -240,7 +223,7 @@ TEST(Conformance, BinaryOpsWithBroadcasting) {
       shapes.push_back({{7, 1, 5}, {3, 1}, {7, 3, 5}});
       shapes.push_back({{}, {4, 9}, {4, 9}});
       for (auto& [a, b, r] : shapes) {
-        auto g = one_op(o + "_" + ir::dtype_name(t) + "_" + shape_json(a) + shape_json(b), {{t, a}, {t, b}}, o, {rt, r});
+        auto g = one_op(o + "_" + ir::dtype_name(t) + "_" + ir::shape_string(a) + ir::shape_string(b), {{t, a}, {t, b}}, o, {rt, r});
         // Shifts and powers of integers are interesting for small right operands.
         const bool small = o.find("shift") != std::string::npos || (o == "pow" && ir::is_integer(t));
         Literal lhs = input({t, a}, 7 + unsigned(t)), rhs = input({t, b}, 11 + unsigned(t), small ? 0 : -8, small ? 4 : 8);
@@ -336,34 +319,23 @@ TEST(Conformance, IntegerAbsAndSignInFusedChains) {
     if (!supported(t)) continue;
     const std::string tn = ir::dtype_name(t);
     for (int64_t n : {int64_t(1), int64_t(257), int64_t(25600)}) {
-      const std::string sh = "[" + std::to_string(n) + "]";
-      auto node = [&](int id, const std::string& op, const std::string& args, const std::string& type) {
-        return R"({"id": )" + std::to_string(id) + R"(, "op": ")" + op + R"(", "args": [)" + args + R"(], "type": ")" + type +
-               R"(", "shape": )" + sh + "},\n";
-      };
       for (const char* cmp : {"greater", "less", "greater_equal", "less_equal", "equal"}) {
         for (int c : {-100, -8, -1, 0, 1}) {
-          const std::string nodes =
-              R"({"id": 0, "op": "parameter", "type": ")" + tn + R"(", "shape": )" + sh + R"(, "attrs": {"index": 0}},
-                 {"id": 1, "op": "constant", "type": ")" + tn + R"(", "shape": [], "attrs": {"value": 0}},
-                 {"id": 2, "op": "constant", "type": ")" + tn + R"(", "shape": [], "attrs": {"value": )" + std::to_string(c) + "}},\n" +
-              node(3, "abs", "0", tn) + node(4, "subtract", "1, 3", tn) + node(5, cmp, "4, 2", "u8") + node(6, cmp, "2, 4", "u8") +
-              node(7, "negate", "3", tn) + node(8, cmp, "7, 2", "u8");
-          const std::string name = "negated_abs_" + std::string(cmp) + "_" + tn + "_" + std::to_string(n);
-          auto g = ir::parse_graph(R"({"version": 1, "name": ")" + name + R"(", "nodes": [)" + nodes.substr(0, nodes.size() - 2) +
-                                   R"(], "outputs": [4, 5, 6, 8]})");
-          check(g, {input({t, {n}}, unsigned(n) + unsigned(c + 200), -40, 40)}, {});
+          ir::GraphWriter w("negated_abs_" + std::string(cmp) + "_" + tn + "_" + std::to_string(n));
+          const ir::NodeId x = w.param(0, t, {n}), zero = w.scalar(0, t), k = w.scalar(c, t);
+          const ir::NodeId a = w.node("abs", {x}, t, {n}), negated = w.node("subtract", {zero, a}, t, {n});
+          const ir::NodeId right = w.node(cmp, {negated, k}, DType::U8, {n}), left = w.node(cmp, {k, negated}, DType::U8, {n});
+          const ir::NodeId other = w.node(cmp, {w.node("negate", {a}, t, {n}), k}, DType::U8, {n});
+          check(w.finish({negated, right, left, other}), {input({t, {n}}, unsigned(n) + unsigned(c + 200), -40, 40)}, {});
         }
       }
       if (!supported(DType::F64)) continue;
-      const std::string nodes =
-          R"({"id": 0, "op": "parameter", "type": ")" + tn + R"(", "shape": )" + sh + R"(, "attrs": {"index": 0}},
-             {"id": 1, "op": "iota", "type": "f64", "shape": )" + sh + R"(, "attrs": {"axis": 0}},
-)" + node(2, "bitwise_not", "0", tn) + node(3, "sign", "2", tn) + node(4, "as_type", "3", "f64") + node(5, "atan2", "1, 4", "f64") +
-          node(6, "sign", "0", tn);
-      auto g = ir::parse_graph(R"({"version": 1, "name": "sign_of_not_)" + tn + "_" + std::to_string(n) + R"(", "nodes": [)" +
-                               nodes.substr(0, nodes.size() - 2) + R"(], "outputs": [5, 3, 6]})");
-      check(g, {input({t, {n}}, unsigned(n) * 7, -40, 40)}, tolerance("atan2", DType::F64));
+      ir::GraphWriter w("sign_of_not_" + tn + "_" + std::to_string(n));
+      const ir::NodeId x = w.param(0, t, {n}), i = w.node("iota", {}, DType::F64, {n}, {{"axis", 0}});
+      const ir::NodeId sign_of_not = w.node("sign", {w.node("bitwise_not", {x}, t, {n})}, t, {n});
+      const ir::NodeId angle = w.node("atan2", {i, w.node("as_type", {sign_of_not}, DType::F64, {n})}, DType::F64, {n});
+      const ir::NodeId sign = w.node("sign", {x}, t, {n});
+      check(w.finish({angle, sign_of_not, sign}), {input({t, {n}}, unsigned(n) * 7, -40, 40)}, tolerance("atan2", DType::F64));
     }
   }
 }
@@ -415,10 +387,7 @@ TEST(Conformance, SourcesIotaEyeLiterals) {
   for (DType t : {DType::U8, DType::S32, DType::S64, DType::F32, DType::F64}) {
     if (!supported(t)) continue;
     const std::string ty = ir::dtype_name(t);
-    auto src = [&](const std::string& op, const ir::Shape& s, const std::string& attrs) {
-      return ir::parse_graph(R"({"version": 1, "name": ")" + op + ty + R"(", "nodes": [{"id": 0, "op": ")" + op + R"(", "type": ")" +
-                             ty + R"(", "shape": )" + shape_json(s) + R"(, "attrs": )" + attrs + R"(}], "outputs": [0]})");
-    };
+    auto src = [&](const std::string& op, const ir::Shape& s, const std::string& attrs) { return one_op(op + ty, {}, op, {t, s}, attrs); };
     check(src("iota", {3, 4, 5}, R"({"axis": 1})"), {}, {});
     check(src("iota", {3, 4, 5}, R"({"axis": null})"), {}, {});
     check(src("eye", {2, 3, 4}, "{}"), {}, {});
@@ -707,7 +676,7 @@ void check_scans(const std::vector<ScanCase>& cases, const std::vector<DType>& t
         for (bool reverse : {false, true}) {
           if (ir::dtype_bits(t) == 16 && op == "cumulative_product" && c.shape[c.axis] > 257) continue;
           const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") + "}";
-          auto g = one_op(op + "_" + ir::dtype_name(t) + "_" + shape_json(c.shape) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
+          auto g = one_op(op + "_" + ir::dtype_name(t) + "_" + ir::shape_string(c.shape) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
           // ±0 ties of min and max may keep either zero.
           const bool select = op == "cumulative_min" || op == "cumulative_max";
           check(g, {scan_input(op, {t, c.shape}, 31 + unsigned(t))}, Tolerance{0, 0, !select}, opts);
@@ -789,7 +758,7 @@ TEST(Conformance, LongScansEveryOpAxisAndDirection) {
             opts.as_vendor = vendor;
             const bool reverse = c.axis == 0;
             const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") + "}";
-            auto g = one_op(op + "_long_" + ir::dtype_name(t) + shape_json(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
+            auto g = one_op(op + "_long_" + ir::dtype_name(t) + ir::shape_string(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}}, op, {t, c.shape}, attrs);
             const bool select = op == "cumulative_min" || op == "cumulative_max";
             check(g, {scan_input(op, {t, c.shape}, 61 + unsigned(n))}, Tolerance{0, 0, !select}, opts);
           }
@@ -819,7 +788,7 @@ TEST(Conformance, ScansFromCarries) {
             cs[c.axis] = (c.shape[c.axis] + c.segment - 1) / c.segment;
             const std::string attrs = R"({"axis": )" + std::to_string(c.axis) + R"(, "reverse": )" + (reverse ? "true" : "false") +
                                       R"(, "segment": )" + std::to_string(c.segment) + (totals ? R"(, "carry_totals": true)" : "") + "}";
-            auto g = one_op(op + "_carried_" + ir::dtype_name(t) + shape_json(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}, {t, cs}}, op, {t, c.shape}, attrs);
+            auto g = one_op(op + "_carried_" + ir::dtype_name(t) + ir::shape_string(c.shape) + std::to_string(vendor) + attrs, {{t, c.shape}, {t, cs}}, op, {t, c.shape}, attrs);
             const bool select = op == "cumulative_min" || op == "cumulative_max";
             check(g, {scan_input(op, {t, c.shape}, 71), scan_input(op, {t, cs}, 72)}, Tolerance{0, 0, !select}, opts);
           }
@@ -838,7 +807,7 @@ TEST(Conformance, ScansOfRealsWithinTheirRoundingBound) {
     for (const ir::Shape& shape : {ir::Shape{1000000}, ir::Shape{1000, 1000}})
       for (int64_t axis = 0; axis < int64_t(shape.size()); ++axis) {
         const std::string attrs = R"({"axis": )" + std::to_string(axis) + "}";
-        auto g = one_op(std::string("cumsum_reals_") + ir::dtype_name(t) + shape_json(shape) + attrs, {{t, shape}}, "cumulative_sum", {t, shape}, attrs);
+        auto g = one_op(std::string("cumsum_reals_") + ir::dtype_name(t) + ir::shape_string(shape) + attrs, {{t, shape}}, "cumulative_sum", {t, shape}, attrs);
         Literal x = input({t, shape}, 51, 0, 1);
         for (int64_t k = 0; k < 16; ++k) ir::set_element(x, k, ir::Scalar{0.25, 0, false});  // past the edge values
         runtime::CompileOptions nv;

@@ -2,6 +2,9 @@
 // that follow Nx's typing rules (including weakly typed numbers) pass.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "ir/graph_writer.h"
 #include "ir/json.h"
 #include "ir/verify.h"
 
@@ -170,6 +173,25 @@ TEST(IrVerify, EveryErrorNamesTheNodeAndTheProblem) {
     SCOPED_TRACE(c.what);
     const auto last = nlohmann::json::parse("[" + c.nodes + "]").back()["id"].dump();
     EXPECT_EQ(verify_error(graph(c.nodes, last)), c.error);
+  }
+}
+
+// A graph built in C++ can hold what JSON text cannot: a non-finite double as a literal's
+// value. Its dump writes null for NaN and both infinities alike, and the executable cache
+// and CSE key graphs by their dump, so the verifier refuses it and names the spelling.
+TEST(IrVerify, NonFiniteNumbersInLiteralsAreRefused) {
+  for (double v : {double(NAN), double(INFINITY), -double(INFINITY)}) {
+    GraphWriter constant("constant");
+    const NodeId c = constant.node("constant", {}, DType::F32, {}, {{"value", v}});
+    EXPECT_EQ(verify_error(constant.finish({c})),
+              "node 0 (constant): attrs.value holds a non-finite number, which JSON cannot: write \"nan\", \"inf\" or \"-inf\" (ir::float_json)");
+    GraphWriter tensor("tensor");
+    const NodeId d = tensor.node("tensor", {}, DType::F64, {2}, {{"data", {1.5, v}}});
+    EXPECT_EQ(verify_error(tensor.finish({d})),
+              "node 0 (tensor): attrs.data holds a non-finite number, which JSON cannot: write \"nan\", \"inf\" or \"-inf\" (ir::float_json)");
+    GraphWriter spelled("spelled");
+    const NodeId e = spelled.scalar(v, DType::F32);
+    EXPECT_EQ(verify_error(spelled.finish({e})), "");
   }
 }
 

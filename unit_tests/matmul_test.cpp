@@ -21,6 +21,7 @@
 #include "codegen/kernel.h"
 #include "codegen/targets/launch.h"
 #include "device_testing.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -33,14 +34,6 @@ namespace nxv {
 namespace {
 
 using ir::DType;
-
-std::string shape_json(const ir::Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
-std::string list(const std::vector<int64_t>& v) { return shape_json(v); }
 
 struct Case {
   int64_t batch, m, k, n;
@@ -73,51 +66,29 @@ ir::Graph product(const Case& c) {
   const int64_t off = batched ? 1 : 0;
   ir::Shape as = with_batch(c.transpose_a ? ir::Shape{c.k, c.m} : ir::Shape{c.m, c.k});
   ir::Shape bs = with_batch(c.transpose_b ? ir::Shape{c.n, c.k} : ir::Shape{c.k, c.n});
-  ir::Shape out = with_batch({c.m, c.n});
-  const std::string t = ir::dtype_name(c.t);
-  std::vector<int64_t> b1, b2;
-  if (batched) b1 = b2 = {0};
-  std::string nodes = R"({"id": 0, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(as) +
-                      R"(, "attrs": {"index": 0}},
-    {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(bs) + R"(, "attrs": {"index": 1}},
-    {"id": 2, "op": "parameter", "type": ")" + t + R"(", "shape": [)" + std::to_string(c.n) + R"(], "attrs": {"index": 2}},
-    {"id": 3, "op": ")" + (c.computed_a ? "reverse" : "as_type") + R"(", "args": [0], "type": ")" + t + R"(", "shape": )" +
-                      shape_json(as) + (c.computed_a ? R"(, "attrs": {"axes": [0]})" : "") + R"(},)";
-  // Transposes 10 of a and 11 of b where transpose_nodes asks for them.
-  auto transposed = [&](int id, int arg, bool transpose, ir::Shape& s) {
-    if (!c.transpose_nodes || !transpose) return arg;
-    std::swap(s[off], s[off + 1]);
-    nodes += R"(
-    {"id": )" + std::to_string(id) + R"(, "op": "transpose", "args": [)" + std::to_string(arg) + R"(], "type": ")" + t +
-             R"(", "shape": )" + shape_json(s) + R"(, "attrs": {"axes": )" + (batched ? "[0, 2, 1]" : "[1, 0]") + "}},";
-    return id;
+  const ir::Shape out = with_batch({c.m, c.n});
+  const ir::Shape batch_axes = batched ? ir::Shape{0} : ir::Shape{};
+  ir::GraphWriter w("matmul");
+  ir::NodeId a = w.param(0, c.t, as), b = w.param(1, c.t, bs);
+  const ir::NodeId bias = w.param(2, c.t, {c.n});
+  a = c.computed_a ? w.node("reverse", {a}, c.t, as, {{"axes", {0}}}) : w.node("as_type", {a}, c.t, as);
+  auto transposed = [&](ir::NodeId x, bool transpose, ir::Shape& s) {
+    if (!c.transpose_nodes || !transpose) return x;
+    std::swap(s[size_t(off)], s[size_t(off) + 1]);
+    return w.node("transpose", {x}, c.t, s, {{"axes", batched ? ir::Shape{0, 2, 1} : ir::Shape{1, 0}}});
   };
-  const int a = transposed(10, 3, c.transpose_a, as), b = transposed(11, 1, c.transpose_b, bs);
+  a = transposed(a, c.transpose_a, as);
+  b = transposed(b, c.transpose_b, bs);
   const bool read_a = c.transpose_a && !c.transpose_nodes, read_b = c.transpose_b && !c.transpose_nodes;
-  nodes += R"(
-    {"id": 4, "op": "dot", "args": [)" + std::to_string(a) + ", " + std::to_string(b) + R"(], "type": ")" + t +
-           R"(", "shape": )" + shape_json(out) + R"(, "attrs": {"contract_axes1": )" + list({off + (read_a ? 0 : 1)}) +
-           R"(, "contract_axes2": )" + list({off + (read_b ? 1 : 0)}) + R"(, "batch_axes1": )" + list(b1) +
-           R"(, "batch_axes2": )" + list(b2) + "}}";
-  int last = 4;
+  ir::NodeId last = w.node("dot", {a, b}, c.t, out,
+                           {{"contract_axes1", {off + (read_a ? 0 : 1)}}, {"contract_axes2", {off + (read_b ? 1 : 0)}},
+                            {"batch_axes1", batch_axes}, {"batch_axes2", batch_axes}});
   if (c.epilogue) {
-    ir::Shape axes{int64_t(out.size()) - 1};
-    nodes += R"(,
-    {"id": 5, "op": "broadcast", "args": [2], "type": ")" + t + R"(", "shape": )" + shape_json(out) +
-             R"(, "attrs": {"shape": )" + shape_json(out) + R"(, "axes": )" + shape_json(axes) + R"(}},
-    {"id": 6, "op": "add", "args": [4, 5], "type": ")" + t + R"(", "shape": )" + shape_json(out) + R"(},
-    {"id": 7, "op": "constant", "type": ")" + t + R"(", "shape": [], "attrs": {"value": 0}},
-    {"id": 8, "op": "max", "args": [6, 7], "type": ")" + t + R"(", "shape": )" + shape_json(out) + "}";
-    last = 8;
+    const ir::NodeId broadcast = w.node("broadcast", {bias}, c.t, out, {{"shape", out}, {"axes", {int64_t(out.size()) - 1}}});
+    last = w.node("max", {w.node("add", {last, broadcast}, c.t, out), w.scalar(0, c.t)}, c.t, out);
   }
-  if (c.cast) {
-    nodes += R"(,
-    {"id": 9, "op": "as_type", "args": [)" + std::to_string(last) + R"(], "type": ")" + ir::dtype_name(*c.cast) +
-             R"(", "shape": )" + shape_json(out) + "}";
-    last = 9;
-  }
-  return ir::parse_graph(R"({"version": 1, "name": "matmul", "nodes": [)" + nodes + R"(], "outputs": [)" +
-                         std::to_string(last) + "]}");
+  if (c.cast) last = w.node("as_type", {last}, *c.cast, out);
+  return w.finish({last});
 }
 
 std::vector<ir::Literal> inputs_for(const ir::Graph& g, unsigned seed) {
@@ -619,22 +590,22 @@ TEST(Matmul, ConvolutionsAndGradientsOnEveryTargetsTiles) {
 TEST(Matmul, ConvolutionPaddedInMemoryForTheProduct) {
   auto dev = runtime::Device::open();
   const int64_t b = 8, c = 64, h = 32, w = 32, o = 256;
-  std::string nodes = R"({"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({b, c, h, w}) + R"(, "attrs": {"index": 0}},
-    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({o, c, 9}) + R"(, "attrs": {"index": 1}},
+  std::string nodes = R"({"id": 0, "op": "parameter", "type": "f32", "shape": )" + ir::shape_string({b, c, h, w}) + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + ir::shape_string({o, c, 9}) + R"(, "attrs": {"index": 1}},
     {"id": 2, "op": "constant", "type": "f32", "shape": [], "attrs": {"value": 0.0}},
-    {"id": 6, "op": "max", "args": [0, 2], "type": "f32", "shape": )" + shape_json({b, c, h, w}) + R"(},
-    {"id": 3, "op": "pad", "args": [6, 2], "type": "f32", "shape": )" + shape_json({b, c, h + 2, w + 2}) +
+    {"id": 6, "op": "max", "args": [0, 2], "type": "f32", "shape": )" + ir::shape_string({b, c, h, w}) + R"(},
+    {"id": 3, "op": "pad", "args": [6, 2], "type": "f32", "shape": )" + ir::shape_string({b, c, h + 2, w + 2}) +
                       R"(, "attrs": {"config": [[0, 0, 0], [0, 0, 0], [1, 1, 0], [1, 1, 0]]}})";
   std::string taps;
   for (int64_t t = 0; t < 9; ++t) {
     nodes += R"(, {"id": )" + std::to_string(10 + t) + R"(, "op": "slice", "args": [3], "type": "f32", "shape": )" +
-             shape_json({b, c, h, w}) + R"(, "attrs": {"start": )" + list({0, 0, t / 3, t % 3}) + R"(, "lengths": )" +
-             shape_json({b, c, h, w}) + R"(, "strides": [1, 1, 1, 1]}})";
+             ir::shape_string({b, c, h, w}) + R"(, "attrs": {"start": )" + ir::shape_string({0, 0, t / 3, t % 3}) + R"(, "lengths": )" +
+             ir::shape_string({b, c, h, w}) + R"(, "strides": [1, 1, 1, 1]}})";
     taps += (t ? ", " : "") + std::to_string(10 + t);
   }
-  nodes += R"(, {"id": 4, "op": "stack", "args": [)" + taps + R"(], "type": "f32", "shape": )" + shape_json({b, c, 9, h, w}) +
+  nodes += R"(, {"id": 4, "op": "stack", "args": [)" + taps + R"(], "type": "f32", "shape": )" + ir::shape_string({b, c, 9, h, w}) +
            R"(, "attrs": {"axis": 2}},
-    {"id": 5, "op": "dot", "args": [4, 1], "type": "f32", "shape": )" + shape_json({b, h, w, o}) +
+    {"id": 5, "op": "dot", "args": [4, 1], "type": "f32", "shape": )" + ir::shape_string({b, h, w, o}) +
            R"(, "attrs": {"contract_axes1": [1, 2], "contract_axes2": [1, 2]}})";
   const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "padded", "nodes": [)" + nodes + R"(], "outputs": [5]})");
   runtime::CompileOptions nvidia;
@@ -678,11 +649,11 @@ TEST(Matmul, OperandsBehindAxesOfOneAreReadInPlace) {
         const ir::Shape wr = drops ? ir::Shape{1, o, c, 3, 3} : ir::Shape{1, o, 1, c, 3, 3};
         const std::string wc = drops ? "[2, 3, 4]" : "[3, 4, 5]";
         const std::string nodes =
-            R"({"id": 0, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json({n, c, 3, 3}) + R"(, "attrs": {"index": 0}},
-    {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + shape_json(ws) + R"(, "attrs": {"index": 1}},
-    {"id": 2, "op": "reshape", "args": [0], "type": ")" + t + R"(", "shape": )" + shape_json({1, n, c, 3, 3}) + R"(},
-    {"id": 3, "op": "reshape", "args": [1], "type": ")" + t + R"(", "shape": )" + shape_json(wr) + R"(},
-    {"id": 4, "op": "dot", "args": [2, 3], "type": ")" + t + R"(", "shape": )" + shape_json(drops ? ir::Shape{1, n, o} : ir::Shape{1, n, o, 1}) +
+            R"({"id": 0, "op": "parameter", "type": ")" + t + R"(", "shape": )" + ir::shape_string({n, c, 3, 3}) + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + ir::shape_string(ws) + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "reshape", "args": [0], "type": ")" + t + R"(", "shape": )" + ir::shape_string({1, n, c, 3, 3}) + R"(},
+    {"id": 3, "op": "reshape", "args": [1], "type": ")" + t + R"(", "shape": )" + ir::shape_string(wr) + R"(},
+    {"id": 4, "op": "dot", "args": [2, 3], "type": ")" + t + R"(", "shape": )" + ir::shape_string(drops ? ir::Shape{1, n, o} : ir::Shape{1, n, o, 1}) +
             R"(, "attrs": {"contract_axes1": [2, 3, 4], "contract_axes2": )" + wc + R"(, "batch_axes1": [0], "batch_axes2": [0]}})";
         const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "unit_axes", "nodes": [)" + nodes + R"(], "outputs": [4]})");
         const std::string what = t + " n=" + std::to_string(n) + (drops ? " dropping" : "");
@@ -722,16 +693,16 @@ TEST(Matmul, MovedEpiloguesStoreWhereTheMovesPutEachElement) {
     const ir::Shape ws{c.batch, c.out, c.k}, xs{c.batch, c.k, c.images, c.windows};
     const ir::Shape ds{c.batch, c.out, c.images, c.windows}, ms{c.batch, c.images, c.out, c.windows};
     const ir::Shape rs{c.batch * c.images, c.out, c.windows};
-    std::string nodes = R"({"id": 0, "op": "parameter", "type": )" + t + R"(, "shape": )" + shape_json(ws) + R"(, "attrs": {"index": 0}},
-      {"id": 1, "op": "parameter", "type": )" + t + R"(, "shape": )" + shape_json(xs) + R"(, "attrs": {"index": 1}},
+    std::string nodes = R"({"id": 0, "op": "parameter", "type": )" + t + R"(, "shape": )" + ir::shape_string(ws) + R"(, "attrs": {"index": 0}},
+      {"id": 1, "op": "parameter", "type": )" + t + R"(, "shape": )" + ir::shape_string(xs) + R"(, "attrs": {"index": 1}},
       {"id": 2, "op": "parameter", "type": )" + t + R"(, "shape": [)" + std::to_string(c.out) + R"(], "attrs": {"index": 2}},
-      {"id": 3, "op": "dot", "args": [0, 1], "type": )" + t + R"(, "shape": )" + shape_json(ds) + R"(, "attrs": {"contract_axes1": [2], "contract_axes2": [1], "batch_axes1": [0], "batch_axes2": [0]}},
-      {"id": 4, "op": "transpose", "args": [3], "type": )" + t + R"(, "shape": )" + shape_json(ms) + R"(, "attrs": {"axes": [0, 2, 1, 3]}},
-      {"id": 5, "op": "reshape", "args": [4], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
-      {"id": 6, "op": "broadcast", "args": [2], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(, "attrs": {"shape": )" + shape_json(rs) + R"(, "axes": [1]}},
-      {"id": 7, "op": "add", "args": [5, 6], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
+      {"id": 3, "op": "dot", "args": [0, 1], "type": )" + t + R"(, "shape": )" + ir::shape_string(ds) + R"(, "attrs": {"contract_axes1": [2], "contract_axes2": [1], "batch_axes1": [0], "batch_axes2": [0]}},
+      {"id": 4, "op": "transpose", "args": [3], "type": )" + t + R"(, "shape": )" + ir::shape_string(ms) + R"(, "attrs": {"axes": [0, 2, 1, 3]}},
+      {"id": 5, "op": "reshape", "args": [4], "type": )" + t + R"(, "shape": )" + ir::shape_string(rs) + R"(},
+      {"id": 6, "op": "broadcast", "args": [2], "type": )" + t + R"(, "shape": )" + ir::shape_string(rs) + R"(, "attrs": {"shape": )" + ir::shape_string(rs) + R"(, "axes": [1]}},
+      {"id": 7, "op": "add", "args": [5, 6], "type": )" + t + R"(, "shape": )" + ir::shape_string(rs) + R"(},
       {"id": 8, "op": "constant", "type": )" + t + R"(, "shape": [], "attrs": {"value": 0.0}},
-      {"id": 9, "op": "max", "args": [7, 8], "type": )" + t + R"(, "shape": )" + shape_json(rs) + R"(},
+      {"id": 9, "op": "max", "args": [7, 8], "type": )" + t + R"(, "shape": )" + ir::shape_string(rs) + R"(},
       {"id": 10, "op": "reshape", "args": [3], "type": )" + t + R"(, "shape": [)" + std::to_string(c.batch * c.out) + ", " + std::to_string(c.images * c.windows) + R"(]})";
     const int output = c.tail == 0 ? 9 : c.tail == 1 ? 4 : 10;
     const ir::Graph g = ir::parse_graph(R"({"version": 1, "name": "moved", "nodes": [)" + nodes + R"(], "outputs": [)" +

@@ -53,15 +53,9 @@ std::vector<double> random(size_t n, unsigned seed, double lo = -4, double hi = 
   return v;
 }
 
-std::string shape_json(const ir::Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 // softmax over the last axis, Nx's formulation: exp(x - max) / sum(exp(x - max)).
 ir::Graph softmax(int64_t rows, int64_t cols) {
-  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  std::string x = ir::shape_string({rows, cols}), r = ir::shape_string({rows, 1});
   return ir::parse_graph(R"({"version": 1, "name": "softmax", "nodes": [
     {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
     {"id": 1, "op": "reduce_max", "args": [0], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
@@ -72,7 +66,7 @@ ir::Graph softmax(int64_t rows, int64_t cols) {
 }
 
 ir::Graph layer_norm(int64_t rows, int64_t cols) {
-  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  std::string x = ir::shape_string({rows, cols}), r = ir::shape_string({rows, 1});
   std::string n = std::to_string(cols);
   return ir::parse_graph(R"({"version": 1, "name": "layer_norm", "nodes": [
     {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
@@ -139,7 +133,7 @@ TEST(RuntimeFusion, LayerNormIsOneRowKernel) {
 // probabilities p (attention's dV): p, the gradient and the row statistics both read come
 // out of one row kernel with two results, the product out of its own.
 ir::Graph softmax_gradient(int64_t rows, int64_t cols) {
-  std::string x = shape_json({rows, cols}), r = shape_json({rows, 1});
+  std::string x = ir::shape_string({rows, cols}), r = ir::shape_string({rows, 1});
   return ir::parse_graph(R"({"version": 1, "name": "softmax_gradient", "nodes": [
     {"id": 0, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 0}},
     {"id": 1, "op": "parameter", "type": "f32", "shape": )" + x + R"(, "attrs": {"index": 1}},
@@ -149,7 +143,7 @@ ir::Graph softmax_gradient(int64_t rows, int64_t cols) {
     {"id": 5, "op": "exp", "args": [4], "type": "f32", "shape": )" + x + R"(},
     {"id": 6, "op": "sum", "args": [5], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
     {"id": 7, "op": "divide", "args": [5, 6], "type": "f32", "shape": )" + x + R"(},
-    {"id": 8, "op": "dot", "args": [7, 2], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}},
+    {"id": 8, "op": "dot", "args": [7, 2], "type": "f32", "shape": )" + ir::shape_string({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}},
     {"id": 9, "op": "multiply", "args": [1, 7], "type": "f32", "shape": )" + x + R"(},
     {"id": 10, "op": "sum", "args": [9], "type": "f32", "shape": )" + r + R"(, "attrs": {"axes": [1], "keep_axes": true}},
     {"id": 11, "op": "divide", "args": [1, 6], "type": "f32", "shape": )" + x + R"(},
@@ -161,9 +155,9 @@ ir::Graph softmax_gradient(int64_t rows, int64_t cols) {
 int64_t product_dispatches(const CompileOptions& opts, int64_t rows, int64_t cols, const HostTensor& x, const HostTensor& w) {
   RunStats st;
   Executable::compile(Device::open(), ir::parse_graph(R"({"version": 1, "name": "product", "nodes": [
-    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + shape_json({rows, cols}) + R"(, "attrs": {"index": 0}},
-    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + shape_json({cols, 3}) + R"(, "attrs": {"index": 1}},
-    {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": )" + shape_json({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}}],
+    {"id": 0, "op": "parameter", "type": "f32", "shape": )" + ir::shape_string({rows, cols}) + R"(, "attrs": {"index": 0}},
+    {"id": 1, "op": "parameter", "type": "f32", "shape": )" + ir::shape_string({cols, 3}) + R"(, "attrs": {"index": 1}},
+    {"id": 2, "op": "dot", "args": [0, 1], "type": "f32", "shape": )" + ir::shape_string({rows, 3}) + R"(, "attrs": {"contract_axes1": [1], "contract_axes2": [0]}}],
     "outputs": [2]})"), opts)
       ->run_host({x, w}, &st);
   return st.dispatches;
@@ -247,7 +241,7 @@ TEST(RuntimeFusion, TransposesInTilesMatchTheReference) {
       for (int64_t a : c.axes) out.push_back(c.shape[size_t(a)]);
       std::string ax = "[";
       for (size_t i = 0; i < c.axes.size(); ++i) ax += (i ? "," : "") + std::to_string(c.axes[i]);
-      const std::string in_t = R"(", "shape": )" + shape_json(c.shape), out_t = R"(", "shape": )" + shape_json(out);
+      const std::string in_t = R"(", "shape": )" + ir::shape_string(c.shape), out_t = R"(", "shape": )" + ir::shape_string(out);
       // Output 0: consumer(transpose(x), y); where output 1 is there too, the transpose is
       // also read reversed, so not at the output position only.
       for (const std::string outputs : {"[3]", "[3, 5]"}) {
@@ -278,7 +272,7 @@ TEST(RuntimeFusion, TransposesInTilesMatchTheReference) {
       auto want = ir::interpret(g, in);
       ASSERT_EQ(got.size(), want.size());
       for (size_t k = 0; k < got.size(); ++k)
-        EXPECT_EQ(got[k].data, want[k].data) << c.type << shape_json(c.shape) << outputs << " vendor " << vendor << " output " << k;
+        EXPECT_EQ(got[k].data, want[k].data) << c.type << ir::shape_string(c.shape) << outputs << " vendor " << vendor << " output " << k;
       }
     }
   NXV_SKIP_IF_LEFT_OUT(left_out);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "device_testing.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "passes/pass.h"
@@ -300,21 +301,13 @@ TEST(Runtime, RejectsWrongInputsWithTheParameterNamed) {
 // (where the device allows fewer than its 41 buffers).
 TEST(Runtime, GraphsWiderThanAKernelsBindingsRunOrFailCleanly) {
   const int n = 40;
-  std::string nodes;
-  for (int i = 0; i < n; ++i)
-    nodes += R"({"id": )" + std::to_string(i) + R"(, "op": "parameter", "type": "f32", "shape": [2], "attrs": {"index": )" +
-             std::to_string(i) + "}},";
-  std::string args;
-  for (int i = 0; i < n; ++i) args += (i ? ", " : "") + std::to_string(i);
-  nodes += R"({"id": 40, "op": "concatenate", "args": [)" + args + R"(], "type": "f32", "shape": [80], "attrs": {"axis": 0}})";
-  int acc = 0;
-  for (int i = 1; i < n; ++i) {
-    nodes += R"(, {"id": )" + std::to_string(40 + i) + R"(, "op": "add", "args": [)" + std::to_string(acc) + ", " +
-             std::to_string(i) + R"(], "type": "f32", "shape": [2]})";
-    acc = 40 + i;
-  }
-  auto g = ir::parse_graph(R"({"version": 1, "name": "wide", "nodes": [)" + nodes + R"(], "outputs": [40, )" +
-                           std::to_string(acc) + "]}");
+  ir::GraphWriter w("wide");
+  std::vector<ir::NodeId> params;
+  for (int i = 0; i < n; ++i) params.push_back(w.param(i, ir::DType::F32, {2}));
+  const ir::NodeId all_of_them = w.node("concatenate", params, ir::DType::F32, {2 * n}, {{"axis", 0}});
+  ir::NodeId acc = params[0];
+  for (int i = 1; i < n; ++i) acc = w.node("add", {acc, params[size_t(i)]}, ir::DType::F32, {2});
+  auto g = w.finish({all_of_them, acc});
   std::vector<ir::Literal> in;
   std::vector<float> all;
   for (int i = 0; i < n; ++i) {

@@ -28,6 +28,7 @@
 
 #include "codegen/kernel.h"
 #include "codegen/targets/launch.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/literal.h"
@@ -39,7 +40,10 @@ namespace nxv {
 namespace {
 
 using ir::DType;
+using ir::GraphWriter;
 using ir::Literal;
+using ir::NodeId;
+using nlohmann::json;
 
 using devtest::device;
 
@@ -110,16 +114,6 @@ std::vector<size_t> device_literals(DType t, bool costly, size_t salt) {
 // may give instead.
 double flush(DType t, double v) { return devtest::flushes_subnormals(t) ? devtest::zero_if_subnormal(t, v) : v; }
 
-// A JSON number, or the strings docs/ir.md spells non-finite values and -0.0 with.
-std::string json_value(double v) {
-  if (std::isnan(v)) return "\"nan\"";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
-  if (v == 0) return std::signbit(v) ? "\"-0.0\"" : "0.0";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string describe(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -137,36 +131,11 @@ Literal literal(DType t, const ir::Shape& s, const std::vector<double>& v) {
   return lit;
 }
 
-// ---- graphs, written as JSON (docs/ir.md) ----
-struct GraphText {
-  std::string nodes;
-  int next = 0;
-  int add(const std::string& op, const std::string& args, DType t, const ir::Shape& s, const std::string& attrs = "") {
-    std::string shape = "[";
-    for (size_t i = 0; i < s.size(); ++i) shape += (i ? "," : "") + std::to_string(s[i]);
-    shape += "]";
-    nodes += std::string(nodes.empty() ? "" : ",\n") + R"({"id": )" + std::to_string(next) + R"(, "op": ")" + op +
-             R"(", "args": [)" + args + R"(], "type": ")" + ir::dtype_name(t) + R"(", "shape": )" + shape +
-             (attrs.empty() ? "" : R"(, "attrs": )" + attrs) + "}";
-    return next++;
-  }
-  int param(DType t, const ir::Shape& s, int index) { return add("parameter", "", t, s, R"({"index": )" + std::to_string(index) + "}"); }
-  int constant(DType t, double v) { return add("constant", "", t, {}, R"({"value": )" + json_value(v) + "}"); }
-  int stack(const std::vector<int>& xs, DType t, const ir::Shape& each) {
-    std::string args;
-    for (size_t k = 0; k < xs.size(); ++k) args += (k ? "," : "") + std::to_string(xs[k]);
-    ir::Shape s = {int64_t(xs.size())};
-    s.insert(s.end(), each.begin(), each.end());
-    return add("stack", args, t, s, R"({"axis": 0})");
-  }
-  ir::Graph graph(const std::string& name, const std::vector<int>& outputs) const {
-    std::string outs;
-    for (size_t k = 0; k < outputs.size(); ++k) outs += (k ? "," : "") + std::to_string(outputs[k]);
-    std::string clean;
-    for (char ch : name) clean += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
-    return ir::parse_graph(R"({"version": 1, "name": ")" + clean + R"(", "nodes": [)" + nodes + R"(], "outputs": [)" + outs + "]}");
-  }
-};
+// ---- graphs (ir::GraphWriter) ----
+// A dot's attrs: each operand's contracted axes, and batch axes shared by both.
+json contraction(std::vector<int> lhs, std::vector<int> rhs, std::vector<int> batch) {
+  return {{"contract_axes1", lhs}, {"contract_axes2", rhs}, {"batch_axes1", batch}, {"batch_axes2", batch}};
+}
 
 // The default pipeline without constant folding: ops on literals alone then run on the
 // device, where the driver sees the literals (with folding the host computes them).
@@ -335,10 +304,10 @@ TEST(SpecialValues, UnaryOps) {
       const bool costly = op.how == Check::Special;
       if (compiles_once(t, costly)) {
         // The tensor and a broadcast scalar concatenated: one compile, a run per value.
-        GraphText gt;
-        int x = gt.param(t, {n}, 0), bs = gt.add("broadcast", std::to_string(gt.param(t, {}, 1)), t, {3}, R"({"shape": [3], "axes": []})");
-        int both = gt.add("concatenate", std::to_string(x) + "," + std::to_string(bs), t, {n + 3}, R"({"axis": 0})");
-        auto exe = runtime::Executable::compile(device(), gt.graph(std::string(op.name) + "_tensor_and_scalar", {gt.add(op.name, std::to_string(both), rt, {n + 3})}));
+        GraphWriter gt(std::string(op.name) + "_tensor_and_scalar");
+        NodeId x = gt.param(0, t, {n}), bs = gt.node("broadcast", {gt.param(1, t, {})}, t, {3}, {{"shape", {3}}, {"axes", json::array()}});
+        NodeId both = gt.node("concatenate", {x, bs}, t, {n + 3}, {{"axis", 0}});
+        auto exe = runtime::Executable::compile(device(), gt.finish({gt.node(op.name, {both}, rt, {n + 3})}));
         for (size_t j = 0; j < v.size(); ++j) {
           Literal got = exe->run_host({literal(t, {n}, v), literal(t, {}, {v[j]})})[0];
           if (j == 0) check("tensor", got, v);
@@ -347,17 +316,15 @@ TEST(SpecialValues, UnaryOps) {
       }
       // Tensor operand.
       if (!compiles_once(t, costly)) {
-        GraphText gt;
-        int x = gt.param(t, {n}, 0);
-        auto g = gt.graph(std::string(op.name) + "_tensor", {gt.add(op.name, std::to_string(x), rt, {n})});
+        GraphWriter gt(std::string(op.name) + "_tensor");
+        auto g = gt.finish({gt.node(op.name, {gt.param(0, t, {n})}, rt, {n})});
         check("tensor", run(g, {literal(t, {n}, v)})[0], v);
       }
       // Broadcast scalar tensor: one compile, a run per value.
       if (!compiles_once(t, costly)) {
-        GraphText gt;
-        int x = gt.param(t, {}, 0);
-        int bx = gt.add("broadcast", std::to_string(x), t, {3}, R"({"shape": [3], "axes": []})");
-        auto exe = runtime::Executable::compile(device(), gt.graph(std::string(op.name) + "_scalar", {gt.add(op.name, std::to_string(bx), rt, {3})}));
+        GraphWriter gt(std::string(op.name) + "_scalar");
+        NodeId bx = gt.node("broadcast", {gt.param(0, t, {})}, t, {3}, {{"shape", {3}}, {"axes", json::array()}});
+        auto exe = runtime::Executable::compile(device(), gt.finish({gt.node(op.name, {bx}, rt, {3})}));
         for (double x0 : v) {
           Literal got = exe->run_host({literal(t, {}, {x0})})[0];
           check("broadcast scalar", got, {x0, x0, x0});
@@ -365,10 +332,10 @@ TEST(SpecialValues, UnaryOps) {
       }
       // Literal operands: computed by the device (no constant folding), then folded on the host.
       auto literal_graph = [&](const std::vector<double>& xs) {
-        GraphText gt;
-        std::vector<int> results;
-        for (double x : xs) results.push_back(gt.add(op.name, std::to_string(gt.constant(t, x)), rt, {}));
-        return gt.graph(std::string(op.name) + "_literal", {gt.stack(results, rt, {})});
+        GraphWriter gt(std::string(op.name) + "_literal");
+        std::vector<NodeId> results;
+        for (double x : xs) results.push_back(gt.node(op.name, {gt.scalar(x, t)}, rt, {}));
+        return gt.finish({gt.stack(results, rt)});
       };
       std::vector<double> on_device;
       for (size_t k : device_literals(t, costly, size_t(&op - unary_ops().data())))
@@ -411,16 +378,12 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       if (compiles_once(t, costly)) {
         // The pairs, then a broadcast scalar on the left of x and one on the right,
         // concatenated: one compile, a run per value.
-        GraphText gt;
-        int a = gt.param(t, {pairs}, 0), b = gt.param(t, {pairs}, 1), x = gt.param(t, {n}, 2);
-        int bs = gt.add("broadcast", std::to_string(gt.param(t, {}, 3)), t, {n}, R"({"shape": [)" + std::to_string(n) + R"(], "axes": []})");
-        auto cat = [&](int p, int q, int r) {
-          return gt.add("concatenate", std::to_string(p) + "," + std::to_string(q) + "," + std::to_string(r), t, {pairs + 2 * n}, R"({"axis": 0})");
-        };
-        const int lhs_all = cat(a, bs, x), rhs_all = cat(b, x, bs);
-        auto exe = runtime::Executable::compile(
-            device(), gt.graph(std::string(op.name) + "_tensors_and_scalars",
-                               {gt.add(op.name, std::to_string(lhs_all) + "," + std::to_string(rhs_all), rt, {pairs + 2 * n})}));
+        GraphWriter gt(std::string(op.name) + "_tensors_and_scalars");
+        NodeId a = gt.param(0, t, {pairs}), b = gt.param(1, t, {pairs}), x = gt.param(2, t, {n});
+        NodeId bs = gt.node("broadcast", {gt.param(3, t, {})}, t, {n}, {{"shape", {n}}, {"axes", json::array()}});
+        auto cat = [&](NodeId p, NodeId q, NodeId r) { return gt.node("concatenate", {p, q, r}, t, {pairs + 2 * n}, {{"axis", 0}}); };
+        const NodeId lhs_all = cat(a, bs, x), rhs_all = cat(b, x, bs);
+        auto exe = runtime::Executable::compile(device(), gt.finish({gt.node(op.name, {lhs_all, rhs_all}, rt, {pairs + 2 * n})}));
         for (size_t j = 0; j < v.size(); ++j) {
           Literal got = exe->run_host({literal(t, {pairs}, lhs), literal(t, {pairs}, rhs), literal(t, {n}, v), literal(t, {}, {v[j]})})[0];
           if (j == 0) check("tensor", got, lhs, rhs);
@@ -431,18 +394,17 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       }
       // Tensor operands.
       if (!compiles_once(t, costly)) {
-        GraphText gt;
-        int a = gt.param(t, {pairs}, 0), b = gt.param(t, {pairs}, 1);
-        auto g = gt.graph(std::string(op.name) + "_tensors", {gt.add(op.name, std::to_string(a) + "," + std::to_string(b), rt, {pairs})});
+        GraphWriter gt(std::string(op.name) + "_tensors");
+        NodeId a = gt.param(0, t, {pairs}), b = gt.param(1, t, {pairs});
+        auto g = gt.finish({gt.node(op.name, {a, b}, rt, {pairs})});
         check("tensor", run(g, {literal(t, {pairs}, lhs), literal(t, {pairs}, rhs)})[0], lhs, rhs);
       }
       // A broadcast scalar tensor on either side: one compile each, a run per value.
       for (int side : {0, 1}) {
         if (compiles_once(t, costly)) break;
-        GraphText gt;
-        int a = gt.param(t, side == 0 ? ir::Shape{} : ir::Shape{n}, 0), b = gt.param(t, side == 1 ? ir::Shape{} : ir::Shape{n}, 1);
-        auto exe = runtime::Executable::compile(
-            device(), gt.graph(std::string(op.name) + "_scalar" + std::to_string(side), {gt.add(op.name, std::to_string(a) + "," + std::to_string(b), rt, {n})}));
+        GraphWriter gt(std::string(op.name) + "_scalar" + std::to_string(side));
+        NodeId a = gt.param(0, t, side == 0 ? ir::Shape{} : ir::Shape{n}), b = gt.param(1, t, side == 1 ? ir::Shape{} : ir::Shape{n});
+        auto exe = runtime::Executable::compile(device(), gt.finish({gt.node(op.name, {a, b}, rt, {n})}));
         for (double s : v) {
           Literal got = side == 0 ? exe->run_host({literal(t, {}, {s}), literal(t, {n}, v)})[0]
                                   : exe->run_host({literal(t, {n}, v), literal(t, {}, {s})})[0];
@@ -452,17 +414,18 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       }
       // A literal on either side of a tensor: out[j][i] = op(x[i], c_j) and op(c_j, x[i]).
       {
-        GraphText gt;
-        int x = gt.param(t, {n}, 0);
-        std::vector<int> right, left;
+        GraphWriter gt(std::string(op.name) + "_literal");
+        NodeId x = gt.param(0, t, {n});
+        std::vector<NodeId> right, left;
         std::vector<double> xs, cs;
         for (size_t j : device_literals(t, costly, salt)) {
-          int k = gt.constant(t, v[j]);
-          right.push_back(gt.add(op.name, std::to_string(x) + "," + std::to_string(k), rt, {n}));
-          left.push_back(gt.add(op.name, std::to_string(k) + "," + std::to_string(x), rt, {n}));
+          NodeId k = gt.scalar(v[j], t);
+          right.push_back(gt.node(op.name, {x, k}, rt, {n}));
+          left.push_back(gt.node(op.name, {k, x}, rt, {n}));
           for (double x0 : v) xs.push_back(x0), cs.push_back(v[j]);
         }
-        auto got = run(gt.graph(std::string(op.name) + "_literal", {gt.stack(right, rt, {n}), gt.stack(left, rt, {n})}), {literal(t, {n}, v)});
+        const NodeId r0 = gt.stack(right, rt), r1 = gt.stack(left, rt);
+        auto got = run(gt.finish({r0, r1}), {literal(t, {n}, v)});
         check("tensor and literal", got[0], xs, cs);
         check("literal and tensor", got[1], cs, xs);
       }
@@ -471,11 +434,10 @@ TEST(SpecialValues, BinaryOpsAndComparisons) {
       // take a graph per left operand, within lavapipe's 65535 loop steps per invocation.
       // literal_pairs(a, b): the graph of op(a[k], b[k]) for every k, stacked.
       auto literal_pairs = [&](const std::vector<double>& a, const std::vector<double>& b) {
-        GraphText gt;
-        std::vector<int> results;
-        for (size_t k = 0; k < a.size(); ++k)
-          results.push_back(gt.add(op.name, std::to_string(gt.constant(t, a[k])) + "," + std::to_string(gt.constant(t, b[k])), rt, {}));
-        return gt.graph(std::string(op.name) + "_literals", {gt.stack(results, rt, {})});
+        GraphWriter gt(std::string(op.name) + "_literals");
+        std::vector<NodeId> results;
+        for (size_t k = 0; k < a.size(); ++k) results.push_back(gt.node(op.name, {gt.scalar(a[k], t), gt.scalar(b[k], t)}, rt, {}));
+        return gt.finish({gt.stack(results, rt)});
       };
       if (!devtest::preserves_special_values(t)) unpromised.insert(ir::dtype_name(t));
       else if (compiles_once(t, costly)) {
@@ -510,17 +472,17 @@ TEST(SpecialValues, SelectAndClip) {
     const int64_t n = int64_t(v.size());
     // select(pred, x, -x): a float predicate is true where nonzero (NaN too), -0.0 is false.
     for (bool literal_pred : {false, true}) {
-      GraphText gt;
-      int x = gt.param(t, {n}, 0);
-      std::vector<int> rows;
-      int p = literal_pred ? -1 : gt.param(t, {n}, 1);
-      int neg = gt.add("negate", std::to_string(x), t, {n});
+      GraphWriter gt("select_special");
+      NodeId x = gt.param(0, t, {n});
+      std::vector<NodeId> rows;
+      NodeId p = literal_pred ? -1 : gt.param(1, t, {n});
+      NodeId neg = gt.node("negate", {x}, t, {n});
       if (literal_pred) {
-        for (double c : v) rows.push_back(gt.add("select", std::to_string(gt.constant(t, c)) + "," + std::to_string(x) + "," + std::to_string(neg), t, {n}));
+        for (double c : v) rows.push_back(gt.node("select", {gt.scalar(c, t), x, neg}, t, {n}));
       } else {
-        rows.push_back(gt.add("select", std::to_string(p) + "," + std::to_string(x) + "," + std::to_string(neg), t, {n}));
+        rows.push_back(gt.node("select", {p, x, neg}, t, {n}));
       }
-      auto g = gt.graph("select_special", {gt.stack(rows, t, {n})});
+      auto g = gt.finish({gt.stack(rows, t)});
       Literal got = literal_pred ? run(g, {literal(t, {n}, v)})[0] : run(g, {literal(t, {n}, v), literal(t, {n}, v)})[0];
       Report r{"select", t, literal_pred ? "literal predicate" : "tensor predicate", {}};
       for (size_t row = 0; row < rows.size(); ++row)
@@ -536,18 +498,18 @@ TEST(SpecialValues, SelectAndClip) {
     const std::vector<std::pair<double, double>> bounds = {
         {-1, 1}, {-INFINITY, INFINITY}, {-0.0, 0.0}, {NAN, 1}, {-1, NAN}, {smallest_subnormal(t), max_finite(t)}};
     for (bool literal_bounds : {false, true}) {
-      GraphText gt;
-      int x = gt.param(t, {n}, 0);
-      std::vector<int> rows;
+      GraphWriter gt("clip_special");
+      NodeId x = gt.param(0, t, {n});
+      std::vector<NodeId> rows;
       for (size_t k = 0; k < bounds.size(); ++k) {
-        int lo = literal_bounds ? gt.constant(t, bounds[k].first) : gt.param(t, {}, int(1 + 2 * k));
-        int hi = literal_bounds ? gt.constant(t, bounds[k].second) : gt.param(t, {}, int(2 + 2 * k));
-        rows.push_back(gt.add("clip", std::to_string(x) + "," + std::to_string(lo) + "," + std::to_string(hi), t, {n}));
+        NodeId lo = literal_bounds ? gt.scalar(bounds[k].first, t) : gt.param(int(1 + 2 * k), t, {});
+        NodeId hi = literal_bounds ? gt.scalar(bounds[k].second, t) : gt.param(int(2 + 2 * k), t, {});
+        rows.push_back(gt.node("clip", {x, lo, hi}, t, {n}));
       }
       std::vector<Literal> inputs = {literal(t, {n}, v)};
       if (!literal_bounds)
         for (auto [lo, hi] : bounds) inputs.push_back(literal(t, {}, {lo})), inputs.push_back(literal(t, {}, {hi}));
-      Literal got = run(gt.graph("clip_special", {gt.stack(rows, t, {n})}), inputs)[0];
+      Literal got = run(gt.finish({gt.stack(rows, t)}), inputs)[0];
       Report r{"clip", t, literal_bounds ? "literal bounds" : "broadcast scalar bounds", {}};
       auto clip = [](double x, double lo, double hi) {
         double c = x < lo ? lo : x;
@@ -589,9 +551,8 @@ TEST(SpecialValues, Reductions) {
     };
     for (const std::string op : {"sum", "product", "reduce_max", "reduce_min"}) {
       // Tensor.
-      GraphText gt;
-      int x = gt.param(t, {r, 2}, 0);
-      Literal got = run(gt.graph(op + "_rows", {gt.add(op, std::to_string(x), t, {r}, R"({"axes": [1]})")}), {literal(t, {r, 2}, flat)})[0];
+      GraphWriter gt(op + "_rows");
+      Literal got = run(gt.finish({gt.node(op, {gt.param(0, t, {r, 2})}, t, {r}, {{"axes", {1}}})}), {literal(t, {r, 2}, flat)})[0];
       Report rep{op, t, "tensor", {}};
       for (int64_t k = 0; k < r; ++k) {
         const auto& row = rows[size_t(k)];
@@ -604,13 +565,13 @@ TEST(SpecialValues, Reductions) {
         rep.expect(describe(row[0]) + ", " + describe(row[1]), want, g, Check::Exact, true, flush(t, reduce(op, flushed_row)));
       }
       // A literal broadcast to 4 elements, reduced (on the device and folded on the host).
-      GraphText lt;
-      std::vector<int> results;
+      GraphWriter lt(op + "_literal");
+      std::vector<NodeId> results;
       for (double c : special_values(t)) {
-        int b = lt.add("broadcast", std::to_string(lt.constant(t, c)), t, {4}, R"({"shape": [4], "axes": []})");
-        results.push_back(lt.add(op, std::to_string(b), t, {}, R"({"axes": null})"));
+        NodeId b = lt.node("broadcast", {lt.scalar(c, t)}, t, {4}, {{"shape", {4}}, {"axes", json::array()}});
+        results.push_back(lt.node(op, {b}, t, {}, {{"axes", nullptr}}));
       }
-      const ir::Graph g = lt.graph(op + "_literal", {lt.stack(results, t, {})});
+      const ir::Graph g = lt.finish({lt.stack(results, t)});
       for (bool fold : {false, true}) {
         // Literal-on-literal arithmetic without the driver's promise is not checked, as in
         // BinaryOpsAndComparisons (NVIDIA held to vulkan-minimum gave product(-2^-149 x4) = -2^-149).
@@ -655,8 +616,8 @@ TEST(SpecialValues, ReductionsAccumulateInF32) {
       f64_acc = c.op == "sum" ? f64_acc + v : f64_acc * v;
     }
     const double accumulated_in_f32 = round_to(c.t, f32_acc), accumulated_in_f64 = round_to(c.t, f64_acc);
-    GraphText gt;
-    const ir::Graph g = gt.graph(c.op + "_acc", {gt.add(c.op, std::to_string(gt.param(c.t, {n}, 0)), c.t, {}, R"({"axes": null})")});
+    GraphWriter gt(c.op + "_acc");
+    const ir::Graph g = gt.finish({gt.node(c.op, {gt.param(0, c.t, {n})}, c.t, {}, {{"axes", nullptr}})});
     const std::vector<Literal> in = {literal(c.t, {n}, x)};
     const double interpreted = ir::get_f64(ir::interpret(g, in)[0], 0), computed = ir::get_f64(run(g, in)[0], 0);
     std::string what = std::string(ir::dtype_name(c.t)) + " " + c.op + " of";
@@ -684,8 +645,8 @@ TEST(SpecialValues, HalfReductionsAgreeWithTheInterpreterAtSize) {
           const double u = double(state >> 11) * 0x1p-53;  // [0, 1)
           x.push_back(round_to(t, op == "sum" ? 2 * u - 1 : 1 + (u - 0.5) / double(n)));
         }
-        GraphText gt;
-        const ir::Graph g = gt.graph(op + "_size", {gt.add(op, std::to_string(gt.param(t, {n}, 0)), t, {}, R"({"axes": null})")});
+        GraphWriter gt(op + "_size");
+        const ir::Graph g = gt.finish({gt.node(op, {gt.param(0, t, {n})}, t, {}, {{"axes", nullptr}})});
         const std::vector<Literal> in = {literal(t, {n}, x)};
         const double want = ir::get_f64(ir::interpret(g, in)[0], 0), got = ir::get_f64(run(g, in)[0], 0);
         // Both results are rounded once to the type (8 or 11 bits). Before that, the
@@ -726,8 +687,8 @@ TEST(SpecialValues, SplitReductionsRoundOnce) {
       const double big = t == DType::F16 ? 0x1p15 : 0x1p127;
       std::vector<double> x(size_t(n), big);
       for (int64_t i = n / 2; i < n; ++i) x[size_t(i)] = i == n - 1 ? 0 : -big;
-      GraphText gt;
-      const ir::Graph g = gt.graph("split_sum", {gt.add("sum", std::to_string(gt.param(t, {n}, 0)), t, {}, R"({"axes": null})")});
+      GraphWriter gt("split_sum");
+      const ir::Graph g = gt.finish({gt.node("sum", {gt.param(0, t, {n})}, t, {}, {{"axes", nullptr}})});
       check(std::string(ir::dtype_name(t)) + " sum of " + std::to_string(n), t, g, {literal(t, {n}, x)}, big);
     }
   // u16 . f32 dots of k terms (split from 4096 on): 2 . (+-2^127), products of 2^128 beyond
@@ -744,10 +705,9 @@ TEST(SpecialValues, SplitReductionsRoundOnce) {
       }
       std::vector<double> b(size_t(k), 0x1p127);
       for (int64_t i = k / 2; i < k; ++i) b[size_t(i)] = i == k - 1 && overflows ? 0 : -0x1p127;
-      GraphText gt;
-      const int pa = gt.param(DType::U16, {k}, 0), pb = gt.param(DType::F32, {k, 1}, 1);
-      const ir::Graph g = gt.graph("split_dot", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), DType::F32, {1},
-                                                          R"({"contract_axes1": [0], "contract_axes2": [0], "batch_axes1": [], "batch_axes2": []})")});
+      GraphWriter gt("split_dot");
+      const NodeId pa = gt.param(0, DType::U16, {k}), pb = gt.param(1, DType::F32, {k, 1});
+      const ir::Graph g = gt.finish({gt.node("dot", {pa, pb}, DType::F32, {1}, contraction({0}, {0}, {}))});
       check("u16 . f32 dot of " + std::to_string(k) + (overflows ? ", total 2^128" : ", total 2^127"), DType::F32, g,
             {a, literal(DType::F32, {k, 1}, b)}, overflows ? 0x1p128 : 0x1p127);
     }
@@ -768,20 +728,17 @@ TEST(SpecialValues, Dot) {
     for (const auto& [x, y] : cases) a.insert(a.end(), x.begin(), x.end()), b.insert(b.end(), y.begin(), y.end());
     // Batched over the cases: out[k] = sum_j a[k, j] * b[k, j], products rounded to t, summed from +0.0.
     for (bool literal_b : {false, true}) {
-      GraphText gt;
-      int pa = gt.param(t, {m, 2}, 0);
-      int pb;
+      GraphWriter gt("dot_special");
+      NodeId pa = gt.param(0, t, {m, 2});
+      NodeId pb;
       if (literal_b) {
-        pb = gt.add("tensor", "", t, {m, 2}, [&] {
-          std::string d = R"({"data": [)";
-          for (size_t k = 0; k < b.size(); ++k) d += (k ? "," : "") + json_value(b[k]);
-          return d + "]}";
-        }());
+        json data = json::array();
+        for (double x : b) data.push_back(ir::float_json(x));
+        pb = gt.node("tensor", {}, t, {m, 2}, {{"data", data}});
       } else {
-        pb = gt.param(t, {m, 2}, 1);
+        pb = gt.param(1, t, {m, 2});
       }
-      auto g = gt.graph("dot_special", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), t, {m},
-                                               R"({"contract_axes1": [1], "batch_axes1": [0], "contract_axes2": [1], "batch_axes2": [0]})")});
+      auto g = gt.finish({gt.node("dot", {pa, pb}, t, {m}, contraction({1}, {1}, {0}))});
       std::vector<Literal> inputs = {literal(t, {m, 2}, a)};
       if (!literal_b) inputs.push_back(literal(t, {m, 2}, b));
       Literal got = run(g, inputs)[0];
@@ -818,10 +775,9 @@ TEST(SpecialValues, BfloatDotProductsBeyondF32Range) {
         a[size_t(i * k + j)] = round_to(t, cases[size_t(i % c)].first[size_t(j)]);
         bt[size_t(j * m + i)] = round_to(t, cases[size_t(i % c)].second[size_t(j)]);
       }
-    GraphText gt;
-    const int pa = gt.param(t, {m, k}, 0), pb = gt.param(t, {k, m}, 1);
-    const auto g = gt.graph("bf16_dot_range", {gt.add("dot", std::to_string(pa) + "," + std::to_string(pb), t, {m, m},
-                                                      R"({"contract_axes1": [1], "batch_axes1": [], "contract_axes2": [0], "batch_axes2": []})")});
+    GraphWriter gt("bf16_dot_range");
+    const NodeId pa = gt.param(0, t, {m, k}), pb = gt.param(1, t, {k, m});
+    const auto g = gt.finish({gt.node("dot", {pa, pb}, t, {m, m}, contraction({1}, {0}, {}))});
     const std::vector<Literal> in = {literal(t, {m, k}, a), literal(t, {k, m}, bt)};
     const Literal got = run(g, in)[0], interpreted = ir::interpret(g, in)[0];
     int failures = 0;
@@ -851,14 +807,15 @@ TEST(SpecialValues, BfloatDotProductsBeyondF32Range) {
 // device converts, 2 as literals the compiler's passes fold on the host.
 Literal cast_values(DType from, DType to, int kind, const std::vector<double>& v) {
   const int64_t n = int64_t(v.size());
-  GraphText gt;
-  std::vector<int> results;
+  GraphWriter gt("cast");
+  std::vector<NodeId> results;
   if (kind > 0) {
-    for (double c : v) results.push_back(gt.add("as_type", std::to_string(gt.constant(from, c)), to, {}));
+    for (double c : v) results.push_back(gt.node("as_type", {gt.scalar(c, from)}, to, {}));
   } else {
-    results.push_back(gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n}));
+    results.push_back(gt.node("as_type", {gt.param(0, from, {n})}, to, {n}));
   }
-  auto g = gt.graph("cast", {kind > 0 ? gt.stack(results, to, {}) : results[0]});
+  const NodeId out = kind > 0 ? gt.stack(results, to) : results[0];
+  auto g = gt.finish({out});
   if (kind == 2) return run(g, {})[0];
   return kind == 1 ? run(g, {}, device_computes_literals())[0] : run(g, {literal(from, {n}, v)})[0];
 }
@@ -930,12 +887,12 @@ TEST(SpecialValues, CastsOfLargeFloatsToWideIntegers) {
       std::vector<DType> narrow = {DType::S8, DType::U8, DType::S16, DType::U16};
       if (ir::dtype_bits(wide) == 64) narrow.insert(narrow.end(), {DType::S32, DType::U32});
       for (bool stored : {false, true}) {
-        GraphText gt;
-        const int x = gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), wide, {n});
-        std::vector<int> outs;
+        GraphWriter gt("wide_narrow");
+        const NodeId x = gt.node("as_type", {gt.param(0, from, {n})}, wide, {n});
+        std::vector<NodeId> outs;
         if (stored) outs.push_back(x);
-        for (DType to : narrow) outs.push_back(gt.add("as_type", std::to_string(x), to, {n}));
-        const std::vector<Literal> got = run(gt.graph("wide_narrow", outs), {literal(from, {n}, v)});
+        for (DType to : narrow) outs.push_back(gt.node("as_type", {x}, to, {n}));
+        const std::vector<Literal> got = run(gt.finish(outs), {literal(from, {n}, v)});
         for (int64_t k = 0; k < n; ++k) {
           for (size_t o = 0; o < outs.size(); ++o) {
             const DType to = stored && o == 0 ? wide : narrow[o - stored];
@@ -967,8 +924,8 @@ TEST(SpecialValues, CastsOfLargeIntegersToFloats) {
     for (int64_t k = 0; k < n; ++k) ir::set_element(in, k, ir::Scalar{0, int64_t(values[k]), true});
     for (DType to : kFloats) {
       if (!devtest::missing_feature(to).empty()) continue;
-      GraphText gt;
-      const ir::Graph g = gt.graph("int_to_float", {gt.add("as_type", std::to_string(gt.param(from, {n}, 0)), to, {n})});
+      GraphWriter gt("int_to_float");
+      const ir::Graph g = gt.finish({gt.node("as_type", {gt.param(0, from, {n})}, to, {n})});
       const Literal got = run(g, {in})[0], want = ir::interpret(g, {in})[0];
       for (int64_t k = 0; k < n; ++k)
         EXPECT_TRUE(bit_equal(ir::get_f64(want, k), ir::get_f64(got, k)))
@@ -987,20 +944,21 @@ TEST(SpecialValues, BfloatCastsKeepNaNsWithLowPayloads) {
   const int64_t n = int64_t(bits.size());
   Literal in{{DType::F32, {n}}, std::vector<uint8_t>(size_t(n) * 4)};
   std::memcpy(in.data.data(), bits.data(), in.data.size());
-  GraphText gt;
-  const std::string x = std::to_string(gt.add("as_type", std::to_string(gt.param(DType::F32, {n}, 0)), DType::BF16, {n}));
-  const std::string one = std::to_string(gt.constant(DType::BF16, 1.0));
-  const std::vector<std::pair<std::string, int>> ops = {
-      {"as_type", std::stoi(x)},
-      {"multiply by 1", gt.add("multiply", x + "," + one, DType::BF16, {n})},
-      {"divide by 1", gt.add("divide", x + "," + one, DType::BF16, {n})},
-      {"negate twice", gt.add("negate", std::to_string(gt.add("negate", x, DType::BF16, {n})), DType::BF16, {n})},
-      {"max with itself", gt.add("max", x + "," + x, DType::BF16, {n})},
+  GraphWriter gt("bf16_low_payload_nans");
+  const NodeId x = gt.node("as_type", {gt.param(0, DType::F32, {n})}, DType::BF16, {n});
+  const NodeId one = gt.scalar(1.0, DType::BF16);
+  const std::vector<std::pair<std::string, NodeId>> ops = {
+      {"as_type", x},
+      {"multiply by 1", gt.node("multiply", {x, one}, DType::BF16, {n})},
+      {"divide by 1", gt.node("divide", {x, one}, DType::BF16, {n})},
+      {"negate twice", gt.node("negate", {gt.node("negate", {x}, DType::BF16, {n})}, DType::BF16, {n})},
+      {"max with itself", gt.node("max", {x, x}, DType::BF16, {n})},
   };
-  std::vector<int> outs;
+  std::vector<NodeId> outs;
   for (const auto& op : ops) outs.push_back(op.second);
+  const ir::Graph g = gt.finish(outs);
   for (const auto& opts : {runtime::CompileOptions{}, device_computes_literals()}) {
-    const auto got = run(gt.graph("bf16_low_payload_nans", outs), {in}, opts);
+    const auto got = run(g, {in}, opts);
     for (size_t j = 0; j < ops.size(); ++j) {
       Report r{ops[j].first, DType::BF16, "f32-tensor", {}};
       for (int64_t k = 0; k < n; ++k) {
@@ -1043,10 +1001,10 @@ TEST(SpecialValues, F16HardwareConversionsAreExact) {
   for (float m : {65504.0f, 65519.996f, 65520.0f, 1e30f, INFINITY, NAN, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, 1e-30f, 1e-45f})
     for (float sgn : {1.0f, -1.0f}) xs.push_back(sgn * m);
   const int64_t n = int64_t(xs.size());
-  GraphText gt;
-  const int halves = gt.param(DType::F16, {65536}, 0), floats = gt.param(DType::F32, {n}, 1);
-  const ir::Graph g = gt.graph("f16_hardware", {gt.add("as_type", std::to_string(halves), DType::F32, {65536}),
-                                                gt.add("as_type", std::to_string(floats), DType::F16, {n})});
+  GraphWriter gt("f16_hardware");
+  const NodeId halves = gt.param(0, DType::F16, {65536}), floats = gt.param(1, DType::F32, {n});
+  const NodeId widened = gt.node("as_type", {halves}, DType::F32, {65536}), narrowed = gt.node("as_type", {floats}, DType::F16, {n});
+  const ir::Graph g = gt.finish({widened, narrowed});
   Literal in_h{ir::TensorType{DType::F16, {65536}}, {}}, in_f{ir::TensorType{DType::F32, {n}}, {}};
   in_h.data.resize(65536 * 2);
   for (uint32_t h = 0; h < 65536; ++h) std::memcpy(&in_h.data[h * 2], &h, 2);
@@ -1089,10 +1047,10 @@ TEST(SpecialValues, F16HardwareRoundingStepsAreExact) {
     std::memcpy(&q.data[h * 2], &b, 2);
     std::memcpy(&r.data[h * 2], &c, 2);
   }
-  GraphText gt;
-  const int pp = gt.param(DType::F16, {n}, 0), qp = gt.param(DType::F16, {n}, 1), rp = gt.param(DType::F16, {n}, 2);
-  const int sum = gt.add("add", std::to_string(pp) + "," + std::to_string(qp), DType::F16, {n});
-  const ir::Graph g = gt.graph("f16_steps", {gt.add("subtract", std::to_string(sum) + "," + std::to_string(rp), DType::F16, {n})});
+  GraphWriter gt("f16_steps");
+  const NodeId pp = gt.param(0, DType::F16, {n}), qp = gt.param(1, DType::F16, {n}), rp = gt.param(2, DType::F16, {n});
+  const NodeId sum = gt.node("add", {pp, qp}, DType::F16, {n});
+  const ir::Graph g = gt.finish({gt.node("subtract", {sum, rp}, DType::F16, {n})});
   runtime::CompileOptions opts;
   opts.as_vendor = nvidia;
   const auto got = runtime::Executable::compile(device(), g, opts)->run_host({p, q, r});
@@ -1119,21 +1077,19 @@ TEST(SpecialValues, F16HardwareConversionsKeepLiteralZeroSigns) {
   if (!nvidia) GTEST_SKIP() << device()->info().name << kLacksHardwareF16;
   const DType t = DType::F16;
   const double s = 0x1p-24;
-  GraphText gt;
-  const auto binary = [&](const char* op, double x, double y) {
-    return gt.add(op, std::to_string(gt.constant(t, x)) + "," + std::to_string(gt.constant(t, y)), t, {});
-  };
-  std::vector<int> outs;
+  GraphWriter gt("f16_literal_zeros");
+  const auto binary = [&](const char* op, double x, double y) { return gt.node(op, {gt.scalar(x, t), gt.scalar(y, t)}, t, {}); };
+  std::vector<NodeId> outs;
   std::vector<std::pair<double, double>> want;
   for (auto [product, value] : {std::pair{binary("multiply", -s, s), -0.0}, std::pair{binary("multiply", s, s), 0.0}}) {
     for (auto [pad, pad_value] : {std::pair{binary("pow", 1, 2), 1.0}, std::pair{binary("multiply", -1, 1), -1.0}}) {
-      outs.push_back(gt.stack({product, pad}, t, {}));
+      outs.push_back(gt.stack({product, pad}, t));
       want.emplace_back(value, pad_value);
     }
   }
   runtime::CompileOptions opts = device_computes_literals();
   opts.as_vendor = nvidia;
-  const auto got = runtime::Executable::compile(device(), gt.graph("f16_literal_zeros", outs), opts)->run_host({});
+  const auto got = runtime::Executable::compile(device(), gt.finish(outs), opts)->run_host({});
   ASSERT_EQ(got.size(), outs.size());
   for (size_t o = 0; o < outs.size(); ++o) {
     EXPECT_TRUE(bit_equal(want[o].first, ir::get_f64(got[o], 0)))
@@ -1188,9 +1144,9 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
       }
     };
     {
-      GraphText gt;
-      int x = gt.param(t, {n}, 0), y = gt.param(t, {n}, 1);
-      const ir::Graph g = gt.graph("pow_tensors", {gt.add("pow", std::to_string(x) + "," + std::to_string(y), t, {n})});
+      GraphWriter gt("pow_tensors");
+      NodeId x = gt.param(0, t, {n}), y = gt.param(1, t, {n});
+      const ir::Graph g = gt.finish({gt.node("pow", {x, y}, t, {n})});
       const std::vector<Literal> in = {literal(t, {n}, xs), literal(t, {n}, ys)};
       const Literal device = run(g, in)[0], reference = ir::interpret(g, in)[0];
       check("tensors", [&](int64_t k) { return ir::get_f64(device, k); });
@@ -1202,11 +1158,10 @@ TEST(SpecialValues, PowOfNegativeBasesAtHugeExponents) {
     const int64_t every = emulated(t) ? 7 : 1;
     for (bool fold : {false, true}) {
       const int64_t step = fold ? 1 : every;
-      GraphText gt;
-      std::vector<int> results;
-      for (int64_t k = 0; k < n; k += step)
-        results.push_back(gt.add("pow", std::to_string(gt.constant(t, xs[size_t(k)])) + "," + std::to_string(gt.constant(t, ys[size_t(k)])), t, {}));
-      const ir::Graph g = gt.graph("pow_literals", results);
+      GraphWriter gt("pow_literals");
+      std::vector<NodeId> results;
+      for (int64_t k = 0; k < n; k += step) results.push_back(gt.node("pow", {gt.scalar(xs[size_t(k)], t), gt.scalar(ys[size_t(k)], t)}, t, {}));
+      const ir::Graph g = gt.finish(results);
       const std::vector<Literal> got = fold ? run(g, {}) : run(g, {}, device_computes_literals());
       check(fold ? "literals (constant-folded)" : "literals", [&](int64_t k) { return ir::get_f64(got[size_t(k / step)], 0); }, step);
     }
@@ -1224,9 +1179,9 @@ TEST(SpecialValues, EmulatedPowKeepsSubnormalOperands) {
   const int64_t n = int64_t(xs.size());
   runtime::CompileOptions emulate;
   emulate.emulate = "f64";
-  GraphText gt;
-  const int x = gt.param(DType::F64, {n}, 0), y = gt.param(DType::F64, {n}, 1);
-  const Literal tensors = runtime::Executable::compile(device(), gt.graph("pow_subnormal", {gt.add("pow", std::to_string(x) + "," + std::to_string(y), DType::F64, {n})}), emulate)
+  GraphWriter gt("pow_subnormal");
+  const NodeId x = gt.param(0, DType::F64, {n}), y = gt.param(1, DType::F64, {n});
+  const Literal tensors = runtime::Executable::compile(device(), gt.finish({gt.node("pow", {x, y}, DType::F64, {n})}), emulate)
                               ->run_host({literal(DType::F64, {n}, xs), literal(DType::F64, {n}, ys)})[0];
   Report r{"pow", DType::F64, "emulated tensor", {}};
   for (int64_t k = 0; k < n; ++k) {
@@ -1247,7 +1202,7 @@ TEST(SpecialValues, EmulatedPowKeepsSubnormalOperands) {
 struct LiteralCase {
   std::string what;
   double want;  // in double; rounded to the type's storage
-  std::function<int(GraphText&, DType)> build;
+  std::function<NodeId(GraphWriter&, DType)> build;
 };
 
 std::vector<LiteralCase> special_literal_cases(DType t) {
@@ -1258,12 +1213,10 @@ std::vector<LiteralCase> special_literal_cases(DType t) {
   // The largest odd integer below 2^11 the type holds exactly (bf16: 8 significand bits).
   const double odd = t == DType::BF16 ? 255 : 2047;
   auto binary = [](const std::string& op, double x, double y) {
-    return [=](GraphText& g, DType t) {
-      return g.add(op, std::to_string(g.constant(t, x)) + "," + std::to_string(g.constant(t, y)), t, {});
-    };
+    return [=](GraphWriter& g, DType t) { return g.node(op, {g.scalar(x, t), g.scalar(y, t)}, t, {}); };
   };
-  auto unary = [](const std::string& op, std::function<int(GraphText&, DType)> of) {
-    return [=](GraphText& g, DType t) { return g.add(op, std::to_string(of(g, t)), t, {}); };
+  auto unary = [](const std::string& op, std::function<NodeId(GraphWriter&, DType)> of) {
+    return [=](GraphWriter& g, DType t) { return g.node(op, {of(g, t)}, t, {}); };
   };
   std::vector<LiteralCase> cases = {
       {"pow(-0.5, odd)", std::pow(-0.5, odd), binary("pow", -0.5, odd)},
@@ -1276,18 +1229,16 @@ std::vector<LiteralCase> special_literal_cases(DType t) {
       {"-s / b", -s / b, binary("divide", -s, b)},
       {"s / -b", s / -b, binary("divide", s, -b)},
       {"-b * b", -b * b, binary("multiply", -b, b)},
-      {"-1 / (b * b)", -1 / (b * b), [=](GraphText& g, DType t) {
-         return g.add("divide", std::to_string(g.constant(t, -1)) + "," + std::to_string(binary("multiply", b, b)(g, t)), t, {});
-       }},
+      {"-1 / (b * b)", -1 / (b * b), [=](GraphWriter& g, DType t) { return g.node("divide", {g.scalar(-1, t), binary("multiply", b, b)(g, t)}, t, {}); }},
       {"negate(s * s)", -(s * s), unary("negate", binary("multiply", s, s))},
       {"abs(-s * s)", 0.0, unary("abs", binary("multiply", -s, s))},
       {"sign(-s * s)", -0.0, unary("sign", binary("multiply", -s, s))},
-      {"-s * s + s * s", 0.0, [=](GraphText& g, DType t) {
-         return g.add("add", std::to_string(binary("multiply", -s, s)(g, t)) + "," + std::to_string(binary("multiply", s, s)(g, t)), t, {});
+      {"-s * s + s * s", 0.0, [=](GraphWriter& g, DType t) {
+         return g.node("add", {binary("multiply", -s, s)(g, t), binary("multiply", s, s)(g, t)}, t, {});
        }},
       // Nx's max: a tie keeps the first operand.
-      {"max(-s * s, s * s)", -0.0, [=](GraphText& g, DType t) {
-         return g.add("max", std::to_string(binary("multiply", -s, s)(g, t)) + "," + std::to_string(binary("multiply", s, s)(g, t)), t, {});
+      {"max(-s * s, s * s)", -0.0, [=](GraphWriter& g, DType t) {
+         return g.node("max", {binary("multiply", -s, s)(g, t), binary("multiply", s, s)(g, t)}, t, {});
        }},
   };
   return cases;
@@ -1297,13 +1248,13 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
   // Pads: ±1 derived from literals (pow(1, 2) as reported, -1 * 1) and plain ±1 literals.
   struct Pad {
     double value;
-    std::function<int(GraphText&, DType)> build;
+    std::function<NodeId(GraphWriter&, DType)> build;
   };
   const std::vector<Pad> pads = {
-      {1.0, [](GraphText& g, DType t) { return g.add("pow", std::to_string(g.constant(t, 1)) + "," + std::to_string(g.constant(t, 2)), t, {}); }},
-      {-1.0, [](GraphText& g, DType t) { return g.add("multiply", std::to_string(g.constant(t, -1)) + "," + std::to_string(g.constant(t, 1)), t, {}); }},
-      {1.0, [](GraphText& g, DType t) { return g.constant(t, 1); }},
-      {-1.0, [](GraphText& g, DType t) { return g.constant(t, -1); }}};
+      {1.0, [](GraphWriter& g, DType t) { return g.node("pow", {g.scalar(1, t), g.scalar(2, t)}, t, {}); }},
+      {-1.0, [](GraphWriter& g, DType t) { return g.node("multiply", {g.scalar(-1, t), g.scalar(1, t)}, t, {}); }},
+      {1.0, [](GraphWriter& g, DType t) { return g.scalar(1, t); }},
+      {-1.0, [](GraphWriter& g, DType t) { return g.scalar(-1, t); }}};
   for (DType t : kFloats) {
     NXV_SKIP_WITHOUT(t);
     const auto cases = special_literal_cases(t);
@@ -1312,24 +1263,24 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
     for (int n : emulated(t) ? std::vector<int>{12} : std::vector<int>{1, 12, 120}) {
       // Every case beside every pad, after n copies of it and before them: the driver's select
       // chain collapses equal pads, so the case meets a pad constant in a select either way.
-      GraphText gt;
-      std::vector<int> outs;
+      GraphWriter gt("stacked_literals");
+      std::vector<NodeId> outs;
       std::vector<std::vector<double>> want;
       std::vector<std::string> what;
       for (const auto& c : cases) {
         for (size_t p = 0; p < pads.size(); ++p) {
           for (bool case_first : {false, true}) {
-            std::vector<int> parts(size_t(n), pads[p].build(gt, t));
+            std::vector<NodeId> parts(size_t(n), pads[p].build(gt, t));
             std::vector<double> w(size_t(n), pads[p].value);
             parts.insert(case_first ? parts.begin() : parts.end(), c.build(gt, t));
             w.insert(case_first ? w.begin() : w.end(), round_to(t, c.want));
-            outs.push_back(gt.stack(parts, t, {}));
+            outs.push_back(gt.stack(parts, t));
             want.push_back(w);
             what.push_back(c.what + (case_first ? " before " : " after ") + std::to_string(n) + " x pad " + std::to_string(p));
           }
         }
       }
-      const ir::Graph g = gt.graph("stacked_literals", outs);
+      const ir::Graph g = gt.finish(outs);
       const std::vector<Literal> reference = ir::interpret(g, {});
       for (bool fold : {false, true}) {
         const std::vector<Literal> got = fold ? run(g, {}) : run(g, {}, device_computes_literals());
@@ -1356,11 +1307,11 @@ TEST(SpecialValues, StackedLiteralOpsKeepTheSignOfZero) {
 TEST(SpecialValues, DivisionByLiteralZero) {
   for (DType t : {DType::F32, DType::F64}) {
     NXV_SKIP_WITHOUT(t);
-    GraphText gt;
-    int x = gt.param(t, {4}, 0);
-    int q = gt.add("divide", std::to_string(x) + "," + std::to_string(gt.constant(t, 0.0)), t, {4});
-    int nan = gt.add("is_nan", std::to_string(q), DType::U8, {4});
-    auto got = run(gt.graph("div0", {q, nan}), {literal(t, {4}, {-1.0, 0.0, 1.0, -0.0})});
+    GraphWriter gt("div0");
+    NodeId x = gt.param(0, t, {4});
+    NodeId q = gt.node("divide", {x, gt.scalar(0.0, t)}, t, {4});
+    NodeId nan = gt.node("is_nan", {q}, DType::U8, {4});
+    auto got = run(gt.finish({q, nan}), {literal(t, {4}, {-1.0, 0.0, 1.0, -0.0})});
     EXPECT_EQ(ir::get_f64(got[0], 0), -INFINITY) << ir::dtype_name(t);
     EXPECT_TRUE(std::isnan(ir::get_f64(got[0], 1))) << ir::dtype_name(t);
     EXPECT_EQ(ir::get_f64(got[0], 2), INFINITY) << ir::dtype_name(t);
@@ -1380,12 +1331,11 @@ TEST(SpecialValues, DivisionByLiteralPowersOfTwo) {
     for (double v : {3.0, -0.75, least_normal, -3 * least_normal, max_finite(t) / 2}) x.push_back(round_to(t, v));
     const int64_t n = int64_t(x.size());
     const std::vector<double> divisors = {8.0, -0.5, std::ldexp(1.0, most), std::ldexp(1.0, -most)};
-    GraphText gt;
-    const int p = gt.param(t, {n}, 0);
-    std::vector<int> outs;
-    for (double d : divisors)
-      outs.push_back(gt.add("divide", std::to_string(p) + "," + std::to_string(gt.constant(t, d)), t, {n}));
-    const auto got = run(gt.graph("pow2_divisors", outs), {literal(t, {n}, x)});
+    GraphWriter gt("pow2_divisors");
+    const NodeId p = gt.param(0, t, {n});
+    std::vector<NodeId> outs;
+    for (double d : divisors) outs.push_back(gt.node("divide", {p, gt.scalar(d, t)}, t, {n}));
+    const auto got = run(gt.finish(outs), {literal(t, {n}, x)});
     for (size_t j = 0; j < divisors.size(); ++j) {
       Report r{"divide", t, "literal " + describe(divisors[j]), {}};
       for (int64_t k = 0; k < n; ++k) {
@@ -1412,13 +1362,12 @@ TEST(SpecialValues, DivisionByOtherLiterals) {
     for (double& v : x) v = round_to(t, std::ldexp(rng() & 1 ? significand(rng) : -significand(rng), exponent(rng)));
     const std::vector<double> divisors = {3.0, 10.0, -7.0, round_to(t, 0.1), round_to(t, max_finite(t) / 1.5)};
     const double dividend = 7.0;
-    GraphText gt;
-    const int p = gt.param(t, {n}, 0);
-    std::vector<int> outs;
-    for (double d : divisors)
-      outs.push_back(gt.add("divide", std::to_string(p) + "," + std::to_string(gt.constant(t, d)), t, {n}));
-    outs.push_back(gt.add("divide", std::to_string(gt.constant(t, dividend)) + "," + std::to_string(p), t, {n}));
-    const auto got = run(gt.graph("literal_divisions", outs), {literal(t, {n}, x)});
+    GraphWriter gt("literal_divisions");
+    const NodeId p = gt.param(0, t, {n});
+    std::vector<NodeId> outs;
+    for (double d : divisors) outs.push_back(gt.node("divide", {p, gt.scalar(d, t)}, t, {n}));
+    outs.push_back(gt.node("divide", {gt.scalar(dividend, t), p}, t, {n}));
+    const auto got = run(gt.finish(outs), {literal(t, {n}, x)});
     // Rounding the double quotient to f32 is f32's correctly rounded quotient (53 >= 2 x 24 + 2).
     auto check = [&](size_t j, const std::string& kind, auto quotient) {
       Report r{"divide", t, kind, {}};
@@ -1557,10 +1506,10 @@ TEST(SpecialValues, SpecialLiteralsAreHiddenFromTheDriver) {
 // each OR'd with a zero of its own (with one shared zero, NIR hoists the OR out of the
 // select and the two constants meet again), in this device's code and in NVIDIA's.
 TEST(SpecialValues, DerivedValuesAreHiddenFromTheDriver) {
-  GraphText gt;
+  GraphWriter gt("derived");
   const DType t = DType::F32;
-  auto pow = [&](double x, double y) { return gt.add("pow", std::to_string(gt.constant(t, x)) + "," + std::to_string(gt.constant(t, y)), t, {}); };
-  const ir::Graph g = gt.graph("derived", {gt.stack({pow(1, 2), pow(-0.5, 2047)}, t, {})});
+  auto pow = [&](double x, double y) { return gt.node("pow", {gt.scalar(x, t), gt.scalar(y, t)}, t, {}); };
+  const ir::Graph g = gt.finish({gt.stack({pow(1, 2), pow(-0.5, 2047)}, t)});
   for (uint32_t vendor : {0u, 0x10DEu}) {
     runtime::CompileOptions opts = device_computes_literals();
     opts.as_vendor = vendor;

@@ -12,8 +12,8 @@
 
 #include "codegen/targets/launch.h"
 #include "device_testing.h"
+#include "ir/graph_writer.h"
 #include "ir/interpreter.h"
-#include "ir/json.h"
 #include "ir/literal.h"
 #include "passes/pass.h"
 #include "runtime/runtime.h"
@@ -22,12 +22,6 @@ namespace nxv {
 namespace {
 
 using ir::DType;
-
-std::string json_list(const std::vector<int64_t>& v) {
-  std::string r = "[";
-  for (size_t i = 0; i < v.size(); ++i) r += (i ? "," : "") + std::to_string(v[i]);
-  return r + "]";
-}
 
 struct Case {
   std::string name;
@@ -39,25 +33,15 @@ struct Case {
 };
 
 ir::Graph graph_of(const Case& c) {
-  const std::string t = ir::dtype_name(c.t);
-  std::string nodes = R"({"id": 0, "op": "parameter", "type": ")" + t + R"(", "shape": )" + json_list(c.a) + R"(, "attrs": {"index": 0}},
-    {"id": 1, "op": "parameter", "type": ")" + t + R"(", "shape": )" + json_list(c.b) + R"(, "attrs": {"index": 1}},
-    {"id": 2, "op": "dot", "args": [0, 1], "type": ")" + t + R"(", "shape": )" + json_list(c.out) +
-                      R"(, "attrs": {"contract_axes1": )" + json_list(c.c1) + R"(, "contract_axes2": )" + json_list(c.c2) +
-                      R"(, "batch_axes1": )" + json_list(c.b1) + R"(, "batch_axes2": )" + json_list(c.b2) + "}}";
-  int64_t last = 2;
+  ir::GraphWriter w("split");
+  const ir::NodeId a = w.param(0, c.t, c.a), b = w.param(1, c.t, c.b);
+  ir::NodeId last = w.node("dot", {a, b}, c.t, c.out,
+                           {{"contract_axes1", c.c1}, {"contract_axes2", c.c2}, {"batch_axes1", c.b1}, {"batch_axes2", c.b2}});
   if (c.epilogue) {
-    nodes += R"(,
-    {"id": 3, "op": "constant", "type": ")" + t + R"(", "shape": [], "attrs": {"value": 0.5}},
-    {"id": 4, "op": "broadcast", "args": [3], "type": ")" + t + R"(", "shape": )" + json_list(c.out) +
-             R"(, "attrs": {"shape": )" + json_list(c.out) + R"(, "axes": []}},
-    {"id": 5, "op": "add", "args": [2, 4], "type": ")" + t + R"(", "shape": )" + json_list(c.out) + R"(},
-    {"id": 6, "op": "constant", "type": ")" + t + R"(", "shape": [], "attrs": {"value": 0}},
-    {"id": 7, "op": "max", "args": [5, 6], "type": ")" + t + R"(", "shape": )" + json_list(c.out) + "}";
-    last = 7;
+    const ir::NodeId half = w.node("broadcast", {w.scalar(0.5, c.t)}, c.t, c.out, {{"shape", c.out}, {"axes", nlohmann::json::array()}});
+    last = w.node("max", {w.node("add", {last, half}, c.t, c.out), w.scalar(0, c.t)}, c.t, c.out);
   }
-  return ir::parse_graph(R"({"version": 1, "name": "split", "nodes": [)" + nodes + R"(], "outputs": [)" +
-                         std::to_string(last) + "]}");
+  return w.finish({last});
 }
 
 // Floats uniform in [-1, 1) (`exact`: multiples of 1/8 from -1 to 1, whose every partial sum
