@@ -13,7 +13,8 @@ namespace nxv::ir {
 
 // Appends nodes with explicit result types; the verifier re-checks them when the graph is
 // compiled. `scalar` takes any double, ±inf, NaN and -0.0 included, spelled as JSON text
-// spells them (float_json); nodes given other values must spell them so too.
+// spells them (float_json), for any type: an integer type wraps it as docs/ir.md says.
+// Nodes given other values must spell them so too.
 class GraphWriter {
  public:
   explicit GraphWriter(std::string name) { g_.name = std::move(name); }
@@ -22,7 +23,7 @@ class GraphWriter {
     return append_node(g_.nodes, next_, op, std::move(args), t, std::move(s), std::move(attrs));
   }
   NodeId param(int index, DType t, Shape s) { return node("parameter", {}, t, std::move(s), {{"index", index}}); }
-  NodeId scalar(double v, DType t) { return node("constant", {}, t, {}, {{"value", is_float(t) ? float_json(v) : nlohmann::json(int64_t(v))}}); }
+  NodeId scalar(double v, DType t) { return node("constant", {}, t, {}, {{"value", float_json(v)}}); }
   const Shape& shape(NodeId id) const { return g_.nodes[size_t(id)].results[0].shape; }
   // Same-shape (or scalar-broadcast) elementwise op: the result takes the larger shape.
   NodeId ew(const std::string& op, std::vector<NodeId> args, DType t) {

@@ -65,7 +65,7 @@ ir::Graph attention_graph(const Case& c) {
   const double scale = c.scale ? c.scale : 1 / std::sqrt(double(c.d));
   s = w.node(c.divide ? "divide" : "multiply", {s, w.scalar(c.divide ? 1 / scale : scale, t)}, t, scores);
   if (c.bias) s = w.node("add", {s, bias}, t, scores);
-  NodeId keep = c.mask ? mask : -1;
+  NodeId keep = mask;
   if (c.causal) {
     const NodeId row = w.node("iota", {}, DType::S32, {c.sq, 1}, {{"axis", 0}});
     const NodeId last = w.node("add", {row, w.scalar(double(c.offset), DType::S32)}, DType::S32, {c.sq, 1});

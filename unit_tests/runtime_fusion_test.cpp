@@ -239,8 +239,7 @@ TEST(RuntimeFusion, TransposesInTilesMatchTheReference) {
       if (left_out(ir::parse_dtype(c.type))) continue;
       ir::Shape out;
       for (int64_t a : c.axes) out.push_back(c.shape[size_t(a)]);
-      std::string ax = "[";
-      for (size_t i = 0; i < c.axes.size(); ++i) ax += (i ? "," : "") + std::to_string(c.axes[i]);
+      const std::string ax = ir::shape_string(c.axes);
       const std::string in_t = R"(", "shape": )" + ir::shape_string(c.shape), out_t = R"(", "shape": )" + ir::shape_string(out);
       // Output 0: consumer(transpose(x), y); where output 1 is there too, the transpose is
       // also read reversed, so not at the output position only.
@@ -248,7 +247,7 @@ TEST(RuntimeFusion, TransposesInTilesMatchTheReference) {
       auto g = ir::parse_graph(R"({"version": 1, "name": "t", "nodes": [
         {"id": 0, "op": "parameter", "type": ")" + c.type + in_t + R"(, "attrs": {"index": 0}},
         {"id": 1, "op": "parameter", "type": ")" + c.type + out_t + R"(, "attrs": {"index": 1}},
-        {"id": 2, "op": "transpose", "args": [0], "type": ")" + c.type + out_t + R"(, "attrs": {"axes": )" + ax + R"(]}},
+        {"id": 2, "op": "transpose", "args": [0], "type": ")" + c.type + out_t + R"(, "attrs": {"axes": )" + ax + R"(}},
         {"id": 3, "op": ")" + c.consumer + R"(", "args": [2, 1], "type": ")" + c.type + out_t + R"(},
         {"id": 4, "op": "reverse", "args": [2], "type": ")" + c.type + out_t + R"(, "attrs": {"axes": [0]}},
         {"id": 5, "op": "add", "args": [2, 4], "type": ")" + c.type + out_t + R"(}], "outputs": )" + outputs + "}");
