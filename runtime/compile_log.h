@@ -4,19 +4,23 @@
 // (scripts/compile_times.py). CPU times hold on a loaded machine, where wall times do not.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace nxv::runtime {
 
-// The calling thread's CPU time in milliseconds.
-double thread_cpu_ms();
+// One kernel's compile, timed from its construction (code generation starts) through
+// codegen_done() to log() (its pipeline exists).
+class CompileTimer {
+ public:
+  CompileTimer();
+  void codegen_done();
+  // No-op unless NXV_COMPILE_LOG names a file. Safe to call from several threads.
+  void log(const std::string& graph, const std::string& kernel) const;
 
-struct CompileTimes {
-  double codegen_ms = 0, pipeline_ms = 0;          // wall
-  double codegen_cpu_ms = 0, pipeline_cpu_ms = 0;  // this thread's CPU
+ private:
+  std::chrono::steady_clock::time_point start_, codegen_end_;
+  double start_cpu_ms_ = 0, codegen_end_cpu_ms_ = 0;
 };
-
-// No-op unless NXV_COMPILE_LOG names a file. Safe to call from several threads.
-void log_kernel_compile(const std::string& graph, const std::string& kernel, const CompileTimes& t);
 
 }  // namespace nxv::runtime
